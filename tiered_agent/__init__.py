@@ -1,0 +1,1 @@
+"""tiered_agent: an async agent runtime with a tiered, measured context pipeline."""

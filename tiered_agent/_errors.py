@@ -1,0 +1,73 @@
+"""Exceptions raised by tiered_agent.
+
+What the *model* did wrong (bad arguments, unknown tool, a failing tool) is not
+an exception the user sees: it goes back to the model as a tool result. What
+the *developer* configured wrong, or what the outside world made impossible,
+raises one of these::
+
+    TieredAgentError
+    ├── ConfigurationError          bad settings: unknown preset, no model, bad path, ...
+    ├── ToolError                   raised *inside* a tool: its message becomes the tool result
+    │   └── PathOutsideWorkspace    a path escapes the workspace root
+    ├── ModelError                  a model call failed for good (after retries)
+    │   ├── AuthenticationError     missing or rejected credentials
+    │   ├── ModelNotFoundError      the provider does not know the model
+    │   └── ContextWindowExceeded   the prompt does not fit the model's window
+    ├── ContextBudgetExceeded       the safety net refused to send an oversized prompt
+    └── TraceFormatError            a trace or recorded run cannot be read (names file and problem)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TieredAgentError",
+    "ConfigurationError",
+    "ToolError",
+    "PathOutsideWorkspace",
+    "ModelError",
+    "AuthenticationError",
+    "ModelNotFoundError",
+    "ContextWindowExceeded",
+    "ContextBudgetExceeded",
+    "TraceFormatError",
+]
+
+
+class TieredAgentError(Exception):
+    """Base of every exception this package raises."""
+
+
+class ConfigurationError(TieredAgentError, ValueError):
+    """The developer configured something that cannot work."""
+
+
+class ToolError(TieredAgentError):
+    """Raised by a tool to report a problem to the model (becomes the tool result)."""
+
+
+class PathOutsideWorkspace(ToolError):
+    """A tool argument named a path outside the workspace root."""
+
+
+class ModelError(TieredAgentError):
+    """A model request failed and will not be retried (or retries ran out)."""
+
+
+class AuthenticationError(ModelError):
+    """The provider rejected or did not receive credentials."""
+
+
+class ModelNotFoundError(ModelError):
+    """The model string is unknown to litellm or to the provider."""
+
+
+class ContextWindowExceeded(ModelError):
+    """The prompt exceeds the model's context window (not retried blindly)."""
+
+
+class ContextBudgetExceeded(TieredAgentError):
+    """The next prompt would exceed the hard share of the context window even after compaction."""
+
+
+class TraceFormatError(TieredAgentError, ValueError):
+    """A trace or recorded agent run is unreadable; the message names the file and the problem."""

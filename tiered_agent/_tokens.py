@@ -1,0 +1,147 @@
+"""Local token counting with litellm's bundled tokenizers, and provider calibration.
+
+``tiktoken`` would download its encodings; litellm ships o200k_base and
+cl100k_base, so we point tiktoken at that folder *without importing litellm*
+(importing litellm costs ~3 s; the benchmark and the CLI's help must not pay it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from cachetools import LRUCache
+
+from ._errors import ConfigurationError
+from ._messages import Message
+
+if TYPE_CHECKING:
+    import tiktoken
+
+__all__ = [
+    "ENCODINGS",
+    "encoding_for_model",
+    "TokenCounter",
+    "Calibration",
+    "MESSAGE_OVERHEAD",
+    "PROMPT_OVERHEAD",
+]
+
+ENCODINGS = ("o200k_base", "cl100k_base")
+MESSAGE_OVERHEAD = 3  # OpenAI's documented per-message framing (<|start|>role ... <|end|>)
+PROMPT_OVERHEAD = 3  # the assistant reply primer
+_CL100K_FAMILIES = ("gpt-4-", "gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada")
+_O200K_FAMILIES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
+
+
+def encoding_for_model(model: str) -> str:
+    """The bundled encoding closest to ``model``'s tokenizer.
+
+    The provider prefix is stripped first (``openai/gpt-4o`` is gpt-4o, which
+    is o200k; litellm's own ``token_counter`` falls back to cl100k for it).
+    Non-OpenAI models get o200k, the closer of the two for recent models; the
+    runtime's calibration factor corrects the rest.
+    """
+    name = model.rsplit("/", 1)[-1].lower()
+    if name.startswith(_O200K_FAMILIES):
+        return "o200k_base"
+    if name.startswith(_CL100K_FAMILIES):
+        return "cl100k_base"
+    return "o200k_base"
+
+
+def _bundled_tokenizer_dir() -> Path:
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigurationError("litellm is not installed; it provides the offline tokenizers")
+    return Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+
+
+@lru_cache(maxsize=4)
+def _encoding(name: str) -> tiktoken.Encoding:
+    if name not in ENCODINGS:
+        raise ConfigurationError(f"unknown tokenizer {name!r}; choose one of {', '.join(ENCODINGS)}")
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_bundled_tokenizer_dir()))
+    import tiktoken
+
+    return tiktoken.get_encoding(name)
+
+
+class TokenCounter:
+    """Counts tokens of texts, messages and prompts; memoizes per text (bounded LRU)."""
+
+    def __init__(self, encoding: str = "o200k_base", cache_size: int = 200_000) -> None:
+        if encoding not in ENCODINGS:
+            raise ConfigurationError(f"unknown tokenizer {encoding!r}; choose one of {', '.join(ENCODINGS)}")
+        self.encoding_name = encoding
+        self._cache: LRUCache[str, int] = LRUCache(maxsize=cache_size)
+
+    @classmethod
+    def for_model(cls, model: str) -> TokenCounter:
+        return cls(encoding_for_model(model))
+
+    def encode(self, text: str) -> list[int]:
+        return _encoding(self.encoding_name).encode(text, disallowed_special=())
+
+    def count_text(self, text: str) -> int:
+        if not text:
+            return 0
+        cached = self._cache.get(text)
+        if cached is None:
+            cached = len(self.encode(text))
+            self._cache[text] = cached
+        return cached
+
+    def count_message(self, message: Message | Mapping[str, Any]) -> int:
+        data = message.to_openai() if isinstance(message, Message) else message
+        total = MESSAGE_OVERHEAD + self.count_text(str(data.get("content") or ""))
+        for call in data.get("tool_calls") or ():
+            function = call.get("function", {})
+            total += self.count_text(str(function.get("name", ""))) + self.count_text(
+                str(function.get("arguments", ""))
+            )
+            total += MESSAGE_OVERHEAD
+        if data.get("role") == "tool":
+            total += self.count_text(str(data.get("tool_call_id") or ""))
+        return total
+
+    def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        if not tools:
+            return 0
+        return self.count_text(orjson.dumps(list(tools), option=orjson.OPT_SORT_KEYS).decode())
+
+    def count_prompt(
+        self, messages: Iterable[Message | Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = ()
+    ) -> int:
+        """Tokens of a whole request: messages, per-message overhead, tool schemas."""
+        return PROMPT_OVERHEAD + sum(self.count_message(m) for m in messages) + self.count_tools(tools)
+
+
+@dataclass
+class Calibration:
+    """Provider-vs-local calibration: ``factor = provider_prompt_tokens / local_count``.
+
+    The next prompt is estimated as ``max(provider_last, local_now * factor)``,
+    the calibrated-heuristic rule: the provider's last count is a floor for a
+    history that only grows, the scaled local count tracks what was added.
+    """
+
+    factor: float = 1.0
+    provider_last: int = 0
+    observations: int = 0
+
+    def observe(self, provider_prompt_tokens: int | None, local_count: int) -> None:
+        if not provider_prompt_tokens or local_count <= 0:
+            return
+        self.factor = provider_prompt_tokens / local_count
+        self.provider_last = provider_prompt_tokens
+        self.observations += 1
+
+    def estimate(self, local_now: int) -> int:
+        return max(self.provider_last, round(local_now * self.factor))

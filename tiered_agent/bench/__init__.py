@@ -1,0 +1,1 @@
+"""Replay benchmark: importers, replay through context policies, metrics and reports."""

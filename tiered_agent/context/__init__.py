@@ -1,0 +1,1 @@
+"""Context management: the tiers that decide what the model sees."""

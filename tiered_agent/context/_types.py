@@ -1,0 +1,83 @@
+"""Values passed between the context tiers: summaries, truncation records, the built prompt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._messages import Message
+
+__all__ = ["Summary", "Truncation", "ContextStats", "BuiltPrompt"]
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A rolling summary of iterations ``first..last`` (inclusive), ready to show the model."""
+
+    first: int
+    last: int
+    text: str
+    model: str | None = None  # None: deterministic digest
+    input_tokens: int = 0
+    output_tokens: int = 0
+    created_at_iteration: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    """One cut tool output: the audit record of what the model did not see."""
+
+    tool_call_id: str
+    iteration: int
+    tool_name: str
+    original_chars: int
+    kept_chars: int
+
+    @property
+    def omitted_chars(self) -> int:
+        return self.original_chars - self.kept_chars
+
+
+@dataclass(frozen=True, slots=True)
+class ContextStats:
+    """What the pipeline did to build one prompt (recorded in the trace every iteration)."""
+
+    truncations: tuple[Truncation, ...] = ()
+    masked_outputs: int = 0  # observations replaced by a placeholder (masking / clearing)
+    masked_chars: int = 0
+    windowed_out: tuple[int, ...] = ()  # iterations not shown verbatim (covered by the summary)
+    summary_range: tuple[int, int] | None = None
+    shown_iterations: tuple[int, ...] = ()
+
+    @property
+    def truncated_chars(self) -> int:
+        return sum(t.omitted_chars for t in self.truncations)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "truncated_outputs": len(self.truncations),
+            "truncated_chars": self.truncated_chars,
+            "truncations": [
+                {
+                    "tool_call_id": t.tool_call_id,
+                    "iteration": t.iteration,
+                    "tool": t.tool_name,
+                    "original_chars": t.original_chars,
+                    "kept_chars": t.kept_chars,
+                }
+                for t in self.truncations
+            ],
+            "masked_outputs": self.masked_outputs,
+            "masked_chars": self.masked_chars,
+            "windowed_out": list(self.windowed_out),
+            "summary_range": list(self.summary_range) if self.summary_range else None,
+            "shown_iterations": list(self.shown_iterations),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltPrompt:
+    """The messages the model will see, and how they were obtained."""
+
+    messages: tuple[Message, ...]
+    stats: ContextStats = field(default_factory=ContextStats)
