@@ -1,1 +1,116 @@
-"""tiered_agent: an async agent runtime with a tiered, measured context pipeline."""
+"""tiered_agent: an async agent runtime over litellm with a tiered, measured context pipeline.
+
+    from tiered_agent import Agent, tool
+
+    agent = Agent(model="openai/gpt-4o-mini", tools=[...], context="tiered")
+    result = await agent.run("Find where the retry delay is computed and explain it")
+    result.output, result.usage, result.trace_path
+
+Names are imported lazily so that ``import tiered_agent`` (and ``tiered-agent --help``)
+stays fast and never imports litellm.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "Agent",
+    "RunLimits",
+    "RunResult",
+    "StopReason",
+    "IterationStats",
+    "Message",
+    "ToolCall",
+    "Usage",
+    "Tool",
+    "ToolSet",
+    "tool",
+    "Workspace",
+    "workspace_tools",
+    "LiteLLMModel",
+    "Model",
+    "ModelReply",
+    "RetryPolicy",
+    "ContextConfig",
+    "PRESETS",
+    "preset",
+    "TokenCounter",
+    "read_trace",
+    "load_history",
+    "TieredAgentError",
+    "ConfigurationError",
+    "ToolError",
+    "PathOutsideWorkspace",
+    "ModelError",
+    "AuthenticationError",
+    "ModelNotFoundError",
+    "ContextWindowExceeded",
+    "ContextBudgetExceeded",
+    "TraceFormatError",
+]
+
+_LOCATIONS = {
+    "Agent": "._agent",
+    "RunLimits": "._agent",
+    "RunResult": "._result",
+    "StopReason": "._result",
+    "IterationStats": "._result",
+    "Message": "._messages",
+    "ToolCall": "._messages",
+    "Usage": "._messages",
+    "Tool": "._tools",
+    "ToolSet": "._tools",
+    "tool": "._tools",
+    "Workspace": "._workspace",
+    "workspace_tools": "._workspace",
+    "LiteLLMModel": "._model",
+    "Model": "._model",
+    "ModelReply": "._model",
+    "RetryPolicy": "._model",
+    "ContextConfig": ".context._config",
+    "PRESETS": ".context._config",
+    "preset": ".context._config",
+    "TokenCounter": "._tokens",
+    "read_trace": "._trace",
+    "load_history": "._trace",
+}
+_LOCATIONS.update({name: "._errors" for name in __all__ if name.endswith(("Error", "Exceeded", "Workspace"))})
+_LOCATIONS["Workspace"] = "._workspace"
+
+if TYPE_CHECKING:
+    from ._agent import Agent, RunLimits
+    from ._errors import (
+        AuthenticationError,
+        ConfigurationError,
+        ContextBudgetExceeded,
+        ContextWindowExceeded,
+        ModelError,
+        ModelNotFoundError,
+        PathOutsideWorkspace,
+        TieredAgentError,
+        ToolError,
+        TraceFormatError,
+    )
+    from ._messages import Message, ToolCall, Usage
+    from ._model import LiteLLMModel, Model, ModelReply, RetryPolicy
+    from ._result import IterationStats, RunResult, StopReason
+    from ._tokens import TokenCounter
+    from ._tools import Tool, ToolSet, tool
+    from ._trace import load_history, read_trace
+    from ._workspace import Workspace, workspace_tools
+    from .context._config import PRESETS, ContextConfig, preset
+
+
+def __getattr__(name: str) -> Any:
+    module = _LOCATIONS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tiered_agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,389 @@
+"""The agent: a loop of prompt → model → tools, with a trace of everything."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import anyio
+import structlog
+
+from ._errors import (
+    AuthenticationError,
+    ConfigurationError,
+    ContextBudgetExceeded,
+    ContextWindowExceeded,
+    ModelError,
+    ModelNotFoundError,
+)
+from ._messages import Message, ToolCall, Usage
+from ._model import LiteLLMModel, Model, ModelReply
+from ._result import IterationStats, RunResult, StopReason
+from ._tokens import TokenCounter
+from ._tools import Tool, ToolOutcome, ToolSet
+from ._trace import (
+    ErrorEvent,
+    Event,
+    MessageEvent,
+    ModelRequest,
+    ModelResponse,
+    RunEnded,
+    RunStarted,
+    ToolResult,
+    TraceWriter,
+)
+from .context._config import ContextConfig, preset
+from .context._manager import ContextManager, PreparedPrompt
+
+__all__ = ["Agent", "RunLimits", "DEFAULT_SYSTEM_PROMPT"]
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an autonomous agent. Use the tools to complete the task; when it is done, "
+    "reply with the final answer and no tool calls. Long tool outputs may be shortened and "
+    "older iterations summarized: context_retrieve recovers any full output."
+)
+MAX_EMPTY_REPLIES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class RunLimits:
+    """When a run stops besides a final answer. ``token_budget`` counts prompt + completion tokens."""
+
+    max_iterations: int = 50
+    token_budget: int | None = None
+    max_parallel_tools: int = 8
+
+    def __post_init__(self) -> None:
+        if self.max_iterations < 1:
+            raise ConfigurationError("RunLimits.max_iterations must be >= 1")
+        if self.token_budget is not None and self.token_budget < 1:
+            raise ConfigurationError("RunLimits.token_budget must be >= 1 or None")
+        if self.max_parallel_tools < 1:
+            raise ConfigurationError("RunLimits.max_parallel_tools must be >= 1")
+
+
+class Agent:
+    """A tool-using agent over any litellm model, with a tiered context pipeline.
+
+    Constructing an agent has no side effects: no import of litellm, no file, no task.
+    """
+
+    def __init__(
+        self,
+        model: str | Model,
+        *,
+        tools: Sequence[Tool] = (),
+        context: ContextConfig | str = "tiered",
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        limits: RunLimits = RunLimits(),
+        trace_dir: Path | str = Path("traces/runs"),
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.model: Model = LiteLLMModel(model) if isinstance(model, str) else model
+        self.tools = ToolSet(tools)
+        self.context = preset(context) if isinstance(context, str) else context
+        self.system_prompt = system_prompt
+        self.limits = limits
+        self.trace_dir = Path(trace_dir)
+        self.on_event = on_event
+
+    async def run(self, task: str) -> RunResult:
+        """Run ``task`` to completion and return the result. Each iteration:
+
+        1. **Prompt**: the context manager turns the full history into the prompt
+           (truncation, window, summaries, safety net) and counts it, and the full
+           history's counterfactual, with the local tokenizer.
+        2. **Model**: one ``litellm.acompletion`` call (retried on rate limits, 5xx,
+           timeouts and refused connections; a context-window error triggers one
+           emergency compaction and a retry).
+        3. **Tools**: the reply's tool calls run concurrently (identical read-only
+           calls are served from the dedup cache); results are appended in call order.
+           A reply without tool calls is the final answer.
+        4. **Trace**: every message (tool outputs untruncated), usage and context
+           decision is appended to the JSONL trace, flushed at the iteration boundary.
+
+        The run stops at the final answer, at ``limits.max_iterations``, when the
+        next call would exceed ``limits.token_budget``, on a model error that
+        retries could not fix, or on cancellation (the trace still gets its end).
+        """
+        run = _Run(self, task)
+        return await run.execute()
+
+
+class _Run:
+    """The state of one run; created by :meth:`Agent.run`, never shared."""
+
+    def __init__(self, agent: Agent, task: str) -> None:
+        self.agent = agent
+        self.task = task
+        self.run_id = uuid.uuid4().hex[:12]
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        self.trace_path = agent.trace_dir / f"{stamp}-{self.run_id}.jsonl"
+        self.spill_dir = agent.trace_dir / f"{stamp}-{self.run_id}.outputs"
+        self.trace = TraceWriter(self.trace_path)
+        self.counter = TokenCounter.for_model(agent.model.name)
+        self.history: list[Message] = []
+        self.stats: list[IterationStats] = []
+        self.usage = Usage()
+        self.empty_replies = 0
+        self.manager = ContextManager(
+            agent.context,
+            counter=self.counter,
+            context_window=agent.model.context_window(),
+            on_event=self.emit,
+        )
+        self.tools = agent.tools.with_tools(self.manager.tools(lambda: self.history))
+
+    # ------------------------------------------------------------------ events
+    def emit(self, event: Event) -> None:
+        self.trace.write(event)
+        if self.agent.on_event is not None:
+            self.agent.on_event(event)
+
+    def append(self, message: Message) -> None:
+        self.history.append(message)
+        self.emit(MessageEvent(message))
+
+    # ------------------------------------------------------------------ driver
+    async def execute(self) -> RunResult:
+        self.trace.open()
+        try:
+            async with self.manager:
+                self.start()
+                reason, output, error = await self.loop()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                self.finish(StopReason.CANCELLED, None, "cancelled")
+            raise
+        except BaseException as exc:
+            self.finish(StopReason.ERROR, None, f"{type(exc).__name__}: {exc}")
+            raise
+        return self.finish(reason, output, error)
+
+    def start(self) -> None:
+        agent = self.agent
+        self.emit(
+            RunStarted(
+                run_id=self.run_id,
+                model=agent.model.name,
+                task=self.task,
+                config={
+                    "context": agent.context.to_dict(),
+                    "context_window": self.manager.context_window,
+                    "limits": dataclasses.asdict(agent.limits),
+                    "tokenizer": self.counter.encoding_name,
+                    "read_only_tools": sorted(t.name for t in self.tools if t.read_only),
+                },
+                tools=self.tools.schemas(),
+                started_at=time.time(),
+            )
+        )
+        self.append(Message("system", self.agent.system_prompt))
+        self.append(Message("user", self.task))
+        self.trace.flush()
+
+    async def loop(self) -> tuple[StopReason, str | None, str | None]:
+        for iteration in range(1, self.agent.limits.max_iterations + 1):
+            try:
+                prepared = await self.manager.prepare(self.history, self.tools.schemas())
+                if self.over_budget(prepared):
+                    return StopReason.TOKEN_BUDGET, None, None
+                reply, prepared = await self.call_model(iteration, prepared)
+            except (AuthenticationError, ModelNotFoundError):
+                raise  # configuration problems: the developer must see them as exceptions
+            except (ModelError, ContextBudgetExceeded) as exc:
+                self.emit(ErrorEvent(iteration, type(exc).__name__, str(exc)))
+                return StopReason.ERROR, None, str(exc)
+            done = await self.handle_reply(iteration, prepared, reply)
+            self.trace.flush()
+            if done is not None:
+                return done
+        return StopReason.MAX_ITERATIONS, None, None
+
+    def over_budget(self, prepared: PreparedPrompt) -> bool:
+        budget = self.agent.limits.token_budget
+        return budget is not None and self.usage.total_tokens + prepared.estimated_tokens > budget
+
+    async def call_model(self, iteration: int, prepared: PreparedPrompt) -> tuple[ModelReply, PreparedPrompt]:
+        """One model call; a context-window error compacts once and retries."""
+        self.record_request(iteration, prepared)
+        try:
+            return await self.agent.model.complete(prepared.messages, self.tools.schemas()), prepared
+        except ContextWindowExceeded as exc:
+            self.emit(ErrorEvent(iteration, "ContextWindowExceeded", f"{exc}; compacting and retrying once"))
+        prepared = await self.manager.prepare(self.history, self.tools.schemas(), force_compact=True)
+        self.record_request(iteration, prepared)
+        return await self.agent.model.complete(prepared.messages, self.tools.schemas()), prepared
+
+    def record_request(self, iteration: int, prepared: PreparedPrompt) -> None:
+        context = prepared.built.stats.to_dict() | {
+            "dedup_hits": self.manager.dedup_hits,
+            "compacted": prepared.compacted,
+        }
+        self.emit(
+            ModelRequest(
+                iteration=iteration,
+                n_messages=len(prepared.built.messages),
+                prompt_tokens_local=prepared.prompt_tokens,
+                estimated_prompt_tokens=prepared.estimated_tokens,
+                counterfactual_tokens=prepared.counterfactual_tokens,
+                context=context,
+            )
+        )
+
+    # ------------------------------------------------------------------ reply
+    async def handle_reply(
+        self, iteration: int, prepared: PreparedPrompt, reply: ModelReply
+    ) -> tuple[StopReason, str | None, str | None] | None:
+        self.manager.observe_usage(reply.usage.prompt_tokens, prepared.prompt_tokens)
+        self.usage = self.usage + reply.usage
+        message = dataclasses.replace(
+            reply.message, iteration=iteration, tool_calls=_unique_ids(reply.message.tool_calls, iteration)
+        )
+        self.append(message)
+        self.emit(
+            ModelResponse(
+                iteration=iteration,
+                usage=reply.usage,
+                model=reply.model,
+                finish_reason=reply.finish_reason,
+                latency_s=reply.latency_s,
+                attempts=reply.attempts,
+            )
+        )
+        hits_before = self.manager.dedup_hits
+        if message.tool_calls:
+            await self.run_tools(iteration, message.tool_calls)
+        self.stats.append(
+            IterationStats(
+                iteration=iteration,
+                usage=reply.usage,
+                prompt_tokens_local=prepared.prompt_tokens,
+                counterfactual_tokens=prepared.counterfactual_tokens,
+                tool_calls=tuple(c.name for c in message.tool_calls),
+                dedup_hits=self.manager.dedup_hits - hits_before,
+            )
+        )
+        if message.tool_calls:
+            self.empty_replies = 0
+            return None
+        if message.text.strip():
+            return StopReason.ANSWERED, message.text, None
+        return self.empty_reply(iteration)
+
+    def empty_reply(self, iteration: int) -> tuple[StopReason, str | None, str | None] | None:
+        self.empty_replies += 1
+        text = "the model replied with neither text nor tool calls"
+        self.emit(ErrorEvent(iteration, "empty_reply", text))
+        if self.empty_replies >= MAX_EMPTY_REPLIES:
+            return StopReason.ERROR, None, f"{text} {self.empty_replies} times in a row"
+        self.append(
+            Message(
+                "user",
+                "Your last reply was empty. Call a tool, or answer with the final result as text.",
+                iteration=iteration,
+            )
+        )
+        return None
+
+    # ------------------------------------------------------------------ tools
+    async def run_tools(self, iteration: int, calls: Sequence[ToolCall]) -> None:
+        """Dedup in call order, execute the rest concurrently, append results in call order."""
+        outcomes: list[tuple[ToolOutcome, str | None] | None] = [None] * len(calls)
+        pending: list[int] = []
+        for index, call in enumerate(calls):
+            tool = self.tools.get(call.name)
+            hit = self.manager.lookup_dedup(
+                call,
+                read_only=tool is not None and tool.read_only,
+                internal=tool is not None and tool.internal,
+            )
+            if hit is None:
+                pending.append(index)
+            else:
+                content = self.manager.render_dedup(hit)
+                outcomes[index] = (ToolOutcome(content=content, is_error=False, error_kind=None), hit.tool_call_id)
+        limiter = anyio.CapacityLimiter(self.agent.limits.max_parallel_tools)
+        durations: dict[int, float] = {}
+
+        async def run_one(index: int) -> None:
+            async with limiter:
+                started = time.perf_counter()
+                outcome = await self.tools.execute(calls[index], spill_dir=self.spill_dir)
+                durations[index] = time.perf_counter() - started
+                outcomes[index] = (outcome, None)
+
+        async with anyio.create_task_group() as group:
+            for index in pending:
+                group.start_soon(run_one, index)
+        for index, call in enumerate(calls):
+            result = outcomes[index]
+            assert result is not None
+            self.record_tool(iteration, call, result[0], dedup_of=result[1], duration=durations.get(index, 0.0))
+
+    def record_tool(
+        self, iteration: int, call: ToolCall, outcome: ToolOutcome, *, dedup_of: str | None, duration: float
+    ) -> None:
+        tool = self.tools.get(call.name)
+        if dedup_of is None and not outcome.is_error and tool is not None:
+            self.manager.remember(call, read_only=tool.read_only, content=outcome.content, iteration=iteration)
+        self.append(Message("tool", outcome.content, tool_call_id=call.id, name=call.name, iteration=iteration))
+        self.emit(
+            ToolResult(
+                iteration=iteration,
+                tool_call_id=call.id,
+                name=call.name,
+                is_error=outcome.is_error,
+                duration_s=round(duration, 6),
+                output_chars=len(outcome.content),
+                dedup_of=dedup_of,
+                error_kind=outcome.error_kind,
+            )
+        )
+        if outcome.is_error:
+            log.info("tool.error", tool=call.name, kind=outcome.error_kind, iteration=iteration)
+
+    # ------------------------------------------------------------------ end
+    def finish(self, reason: StopReason, output: str | None, error: str | None) -> RunResult:
+        result = RunResult(
+            output=output,
+            stop_reason=reason,
+            iterations=tuple(self.stats),
+            usage=self.usage,
+            trace_path=self.trace_path,
+            summary_usage=self.manager.summary_usage,
+            error=error,
+        )
+        self.emit(
+            RunEnded(
+                stop_reason=reason.value,
+                output=output,
+                iterations=len(self.stats),
+                usage=self.usage,
+                prompt_tokens_local=result.prompt_tokens_local,
+                counterfactual_tokens=result.counterfactual_tokens,
+                error=error,
+            )
+        )
+        self.trace.close()
+        return result
+
+
+def _unique_ids(calls: Sequence[ToolCall], iteration: int) -> tuple[ToolCall, ...]:
+    """Tool calls with non-empty ids unique within the reply (some providers send none)."""
+    seen: set[str] = set()
+    fixed = []
+    for index, call in enumerate(calls, start=1):
+        call_id = call.id
+        if not call_id or call_id in seen:
+            call_id = f"call_{iteration}_{index}"
+        seen.add(call_id)
+        fixed.append(dataclasses.replace(call, id=call_id))
+    return tuple(fixed)

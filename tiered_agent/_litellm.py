@@ -1,0 +1,68 @@
+"""Lazy, quiet access to litellm.
+
+Importing litellm costs seconds, so nothing in the package imports it at module
+level: :func:`import_litellm` does it once, on the first model call, after
+pinning the offline cost map and before anything can phone home.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from functools import lru_cache
+from types import ModuleType
+from typing import Any
+
+import structlog
+
+__all__ = ["import_litellm", "context_window"]
+
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+_lock = threading.Lock()
+_module: ModuleType | None = None
+_log = structlog.get_logger(__name__)
+
+
+def import_litellm() -> ModuleType:
+    """The litellm module, imported (and configured) once, on first use."""
+    global _module  # noqa: PLW0603 - a process-wide import cache, like sys.modules
+    if _module is not None:
+        return _module
+    with _lock:
+        if _module is None:
+            _module = _configure(_import())
+    return _module
+
+
+def _import() -> ModuleType:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return litellm
+
+
+def _configure(litellm: ModuleType) -> ModuleType:
+    litellm.disable_hf_tokenizer_download = True
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" prints on errors
+    litellm.telemetry = False
+    if "LITELLM_LOG" not in os.environ:  # an explicit LITELLM_LOG is the user asking for litellm's logs
+        for name in _LITELLM_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)
+    return litellm
+
+
+@lru_cache(maxsize=256)
+def context_window(model: str) -> int | None:
+    """The model's input window in tokens per litellm's cost map; ``None`` when litellm does not know it."""
+    litellm = import_litellm()
+    try:
+        info: Any = litellm.get_model_info(model=model)
+    except Exception as exc:  # litellm raises plain Exception subclasses for unmapped models
+        _log.debug("context_window_unknown", model=model, error=type(exc).__name__)
+        return None
+    for key in ("max_input_tokens", "max_tokens"):
+        value = info.get(key) if hasattr(info, "get") else None
+        if isinstance(value, int) and value > 0:
+            return value
+    return None

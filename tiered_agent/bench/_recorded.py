@@ -1,0 +1,41 @@
+"""A recorded agent run, normalized into the runtime's message model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._messages import Message, Usage
+
+__all__ = ["RecordedRun"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRun:
+    """One recorded run, whatever its source format.
+
+    ``messages`` is the full history in the runtime's model: iteration 0 holds
+    the system prompt and the task; iteration ``k`` holds the ``k``-th
+    assistant message (its action as a tool call) and the observations that
+    answered it (tool messages, or user messages for a simulated customer).
+    ``usage[k - 1]`` is the provider usage recorded for step ``k``, or None.
+    """
+
+    run_id: str
+    source: str
+    format: str  # "mini-swe-agent" | "swe-agent" | "tau-bench" | "tiered-agent"
+    messages: tuple[Message, ...]
+    tools: tuple[dict[str, Any], ...] = ()
+    read_only_tools: frozenset[str] = frozenset()
+    usage: tuple[Usage | None, ...] = ()
+    model: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> int:
+        """Number of model calls (assistant messages) in the run."""
+        return sum(1 for m in self.messages if m.role == "assistant")
+
+    @property
+    def task(self) -> str:
+        return next((m.text for m in self.messages if m.role == "user"), "")

@@ -1,0 +1,170 @@
+"""Tier 1, truncation: cut long tool outputs, keep the head (or head and tail), say how to get the rest.
+
+The marker states exactly what was cut and, when ``context_retrieve`` is
+registered, the call that returns the full output::
+
+    [... 9,744 of 10,244 chars omitted; full output: context_retrieve(tool_call_id="call_7")]
+
+An output is only cut when the result (kept text + marker) is shorter than the
+original. Results of ``context_retrieve`` itself are never cut: the model asked
+for exactly that text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Sequence
+from functools import lru_cache
+
+from .._messages import Message
+from ._config import ContextConfig, TruncationMode
+from ._names import RETRIEVE_TOOL_NAME, retrieve_call
+from ._types import Truncation
+
+__all__ = ["count_lines", "truncate_output", "truncate_outputs"]
+
+
+def count_lines(text: str) -> int:
+    """Lines of ``text``, separated by ``\\n`` (a trailing newline does not start a new line)."""
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def truncate_output(
+    text: str,
+    *,
+    max_chars: int | None,
+    max_lines: int | None = None,
+    mode: TruncationMode = "head_tail",
+    tool_call_id: str | None = None,
+    retrieval: bool = True,
+) -> tuple[str, int]:
+    """``(shown_text, omitted_chars)``; ``(text, 0)`` when nothing is cut.
+
+    ``head`` keeps the first ``max_chars`` chars (and at most ``max_lines``
+    lines); ``head_tail`` keeps half of each budget at each end (the head gets
+    the odd char / line). ``omitted_chars`` counts original chars not shown; the
+    marker is not part of it. The retrieval hint is added when ``retrieval``
+    is true and ``tool_call_id`` is known.
+    """
+    hint_id = tool_call_id if retrieval and tool_call_id else None
+    return _truncate(text, max_chars, max_lines, mode, hint_id)
+
+
+@lru_cache(maxsize=4096)
+def _truncate(
+    text: str, max_chars: int | None, max_lines: int | None, mode: TruncationMode, hint_id: str | None
+) -> tuple[str, int]:
+    total_lines = count_lines(text) if max_lines is not None else 0
+    over_lines = max_lines is not None and total_lines > max_lines
+    if not over_lines and (max_chars is None or len(text) <= max_chars):
+        return text, 0
+    if mode == "head":
+        head_end, tail_start = _head_end(text, max_chars, max_lines), len(text)
+    else:
+        head_end = _head_end(text, _upper_half(max_chars), _upper_half(max_lines))
+        tail_start = max(head_end, _tail_start(text, _lower_half(max_chars), _lower_half(max_lines)))
+    head, tail = text[:head_end], text[tail_start:]
+    omitted = tail_start - head_end
+    lines = None
+    if over_lines:
+        lines = (total_lines - count_lines(head) - count_lines(tail), total_lines)
+    shown = _join(head, _marker(omitted, len(text), lines, hint_id), tail)
+    if len(shown) >= len(text):
+        return text, 0
+    return shown, omitted
+
+
+def _upper_half(value: int | None) -> int | None:
+    return None if value is None else (value + 1) // 2
+
+
+def _lower_half(value: int | None) -> int | None:
+    return None if value is None else value // 2
+
+
+def _head_end(text: str, chars: int | None, lines: int | None) -> int:
+    """End index of the first ``lines`` lines, capped at ``chars`` chars."""
+    end = len(text)
+    if lines is not None:
+        pos = 0
+        for _ in range(lines):
+            found = text.find("\n", pos)
+            if found < 0:
+                pos = len(text)
+                break
+            pos = found + 1
+        end = pos
+    return end if chars is None else min(end, chars)
+
+
+def _tail_start(text: str, chars: int | None, lines: int | None) -> int:
+    """Start index of the last ``lines`` lines, capped at the last ``chars`` chars."""
+    start = 0
+    if lines is not None:
+        if lines == 0:
+            start = len(text)
+        else:
+            pos = len(text) - 1 if text.endswith("\n") else len(text)
+            for _ in range(lines):
+                pos = text.rfind("\n", 0, pos)
+                if pos < 0:
+                    break
+            start = pos + 1
+    return start if chars is None else max(start, len(text) - chars)
+
+
+def _marker(omitted: int, total: int, lines: tuple[int, int] | None, hint_id: str | None) -> str:
+    what = f"{omitted:,} of {total:,} chars"
+    if lines is not None:
+        what += f", {lines[0]:,} of {lines[1]:,} lines"
+    hint = "" if hint_id is None else f"; full output: {retrieve_call('tool_call_id', hint_id)}"
+    return f"[... {what} omitted{hint}]"
+
+
+def _join(head: str, marker: str, tail: str) -> str:
+    before = "\n" if head and not head.endswith("\n") else ""
+    after = f"\n{tail}" if tail else ""
+    return f"{head}{before}{marker}{after}"
+
+
+def truncate_outputs(
+    messages: Sequence[Message], config: ContextConfig, *, skip: Collection[int] = ()
+) -> tuple[list[Message], list[Truncation]]:
+    """Apply :func:`truncate_output` to every tool message (by position, except ``skip``).
+
+    ``context_retrieve`` results are left whole. Returns the new message list
+    (untouched messages are the same objects) and one :class:`Truncation` per cut.
+    """
+    out = list(messages)
+    cuts: list[Truncation] = []
+    if not config.truncates:
+        return out, cuts
+    retrieval = config.retrieval_active
+    for index, message in enumerate(messages):
+        if message.role != "tool" or not message.content or message.name == RETRIEVE_TOOL_NAME:
+            continue
+        if index in skip:
+            continue
+        shown, omitted = truncate_output(
+            message.content,
+            max_chars=config.max_output_chars,
+            max_lines=config.max_output_lines,
+            mode=config.truncation_mode,
+            tool_call_id=message.tool_call_id,
+            retrieval=retrieval,
+        )
+        if omitted:
+            out[index] = dataclasses.replace(message, content=shown)
+            original = len(message.content)
+            cuts.append(
+                Truncation(
+                    tool_call_id=message.tool_call_id or "",
+                    iteration=message.iteration,
+                    tool_name=message.name or "",
+                    original_chars=original,
+                    kept_chars=original - omitted,
+                )
+            )
+    return out, cuts
