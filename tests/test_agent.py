@@ -1,0 +1,219 @@
+"""The agent loop: stop reasons, tool execution order, dedup, trace, accounting (FunctionModel, no litellm)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tiered_agent import Agent, ContextConfig, Message, RunLimits, StopReason, tool
+from tiered_agent._errors import ContextWindowExceeded, ModelError
+from tiered_agent._model import ModelReply
+from tiered_agent._trace import ErrorEvent, ModelRequest, RunEnded, ToolResult, load_history, read_trace
+from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
+
+pytestmark = pytest.mark.anyio
+
+BIG = "".join(f"line {i:04d} of the big file\n" for i in range(400))  # 10,400 chars
+
+
+@tool(read_only=True)
+def read_big(name: str) -> str:
+    """Return a big text.
+
+    Args:
+        name: Which text.
+    """
+    return BIG
+
+
+def make_agent(tmp_path: Path, model: FunctionModel, **kwargs: object) -> Agent:
+    kwargs.setdefault("tools", [read_big])
+    return Agent(model, trace_dir=tmp_path, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_tool_then_answer_truncates_prompt_but_trace_keeps_full_output(tmp_path: Path) -> None:
+    model = FunctionModel.scripted([calls(("call_a", "read_big", {"name": "x"})), text("done")])
+    result = await make_agent(tmp_path, model).run("read it")
+
+    assert result.stop_reason is StopReason.ANSWERED and result.output == "done"
+    tool_msg = next(m for m in model.requests[1].messages if m["role"] == "tool")
+    assert len(tool_msg["content"]) < 700
+    assert 'context_retrieve(tool_call_id="call_a")' in tool_msg["content"]
+    history = load_history(result.trace_path)
+    assert [m.role for m in history] == ["system", "user", "assistant", "tool", "assistant"]
+    assert history[3].content == BIG  # the trace is never truncated
+    assert result.usage.requests == 2
+    assert result.iterations[1].counterfactual_tokens > result.iterations[1].prompt_tokens_local
+    assert result.savings > 0
+
+
+async def test_parallel_calls_run_concurrently_and_append_in_call_order(tmp_path: Path) -> None:
+    started: list[str] = []
+    both_started = anyio.Event()
+
+    @tool
+    async def slow(label: str) -> str:
+        """Wait for the other call, then return the label.
+
+        Args:
+            label: The label.
+        """
+        started.append(label)
+        if len(started) == 2:
+            both_started.set()
+        with anyio.fail_after(5):
+            await both_started.wait()
+        if label == "first":
+            await anyio.sleep(0.05)
+        return f"result {label}"
+
+    model = FunctionModel.scripted(
+        [calls(("c1", "slow", {"label": "first"}), ("c2", "slow", {"label": "second"})), text("ok")]
+    )
+    result = await make_agent(tmp_path, model, tools=[slow]).run("go")
+    tools = [m for m in load_history(result.trace_path) if m.role == "tool"]
+    assert [(m.tool_call_id, m.content) for m in tools] == [("c1", "result first"), ("c2", "result second")]
+
+
+async def test_max_iterations_stop(tmp_path: Path) -> None:
+    model = FunctionModel(lambda r: calls((f"c{r.index}", "read_big", {"name": str(r.index)})))
+    result = await make_agent(tmp_path, model, limits=RunLimits(max_iterations=3)).run("loop")
+    assert result.stop_reason is StopReason.MAX_ITERATIONS
+    assert len(result.iterations) == 3 and result.output is None
+
+
+async def test_token_budget_stops_before_the_call_that_would_exceed_it(tmp_path: Path) -> None:
+    model = FunctionModel(lambda r: calls((f"c{r.index}", "read_big", {"name": str(r.index)})))
+    result = await make_agent(tmp_path, model, limits=RunLimits(token_budget=2_000)).run("loop")
+    assert result.stop_reason is StopReason.TOKEN_BUDGET
+    assert result.usage.total_tokens <= 2_000
+    assert len(model.requests) >= 1
+
+
+async def test_empty_reply_is_reported_back_then_run_continues(tmp_path: Path) -> None:
+    model = FunctionModel.scripted([Message("assistant", ""), text("answer")])
+    result = await make_agent(tmp_path, model).run("x")
+    assert result.output == "answer"
+    events = read_trace(result.trace_path)
+    assert any(isinstance(e, ErrorEvent) and e.kind == "empty_reply" for e in events)
+    assert "empty" in model.requests[1].messages[-1]["content"]
+
+
+async def test_three_empty_replies_end_the_run_with_an_error(tmp_path: Path) -> None:
+    model = FunctionModel(lambda r: Message("assistant", None))
+    result = await make_agent(tmp_path, model).run("x")
+    assert result.stop_reason is StopReason.ERROR and "3 times" in (result.error or "")
+
+
+async def test_unknown_tool_and_bad_json_go_back_to_the_model(tmp_path: Path) -> None:
+    from tiered_agent import ToolCall
+
+    bad = Message("assistant", None, tool_calls=(ToolCall("c1", "nope", "{}"), ToolCall("c2", "read_big", "{oops")))
+    model = FunctionModel.scripted([bad, text("recovered")])
+    result = await make_agent(tmp_path, model).run("x")
+    assert result.output == "recovered"
+    kinds = [e.error_kind for e in read_trace(result.trace_path) if isinstance(e, ToolResult)]
+    assert kinds == ["unknown_tool", "invalid_json"]
+    contents = [m["content"] for m in model.requests[1].messages if m["role"] == "tool"]
+    assert "read_big" in contents[0]  # lists the available tools
+
+
+async def test_dedup_serves_identical_read_only_calls_and_a_write_invalidates(tmp_path: Path) -> None:
+    executed: list[str] = []
+
+    @tool(read_only=True)
+    def look(path: str) -> str:
+        """Read.
+
+        Args:
+            path: File.
+        """
+        executed.append(path)
+        return f"content of {path} v{len(executed)}"
+
+    @tool
+    def change(path: str) -> str:
+        """Write.
+
+        Args:
+            path: File.
+        """
+        return "written"
+
+    script = [
+        calls(("c1", "look", {"path": "a"})),
+        calls(("c2", "look", {"path": "a"})),
+        calls(("c3", "change", {"path": "a"})),
+        calls(("c4", "look", {"path": "a"})),
+        text("done"),
+    ]
+    model = FunctionModel.scripted(script)
+    result = await make_agent(tmp_path, model, tools=[look, change]).run("x")
+    assert executed == ["a", "a"]  # c2 served from the cache, c4 executed again after the write
+    second = [m for m in model.requests[2].messages if m.get("tool_call_id") == "c2"][0]["content"]
+    assert "already called in iteration 1" in second
+    results = [e for e in read_trace(result.trace_path) if isinstance(e, ToolResult)]
+    assert [e.dedup_of for e in results] == [None, "c1", None, None]
+    assert sum(i.dedup_hits for i in result.iterations) == 1
+
+
+async def test_cancellation_writes_the_run_end(tmp_path: Path) -> None:
+    @tool
+    async def hang() -> str:
+        """Never return."""
+        await anyio.sleep_forever()
+        return ""
+
+    model = FunctionModel.scripted([calls(("c1", "hang", {}))])
+    agent = make_agent(tmp_path, model, tools=[hang])
+    with anyio.move_on_after(0.3):
+        await agent.run("x")
+    trace = next(tmp_path.glob("*.jsonl"))
+    end = read_trace(trace)[-1]
+    assert isinstance(end, RunEnded) and end.stop_reason == "cancelled"
+
+
+async def test_model_error_ends_the_run_and_is_traced(tmp_path: Path) -> None:
+    async def fail(request: AgentRequest) -> Message:
+        raise ModelError("provider is down after 4 attempts")
+
+    result = await make_agent(tmp_path, FunctionModel(fail)).run("x")
+    assert result.stop_reason is StopReason.ERROR and "provider is down" in (result.error or "")
+    assert any(isinstance(e, ErrorEvent) for e in read_trace(result.trace_path))
+
+
+async def test_context_window_error_compacts_once_and_retries(tmp_path: Path) -> None:
+    attempts: list[int] = []
+
+    async def complete(request: AgentRequest) -> Message:
+        attempts.append(len(request.messages))
+        if request.index < 6:
+            return calls((f"c{request.index}", "read_big", {"name": str(request.index)}))
+        if len(attempts) == 7:
+            raise ContextWindowExceeded("prompt too long")
+        return text("fits now")
+
+    config = ContextConfig(name="t", window_iterations=2, summary_every=None, compact_at=None)
+    model = FunctionModel(complete)
+    result = await make_agent(tmp_path, model, context=config).run("x")
+    assert result.output == "fits now"
+    assert attempts[-1] < attempts[-2]  # the retry sent a compacted (shorter) prompt
+    requests = [e for e in read_trace(result.trace_path) if isinstance(e, ModelRequest)]
+    assert requests[-1].context["compacted"] is True
+
+
+async def test_calibration_uses_provider_counts(tmp_path: Path) -> None:
+    class Doubling(FunctionModel):
+        async def complete(self, messages: list[dict], tools: list[dict]) -> ModelReply:  # type: ignore[override]
+            reply = await super().complete(messages, tools)
+            from dataclasses import replace
+
+            return replace(reply, usage=replace(reply.usage, prompt_tokens=reply.usage.prompt_tokens * 2))
+
+    model = Doubling.scripted([calls(("c1", "read_big", {"name": "x"})), text("ok")])
+    result = await make_agent(tmp_path, model).run("x")
+    requests = [e for e in read_trace(result.trace_path) if isinstance(e, ModelRequest)]
+    second = requests[1]
+    assert second.estimated_prompt_tokens >= 2 * second.prompt_tokens_local - 2
