@@ -107,8 +107,10 @@ class ContextManager:
                 await self._smart.drain(self.config.summary_timeout_s)
             self._smart.close()
             self._task_group.cancel_scope.cancel()
-            await self._task_group.__aexit__(exc_type, exc, tb)
-            self._task_group = None
+            # The worker is cancelled on purpose; an exception leaving the ``async with``
+            # propagates by itself and must not be wrapped in an ExceptionGroup.
+            group, self._task_group = self._task_group, None
+            await group.__aexit__(None, None, None)
 
     def _default_summarizer(self) -> Summarizer:
         if self.config.summary_model:
