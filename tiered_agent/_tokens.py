@@ -81,6 +81,7 @@ class TokenCounter:
             raise ConfigurationError(f"unknown tokenizer {encoding!r}; choose one of {', '.join(ENCODINGS)}")
         self.encoding_name = encoding
         self._cache: LRUCache[str, int] = LRUCache(maxsize=cache_size)
+        self._messages: LRUCache[Message, int] = LRUCache(maxsize=cache_size)
 
     @classmethod
     def for_model(cls, model: str) -> TokenCounter:
@@ -99,7 +100,16 @@ class TokenCounter:
         return cached
 
     def count_message(self, message: Message | Mapping[str, Any]) -> int:
-        data = message.to_openai() if isinstance(message, Message) else message
+        """Tokens of one message with its framing; frozen messages are memoized whole."""
+        if isinstance(message, Message):
+            cached = self._messages.get(message)
+            if cached is None:
+                cached = self._count_message(message.to_openai())
+                self._messages[message] = cached
+            return cached
+        return self._count_message(message)
+
+    def _count_message(self, data: Mapping[str, Any]) -> int:
         total = MESSAGE_OVERHEAD + self.count_text(str(data.get("content") or ""))
         for call in data.get("tool_calls") or ():
             function = call.get("function", {})

@@ -21,7 +21,17 @@ from ._config import ContextConfig, TruncationMode
 from ._names import RETRIEVE_TOOL_NAME, retrieve_call
 from ._types import Truncation
 
-__all__ = ["count_lines", "truncate_output", "truncate_outputs"]
+__all__ = ["count_lines", "truncate_output", "truncate_outputs", "with_content"]
+
+# Messages are frozen and hashable, and a history keeps the same objects from one
+# prompt to the next: caching per message makes rebuilding a long prompt cheap.
+_CACHE_SIZE = 4096
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def with_content(message: Message, content: str) -> Message:
+    """``message`` with ``content`` replaced (a new frozen message; cached)."""
+    return dataclasses.replace(message, content=content)
 
 
 def count_lines(text: str) -> int:
@@ -52,7 +62,6 @@ def truncate_output(
     return _truncate(text, max_chars, max_lines, mode, hint_id)
 
 
-@lru_cache(maxsize=4096)
 def _truncate(
     text: str, max_chars: int | None, max_lines: int | None, mode: TruncationMode, hint_id: str | None
 ) -> tuple[str, int]:
@@ -129,6 +138,30 @@ def _join(head: str, marker: str, tail: str) -> str:
     return f"{head}{before}{marker}{after}"
 
 
+@lru_cache(maxsize=_CACHE_SIZE)
+def _truncate_message(
+    message: Message, max_chars: int | None, max_lines: int | None, mode: TruncationMode, retrieval: bool
+) -> tuple[Message, Truncation | None]:
+    shown, omitted = truncate_output(
+        message.text,
+        max_chars=max_chars,
+        max_lines=max_lines,
+        mode=mode,
+        tool_call_id=message.tool_call_id,
+        retrieval=retrieval,
+    )
+    if not omitted:
+        return message, None
+    cut = Truncation(
+        tool_call_id=message.tool_call_id or "",
+        iteration=message.iteration,
+        tool_name=message.name or "",
+        original_chars=len(message.text),
+        kept_chars=len(message.text) - omitted,
+    )
+    return with_content(message, shown), cut
+
+
 def truncate_outputs(
     messages: Sequence[Message], config: ContextConfig, *, skip: Collection[int] = ()
 ) -> tuple[list[Message], list[Truncation]]:
@@ -141,30 +174,19 @@ def truncate_outputs(
     cuts: list[Truncation] = []
     if not config.truncates:
         return out, cuts
-    retrieval = config.retrieval_active
+    limits = (
+        config.max_output_chars,
+        config.max_output_lines,
+        config.truncation_mode,
+        config.retrieval_active,
+    )
     for index, message in enumerate(messages):
         if message.role != "tool" or not message.content or message.name == RETRIEVE_TOOL_NAME:
             continue
         if index in skip:
             continue
-        shown, omitted = truncate_output(
-            message.content,
-            max_chars=config.max_output_chars,
-            max_lines=config.max_output_lines,
-            mode=config.truncation_mode,
-            tool_call_id=message.tool_call_id,
-            retrieval=retrieval,
-        )
-        if omitted:
-            out[index] = dataclasses.replace(message, content=shown)
-            original = len(message.content)
-            cuts.append(
-                Truncation(
-                    tool_call_id=message.tool_call_id or "",
-                    iteration=message.iteration,
-                    tool_name=message.name or "",
-                    original_chars=original,
-                    kept_chars=original - omitted,
-                )
-            )
+        shown, cut = _truncate_message(message, *limits)
+        if cut is not None:
+            out[index] = shown
+            cuts.append(cut)
     return out, cuts
