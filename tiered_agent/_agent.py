@@ -223,10 +223,7 @@ class _Run:
         return await self.agent.model.complete(prepared.messages, self.tools.schemas()), prepared
 
     def record_request(self, iteration: int, prepared: PreparedPrompt) -> None:
-        context = prepared.built.stats.to_dict() | {
-            "dedup_hits": self.manager.dedup_hits,
-            "compacted": prepared.compacted,
-        }
+        context = prepared.record() | {"dedup_hits": self.manager.dedup_hits}
         self.emit(
             ModelRequest(
                 iteration=iteration,

@@ -49,6 +49,14 @@ class PreparedPrompt:
     counterfactual_tokens: int  # the same count for the full, unoptimized history
     estimated_tokens: int  # calibrated estimate of what the provider will bill
     compacted: bool = False
+    truncated_tokens: int = 0  # tokens the truncation step cut from the outputs shown
+
+    def record(self) -> dict[str, Any]:
+        """What the trace records about this prompt's construction."""
+        return self.built.stats.to_dict() | {
+            "truncated_tokens": self.truncated_tokens,
+            "compacted": self.compacted,
+        }
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -210,7 +218,17 @@ class ContextManager:
         built = build_prompt(history, self.config, summary=self.summary, counter=self.counter)
         local = self.counter.count_prompt(built.messages, tool_schemas)
         full = self.counter.count_prompt(history, tool_schemas)
-        return PreparedPrompt(built, local, full, self.calibration.estimate(local), compacted)
+        cut = self._truncated_tokens(history, built)
+        return PreparedPrompt(built, local, full, self.calibration.estimate(local), compacted, cut)
+
+    def _truncated_tokens(self, history: Sequence[Message], built: BuiltPrompt) -> int:
+        ids = {t.tool_call_id for t in built.stats.truncations}
+        if not ids:
+            return 0
+        count = self.counter.count_text
+        original = sum(count(m.text) for m in history if m.role == "tool" and m.tool_call_id in ids)
+        shown = sum(count(m.text) for m in built.messages if m.role == "tool" and m.tool_call_id in ids)
+        return original - shown
 
     def _over(self, tokens: int, share: float | None) -> bool:
         return share is not None and self.context_window is not None and tokens > share * self.context_window

@@ -1,0 +1,242 @@
+"""Shared pieces of the recorded-run importers: shape checks, tool schemas, call ids.
+
+Importers raise :class:`ShapeError` for JSON of the right kind but the wrong
+shape; :func:`tiered_agent.bench._importers.load_runs` turns it into a
+:class:`~tiered_agent._errors.TraceFormatError` that names the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import orjson
+
+from .._messages import Message, ToolCall, Usage
+from ._recorded import RecordedRun
+
+__all__ = [
+    "READ_ONLY_NAMES",
+    "READ_ONLY_PREFIXES",
+    "CallIds",
+    "ShapeError",
+    "build_run",
+    "dump_arguments",
+    "function_schema",
+    "generic_tool_schema",
+    "get_dict",
+    "get_list",
+    "get_str",
+    "infer_schema",
+    "is_read_only",
+    "merge_schema",
+    "parse_arguments",
+    "text_of",
+    "tool_call",
+    "used_tools",
+]
+
+T = TypeVar("T")
+
+READ_ONLY_PREFIXES = ("get_", "search_", "find_", "list_", "read_", "open", "view", "calculate", "think")
+READ_ONLY_NAMES = frozenset(
+    {"search_dir", "search_file", "find_file", "open", "goto", "scroll_up", "scroll_down"}
+)
+
+
+class ShapeError(Exception):
+    """Valid JSON of a known format, but a field is missing or has the wrong type."""
+
+
+# ---------------------------------------------------------------- shape checks
+def _typed(value: Any, kind: type[T], where: str) -> T:
+    if not isinstance(value, kind):
+        names: dict[type[Any], str] = {dict: "an object", list: "a list", str: "a string"}
+        expected = names.get(kind, kind.__name__)
+        raise ShapeError(f"{where}: expected {expected}, got {type(value).__name__}")
+    return value
+
+
+def get_dict(obj: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+    if key not in obj:
+        raise ShapeError(f"{where}: missing {key!r}")
+    return _typed(obj[key], dict, f"{where}.{key}")
+
+
+def get_list(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    if key not in obj:
+        raise ShapeError(f"{where}: missing {key!r}")
+    return _typed(obj[key], list, f"{where}.{key}")
+
+
+def get_str(obj: Mapping[str, Any], key: str, where: str) -> str:
+    if key not in obj:
+        raise ShapeError(f"{where}: missing {key!r}")
+    return _typed(obj[key], str, f"{where}.{key}")
+
+
+def text_of(value: Any, where: str) -> str | None:
+    """Message content as text: a string, None, or OpenAI content parts joined."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in value)
+    raise ShapeError(f"{where}: content must be a string, a list of parts or null")
+
+
+def dump_arguments(arguments: Mapping[str, Any]) -> str:
+    """Tool-call arguments as compact JSON text."""
+    return orjson.dumps(dict(arguments)).decode()
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    """Recorded tool-call arguments as an object; ``{}`` when they are not a JSON object.
+
+    Used only to derive tool schemas: the recorded text itself is kept as is.
+    """
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# ---------------------------------------------------------------- tool schemas
+def function_schema(
+    name: str, description: str, properties: Mapping[str, Any], required: Sequence[str]
+) -> dict[str, Any]:
+    """An OpenAI function-tool definition."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": dict(properties), "required": list(required)},
+        },
+    }
+
+
+def generic_tool_schema(name: str, fmt: str) -> dict[str, Any]:
+    """The schema of a text action recorded as one tool call with a ``command`` string."""
+    description = f"Recorded {fmt} action `{name}`; the argument is the full command text."
+    return function_schema(name, description, {"command": {"type": "string"}}, ["command"])
+
+
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
+
+
+def infer_schema(value: Any) -> dict[str, Any]:
+    """A JSON schema describing one JSON value (objects and arrays recursively)."""
+    if value is None:
+        return {"type": "null"}
+    kind = next(name for cls, name in _JSON_TYPES if isinstance(value, cls))
+    if kind == "object":
+        props = {k: infer_schema(v) for k, v in value.items()}
+        return {"type": "object", "properties": props, "required": list(props)}
+    if kind == "array":
+        items: dict[str, Any] | None = None
+        for element in value:
+            schema = infer_schema(element)
+            items = schema if items is None else merge_schema(items, schema)
+        return {"type": "array", "items": items} if items is not None else {"type": "array"}
+    return {"type": kind}
+
+
+def merge_schema(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """A schema accepting what ``a`` and ``b`` accept (keys missing on one side become optional)."""
+    ta, tb = a.get("type"), b.get("type")
+    if ta == tb == "object":
+        props = dict(a.get("properties", {}))
+        for key, schema in b.get("properties", {}).items():
+            props[key] = merge_schema(props[key], schema) if key in props else schema
+        required = [k for k in a.get("required", []) if k in set(b.get("required", []))]
+        return {"type": "object", "properties": props, "required": required}
+    if ta == tb == "array":
+        if "items" in a and "items" in b:
+            return {"type": "array", "items": merge_schema(a["items"], b["items"])}
+        return a if "items" in a else b
+    if ta == tb:
+        return a
+    if {ta, tb} == {"integer", "number"}:
+        return {"type": "number"}
+    types = sorted({t for s in (ta, tb) for t in (s if isinstance(s, list) else [s]) if isinstance(t, str)})
+    return {"type": types}
+
+
+# ---------------------------------------------------------------- call ids and runs
+class CallIds:
+    """Unique tool-call ids within one run: a reused id gets the suffix ``_<iteration>``."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self.renamed = 0
+
+    def unique(self, call_id: str | None, iteration: int, index: int) -> str:
+        candidate = call_id or f"call_{iteration}" + (f"_{index}" if index else "")
+        if candidate in self._seen:
+            self.renamed += 1
+            base, n = f"{candidate}_{iteration}", 1
+            candidate = base
+            while candidate in self._seen:
+                n += 1
+                candidate = f"{base}_{n}"
+        self._seen.add(candidate)
+        return candidate
+
+
+def is_read_only(name: str) -> bool:
+    """Whether a recorded tool only reads (by the naming convention of the recorded agents)."""
+    return name in READ_ONLY_NAMES or name.startswith(READ_ONLY_PREFIXES)
+
+
+def _tool_names(messages: Iterable[Message], tools: Iterable[Mapping[str, Any]]) -> list[str]:
+    names = [str(t.get("function", {}).get("name", "")) for t in tools]
+    names += [c.name for m in messages for c in m.tool_calls]
+    return [n for n in dict.fromkeys(names) if n]
+
+
+def used_tools(messages: Sequence[Message]) -> list[str]:
+    """Tool names in order of first call."""
+    return list(dict.fromkeys(c.name for m in messages for c in m.tool_calls))
+
+
+def build_run(
+    *,
+    run_id: str,
+    source: str,
+    fmt: str,
+    messages: Sequence[Message],
+    tools: Sequence[dict[str, Any]],
+    usage: Sequence[Usage | None] | None = None,
+    model: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> RecordedRun:
+    """A :class:`RecordedRun` with read-only tools derived from the tool names."""
+    steps = sum(1 for m in messages if m.role == "assistant")
+    recorded = tuple(usage) if usage is not None else (None,) * steps
+    if len(recorded) != steps:
+        raise ShapeError(f"{len(recorded)} usage records for {steps} steps")
+    names = _tool_names(messages, tools)
+    return RecordedRun(
+        run_id=run_id,
+        source=source,
+        format=fmt,
+        messages=tuple(messages),
+        tools=tuple(tools),
+        read_only_tools=frozenset(n for n in names if is_read_only(n)),
+        usage=recorded,
+        model=model,
+        metadata=dict(metadata or {}),
+    )
+
+
+def tool_call(call_id: str, name: str, command: str) -> ToolCall:
+    """A recorded text action as a tool call with a ``command`` argument."""
+    return ToolCall(id=call_id, name=name, arguments=dump_arguments({"command": command}))
