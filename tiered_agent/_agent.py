@@ -39,6 +39,7 @@ from ._trace import (
 )
 from .context._config import ContextConfig, preset
 from .context._manager import ContextManager, PreparedPrompt
+from .context._summarizer import Summarizer
 
 __all__ = ["Agent", "RunLimits", "DEFAULT_SYSTEM_PROMPT"]
 
@@ -85,6 +86,7 @@ class Agent:
         limits: RunLimits = RunLimits(),
         trace_dir: Path | str = Path("traces/runs"),
         on_event: Callable[[Event], None] | None = None,
+        summarizer: Summarizer | None = None,
     ) -> None:
         self.model: Model = LiteLLMModel(model) if isinstance(model, str) else model
         self.tools = ToolSet(tools)
@@ -93,6 +95,7 @@ class Agent:
         self.limits = limits
         self.trace_dir = Path(trace_dir)
         self.on_event = on_event
+        self.summarizer = summarizer  # None: context.summary_model via litellm, else the digest
 
     async def run(self, task: str) -> RunResult:
         """Run ``task`` to completion and return the result. Each iteration:
@@ -137,6 +140,7 @@ class _Run:
             agent.context,
             counter=self.counter,
             context_window=agent.model.context_window(),
+            summarizer=agent.summarizer,
             on_event=self.emit,
         )
         self.tools = agent.tools.with_tools(self.manager.tools(lambda: self.history))
