@@ -58,7 +58,9 @@ async def measure(iterations: int, policy: str) -> dict[str, float]:
         result = await agent.run("benchmark")
         total = time.perf_counter() - started
     responses = {it: t for kind, it, t in stamps if kind == "model_response"}
-    overheads = [t - responses[it - 1] for kind, it, t in stamps if kind == "model_request" and it - 1 in responses]
+    overheads = [
+        t - responses[it - 1] for kind, it, t in stamps if kind == "model_request" and it - 1 in responses
+    ]
     ms = [o * 1000 for o in overheads]
     return {
         "iterations": len(result.iterations),

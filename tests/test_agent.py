@@ -1,4 +1,4 @@
-"""The agent loop: stop reasons, tool execution order, dedup, trace, accounting (FunctionModel, no litellm)."""
+"""The agent loop: stop reasons, tool order, dedup, trace, accounting (FunctionModel, no litellm)."""
 
 from __future__ import annotations
 
@@ -110,7 +110,9 @@ async def test_three_empty_replies_end_the_run_with_an_error(tmp_path: Path) -> 
 async def test_unknown_tool_and_bad_json_go_back_to_the_model(tmp_path: Path) -> None:
     from tiered_agent import ToolCall
 
-    bad = Message("assistant", None, tool_calls=(ToolCall("c1", "nope", "{}"), ToolCall("c2", "read_big", "{oops")))
+    bad = Message(
+        "assistant", None, tool_calls=(ToolCall("c1", "nope", "{}"), ToolCall("c2", "read_big", "{oops"))
+    )
     model = FunctionModel.scripted([bad, text("recovered")])
     result = await make_agent(tmp_path, model).run("x")
     assert result.output == "recovered"
@@ -152,7 +154,7 @@ async def test_dedup_serves_identical_read_only_calls_and_a_write_invalidates(tm
     model = FunctionModel.scripted(script)
     result = await make_agent(tmp_path, model, tools=[look, change]).run("x")
     assert executed == ["a", "a"]  # c2 served from the cache, c4 executed again after the write
-    second = [m for m in model.requests[2].messages if m.get("tool_call_id") == "c2"][0]["content"]
+    second = next(m for m in model.requests[2].messages if m.get("tool_call_id") == "c2")["content"]
     assert "already called in iteration 1" in second
     results = [e for e in read_trace(result.trace_path) if isinstance(e, ToolResult)]
     assert [e.dedup_of for e in results] == [None, "c1", None, None]

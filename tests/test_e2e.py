@@ -30,7 +30,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def retrieval_model(request: HTTPRequest) -> object:
-    """Read big.py; follow the truncation hint with context_retrieve, page by page; answer with what it got."""
+    """Read big.py; follow the truncation hint with context_retrieve page by page; answer with the result."""
     messages = request.body["messages"]
     tool_messages = [m for m in messages if m["role"] == "tool"]
     usage = make_usage(prompt=1000 + 100 * len(messages), completion=20, cached=800)
@@ -51,7 +51,9 @@ def retrieval_model(request: HTTPRequest) -> object:
 
 
 @pytest.mark.anyio
-async def test_truncated_output_is_recovered_with_the_hinted_retrieval(workspace: Path, tmp_path: Path) -> None:
+async def test_truncated_output_is_recovered_with_the_hinted_retrieval(
+    workspace: Path, tmp_path: Path
+) -> None:
     with FakeOpenAIServer() as server:
         server.respond = retrieval_model
         model = LiteLLMModel("openai/gpt-4o-mini", api_base=server.base_url, api_key="sk-test-not-real")
@@ -59,7 +61,9 @@ async def test_truncated_output_is_recovered_with_the_hinted_retrieval(workspace
         result = await agent.run("How is the retry delay used in big.py?")
 
     assert result.output == "retrieved full output: True"
-    assert result.usage.prompt_tokens == sum(1000 + 100 * len(r.body["messages"]) for r in server.chat_requests)
+    assert result.usage.prompt_tokens == sum(
+        1000 + 100 * len(r.body["messages"]) for r in server.chat_requests
+    )
     assert result.usage.cached_tokens == 800 * 4 and result.usage.requests == 4
     second = server.chat_requests[1].body
     assert "context_retrieve" in [t["function"]["name"] for t in second["tools"]]
@@ -70,17 +74,27 @@ async def test_truncated_output_is_recovered_with_the_hinted_retrieval(workspace
         ({"tool_call_id": "call_read"}, 1, 2),
         ({"tool_call_id": "call_read"}, 2, 2),
     ]
-    full = [e.message for e in events if isinstance(e, MessageEvent) and e.message.tool_call_id == "call_read"]
+    full = [
+        e.message for e in events if isinstance(e, MessageEvent) and e.message.tool_call_id == "call_read"
+    ]
     assert "handler_299" in (full[0].content or "")  # the trace holds the untruncated output
     assert [e.usage.cached_tokens for e in events if isinstance(e, ModelResponse)] == [800] * 4
     assert "sk-test-not-real" not in result.trace_path.read_text()
 
 
-def _cli(args: list[str], cwd: Path, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(
+    args: list[str], cwd: Path, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update({"COLUMNS": "200", "OPENAI_API_KEY": "sk-test-not-real", **(env_extra or {})})
     return subprocess.run(
-        [sys.executable, "-m", "tiered_agent", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "tiered_agent", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -89,7 +103,9 @@ def multi_step_model(request: HTTPRequest) -> object:
     usage = make_usage(prompt=900 + 50 * n, completion=30, cached=512 if n else 0)
     steps = [
         tool_reply([("c1", "list_dir", {"path": "."})], usage),
-        tool_reply([("c2", "read_file", {"path": "big.py"}), ("c3", "read_file", {"path": "notes.txt"})], usage),
+        tool_reply(
+            [("c2", "read_file", {"path": "big.py"}), ("c3", "read_file", {"path": "notes.txt"})], usage
+        ),
         tool_reply([("c4", "search_text", {"pattern": "handler_29[0-9]"})], usage),
     ]
     return steps[n] if n < len(steps) else text_reply("The retry delay doubles each attempt.", usage)
@@ -100,8 +116,18 @@ def test_cli_run_multi_step_against_loopback_server(workspace: Path, tmp_path: P
     with FakeOpenAIServer() as server:
         server.respond = multi_step_model
         proc = _cli(
-            ["run", "Explain the retry delay", "--model", "openai/gpt-4o-mini", "--api-base", server.base_url,
-             "--workspace", str(workspace), "--trace-dir", str(traces)],
+            [
+                "run",
+                "Explain the retry delay",
+                "--model",
+                "openai/gpt-4o-mini",
+                "--api-base",
+                server.base_url,
+                "--workspace",
+                str(workspace),
+                "--trace-dir",
+                str(traces),
+            ],
             cwd=tmp_path,
         )
     assert proc.returncode == 0, proc.stderr
@@ -133,8 +159,19 @@ def test_cli_without_model_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
 def test_cli_rejected_credentials_is_one_sentence_and_exit_1(tmp_path: Path) -> None:
     with FakeOpenAIServer() as server:
         server.script(auth_error_response())
-        proc = _cli(["run", "x", "--model", "openai/gpt-4o-mini", "--api-base", server.base_url,
-                     "--trace-dir", str(tmp_path / "t")], cwd=tmp_path)
+        proc = _cli(
+            [
+                "run",
+                "x",
+                "--model",
+                "openai/gpt-4o-mini",
+                "--api-base",
+                server.base_url,
+                "--trace-dir",
+                str(tmp_path / "t"),
+            ],
+            cwd=tmp_path,
+        )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "OPENAI_API_KEY" in proc.stderr
 
@@ -145,7 +182,9 @@ def test_cli_help_does_not_import_litellm(tmp_path: Path) -> None:
         "try:\n    runpy.run_module('tiered_agent', run_name='__main__')\nexcept SystemExit:\n    pass\n"
         "assert 'litellm' not in sys.modules, 'litellm imported by --help'\nprint('OK')"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False
+    )
     assert proc.returncode == 0 and proc.stdout.strip().endswith("OK"), proc.stderr
     assert "bench" in proc.stdout and "run" in proc.stdout
 
@@ -160,8 +199,11 @@ async def test_refused_connection_is_retried_then_reported(tmp_path: Path) -> No
         delays.append(delay)
 
     model = LiteLLMModel(
-        "openai/gpt-4o-mini", api_base=f"http://127.0.0.1:{free_port()}/v1", api_key="sk-test",
-        retry=RetryPolicy(max_attempts=3, jitter=0.0), sleep=record,
+        "openai/gpt-4o-mini",
+        api_base=f"http://127.0.0.1:{free_port()}/v1",
+        api_key="sk-test",
+        retry=RetryPolicy(max_attempts=3, jitter=0.0),
+        sleep=record,
     )
     result = await Agent(model, trace_dir=tmp_path).run("x")
     assert result.stop_reason.value == "error" and "3 attempt" in (result.error or "")

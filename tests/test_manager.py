@@ -47,8 +47,13 @@ async def test_summary_is_queued_every_n_iterations_and_lands_before_the_next_pr
 
 async def test_compaction_runs_synchronously_past_compact_at() -> None:
     config = ContextConfig(
-        name="t", max_output_chars=None, window_iterations=None, summary_every=None,
-        compact_at=0.7, compact_keep_iterations=2, context_window=6_000,
+        name="t",
+        max_output_chars=None,
+        window_iterations=None,
+        summary_every=None,
+        compact_at=0.7,
+        compact_keep_iterations=2,
+        context_window=6_000,
     )
     async with ContextManager(config, counter=COUNTER, background=False) as manager:
         small = await manager.prepare(history(3))
@@ -59,8 +64,14 @@ async def test_compaction_runs_synchronously_past_compact_at() -> None:
 
 
 async def test_hard_limit_refuses_an_oversized_prompt_and_replay_can_opt_out() -> None:
-    config = ContextConfig(name="t", max_output_chars=None, window_iterations=None, summary_every=None,
-                           compact_at=None, context_window=2_000)
+    config = ContextConfig(
+        name="t",
+        max_output_chars=None,
+        window_iterations=None,
+        summary_every=None,
+        compact_at=None,
+        context_window=2_000,
+    )
     async with ContextManager(config, counter=COUNTER, background=False) as manager:
         with pytest.raises(ContextBudgetExceeded, match="95% of the 2,000-token context window"):
             await manager.prepare(history(10))
@@ -70,7 +81,9 @@ async def test_hard_limit_refuses_an_oversized_prompt_and_replay_can_opt_out() -
 
 
 async def test_retrieval_tool_is_registered_only_when_something_is_hidden() -> None:
-    assert [t.name for t in ContextManager(PRESETS["tiered"], counter=COUNTER).tools(list)] == ["context_retrieve"]
+    assert [t.name for t in ContextManager(PRESETS["tiered"], counter=COUNTER).tools(list)] == [
+        "context_retrieve"
+    ]
     assert ContextManager(PRESETS["full"], counter=COUNTER).tools(list) == []
 
 
@@ -88,11 +101,15 @@ class SlowSummarizer:
     def __init__(self) -> None:
         self.snapshots: list[tuple[int, int, int]] = []
 
-    async def summarize(self, previous: Summary | None, snapshot: Sequence[Message], first: int, last: int) -> Summary:
+    async def summarize(
+        self, previous: Summary | None, snapshot: Sequence[Message], first: int, last: int
+    ) -> Summary:
         await anyio.sleep(0.02)
         newest = max(m.iteration for m in snapshot)
         self.snapshots.append((first, last, newest))
-        text = " ".join(m.text.split()[0] for m in snapshot if m.role == "tool" and first <= m.iteration <= last)
+        text = " ".join(
+            m.text.split()[0] for m in snapshot if m.role == "tool" and first <= m.iteration <= last
+        )
         start = previous.first if previous else first
         return Summary(start, last, text, model="slow")
 
@@ -109,9 +126,17 @@ async def test_no_coverage_gap_and_no_future_data_while_the_agent_keeps_running(
         return f"marker-{n} " * 100
 
     summarizer = SlowSummarizer()
-    model = FunctionModel(lambda r: text("done") if r.index == 60 else calls((f"c{r.index}", "read", {"n": r.index + 1})))
-    agent = Agent(model, tools=[read], context=ContextConfig(name="t", summary_every=5, window_iterations=3),
-                  limits=RunLimits(max_iterations=80), trace_dir=tmp_path, summarizer=summarizer)
+    model = FunctionModel(
+        lambda r: text("done") if r.index == 60 else calls((f"c{r.index}", "read", {"n": r.index + 1}))
+    )
+    agent = Agent(
+        model,
+        tools=[read],
+        context=ContextConfig(name="t", summary_every=5, window_iterations=3),
+        limits=RunLimits(max_iterations=80),
+        trace_dir=tmp_path,
+        summarizer=summarizer,
+    )
     result = await agent.run("go")
     assert result.output == "done"
     events = read_trace(result.trace_path)

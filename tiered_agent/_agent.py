@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -41,7 +41,7 @@ from .context._config import ContextConfig, preset
 from .context._manager import ContextManager, PreparedPrompt
 from .context._summarizer import Summarizer
 
-__all__ = ["Agent", "RunLimits", "DEFAULT_SYSTEM_PROMPT"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "RunLimits"]
 
 log = structlog.get_logger(__name__)
 
@@ -127,7 +127,7 @@ class _Run:
         self.agent = agent
         self.task = task
         self.run_id = uuid.uuid4().hex[:12]
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         self.trace_path = agent.trace_dir / f"{stamp}-{self.run_id}.jsonl"
         self.spill_dir = agent.trace_dir / f"{stamp}-{self.run_id}.outputs"
         self.trace = TraceWriter(self.trace_path)
@@ -310,7 +310,10 @@ class _Run:
                 pending.append(index)
             else:
                 content = self.manager.render_dedup(hit)
-                outcomes[index] = (ToolOutcome(content=content, is_error=False, error_kind=None), hit.tool_call_id)
+                outcomes[index] = (
+                    ToolOutcome(content=content, is_error=False, error_kind=None),
+                    hit.tool_call_id,
+                )
         limiter = anyio.CapacityLimiter(self.agent.limits.max_parallel_tools)
         durations: dict[int, float] = {}
 
@@ -327,15 +330,21 @@ class _Run:
         for index, call in enumerate(calls):
             result = outcomes[index]
             assert result is not None
-            self.record_tool(iteration, call, result[0], dedup_of=result[1], duration=durations.get(index, 0.0))
+            self.record_tool(
+                iteration, call, result[0], dedup_of=result[1], duration=durations.get(index, 0.0)
+            )
 
     def record_tool(
         self, iteration: int, call: ToolCall, outcome: ToolOutcome, *, dedup_of: str | None, duration: float
     ) -> None:
         tool = self.tools.get(call.name)
         if dedup_of is None and not outcome.is_error and tool is not None:
-            self.manager.remember(call, read_only=tool.read_only, content=outcome.content, iteration=iteration)
-        self.append(Message("tool", outcome.content, tool_call_id=call.id, name=call.name, iteration=iteration))
+            self.manager.remember(
+                call, read_only=tool.read_only, content=outcome.content, iteration=iteration
+            )
+        self.append(
+            Message("tool", outcome.content, tool_call_id=call.id, name=call.name, iteration=iteration)
+        )
         self.emit(
             ToolResult(
                 iteration=iteration,

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-__all__ = ["main", "cli"]
+__all__ = ["cli", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -49,30 +49,60 @@ def cli(log_json: bool, log_level: str) -> None:
 @click.argument("task")
 @click.option("--model", envvar="TIERED_AGENT_MODEL", help="litellm model string, e.g. openai/gpt-4o-mini.")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible or self-hosted endpoint.")
-@click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
-              show_default=True, help="Root directory the tools may touch.")
-@click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("traces/runs"),
-              show_default=True, help="Where the JSONL trace is written.")
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Root directory the tools may touch.",
+)
+@click.option(
+    "--trace-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("traces/runs"),
+    show_default=True,
+    help="Where the JSONL trace is written.",
+)
 @click.option("--max-iterations", type=click.IntRange(min=1), default=30, show_default=True)
 @click.option("--token-budget", type=click.IntRange(min=1), help="Stop before exceeding this many tokens.")
 @click.option("--policy", default="tiered", show_default=True, help="Context policy preset.")
 @click.option("--summary-model", help="Cheap litellm model for summaries (default: deterministic digest).")
 @click.option("--allow-write", is_flag=True, help="Enable write_file and edit_file.")
 @click.option("--allow-shell", is_flag=True, help="Enable run_shell.")
-def run(task: str, model: str | None, api_base: str | None, workspace: Path, trace_dir: Path,
-        max_iterations: int, token_budget: int | None, policy: str, summary_model: str | None,
-        allow_write: bool, allow_shell: bool) -> None:
+def run(  # noqa: PLR0917 - click passes every option as an argument
+    task: str,
+    model: str | None,
+    api_base: str | None,
+    workspace: Path,
+    trace_dir: Path,
+    max_iterations: int,
+    token_budget: int | None,
+    policy: str,
+    summary_model: str | None,
+    allow_write: bool,
+    allow_shell: bool,
+) -> None:
     """Run TASK with a model and the workspace tools; print progress, the answer and the trace path."""
     if not model:
-        raise click.UsageError("No model given: pass --model (e.g. openai/gpt-4o-mini) or set TIERED_AGENT_MODEL.")
+        raise click.UsageError(
+            "No model given: pass --model (e.g. openai/gpt-4o-mini) or set TIERED_AGENT_MODEL."
+        )
     if not workspace.is_dir():
         raise click.UsageError(f"Workspace {workspace} is not a directory.")
     from ._run_command import run_task
 
     code = run_task(
-        task=task, model=model, api_base=api_base, workspace=workspace, trace_dir=trace_dir,
-        max_iterations=max_iterations, token_budget=token_budget, policy=policy,
-        summary_model=summary_model, allow_write=allow_write, allow_shell=allow_shell,
+        task=task,
+        model=model,
+        api_base=api_base,
+        workspace=workspace,
+        trace_dir=trace_dir,
+        max_iterations=max_iterations,
+        token_budget=token_budget,
+        policy=policy,
+        summary_model=summary_model,
+        allow_write=allow_write,
+        allow_shell=allow_shell,
     )
     sys.exit(code)
 

@@ -20,15 +20,15 @@ raises one of these::
 from __future__ import annotations
 
 __all__ = [
-    "TieredAgentError",
-    "ConfigurationError",
-    "ToolError",
-    "PathOutsideWorkspace",
-    "ModelError",
     "AuthenticationError",
-    "ModelNotFoundError",
-    "ContextWindowExceeded",
+    "ConfigurationError",
     "ContextBudgetExceeded",
+    "ContextWindowExceeded",
+    "ModelError",
+    "ModelNotFoundError",
+    "PathOutsideWorkspace",
+    "TieredAgentError",
+    "ToolError",
     "TraceFormatError",
 ]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-__all__ = ["import_litellm", "context_window"]
+__all__ = ["context_window", "import_litellm"]
 
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 _lock = threading.Lock()
@@ -36,20 +36,23 @@ def import_litellm() -> ModuleType:
 
 
 def _import() -> ModuleType:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of the price map
+    os.environ.setdefault("LITELLM_DISABLE_BUG_REPORT_LINK", "true")  # no issue URL in error messages
     import litellm
 
-    return litellm
+    module: ModuleType = litellm
+    return module
 
 
-def _configure(litellm: ModuleType) -> ModuleType:
+def _configure(litellm: Any) -> ModuleType:
     litellm.disable_hf_tokenizer_download = True
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" prints on errors
     litellm.telemetry = False
     if "LITELLM_LOG" not in os.environ:  # an explicit LITELLM_LOG is the user asking for litellm's logs
         for name in _LITELLM_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)
-    return litellm
+    module: ModuleType = litellm
+    return module
 
 
 @lru_cache(maxsize=256)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Role", "ToolCall", "Message", "Usage", "to_openai", "group_by_iteration"]
+__all__ = ["Message", "Role", "ToolCall", "Usage", "group_by_iteration", "to_openai"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 

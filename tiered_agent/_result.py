@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from ._messages import Usage
 
-__all__ = ["StopReason", "IterationStats", "RunResult"]
+__all__ = ["IterationStats", "RunResult", "StopReason"]
 
 
-class StopReason(str, Enum):
+class StopReason(StrEnum):
     ANSWERED = "answered"
     MAX_ITERATIONS = "max_iterations"
     TOKEN_BUDGET = "token_budget"
@@ -50,7 +50,7 @@ class RunResult:
     iterations: tuple[IterationStats, ...]
     usage: Usage
     trace_path: Path
-    summary_usage: Usage = Usage()
+    summary_usage: Usage = field(default_factory=Usage)
     error: str | None = None
 
     @property

@@ -26,11 +26,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENCODINGS",
-    "encoding_for_model",
-    "TokenCounter",
-    "Calibration",
     "MESSAGE_OVERHEAD",
     "PROMPT_OVERHEAD",
+    "Calibration",
+    "TokenCounter",
+    "encoding_for_model",
 ]
 
 ENCODINGS = ("o200k_base", "cl100k_base")

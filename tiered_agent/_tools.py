@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import sys
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import nullcontext
@@ -39,6 +40,7 @@ __all__ = [
     "Tool",
     "ToolOutcome",
     "ToolSet",
+    "ToolTimeout",
     "tool",
 ]
 
@@ -134,6 +136,10 @@ class ToolOutcome:
         return cls(content=content, is_error=True, error_kind=kind, original_bytes=len(content.encode()))
 
 
+class ToolTimeout(ToolError):
+    """Raised by a tool that enforces its own time limit; reported with ``error_kind="timeout"``."""
+
+
 # --------------------------------------------------------------------------- decorator
 
 
@@ -167,14 +173,14 @@ def tool(
     Usable bare (``@tool``) or with options (``@tool(read_only=True, timeout_s=30)``).
     """
 
-    def build(func: ToolFn) -> Tool:
-        tool_name = name or getattr(func, "__name__", "")
+    def build(func: ToolFn, caller_locals: dict[str, Any]) -> Tool:
+        tool_name: str = name or str(getattr(func, "__name__", ""))
         summary, arg_docs = _parse_docstring(tool_name, func, description)
-        model = _arguments_model(tool_name, func, arg_docs)
+        model = _arguments_model(tool_name, func, arg_docs, caller_locals)
         return Tool(
             name=tool_name,
             description=description or summary,
-            parameters=_parameters_schema(tool_name, model),
+            parameters=_parameters_schema(model),
             fn=func,
             read_only=read_only,
             timeout_s=timeout_s,
@@ -182,7 +188,19 @@ def tool(
             arguments_model=model,
         )
 
-    return build(fn) if fn is not None else build
+    if fn is not None:
+        return build(fn, _caller_locals())
+
+    def decorate(func: ToolFn) -> Tool:
+        return build(func, _caller_locals())
+
+    return decorate
+
+
+def _caller_locals() -> dict[str, Any]:
+    """Locals of the code applying the decorator, so hints naming local classes resolve."""
+    frame = sys._getframe(2)
+    return dict(frame.f_locals)
 
 
 def _parse_docstring(tool_name: str, func: ToolFn, override: str | None) -> tuple[str, dict[str, str]]:
@@ -227,10 +245,12 @@ def _is_args(header: str) -> bool:
     return header.strip().rstrip(":").strip().lower() in {"args", "arguments", "parameters", "params"}
 
 
-def _arguments_model(tool_name: str, func: ToolFn, arg_docs: dict[str, str]) -> type[BaseModel]:
+def _arguments_model(
+    tool_name: str, func: ToolFn, arg_docs: dict[str, str], localns: dict[str, Any]
+) -> type[BaseModel]:
     try:
         signature = inspect.signature(func)
-        hints = typing.get_type_hints(func, include_extras=True)
+        hints = typing.get_type_hints(func, localns=localns, include_extras=True)
     except (TypeError, ValueError, NameError) as exc:
         raise ConfigurationError(f"tool {tool_name!r}: cannot read its signature: {exc}") from exc
     unknown = set(arg_docs) - set(signature.parameters)
@@ -269,8 +289,8 @@ _SCHEMA_NODES = ("items", "additionalProperties", "not")
 _SCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
 
 
-def _parameters_schema(tool_name: str, model: type[BaseModel]) -> dict[str, Any]:
-    schema = _strip_titles(model.model_json_schema())
+def _parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema: dict[str, Any] = _strip_titles(model.model_json_schema())
     schema.pop("additionalProperties", None)  # validation forbids extras; some providers reject the key
     schema.setdefault("properties", {})
     return schema
@@ -390,7 +410,11 @@ class ToolSet:
             text, kind = decoded
         else:
             text, kind = _to_text(result), None
-        data = text.encode("utf-8", errors="replace")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: JSON encoders downstream would refuse them
+            data = text.encode("utf-8", errors="replace")
+            text = data.decode("utf-8")
         if item.internal or len(data) <= self.max_output_bytes:
             return ToolOutcome(content=text, error_kind=kind, original_bytes=len(data))
         return await _cap(data, self.max_output_bytes, call.id, spill_dir)
@@ -416,7 +440,8 @@ def _prepare_arguments(item: Tool, raw: str) -> dict[str, Any] | ToolOutcome:
     except ValidationError as exc:
         return ToolOutcome.error("invalid_arguments", _format_validation_error(item, exc))
     except TypeError as exc:
-        return ToolOutcome.error("invalid_arguments", f"Error: invalid arguments for tool {item.name!r}: {exc}")
+        message = f"Error: invalid arguments for tool {item.name!r}: {exc}"
+        return ToolOutcome.error("invalid_arguments", message)
 
 
 def _format_validation_error(item: Tool, exc: ValidationError) -> str:
@@ -448,13 +473,12 @@ async def _invoke_guarded(item: Tool, call: ToolCall, kwargs: dict[str, Any]) ->
     try:
         return await _invoke(item, kwargs)
     except ToolError as exc:
-        log.info("tool_error", tool=item.name, call_id=call.id, error=str(exc))
-        return ToolOutcome.error("tool_error", f"Error: {exc}")
+        log.info("tool_error", tool=item.name, call_id=call.id, error=str(exc)[:200])
+        kind = "timeout" if isinstance(exc, ToolTimeout) else "tool_error"
+        return ToolOutcome.error(kind, f"Error: {exc}")
     except Exception as exc:
         log.exception("tool_exception", tool=item.name, call_id=call.id)
-        return ToolOutcome.error(
-            "exception", f"Error: tool {item.name!r} raised {type(exc).__name__}: {exc}"
-        )
+        return ToolOutcome.error("exception", f"Error: tool {item.name!r} raised {type(exc).__name__}: {exc}")
 
 
 async def _invoke(item: Tool, kwargs: dict[str, Any]) -> object:
@@ -502,7 +526,9 @@ async def _decode_bytes(
         path = await _spill(data, call_id, spill_dir)
         if path is not None:
             text = f"[binary output, {len(data)} bytes, not shown; saved to {path}]"
-        return ToolOutcome(content=text, error_kind="binary_output", original_bytes=len(data), spill_path=path)
+        return ToolOutcome(
+            content=text, error_kind="binary_output", original_bytes=len(data), spill_path=path
+        )
     text = data.decode("utf-8", errors="replace")
     bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
     note = f"\n[output was not valid UTF-8: {bad} undecodable byte sequence(s) shown as U+FFFD]"
@@ -522,7 +548,9 @@ async def _cap(data: bytes, limit: int, call_id: str, spill_dir: Path | None) ->
             f"\n\n[output capped: showing the first {limit} of {len(data)} bytes; "
             f"{len(data) - limit} bytes dropped]"
         )
-    return ToolOutcome(content=head + note, error_kind="output_capped", original_bytes=len(data), spill_path=path)
+    return ToolOutcome(
+        content=head + note, error_kind="output_capped", original_bytes=len(data), spill_path=path
+    )
 
 
 async def _spill(data: bytes, call_id: str, spill_dir: Path | None) -> Path | None:

@@ -25,22 +25,22 @@ from ._messages import Message, Usage
 
 __all__ = [
     "SCHEMA_VERSION",
+    "ErrorEvent",
     "Event",
-    "RunStarted",
     "MessageEvent",
     "ModelRequest",
     "ModelResponse",
-    "ToolResult",
-    "ErrorEvent",
-    "SummaryEvent",
     "RetrievalEvent",
     "RunEnded",
+    "RunStarted",
+    "SummaryEvent",
+    "ToolResult",
     "TraceWriter",
-    "read_trace",
-    "load_history",
-    "redact",
-    "event_to_dict",
     "event_from_dict",
+    "event_to_dict",
+    "load_history",
+    "read_trace",
+    "redact",
 ]
 
 SCHEMA_VERSION = 1
@@ -178,7 +178,9 @@ _EVENT_TYPES: dict[str, type[Any]] = {
 
 # ---------------------------------------------------------------- redaction
 _SECRET_KEY = re.compile(r"(api[_-]?key|authorization|secret|password|token$|access[_-]?key)", re.I)
-_SECRET_VALUE = re.compile(r"(Bearer\s+[A-Za-z0-9._\-]{8,}|\bsk-[A-Za-z0-9_\-]{12,}|\bsk-ant-[A-Za-z0-9_\-]{12,})")
+_SECRET_VALUE = re.compile(
+    r"(Bearer\s+[A-Za-z0-9._\-]{8,}|\bsk-[A-Za-z0-9_\-]{12,}|\bsk-ant-[A-Za-z0-9_\-]{12,})"
+)
 
 
 def redact(value: Any) -> Any:

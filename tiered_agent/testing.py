@@ -19,7 +19,7 @@ from ._messages import Message, ToolCall, Usage
 from ._model import ModelReply
 from ._tokens import TokenCounter
 
-__all__ = ["FunctionModel", "AgentRequest", "text", "calls"]
+__all__ = ["AgentRequest", "FunctionModel", "calls", "text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +40,9 @@ def text(content: str) -> Message:
     return Message("assistant", content)
 
 
-def calls(*items: tuple[str, dict[str, Any]] | tuple[str, str, dict[str, Any]], content: str | None = None) -> Message:
+def calls(
+    *items: tuple[str, dict[str, Any]] | tuple[str, str, dict[str, Any]], content: str | None = None
+) -> Message:
     """An assistant message calling tools: ``calls(("read_file", {"path": "a.py"}))`` or with explicit ids."""
     built = []
     for number, item in enumerate(items, start=1):
@@ -66,6 +68,7 @@ class FunctionModel:
     @classmethod
     def scripted(cls, replies: Sequence[Reply], **kwargs: Any) -> FunctionModel:
         """Replies in order; asking for more than scripted is an error in the test."""
+
         def next_reply(request: AgentRequest) -> Reply:
             if request.index >= len(replies):
                 raise AssertionError(f"FunctionModel: no scripted reply for call {request.index + 1}")

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from .._errors import ConfigurationError
 
-__all__ = ["ContextConfig", "PRESETS", "preset", "DEFAULT_PRESET"]
+__all__ = ["DEFAULT_PRESET", "PRESETS", "ContextConfig", "preset"]
 
 TruncationMode = Literal["head", "head_tail"]
 
@@ -71,9 +71,13 @@ class ContextConfig:
         for name in positive_or_none:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
-                raise ConfigurationError(f"ContextConfig.{name} must be a positive integer or None, got {value!r}")
+                raise ConfigurationError(
+                    f"ContextConfig.{name} must be a positive integer or None, got {value!r}"
+                )
         if self.truncation_mode not in ("head", "head_tail"):
-            raise ConfigurationError(f"ContextConfig.truncation_mode must be 'head' or 'head_tail', got {self.truncation_mode!r}")
+            raise ConfigurationError(
+                f"ContextConfig.truncation_mode must be 'head' or 'head_tail', got {self.truncation_mode!r}"
+            )
         for name in ("dedup_cache_size", "summary_max_tokens", "retrieve_page_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"ContextConfig.{name} must be >= 1")

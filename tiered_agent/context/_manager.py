@@ -189,7 +189,11 @@ class ContextManager:
         return self._smart.usage if self._smart else Usage()
 
     async def prepare(
-        self, history: Sequence[Message], tool_schemas: Sequence[Mapping[str, Any]] = (), *, force_compact: bool = False
+        self,
+        history: Sequence[Message],
+        tool_schemas: Sequence[Mapping[str, Any]] = (),
+        *,
+        force_compact: bool = False,
     ) -> PreparedPrompt:
         """Build the next prompt from the full ``history`` (see the module docstring)."""
         last = max((m.iteration for m in history), default=0)
@@ -198,9 +202,9 @@ class ContextManager:
             await self._smart.run_pending()
         self._maybe_queue_summary(history, last)
         prepared = self._build(history, tool_schemas)
-        if force_compact or self._over(prepared.estimated_tokens, self.config.compact_at):
-            if await self._compact(history, last, emergency=force_compact):
-                prepared = self._build(history, tool_schemas, compacted=True)
+        due = force_compact or self._over(prepared.estimated_tokens, self.config.compact_at)
+        if due and await self._compact(history, last, emergency=force_compact):
+            prepared = self._build(history, tool_schemas, compacted=True)
         if self._enforce and self._over(prepared.estimated_tokens, self.config.hard_limit):
             raise ContextBudgetExceeded(
                 f"the next prompt is ~{prepared.estimated_tokens:,} tokens, over "
@@ -253,7 +257,9 @@ class ContextManager:
 
     async def _compact(self, history: Sequence[Message], last: int, *, emergency: bool) -> bool:
         """Summarize synchronously everything but the last ``compact_keep_iterations``."""
-        keep = min(self.config.compact_keep_iterations, 1 if emergency else self.config.compact_keep_iterations)
+        keep = min(
+            self.config.compact_keep_iterations, 1 if emergency else self.config.compact_keep_iterations
+        )
         through = last - keep
         covered = self.summary.last if self.summary else 0
         if through <= covered:

@@ -7,7 +7,7 @@ from typing import Any
 
 from .._messages import Message
 
-__all__ = ["Summary", "Truncation", "ContextStats", "BuiltPrompt"]
+__all__ = ["BuiltPrompt", "ContextStats", "Summary", "Truncation"]
 
 
 @dataclass(frozen=True, slots=True)
