@@ -34,7 +34,7 @@ def run_task(
     allow_shell: bool,
 ) -> int:
     """Run one task from the CLI; returns the exit code (0 answered, 1 failed, 2 bad usage)."""
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False)
     try:
         context = preset(policy)

@@ -1,0 +1,364 @@
+"""A workspace confined to one root directory, and the file tools that work inside it.
+
+Every path a tool receives goes through :meth:`Workspace.resolve`, which
+refuses absolute paths, ``..`` escapes and symlinks (anywhere in the chain)
+leading outside the root. Read tools are always available; ``write_file`` /
+``edit_file`` and ``run_shell`` are opt-in.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Annotated
+
+from pydantic import Field
+
+from ._errors import PathOutsideWorkspace, ToolError
+from ._shell import DEFAULT_SHELL_TIMEOUT_S, shell_tool
+from ._tools import Tool, tool
+
+__all__ = [
+    "LIST_DIR_MAX_ENTRIES",
+    "READ_FILE_MAX_LINES",
+    "SEARCH_MAX_FILE_BYTES",
+    "Workspace",
+    "workspace_tools",
+]
+
+LIST_DIR_MAX_ENTRIES = 500
+READ_FILE_MAX_LINES = 2000
+READ_FILE_MAX_LINE_CHARS = 2000
+SEARCH_MAX_FILE_BYTES = 1_000_000
+SEARCH_MAX_FILES = 20_000
+SEARCH_MAX_LINE_CHARS = 300
+_SKIP_DIRS = frozenset({".git"})
+_SNIFF_BYTES = 8192
+
+Depth = Annotated[int, Field(ge=1, le=10)]
+LineNumber = Annotated[int, Field(ge=1)]
+MaxResults = Annotated[int, Field(ge=1, le=1000)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class Workspace:
+    """A directory tree the agent's tools may touch; nothing outside it is reachable."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self._root = Path(root).resolve()
+
+    @property
+    def root(self) -> Path:
+        return self._root
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self._root)!r})"
+
+    def resolve(self, path: str) -> Path:
+        """The real path of ``path`` (relative to the root); raises PathOutsideWorkspace if it escapes."""
+        text = path.strip() or "."
+        if PurePosixPath(text).is_absolute() or PureWindowsPath(text).is_absolute():
+            raise PathOutsideWorkspace(
+                f"absolute path {path!r} is not allowed: use a path relative to the workspace root"
+            )
+        if ".." in PurePosixPath(os.path.normpath(text)).parts:
+            raise PathOutsideWorkspace(f"path {path!r} escapes the workspace root through '..'")
+        try:
+            real = (self._root / text).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # symlink loops, NUL bytes
+            raise ToolError(f"cannot resolve path {path!r}: {exc}") from exc
+        if not real.is_relative_to(self._root):
+            raise PathOutsideWorkspace(
+                f"path {path!r} leads outside the workspace root through a symlink (to {real})"
+            )
+        return real
+
+    def relative(self, path: Path) -> str:
+        """``path`` (inside the root) as the model should write it: POSIX, relative, '.' for the root."""
+        rel = path.relative_to(self._root).as_posix()
+        return rel or "."
+
+    def existing(self, path: str) -> Path:
+        real = self.resolve(path)
+        if not real.exists():
+            raise ToolError(f"{path!r} does not exist (paths are relative to the workspace root)")
+        return real
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _is_binary(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return b"\x00" in handle.read(_SNIFF_BYTES)
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines as editors and grep count them: split on \\n only, a final newline ends the last line."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def _cut_line(line: str, limit: int) -> str:
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]}… [line cut, {len(line)} chars]"
+
+
+def _walk(ws: Workspace, top: Path, max_depth: int) -> Iterator[tuple[Path, bool]]:
+    """(path, is_dir) below ``top`` in sorted tree order; never follows symlinked directories."""
+    try:
+        entries = sorted(os.scandir(top), key=lambda entry: entry.name)
+    except OSError as exc:
+        raise ToolError(f"cannot list {ws.relative(top)!r}: {exc.strerror}") from exc
+    for entry in entries:
+        if entry.name in _SKIP_DIRS:
+            continue
+        is_dir = entry.is_dir(follow_symlinks=False)
+        yield Path(entry.path), is_dir
+        if is_dir and max_depth > 1:
+            yield from _walk(ws, Path(entry.path), max_depth - 1)
+
+
+def _iter_files(ws: Workspace, top: Path, glob: str | None) -> Iterator[Path]:
+    if top.is_file():
+        yield top
+        return
+    for root, dirs, files in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for name in sorted(files):
+            path = Path(root) / name
+            if glob is None or _glob_match(ws.relative(path), name, glob):
+                yield path
+
+
+def _glob_match(rel: str, name: str, pattern: str) -> bool:
+    return fnmatch.fnmatch(rel, pattern) if "/" in pattern else fnmatch.fnmatch(name, pattern)
+
+
+@dataclass
+class _SearchState:
+    lines: list[str]
+    max_results: int
+    skipped_large: int = 0
+    files_seen: int = 0
+
+    @property
+    def full(self) -> bool:
+        return len(self.lines) >= self.max_results
+
+
+def _search_file(ws: Workspace, path: Path, regex: re.Pattern[str], state: _SearchState) -> None:
+    real = path.resolve()
+    if not real.is_relative_to(ws.root) or not real.is_file():
+        return
+    if real.stat().st_size > SEARCH_MAX_FILE_BYTES:
+        state.skipped_large += 1
+        return
+    data = real.read_bytes()
+    if b"\x00" in data[:_SNIFF_BYTES]:
+        return
+    rel = ws.relative(path)
+    for number, line in enumerate(_split_lines(data.decode("utf-8", errors="replace")), start=1):
+        if regex.search(line):
+            state.lines.append(f"{rel}:{number}: {_cut_line(line.strip(), SEARCH_MAX_LINE_CHARS)}")
+            if state.full:
+                return
+
+
+def _read_text(ws: Workspace, path: str) -> tuple[Path, str]:
+    real = ws.existing(path)
+    if real.is_dir():
+        raise ToolError(f"{path!r} is a directory; use list_dir to see its contents")
+    if _is_binary(real):
+        raise ToolError(
+            f"{path!r} is a binary file ({real.stat().st_size} bytes); it cannot be shown as text"
+        )
+    return real, real.read_bytes().decode("utf-8", errors="replace")
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def _read_tools(ws: Workspace) -> list[Tool]:
+    @tool(read_only=True)
+    def list_dir(path: str = ".", depth: Depth = 1) -> str:
+        """List the files and directories under a workspace directory, one per line; directories end
+        with "/". Paths are relative to the workspace root and can be passed to the other tools as
+        they are. The .git directory is skipped; at most 500 entries are shown.
+
+        Args:
+            path: Directory to list, relative to the workspace root ("." is the root).
+            depth: How many levels to descend (1 = only direct children, at most 10).
+        """
+        top = ws.existing(path)
+        if not top.is_dir():
+            raise ToolError(f"{path!r} is a file, not a directory; use read_file to read it")
+        lines: list[str] = []
+        for entry, is_dir in _walk(ws, top, depth):
+            if len(lines) == LIST_DIR_MAX_ENTRIES:
+                return "\n".join([*lines, f"[listing stopped at {LIST_DIR_MAX_ENTRIES} entries]"])
+            lines.append(f"{ws.relative(entry)}{'/' if is_dir else ''}")
+        return "\n".join(lines) if lines else f"{ws.relative(top)}/ is empty"
+
+    @tool(read_only=True)
+    def read_file(path: str, start_line: LineNumber = 1, end_line: LineNumber | None = None) -> str:
+        """Read a text file from the workspace with line numbers, optionally only lines start_line to
+        end_line (1-based, inclusive). At most 2000 lines are returned per call; the first line of
+        the output states the range shown and the file's total number of lines.
+
+        Args:
+            path: File to read, relative to the workspace root.
+            start_line: First line to show (1-based).
+            end_line: Last line to show, inclusive (default: the end of the file).
+        """
+        real, text = _read_text(ws, path)
+        lines = _split_lines(text)
+        total = len(lines)
+        if total == 0:
+            return f"{ws.relative(real)} is empty (0 lines)"
+        if end_line is not None and end_line < start_line:
+            raise ToolError(f"end_line ({end_line}) is before start_line ({start_line})")
+        if start_line > total:
+            raise ToolError(f"start_line {start_line} is past the end of {path!r}, which has {total} lines")
+        last = min(end_line or total, total, start_line + READ_FILE_MAX_LINES - 1)
+        width = len(str(last))
+        body = [
+            f"{number:>{width}}\t{_cut_line(lines[number - 1], READ_FILE_MAX_LINE_CHARS)}"
+            for number in range(start_line, last + 1)
+        ]
+        header = f"{ws.relative(real)} (lines {start_line}-{last} of {total})"
+        footer = []
+        if last < min(end_line or total, total):
+            footer = [f"[stopped at {READ_FILE_MAX_LINES} lines; continue with start_line={last + 1}]"]
+        return "\n".join([header, *body, *footer])
+
+    @tool(read_only=True, timeout_s=60)
+    def search_text(
+        pattern: str, path: str = ".", glob: str | None = None, max_results: MaxResults = 100
+    ) -> str:
+        """Search text files for a Python regular expression; prints "path:line: text" for each
+        matching line. Binary files, the .git directory and files over 1 MB are skipped. Use glob to
+        restrict the files searched, e.g. "*.py" (file names) or "src/*.py" (paths).
+
+        Args:
+            pattern: Python regular expression searched for in each line (re.search).
+            path: File or directory to search, relative to the workspace root.
+            glob: Optional fnmatch pattern for file names, or for paths when it contains "/".
+            max_results: Stop after this many matching lines (at most 1000).
+        """
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from exc
+        top = ws.existing(path)
+        state = _SearchState(lines=[], max_results=max_results)
+        for file in _iter_files(ws, top, glob):
+            state.files_seen += 1
+            if state.full or state.files_seen > SEARCH_MAX_FILES:
+                break
+            _search_file(ws, file, regex, state)
+        return _search_report(state, pattern, path)
+
+    return [list_dir, read_file, search_text]
+
+
+def _search_report(state: _SearchState, pattern: str, path: str) -> str:
+    lines = list(state.lines) or [f"No matches for {pattern!r} in {path!r}."]
+    if state.full:
+        lines.append(f"[stopped after {state.max_results} matches; narrow the pattern, path or glob]")
+    if state.files_seen > SEARCH_MAX_FILES:
+        lines.append(f"[stopped after scanning {SEARCH_MAX_FILES} files; narrow the path or glob]")
+    if state.skipped_large:
+        lines.append(f"[{state.skipped_large} file(s) over {SEARCH_MAX_FILE_BYTES} bytes not searched]")
+    return "\n".join(lines)
+
+
+def _write_tools(ws: Workspace) -> list[Tool]:
+    @tool
+    def write_file(path: str, content: str) -> str:
+        """Create or overwrite a text file in the workspace with the given content; missing parent
+        directories are created.
+
+        Args:
+            path: File to write, relative to the workspace root.
+            content: The complete new content of the file.
+        """
+        real = ws.resolve(path)
+        if real.is_dir():
+            raise ToolError(f"{path!r} is a directory")
+        existed = real.exists()
+        real.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8")
+        real.write_bytes(data)
+        verb = "Overwrote" if existed else "Created"
+        return f"{verb} {ws.relative(real)}: {len(data)} bytes, {len(content.splitlines())} lines"
+
+    @tool
+    def edit_file(path: str, old: str, new: str, count: Count = 1) -> str:
+        """Edit a text file by replacing the exact text `old` with `new`. `old` must occur in the file,
+        and at most `count` times (count=0 replaces every occurrence); whitespace and indentation must
+        match exactly. Include enough surrounding lines in `old` to make it unique.
+
+        Args:
+            path: File to edit, relative to the workspace root.
+            old: The exact text to replace.
+            new: The replacement text.
+            count: Most occurrences expected and replaced; 0 means replace all.
+        """
+        if not old:
+            raise ToolError("old must not be empty; use write_file to create or overwrite a file")
+        if old == new:
+            raise ToolError("old and new are identical; nothing to change")
+        real, text = _read_for_edit(ws, path)
+        found = text.count(old)
+        if found == 0:
+            raise ToolError(f"old text not found in {path!r}; read the file and copy the text exactly")
+        if count and found > count:
+            raise ToolError(
+                f"old text occurs {found} times in {path!r} but count={count}; add surrounding text "
+                f"to make it unique, or pass count={found} (or 0) to replace every occurrence"
+            )
+        first_line = text[: text.index(old)].count("\n") + 1
+        real.write_bytes(text.replace(old, new).encode("utf-8"))
+        return f"Replaced {found} occurrence(s) in {ws.relative(real)} (first at line {first_line})"
+
+    return [write_file, edit_file]
+
+
+def _read_for_edit(ws: Workspace, path: str) -> tuple[Path, str]:
+    real = ws.existing(path)
+    if real.is_dir():
+        raise ToolError(f"{path!r} is a directory")
+    data = real.read_bytes()
+    if b"\x00" in data[:_SNIFF_BYTES]:
+        raise ToolError(f"{path!r} is a binary file; edit_file only edits text")
+    try:
+        return real, data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"{path!r} is not valid UTF-8 ({exc.reason}); edit_file only edits UTF-8 text"
+        ) from exc
+
+
+def workspace_tools(
+    ws: Workspace,
+    *,
+    allow_write: bool = False,
+    allow_shell: bool = False,
+    shell_timeout_s: float = DEFAULT_SHELL_TIMEOUT_S,
+) -> list[Tool]:
+    """The tools bound to ``ws``: list_dir, read_file, search_text; write_file, edit_file and
+    run_shell only when allowed."""
+    tools = _read_tools(ws)
+    if allow_write:
+        tools.extend(_write_tools(ws))
+    if allow_shell:
+        tools.append(shell_tool(ws.root, timeout_s=shell_timeout_s))
+    return tools
