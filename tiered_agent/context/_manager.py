@@ -110,15 +110,19 @@ class ContextManager:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._smart is not None and self._task_group is not None:
-            if exc is None:
-                await self._smart.drain(self.config.summary_timeout_s)
+        if self._smart is None:
+            return
+        if self._task_group is None:  # inline mode: nothing runs in the background
             self._smart.close()
-            self._task_group.cancel_scope.cancel()
-            # The worker is cancelled on purpose; an exception leaving the ``async with``
-            # propagates by itself and must not be wrapped in an ExceptionGroup.
-            group, self._task_group = self._task_group, None
-            await group.__aexit__(None, None, None)
+            return
+        if exc is None:
+            await self._smart.drain(self.config.summary_timeout_s)
+        self._smart.close()
+        self._task_group.cancel_scope.cancel()
+        # The worker is cancelled on purpose; an exception leaving the ``async with``
+        # propagates by itself and must not be wrapped in an ExceptionGroup.
+        group, self._task_group = self._task_group, None
+        await group.__aexit__(None, None, None)
 
     def _default_summarizer(self) -> Summarizer:
         if self.config.summary_model:

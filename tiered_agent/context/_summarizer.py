@@ -1,0 +1,459 @@
+"""Tier 2 summaries: the summarizers, and the background worker that runs them.
+
+* :class:`DigestSummarizer` wraps the deterministic :func:`~._digest.digest` (no LLM, cannot fail).
+* :class:`LLMSummarizer` asks a litellm model for a rolling summary.
+* :class:`SmartSummarizer` runs either in the background, one job at a time, in
+  FIFO order, over immutable snapshots of the history, so that the agent never
+  waits for a summary unless it must (:meth:`SmartSummarizer.compact_now`).
+  A failed or timed-out job never produces a summary: the previous one stays,
+  and the next job covers the failed range too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import structlog
+
+from .._errors import ConfigurationError, ModelError
+from .._messages import Message, Usage
+from ._digest import digest
+from ._names import RETRIEVE_TOOL_NAME
+from ._types import Summary
+
+__all__ = [
+    "SUMMARY_SYSTEM_PROMPT",
+    "DigestSummarizer",
+    "LLMSummarizer",
+    "SmartSummarizer",
+    "Summarizer",
+    "SummaryJob",
+    "render_range",
+    "summary_messages",
+]
+
+log = structlog.get_logger(__name__)
+
+_GOAL_CHARS = 1_000
+_TEXT_CHARS = 2_000
+_ARGS_CHARS = 300
+_OUTPUT_CHARS = 1_500
+_RENDER_CHARS = 48_000
+
+SUMMARY_SYSTEM_PROMPT = """\
+You maintain the running summary of an autonomous agent's work, so that it can continue \
+after older iterations are removed from its context. Merge the previous summary (if any) \
+with the new iterations into one updated summary. Keep, concisely:
+- the goal;
+- decisions taken and why;
+- files and functions read, created or changed (exact paths and names);
+- commands run and their outcomes (exit codes, test results);
+- errors that matter, and whether they were fixed;
+- open tasks / the todo list, and the next step.
+Drop chit-chat and raw outputs; keep exact identifiers, paths and numbers. \
+Reply with the summary only, as short sections or bullet lists, in at most {words} words."""
+
+
+class Summarizer(Protocol):
+    """Turns a range of iterations (plus the previous summary) into a new rolling summary."""
+
+    async def summarize(
+        self, previous: Summary | None, snapshot: Sequence[Message], first: int, last: int
+    ) -> Summary: ...
+
+
+class DigestSummarizer:
+    """The deterministic digest as a :class:`Summarizer` (no model call, no tokens)."""
+
+    async def summarize(
+        self, previous: Summary | None, snapshot: Sequence[Message], first: int, last: int
+    ) -> Summary:
+        return digest(previous, snapshot, first, last)
+
+
+# --------------------------------------------------------------------------- LLM summarizer
+def _clip(text: str, limit: int) -> str:
+    """Head and tail of ``text`` when longer than ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} chars omitted ...]\n{text[-half:]}"
+
+
+def _goal(snapshot: Sequence[Message]) -> str | None:
+    for message in snapshot:
+        if message.iteration == 0 and message.role == "user" and message.text.strip():
+            return _clip(message.text.strip(), _GOAL_CHARS)
+    return None
+
+
+def _render_message(message: Message, names: dict[str, str]) -> list[str]:
+    prefix = f"[it {message.iteration}]"
+    if message.role == "assistant":
+        text = message.text.strip()
+        lines = [f"{prefix} assistant: {_clip(text, _TEXT_CHARS)}"] if text else []
+        for call in message.tool_calls:
+            names[call.id] = call.name
+            lines.append(f"{prefix} call {call.name} ({call.id}) {_clip(call.arguments, _ARGS_CHARS)}")
+        return lines
+    if message.role == "tool":
+        name = message.name or names.get(message.tool_call_id or "", "tool")
+        if name == RETRIEVE_TOOL_NAME:
+            return [f"{prefix} {name} result omitted (older history, already covered)"]
+        return [f"{prefix} {name} result ({message.tool_call_id}): {_clip(message.text, _OUTPUT_CHARS)}"]
+    if message.role == "user":
+        return [f"{prefix} user: {_clip(message.text.strip(), _TEXT_CHARS)}"]
+    return []  # the system prompt is not part of the work
+
+
+def render_range(snapshot: Sequence[Message], first: int, last: int, *, limit: int = _RENDER_CHARS) -> str:
+    """Iterations ``first..last`` as compact text; outputs clipped, the most recent kept past ``limit``."""
+    names: dict[str, str] = {}
+    lines: list[str] = []
+    for message in snapshot:
+        if message.iteration > 0 and first <= message.iteration <= last:  # iteration 0: the goal
+            lines.extend(_render_message(message, names))
+    text = "\n".join(lines)
+    if len(text) > limit:
+        text = "[earlier lines omitted]\n" + text[-limit:]
+    return text or "(no activity in this range)"
+
+
+def summary_messages(
+    previous: Summary | None, snapshot: Sequence[Message], first: int, last: int, *, max_tokens: int = 500
+) -> list[dict[str, str]]:
+    """The chat request asking a model for the updated summary."""
+    parts: list[str] = []
+    goal = _goal(snapshot)
+    if goal:
+        parts.append(f"Goal (the task):\n{goal}")
+    if previous is not None:
+        parts.append(f"Previous summary (iterations {previous.first}-{previous.last}):\n{previous.text}")
+    parts.append(f"New iterations {first}-{last}:\n{render_range(snapshot, first, last)}")
+    words = max(50, int(max_tokens * 0.6))
+    return [
+        {"role": "system", "content": SUMMARY_SYSTEM_PROMPT.format(words=words)},
+        {"role": "user", "content": "\n\n".join(parts)},
+    ]
+
+
+def _reply_text(response: Any) -> str:
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        return ""
+    return content if isinstance(content, str) else ""
+
+
+def _usage_of(response: Any) -> tuple[int, int]:
+    usage = getattr(response, "usage", None)
+    return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+
+
+class LLMSummarizer:
+    """A rolling summary written by a litellm model.
+
+    Extra keyword arguments go to ``litellm.acompletion`` unchanged (tests pass
+    ``mock_response=``). A failed request or an empty reply raises
+    :class:`ModelError`; it is never returned as a summary. ``usage`` counts
+    every request, including those whose reply was unusable.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_tokens: int = 500,
+        timeout_s: float = 60.0,
+        api_base: str | None = None,
+        **completion_kwargs: Any,
+    ) -> None:
+        if not model:
+            raise ConfigurationError("LLMSummarizer needs a model name")
+        if max_tokens < 1 or timeout_s <= 0:
+            raise ConfigurationError("LLMSummarizer: max_tokens must be >= 1 and timeout_s > 0")
+        self.model = model
+        self.max_tokens = max_tokens
+        self.timeout_s = timeout_s
+        self.api_base = api_base
+        self.completion_kwargs = completion_kwargs
+        self.usage = Usage()
+
+    async def summarize(
+        self, previous: Summary | None, snapshot: Sequence[Message], first: int, last: int
+    ) -> Summary:
+        from .._litellm import import_litellm
+
+        litellm = import_litellm()
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": summary_messages(previous, snapshot, first, last, max_tokens=self.max_tokens),
+            "max_tokens": self.max_tokens,
+            "timeout": self.timeout_s,
+            **self.completion_kwargs,
+        }
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        try:
+            response = await litellm.acompletion(**kwargs)
+        except Exception as exc:
+            raise ModelError(f"summary model {self.model!r} failed: {type(exc).__name__}: {exc}") from exc
+        input_tokens, output_tokens = _usage_of(response)
+        self.usage += Usage(prompt_tokens=input_tokens, completion_tokens=output_tokens, requests=1)
+        text = _reply_text(response).strip()
+        if not text:
+            raise ModelError(f"summary model {self.model!r} returned an empty reply")
+        lo = min(previous.first, first) if previous is not None else first
+        return Summary(lo, last, text, self.model, input_tokens, output_tokens)
+
+
+# --------------------------------------------------------------------------- background worker
+@dataclass(frozen=True, slots=True)
+class SummaryJob:
+    """One queued request: summarize ``first..last`` of an immutable history snapshot."""
+
+    snapshot: tuple[Message, ...]
+    first: int
+    last: int
+    at_iteration: int
+
+
+class SmartSummarizer:
+    """Runs a :class:`Summarizer` off the agent's critical path, one job at a time, FIFO.
+
+    Background mode: the owner starts :meth:`run` in a task group; :meth:`submit`
+    queues and returns at once. Inline mode (``background=False``): :meth:`submit`
+    only queues and :meth:`run_pending` processes the queue on the spot, so
+    summaries land deterministically (replay benchmark, tests).
+
+    Summaries are rolling: each job gets the latest landed summary as
+    ``previous`` and starts no later than the iteration after it. A job that
+    fails or exceeds ``timeout_s`` is logged and counted in ``failures``; the
+    previous summary stays, and the next job also covers the failed range.
+    When the bounded queue is full, the queued jobs are coalesced into the new
+    one (its snapshot holds all their iterations).
+    """
+
+    def __init__(
+        self,
+        summarizer: Summarizer,
+        *,
+        timeout_s: float = 60.0,
+        background: bool = True,
+        max_queue: int = 8,
+        on_summary: Callable[[Summary], None] | None = None,
+    ) -> None:
+        if timeout_s <= 0:
+            raise ConfigurationError(f"SmartSummarizer: timeout_s must be > 0, got {timeout_s}")
+        if max_queue < 1:
+            raise ConfigurationError(f"SmartSummarizer: max_queue must be >= 1, got {max_queue}")
+        self.summarizer = summarizer
+        self.timeout_s = timeout_s
+        self.background = background
+        self.on_summary = on_summary
+        self.latest: Summary | None = None
+        self.failures = 0
+        self.completed = 0
+        self.coalesced = 0
+        self.dropped = 0
+        self._send, self._receive = anyio.create_memory_object_stream[SummaryJob](max_queue)
+        self._lock = anyio.Lock()
+        self._retry_first: int | None = None
+        self._outstanding = 0  # queued or running jobs
+        self._progress: anyio.Event | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._closed = False
+        self._landed_usage = Usage()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def pending(self) -> int:
+        """Jobs queued or running."""
+        return self._outstanding
+
+    @property
+    def retry_from(self) -> int | None:
+        """First iteration of a failed range the next job will cover too (None: nothing to retry)."""
+        return self._retry_first
+
+    @property
+    def usage(self) -> Usage:
+        """Summarizer tokens: the summarizer's own ``usage`` when it keeps one, else the landed summaries'."""
+        own = getattr(self.summarizer, "usage", None)
+        return own if isinstance(own, Usage) else self._landed_usage
+
+    # ------------------------------------------------------------------ queueing
+    def submit(self, snapshot: tuple[Message, ...], first: int, last: int, at_iteration: int) -> None:
+        """Queue a job over an immutable snapshot; returns at once."""
+        if self._closed:
+            raise RuntimeError("SmartSummarizer is closed")
+        if first < 0 or last < first:
+            raise ValueError(f"invalid summary range {first}..{last}")
+        job = SummaryJob(tuple(snapshot), first, last, at_iteration)
+        try:
+            self._send.send_nowait(job)
+        except anyio.WouldBlock:
+            job = self._coalesce(job)
+            self._send.send_nowait(job)
+        except anyio.BrokenResourceError:
+            raise RuntimeError("SmartSummarizer's worker has stopped") from None
+        self._outstanding += 1
+
+    def _coalesce(self, job: SummaryJob) -> SummaryJob:
+        first = job.first
+        merged = 0
+        while True:
+            try:
+                queued = self._receive.receive_nowait()
+            except anyio.WouldBlock:
+                break
+            first = min(first, queued.first)
+            merged += 1
+        self._outstanding -= merged
+        self.coalesced += merged
+        log.info("summary_jobs_coalesced", merged=merged, first=first, last=job.last)
+        return dataclasses.replace(job, first=first)
+
+    def _job_done(self) -> None:
+        self._outstanding -= 1
+        if self._progress is not None:
+            self._progress.set()
+            self._progress = None
+
+    async def _wait_progress(self) -> None:
+        if self._progress is None:
+            self._progress = anyio.Event()
+        await self._progress.wait()
+
+    # ------------------------------------------------------------------ processing
+    async def run(self) -> None:
+        """The background worker: process queued jobs until :meth:`close` (or cancellation)."""
+        if not self.background:
+            raise RuntimeError("SmartSummarizer(background=False) has no worker: call run_pending()")
+        if self._scope is not None:
+            raise RuntimeError("SmartSummarizer.run() is already running")
+        if self._closed:
+            return
+        self._scope = anyio.CancelScope()
+        try:
+            with self._scope, self._receive:
+                async for job in self._receive:
+                    try:
+                        await self._process(job)
+                    finally:
+                        self._job_done()
+        finally:
+            self._scope = None
+
+    async def run_pending(self) -> int:
+        """Inline mode: process every queued job now, in order; returns how many ran."""
+        if self.background:
+            raise RuntimeError("run_pending() is for SmartSummarizer(background=False)")
+        processed = 0
+        while True:
+            try:
+                job = self._receive.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                return processed
+            try:
+                await self._process(job)
+            finally:
+                self._job_done()
+            processed += 1
+
+    async def compact_now(
+        self, snapshot: tuple[Message, ...], first: int, last: int, at_iteration: int
+    ) -> Summary | None:
+        """Summarize now (the safety net), after any running job; None when it fails or times out."""
+        if first < 0 or last < first:
+            raise ValueError(f"invalid summary range {first}..{last}")
+        return await self._process(SummaryJob(tuple(snapshot), first, last, at_iteration))
+
+    async def _process(self, job: SummaryJob) -> Summary | None:
+        async with self._lock:
+            previous = self.latest
+            if previous is not None and job.last <= previous.last:
+                log.info("summary_job_stale", last=job.last, covered=previous.last)
+                return None
+            first = job.first if self._retry_first is None else min(job.first, self._retry_first)
+            if previous is not None:
+                first = min(first, previous.last + 1)
+            summary = await self._attempt(previous, job, first)
+            if summary is None:
+                return None
+            return self._land(dataclasses.replace(summary, created_at_iteration=job.at_iteration))
+
+    async def _attempt(self, previous: Summary | None, job: SummaryJob, first: int) -> Summary | None:
+        try:
+            with anyio.fail_after(self.timeout_s):
+                summary = await self.summarizer.summarize(previous, job.snapshot, first, job.last)
+            if not summary.text.strip():
+                raise ModelError("the summarizer returned an empty summary")
+        except Exception as exc:  # TimeoutError included; cancellation (BaseException) propagates
+            self.failures += 1
+            self._retry_first = first
+            log.warning(
+                "summary_failed",
+                first=first,
+                last=job.last,
+                error=f"{type(exc).__name__}: {exc}",
+                failures=self.failures,
+                timeout_s=self.timeout_s,
+            )
+            return None
+        return summary
+
+    def _land(self, summary: Summary) -> Summary:
+        self.latest = summary
+        self._retry_first = None
+        self.completed += 1
+        self._landed_usage += Usage(
+            prompt_tokens=summary.input_tokens,
+            completion_tokens=summary.output_tokens,
+            requests=1 if summary.model is not None else 0,
+        )
+        log.info("summary_landed", first=summary.first, last=summary.last, chars=len(summary.text))
+        if self.on_summary is not None:
+            self.on_summary(summary)
+        return summary
+
+    # ------------------------------------------------------------------ shutdown
+    async def drain(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the queued jobs, then stop the worker; True if all landed."""
+        with anyio.move_on_after(timeout_s):
+            if self.background:
+                while self._outstanding > 0:
+                    await self._wait_progress()
+            else:
+                await self.run_pending()
+        done = self._outstanding == 0
+        if not done:
+            log.warning("summary_drain_timeout", pending=self._outstanding, timeout_s=timeout_s)
+        self.close()
+        return done
+
+    def close(self) -> None:
+        """Stop the worker (cancelling a running job) and drop queued jobs. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        dropped = 0
+        while True:
+            try:
+                self._receive.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            dropped += 1
+        self._outstanding -= dropped
+        self.dropped += dropped
+        self._send.close()
+        if self._scope is not None:
+            self._scope.cancel()
+        else:
+            self._receive.close()
+        if dropped:
+            log.warning("summary_jobs_dropped", dropped=dropped)
