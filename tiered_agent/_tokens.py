@@ -140,10 +140,14 @@ class Calibration:
     The next prompt is estimated as ``max(provider_last, local_now * factor)``,
     the calibrated-heuristic rule: the provider's last count is a floor for a
     history that only grows, the scaled local count tracks what was added.
+    The floor is dropped when the local count shrank since the last observation
+    (a summary landed, a compaction ran): the prompt really got smaller, and
+    keeping the old floor would re-trigger compaction on a prompt that fits.
     """
 
     factor: float = 1.0
     provider_last: int = 0
+    local_last: int = 0
     observations: int = 0
 
     def observe(self, provider_prompt_tokens: int | None, local_count: int) -> None:
@@ -151,7 +155,9 @@ class Calibration:
             return
         self.factor = provider_prompt_tokens / local_count
         self.provider_last = provider_prompt_tokens
+        self.local_last = local_count
         self.observations += 1
 
     def estimate(self, local_now: int) -> int:
-        return max(self.provider_last, round(local_now * self.factor))
+        scaled = round(local_now * self.factor)
+        return scaled if local_now < self.local_last else max(self.provider_last, scaled)
