@@ -64,4 +64,4 @@ def test_calibration_factor_and_estimate() -> None:
     assert calibration.estimate(500) == 625  # the prompt shrank (summary, compaction): no stale floor
     calibration.observe(None, 1000)  # a provider that reports nothing leaves it unchanged
     calibration.observe(0, 1000)
-    assert calibration.factor == pytest.approx(1.2) and calibration.observations == 1
+    assert calibration.factor == pytest.approx(1.25) and calibration.observations == 2
