@@ -219,3 +219,49 @@ async def test_calibration_uses_provider_counts(tmp_path: Path) -> None:
     requests = [e for e in read_trace(result.trace_path) if isinstance(e, ModelRequest)]
     second = requests[1]
     assert second.estimated_prompt_tokens >= 2 * second.prompt_tokens_local - 2
+
+
+async def test_resume_continues_the_same_trace_after_an_interruption(tmp_path: Path) -> None:
+    from tiered_agent._trace import MessageEvent, RunStarted, TraceWriter
+
+    trace = tmp_path / "old.jsonl"
+    with TraceWriter(trace) as writer:  # a run that died while its tool call was running
+        writer.write(RunStarted("old", "m", "read it"))
+        writer.write(MessageEvent(Message("system", "sys")))
+        writer.write(MessageEvent(Message("user", "read it")))
+        call = calls(("c1", "read_big", {"name": "x"}))
+        writer.write(MessageEvent(Message("assistant", None, call.tool_calls, iteration=1)))
+    model = FunctionModel.scripted([calls(("c2", "read_big", {"name": "x"})), text("resumed and done")])
+    result = await make_agent(tmp_path, model).resume(trace)
+
+    assert result.output == "resumed and done" and result.trace_path == trace
+    first_prompt = model.requests[0].messages
+    assert [m["role"] for m in first_prompt] == ["system", "user", "assistant", "tool"]
+    assert "interrupted" in first_prompt[-1]["content"]
+    history = load_history(trace)
+    assert [(m.role, m.iteration) for m in history] == [
+        ("system", 0),
+        ("user", 0),
+        ("assistant", 1),
+        ("tool", 1),
+        ("assistant", 2),
+        ("tool", 2),
+        ("assistant", 3),
+    ]
+    assert sum(isinstance(e, RunStarted) for e in read_trace(trace)) == 2
+
+
+async def test_resume_of_an_answered_run_needs_a_follow_up(tmp_path: Path) -> None:
+    from tiered_agent import ConfigurationError
+
+    model = FunctionModel.scripted([text("first answer"), text("second answer")])
+    agent = make_agent(tmp_path, model)
+    done = await agent.run("q1")
+    with pytest.raises(ConfigurationError, match="pass follow_up"):
+        await agent.resume(done.trace_path)
+    again = await agent.resume(done.trace_path, follow_up="and q2?")
+    assert again.output == "second answer"
+    assert model.requests[1].messages[-2:] == [
+        {"role": "assistant", "content": "first answer"},
+        {"role": "user", "content": "and q2?"},
+    ]

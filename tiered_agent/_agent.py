@@ -34,12 +34,16 @@ from ._trace import (
     ModelResponse,
     RunEnded,
     RunStarted,
+    SummaryEvent,
     ToolResult,
     TraceWriter,
+    load_history,
+    read_trace,
 )
 from .context._config import ContextConfig, preset
 from .context._manager import ContextManager, PreparedPrompt
 from .context._summarizer import Summarizer
+from .context._types import Summary
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "RunLimits"]
 
@@ -119,17 +123,89 @@ class Agent:
         run = _Run(self, task)
         return await run.execute()
 
+    async def resume(self, trace_path: Path | str, follow_up: str | None = None) -> RunResult:
+        """Continue a run from its trace, appending to the same file.
+
+        The full history and the latest summary are restored; tool calls the
+        run never answered (it stopped mid-iteration) get an "interrupted"
+        result so every call keeps its result. ``follow_up`` adds a user
+        message first; it is required when the run had already answered.
+        """
+        state = _ResumeState.load(Path(trace_path), follow_up)
+        run = _Run(self, state.task, resume=state)
+        return await run.execute()
+
+
+INTERRUPTED = "[interrupted: the run stopped before this call returned; call it again if you still need it]"
+
+
+@dataclass(frozen=True, slots=True)
+class _ResumeState:
+    """What a resumed run starts from: the traced history, made valid to continue."""
+
+    path: Path
+    task: str
+    history: tuple[Message, ...]
+    summary: Summary | None
+
+    @classmethod
+    def load(cls, path: Path, follow_up: str | None) -> _ResumeState:
+        events = read_trace(path)
+        started = next((e for e in events if isinstance(e, RunStarted)), None)
+        history = load_history(events)
+        if started is None or len(history) < 2:
+            raise ConfigurationError(f"{path}: not a tiered-agent run trace (no run_start or no messages)")
+        history = _answer_interrupted(history)
+        last = history[-1]
+        if follow_up:
+            history.append(Message("user", follow_up, iteration=last.iteration))
+        elif last.role == "assistant":
+            raise ConfigurationError(f"{path}: the run already answered; pass follow_up to continue it")
+        summaries = [e for e in events if isinstance(e, SummaryEvent)]
+        latest = max(summaries, key=lambda s: s.last_iteration, default=None)
+        summary = (
+            None
+            if latest is None
+            else Summary(
+                latest.first_iteration,
+                latest.last_iteration,
+                latest.text,
+                latest.model,
+                latest.input_tokens,
+                latest.output_tokens,
+                latest.created_at_iteration,
+            )
+        )
+        return cls(path, started.task, tuple(history), summary)
+
+
+def _answer_interrupted(history: list[Message]) -> list[Message]:
+    """The history with an "interrupted" result for every call of the last assistant message left open."""
+    last_assistant = next((m for m in reversed(history) if m.role == "assistant"), None)
+    if last_assistant is None or not last_assistant.tool_calls:
+        return list(history)
+    answered = {
+        m.tool_call_id for m in history if m.role == "tool" and m.iteration == last_assistant.iteration
+    }
+    missing = [
+        Message("tool", INTERRUPTED, tool_call_id=c.id, name=c.name, iteration=last_assistant.iteration)
+        for c in last_assistant.tool_calls
+        if c.id not in answered
+    ]
+    return [*history, *missing]
+
 
 class _Run:
     """The state of one run; created by :meth:`Agent.run`, never shared."""
 
-    def __init__(self, agent: Agent, task: str) -> None:
+    def __init__(self, agent: Agent, task: str, resume: _ResumeState | None = None) -> None:
         self.agent = agent
         self.task = task
+        self.resumed = resume
         self.run_id = uuid.uuid4().hex[:12]
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        self.trace_path = agent.trace_dir / f"{stamp}-{self.run_id}.jsonl"
-        self.spill_dir = agent.trace_dir / f"{stamp}-{self.run_id}.outputs"
+        self.trace_path = resume.path if resume else agent.trace_dir / f"{stamp}-{self.run_id}.jsonl"
+        self.spill_dir = self.trace_path.with_suffix(".outputs")
         self.trace = TraceWriter(self.trace_path)
         self.counter = TokenCounter.for_model(agent.model.name)
         self.history: list[Message] = []
@@ -187,14 +263,28 @@ class _Run:
                 },
                 tools=self.tools.schemas(),
                 started_at=time.time(),
+                source=f"resume of {self.trace_path.name}" if self.resumed else None,
             )
         )
-        self.append(Message("system", self.agent.system_prompt))
-        self.append(Message("user", self.task))
+        if self.resumed is None:
+            self.append(Message("system", self.agent.system_prompt))
+            self.append(Message("user", self.task))
+        else:
+            self.restore(self.resumed)
         self.trace.flush()
 
+    def restore(self, state: _ResumeState) -> None:
+        """Reload a traced history; only the messages the trace does not hold yet are written."""
+        traced = len(load_history(self.trace_path))
+        self.history.extend(state.history[:traced])
+        for message in state.history[traced:]:
+            self.append(message)
+        if state.summary is not None:
+            self.manager.restore_summary(state.summary)
+
     async def loop(self) -> tuple[StopReason, str | None, str | None]:
-        for iteration in range(1, self.agent.limits.max_iterations + 1):
+        first = max((m.iteration for m in self.history), default=0) + 1
+        for iteration in range(first, first + self.agent.limits.max_iterations):
             try:
                 prepared = await self.manager.prepare(self.history, self.tools.schemas())
                 if self.over_budget(prepared):

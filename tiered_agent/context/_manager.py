@@ -187,6 +187,13 @@ class ContextManager:
         candidates = [s for s in (landed, self._fallback) if s is not None]
         return max(candidates, key=lambda s: s.last) if candidates else None
 
+    def restore_summary(self, summary: Summary) -> None:
+        """Start from a summary recorded earlier (resuming a run from its trace)."""
+        self._fallback = summary
+        self._queued_through = max(self._queued_through, summary.last)
+        if self._smart is not None:
+            self._smart.seed(summary)
+
     @property
     def summary_usage(self) -> Usage:
         """Tokens the summarizer spent so far (0 for the deterministic digest)."""
@@ -275,6 +282,8 @@ class ContextManager:
         if summary is None:  # no summarizer, or it failed: the digest cannot fail
             summary = digest(self.summary, snapshot, covered + 1, through)
             self._summary_landed(summary)
+            if self._smart is not None:
+                self._smart.seed(summary)
         self._fallback = summary
         self._queued_through = max(self._queued_through, through)
         log.info("context.compacted", through=through, emergency=emergency)

@@ -407,6 +407,12 @@ class SmartSummarizer:
             return None
         return summary
 
+    def seed(self, summary: Summary) -> None:
+        """Adopt a summary made elsewhere (a digest fallback, a resumed trace) as the rolling base."""
+        if self.latest is None or summary.last > self.latest.last:
+            self.latest = summary
+            self._retry_first = None
+
     def _land(self, summary: Summary) -> Summary:
         self.latest = summary
         self._retry_first = None
