@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from functools import lru_cache
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import orjson
