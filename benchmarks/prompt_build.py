@@ -1,0 +1,111 @@
+"""Prompt-building time per iteration on a 150-iteration history, for every context preset.
+
+The history is a real recorded run (the bundled 145-step django__django-16560
+mini-swe-agent run) continued to 150 iterations by repeating its last steps
+with fresh call ids. For each iteration k = 1..150 we time
+
+* ``build``: the pure Tier-1 pipeline, ``build_prompt(history[:k])``, and
+* ``prepare``: the whole per-iteration context step of the live loop
+  (``ContextManager.prepare``: summary trigger, build, counting the prompt
+  and the full-history counterfactual, safety-net check),
+
+after one warm-up pass (the live loop sees each message once, so a cold
+pass would charge tokenization of every message to every iteration).
+
+    python benchmarks/prompt_build.py [--iterations 150]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+from pathlib import Path
+
+import anyio
+
+from tiered_agent._messages import Message
+from tiered_agent._tokens import TokenCounter
+from tiered_agent.bench._importers import load_runs
+from tiered_agent.context._config import PRESETS
+from tiered_agent.context._manager import ContextManager
+from tiered_agent.context._pipeline import build_prompt
+
+RUN = Path(__file__).resolve().parents[1] / "traces" / "mini-swe-agent" / "django__django-16560.jsonl"
+
+
+def history_of(iterations: int) -> list[Message]:
+    run = load_runs([RUN])[0]
+    messages = list(run.messages)
+    last = max(m.iteration for m in messages)
+    donors = [m for m in messages if m.iteration > last - 10]
+    while last < iterations:
+        shift = last + 1 - min(m.iteration for m in donors)
+        for m in donors:
+            it = m.iteration + shift
+            if it > iterations:
+                break
+            calls = tuple(dataclasses.replace(c, id=f"{c.id}_r{it}") for c in m.tool_calls)
+            tid = f"{m.tool_call_id}_r{it}" if m.tool_call_id else None
+            messages.append(dataclasses.replace(m, iteration=it, tool_calls=calls, tool_call_id=tid))
+        last = max(m.iteration for m in messages)
+    return messages
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def prefixes(history: list[Message], iterations: int) -> list[list[Message]]:
+    return [[m for m in history if m.iteration < k] for k in range(1, iterations + 1)]
+
+
+async def time_prepare(name: str, steps: list[list[Message]], counter: TokenCounter) -> list[float]:
+    config = PRESETS[name]
+    times: list[float] = []
+    async with ContextManager(
+        config, counter=counter, context_window=128_000, background=False, enforce_hard_limit=False
+    ) as manager:
+        for history in steps:
+            started = time.perf_counter()
+            await manager.prepare(history)
+            times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def time_build(name: str, steps: list[list[Message]], counter: TokenCounter) -> list[float]:
+    times = []
+    for history in steps:
+        started = time.perf_counter()
+        build_prompt(history, PRESETS[name], summary=None, counter=counter)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=150)
+    args = parser.parse_args()
+    history = history_of(args.iterations)
+    steps = prefixes(history, args.iterations)
+    counter = TokenCounter("o200k_base")
+    print(
+        f"history: {args.iterations} iterations, {len(history)} messages, "
+        f"{sum(len(m.text) for m in history):,} chars"
+    )
+    print(f"{'policy':16} {'build median':>13} {'build p99':>10} {'prepare median':>15} {'prepare p99':>12}")
+    for name in PRESETS:
+        time_build(name, steps, counter)  # warm-up: tokenization and truncation caches
+        anyio.run(time_prepare, name, steps, counter, backend="asyncio")
+        build = time_build(name, steps, counter)
+        prepare = anyio.run(time_prepare, name, steps, counter, backend="asyncio")
+        print(
+            f"{name:16} {statistics.median(build):10.3f} ms {percentile(build, 0.99):7.3f} ms "
+            f"{statistics.median(prepare):12.3f} ms {percentile(prepare, 0.99):9.3f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
