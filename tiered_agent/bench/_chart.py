@@ -1,0 +1,84 @@
+"""The benchmark chart: per-step prompt tokens on the longest run, and totals across runs (PNG).
+
+matplotlib (with the non-interactive Agg backend) is imported only when a chart is drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ._replay import BASELINE
+from ._report import policies_by_cost
+
+__all__ = ["longest_run", "write_chart"]
+
+
+def longest_run(document: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The run with the most steps (ties: the larger ``full`` input, then run id)."""
+    runs: list[Mapping[str, Any]] = document["runs"]
+    if not runs:
+        return None
+    return min(runs, key=lambda r: (-r["steps"], -r["policies"][BASELINE]["input_tokens"], r["run_id"]))
+
+
+def write_chart(document: Mapping[str, Any], path: Path) -> Path:
+    """Draw the chart into ``path`` (PNG) and return it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = policies_by_cost(document)
+    palette = matplotlib.colormaps["tab20"]
+    order = [*range(0, 20, 2), *range(1, 20, 2)]  # the saturated half first: distinct hues
+    colors = {name: palette(order[i % 20]) for i, name in enumerate(sorted(names))}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.5), gridspec_kw={"width_ratios": [3, 2]})
+    try:
+        _per_step(left, document, names, colors)
+        _totals(right, document, names)
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110, format="png")
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _per_step(ax: Any, document: Mapping[str, Any], names: list[str], colors: Mapping[str, Any]) -> None:
+    run = longest_run(document)
+    if run is None:
+        ax.set_axis_off()
+        return
+    for name in names:
+        series = run["policies"][name]["per_step"]["prompt_tokens"]
+        ax.plot(
+            range(1, len(series) + 1),
+            series,
+            label=name,
+            color=colors[name],
+            linewidth=2.4 if name == BASELINE else 1.2,
+            linestyle="--" if ":" in name else "-",
+        )
+    ax.set_title(f"Prompt tokens per step: {run['run_id']}", fontsize=10)
+    ax.set_xlabel("step")
+    ax.set_ylabel("prompt tokens")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+
+
+def _totals(ax: Any, document: Mapping[str, Any], names: list[str]) -> None:
+    policies = document["policies"]
+    full = policies[BASELINE]["totals"]
+    tokens = [policies[n]["totals"]["input_tokens"] / max(full["input_tokens"], 1) * 100 for n in names]
+    cost = [policies[n]["totals"]["effective_cost"] / max(full["effective_cost"], 1e-9) * 100 for n in names]
+    rows = range(len(names))
+    ax.barh([r + 0.2 for r in rows], tokens, height=0.4, label="input tokens")
+    ax.barh([r - 0.2 for r in rows], cost, height=0.4, label="effective cost (with caching)")
+    ax.set_yticks(list(rows), names, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(100, color="grey", linewidth=0.8)
+    ax.set_xlabel("% of full, all runs")
+    ax.set_title(f"Totals over {document['inputs']['run_count']} runs", fontsize=10)
+    ax.legend(fontsize=8)

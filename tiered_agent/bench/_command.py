@@ -1,0 +1,199 @@
+"""``tiered-agent bench``: replay recorded runs through every context policy and report.
+
+Importing this module must stay cheap (the CLI's ``--help`` imports it): only
+click here; the replay, rich and matplotlib are imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from concurrent.futures import BrokenExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from ..context._config import ContextConfig
+    from ._recorded import RecordedRun
+    from ._replay import ReplaySettings
+
+__all__ = ["bench"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+_TOKENIZERS = ("o200k_base", "cl100k_base")
+_PARALLEL_MIN_STEPS = 600  # below this, spawning worker processes costs more than it saves
+
+
+def _policy_names(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    from ._replay import available_policies
+
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in available_policies()]
+    if not names or unknown:
+        what = f"unknown policy {', '.join(map(repr, unknown))}" if unknown else "no policy given"
+        raise click.BadParameter(
+            f"{what}; choose from {', '.join(available_policies())}", param_hint="--policies"
+        )
+    return names
+
+
+@click.command("bench")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--policies",
+    "policies_opt",
+    metavar="A,B,...",
+    help="Comma-separated policies to replay (default: all presets and the tiered ablations).",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the results as JSON (schema: docs/bench-json-schema.md).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("bench-out"),
+    show_default=True,
+    help="Folder for report.md and the chart.",
+)
+@click.option("--tokenizer", type=click.Choice(_TOKENIZERS), default="o200k_base", show_default=True)
+@click.option(
+    "--cache-discount",
+    type=click.FloatRange(0, 1),
+    default=0.1,
+    show_default=True,
+    help="Price of a cached input token relative to an uncached one.",
+)
+@click.option(
+    "--context-window",
+    type=click.IntRange(min=1),
+    default=128_000,
+    show_default=True,
+    help="Nominal context window (tokens) for window-relative thresholds.",
+)
+@click.option(
+    "--output-price-ratio",
+    type=click.FloatRange(min=0),
+    default=4.0,
+    show_default=True,
+    help="Price of an output token relative to an uncached input token.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Worker processes (0: automatic, at most 2).",
+)
+def bench(
+    *,
+    paths: tuple[Path, ...],
+    policies_opt: str | None,
+    json_path: Path | None,
+    out_dir: Path,
+    tokenizer: str,
+    cache_discount: float,
+    context_window: int,
+    output_price_ratio: float,
+    workers: int,
+) -> None:
+    """Replay recorded agent runs (PATH: files or folders; default: the bundled traces) through the
+    context policies and report tokens, cost with prompt caching, and the information each one hid."""
+    names = _policy_names(policies_opt)
+    from .._errors import TieredAgentError
+    from ._replay import ReplaySettings
+
+    try:
+        settings = ReplaySettings(tokenizer, context_window, cache_discount, output_price_ratio)
+        _run(paths, names, settings, json_path=json_path, out_dir=out_dir, workers=workers)
+    except (TieredAgentError, OSError) as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_FAILED)
+    except BrokenExecutor:
+        click.echo("Error: a replay worker process died (out of memory?); rerun with --workers 1.", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+def _run(
+    paths: Sequence[Path],
+    names: list[str] | None,
+    settings: ReplaySettings,
+    *,
+    json_path: Path | None,
+    out_dir: Path,
+    workers: int,
+) -> None:
+    from .._errors import ConfigurationError
+    from ._bundle import bundled_traces_dir
+    from ._importers import load_runs
+    from ._replay import resolve_policies
+
+    inputs = list(paths) or [bundled_traces_dir()]
+    runs = load_runs(inputs)
+    if not runs:
+        raise ConfigurationError(f"no recorded runs found in {', '.join(str(p) for p in inputs)}")
+    policies = resolve_policies(names)
+    steps = sum(r.steps for r in runs)
+    if workers == 0:
+        workers = min(2, os.cpu_count() or 1) if steps >= _PARALLEL_MIN_STEPS else 1
+    document = _replay_with_progress(runs, policies, settings, workers, [str(p) for p in inputs])
+    _write_outputs(document, json_path, out_dir)
+
+
+def _replay_with_progress(
+    runs: Sequence[RecordedRun],
+    policies: Mapping[str, ContextConfig],
+    settings: ReplaySettings,
+    workers: int,
+    paths: Sequence[str],
+) -> dict[str, Any]:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ._replay import RunInfo, replay_runs
+    from ._report import build_document
+
+    steps = sum(r.steps for r in runs)
+    columns = (
+        TextColumn("replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("steps"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("replay", total=steps)
+
+        def advance(info: RunInfo) -> None:
+            progress.advance(task, info.steps)
+
+        result = replay_runs(runs, policies, settings, workers=workers, on_progress=advance)
+    return build_document(result, paths)
+
+
+def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir: Path) -> None:
+    from rich.console import Console
+
+    from ._chart import write_chart
+    from ._report import render_markdown, render_table, write_json
+
+    console = Console()
+    if not console.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
+        console = Console(width=140)
+    console.print(render_table(document))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    chart = write_chart(document, out_dir / "bench.png")
+    report = out_dir / "report.md"
+    report.write_text(render_markdown(document, chart=chart.name), encoding="utf-8")
+    written = [report, chart]
+    if json_path is not None:
+        written.append(write_json(document, json_path))
+    console.print("wrote " + ", ".join(str(p) for p in written))

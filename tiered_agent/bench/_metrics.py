@@ -1,0 +1,361 @@
+"""Replay metrics: hidden information (salient strings), per-run and total aggregates, validation.
+
+*Salient strings* of step ``k`` are the identifiers, paths and numbers (4+
+characters) in the recorded action ``k`` (the assistant message's content and
+tool-call arguments) that first appeared in an earlier observation (a tool or
+user message of iteration >= 1) and appear nowhere in what the model always
+sees (system prompt, task, tool schemas). A salient string absent from the
+prompt a policy built for step ``k`` is *missed*: the recorded model used a
+fact that policy would have hidden.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import orjson
+
+from .._messages import Message, Usage
+from ._caching import Pricing
+from ._recorded import RecordedRun
+
+__all__ = [
+    "CacheValidation",
+    "Fidelity",
+    "PolicyRunMetrics",
+    "SalienceIndex",
+    "StepMetrics",
+    "Totals",
+    "fidelity",
+    "is_salient",
+    "missed_strings",
+    "percentile",
+    "salient_candidates",
+    "totals",
+    "validate_caching",
+]
+
+_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]")
+_CODE_LIKE = re.compile(r"[/_.0-9]|[a-z][A-Z]")
+_MIN_CHARS = 4
+
+
+def is_salient(token: str) -> bool:
+    """An identifier, path or number of 4+ characters (plain words do not count).
+
+    Code-like means: contains ``/``, ``_``, ``.`` or a digit, or is camelCase.
+    """
+    return len(token) >= _MIN_CHARS and _CODE_LIKE.search(token) is not None
+
+
+def salient_candidates(text: str) -> set[str]:
+    """The code-like tokens of ``text``."""
+    return {t for t in _TOKEN.findall(text) if is_salient(t)}
+
+
+def message_text(message: Message) -> str:
+    """Everything of a message the model reads: content and tool-call arguments."""
+    if not message.tool_calls:
+        return message.text
+    parts = [message.text]
+    for call in message.tool_calls:
+        parts.append(call.name)
+        parts.append(call.arguments)
+    return "\n".join(parts)
+
+
+class SalienceIndex:
+    """Salient strings per step of one recorded run (policy-independent, computed once)."""
+
+    def __init__(self, run: RecordedRun) -> None:
+        always = [message_text(m) for m in run.messages if m.iteration == 0]
+        if run.tools:
+            always.append(orjson.dumps(list(run.tools)).decode())
+        self._always = "\n".join(always)
+        later = [m for m in run.messages if m.iteration >= 1]
+        self._texts = [message_text(m) for m in later]
+        self._observation = [m.role in ("tool", "user") for m in later]
+        self._action_at: dict[int, int] = {}
+        for index, message in enumerate(later):
+            if message.role == "assistant":
+                self._action_at.setdefault(message.iteration, index)
+        self._first: dict[str, int | None] = {}
+        self._salient: dict[int, tuple[str, ...]] = {}
+
+    def _first_index(self, token: str) -> int | None:
+        if token not in self._first:
+            self._first[token] = next((i for i, text in enumerate(self._texts) if token in text), None)
+        return self._first[token]
+
+    def salient(self, iteration: int) -> tuple[str, ...]:
+        """Sorted salient strings of the action of ``iteration`` (empty if it has none)."""
+        if iteration not in self._salient:
+            self._salient[iteration] = self._compute(iteration)
+        return self._salient[iteration]
+
+    def _compute(self, iteration: int) -> tuple[str, ...]:
+        index = self._action_at.get(iteration)
+        if index is None:
+            return ()
+        found = []
+        for token in salient_candidates(self._texts[index]):
+            first = self._first_index(token)
+            if first is None or first >= index or not self._observation[first]:
+                continue
+            if token not in self._always:
+                found.append(token)
+        return tuple(sorted(found))
+
+
+def missed_strings(salient: Sequence[str], prompt: Sequence[Message]) -> tuple[str, ...]:
+    """The salient strings that appear nowhere in ``prompt`` (newest messages searched first)."""
+    if not salient:
+        return ()
+    texts = [message_text(m) for m in reversed(prompt)]
+    return tuple(s for s in salient if not any(s in text for text in texts))
+
+
+@dataclass(frozen=True, slots=True)
+class StepMetrics:
+    """What one policy sent at one step of one run."""
+
+    step: int
+    prompt_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    salient: int
+    missed: tuple[str, ...]
+    retrieval_tokens: int  # one context_retrieve round trip when something was missed (retrieval policies)
+    rewrote_prefix: bool  # the prompt changed the previous prompt before its end (cache broken there)
+    compacted: bool
+    over_hard_limit: bool
+    truncated_chars: int
+    build_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRunMetrics:
+    """One policy replayed over one run."""
+
+    policy: str
+    run_id: str
+    steps: tuple[StepMetrics, ...]
+    summary_usage: Usage = field(default_factory=Usage)
+    dedup_hits: int = 0
+    retrieval_active: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Aggregates over any set of (policy, run) replays."""
+
+    runs: int
+    steps: int
+    prompt_tokens: int
+    peak_prompt_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    summary_input_tokens: int
+    summary_output_tokens: int
+    effective_cost: float
+    input_cost: float  # prompts only (cached at the discount), summarizer input included
+    prefix_rewrites: int
+    salient: int
+    missed: int
+    steps_with_miss: int
+    retrieval_tokens: int | None  # None: the policy has no context_retrieve
+    over_hard_limit_steps: int
+    compactions: int
+    dedup_hits: int
+    truncated_chars: int
+
+    @property
+    def input_tokens(self) -> int:
+        """Every input token sent: the model calls plus the summarizer's own calls."""
+        return self.prompt_tokens + self.summary_input_tokens
+
+    @property
+    def cached_share(self) -> float:
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    @property
+    def rewrite_rate(self) -> float:
+        """Share of the steps after a run's first whose prompt rewrote the previous one before its end."""
+        followers = self.steps - self.runs
+        return self.prefix_rewrites / followers if followers > 0 else 0.0
+
+    @property
+    def miss_rate(self) -> float:
+        return self.missed / self.salient if self.salient else 0.0
+
+    @property
+    def retrieval_adjusted_input_tokens(self) -> int | None:
+        return None if self.retrieval_tokens is None else self.input_tokens + self.retrieval_tokens
+
+
+def totals(replays: Iterable[PolicyRunMetrics], pricing: Pricing) -> Totals:
+    """Sum a policy's replays (all runs, or one)."""
+    items = list(replays)
+    steps = [s for r in items for s in r.steps]
+    summary = sum((r.summary_usage for r in items), Usage())
+    cost = sum(pricing.cost(s.prompt_tokens, s.cached_tokens, s.output_tokens) for s in steps)
+    input_cost = (
+        sum(pricing.input_cost(s.prompt_tokens, s.cached_tokens) for s in steps) + summary.prompt_tokens
+    )
+    cost += summary.prompt_tokens + summary.completion_tokens * pricing.output_price_ratio
+    retrieval = any(r.retrieval_active for r in items)
+    return Totals(
+        runs=len(items),
+        steps=len(steps),
+        prompt_tokens=sum(s.prompt_tokens for s in steps),
+        peak_prompt_tokens=max((s.prompt_tokens for s in steps), default=0),
+        cached_tokens=sum(s.cached_tokens for s in steps),
+        output_tokens=sum(s.output_tokens for s in steps),
+        summary_input_tokens=summary.prompt_tokens,
+        summary_output_tokens=summary.completion_tokens,
+        effective_cost=cost,
+        input_cost=input_cost,
+        prefix_rewrites=sum(1 for s in steps if s.rewrote_prefix),
+        salient=sum(s.salient for s in steps),
+        missed=sum(len(s.missed) for s in steps),
+        steps_with_miss=sum(1 for s in steps if s.missed),
+        retrieval_tokens=sum(s.retrieval_tokens for s in steps) if retrieval else None,
+        over_hard_limit_steps=sum(1 for s in steps if s.over_hard_limit),
+        compactions=sum(1 for s in steps if s.compacted),
+        dedup_hits=sum(r.dedup_hits for r in items),
+        truncated_chars=sum(s.truncated_chars for s in steps),
+    )
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (``q`` in [0, 100]); 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class RunCacheValidation:
+    run_id: str
+    steps: int
+    mean_abs_error: float
+    simulated_share: float
+    recorded_share: float
+
+
+@dataclass(frozen=True, slots=True)
+class CacheValidation:
+    """Simulated cached share under ``full`` vs the provider's recorded ``cached_tokens``."""
+
+    runs: int
+    steps: int
+    mean_abs_error: float  # mean over steps of |simulated share - recorded share|
+    simulated_share: float  # total simulated cached / total replayed prompt tokens
+    recorded_share: float  # total recorded cached / total recorded prompt tokens
+    per_run: tuple[RunCacheValidation, ...]
+
+    @property
+    def share_ratio(self) -> float:
+        return self.simulated_share / self.recorded_share if self.recorded_share else 0.0
+
+
+def _recorded_steps(
+    replay: PolicyRunMetrics, usage: Sequence[Usage | None]
+) -> list[tuple[StepMetrics, Usage]]:
+    pairs = []
+    for step in replay.steps:
+        recorded = usage[step.step - 1] if step.step - 1 < len(usage) else None
+        if recorded is not None and recorded.prompt_tokens > 0 and step.prompt_tokens > 0:
+            pairs.append((step, recorded))
+    return pairs
+
+
+def validate_caching(
+    full: Sequence[PolicyRunMetrics], usage: Mapping[str, Sequence[Usage | None]]
+) -> CacheValidation | None:
+    """Compare the simulation with recorded cache hits; None when no run recorded usage."""
+    per_run, errors = [], []
+    sim_cached = sim_prompt = rec_cached = rec_prompt = 0
+    for replay in full:
+        pairs = _recorded_steps(replay, usage.get(replay.run_id, ()))
+        if not pairs:
+            continue
+        run_errors = [
+            abs(s.cached_tokens / s.prompt_tokens - u.cached_tokens / u.prompt_tokens) for s, u in pairs
+        ]
+        errors.extend(run_errors)
+        s_c, s_p = sum(s.cached_tokens for s, _ in pairs), sum(s.prompt_tokens for s, _ in pairs)
+        r_c, r_p = sum(u.cached_tokens for _, u in pairs), sum(u.prompt_tokens for _, u in pairs)
+        sim_cached, sim_prompt, rec_cached, rec_prompt = (
+            sim_cached + s_c,
+            sim_prompt + s_p,
+            rec_cached + r_c,
+            rec_prompt + r_p,
+        )
+        per_run.append(
+            RunCacheValidation(replay.run_id, len(pairs), sum(run_errors) / len(pairs), s_c / s_p, r_c / r_p)
+        )
+    if not per_run:
+        return None
+    return CacheValidation(
+        runs=len(per_run),
+        steps=len(errors),
+        mean_abs_error=sum(errors) / len(errors),
+        simulated_share=sim_cached / sim_prompt,
+        recorded_share=rec_cached / rec_prompt,
+        per_run=tuple(sorted(per_run, key=lambda r: r.run_id)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RunFidelity:
+    run_id: str
+    steps: int
+    replayed_prompt_tokens: int
+    recorded_prompt_tokens: int
+
+    @property
+    def ratio(self) -> float:
+        return self.replayed_prompt_tokens / self.recorded_prompt_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Fidelity:
+    """Replayed ``full`` prompt tokens vs what the provider billed, over steps with recorded usage."""
+
+    per_run: tuple[RunFidelity, ...]
+
+    @property
+    def steps(self) -> int:
+        return sum(r.steps for r in self.per_run)
+
+    @property
+    def replayed_prompt_tokens(self) -> int:
+        return sum(r.replayed_prompt_tokens for r in self.per_run)
+
+    @property
+    def recorded_prompt_tokens(self) -> int:
+        return sum(r.recorded_prompt_tokens for r in self.per_run)
+
+    @property
+    def ratio(self) -> float:
+        return self.replayed_prompt_tokens / self.recorded_prompt_tokens
+
+
+def fidelity(
+    full: Sequence[PolicyRunMetrics], usage: Mapping[str, Sequence[Usage | None]]
+) -> Fidelity | None:
+    """Baseline fidelity per run and overall; None when no run recorded usage."""
+    per_run = []
+    for replay in full:
+        pairs = _recorded_steps(replay, usage.get(replay.run_id, ()))
+        if pairs:
+            replayed = sum(s.prompt_tokens for s, _ in pairs)
+            recorded = sum(u.prompt_tokens for _, u in pairs)
+            per_run.append(RunFidelity(replay.run_id, len(pairs), replayed, recorded))
+    return Fidelity(tuple(sorted(per_run, key=lambda r: r.run_id))) if per_run else None

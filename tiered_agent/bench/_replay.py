@@ -1,0 +1,450 @@
+"""Replay recorded runs through context policies, step by step, with the live agent's own pipeline.
+
+For every step ``k`` of a run, the history of iterations ``< k`` (observations
+as already served by dedup) goes through :meth:`ContextManager.prepare`, the
+very call the live agent makes; the prompt it returns is counted, passed to
+the prompt-cache simulation and searched for the strings the recorded action
+``k`` used. Then the recorded assistant message ``k`` and its observations are
+appended, each tool call going through the manager's dedup exactly as the
+agent's tool runner does. Nothing here re-implements a policy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import orjson
+import structlog
+
+from .._errors import ConfigurationError
+from .._messages import Message, ToolCall, Usage, group_by_iteration
+from ..context._config import PRESETS, ContextConfig
+from ..context._manager import ContextManager
+from ..context._names import RETRIEVE_TOOL_NAME
+from ..context._retrieve import retrieve
+from ._caching import CountedHistory, IdCounter, PrefixCache, Pricing, PromptEncoder
+from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_strings
+from ._recorded import RecordedRun
+
+__all__ = [
+    "ABLATIONS",
+    "BASELINE",
+    "BenchResult",
+    "ReplaySettings",
+    "RunInfo",
+    "RunReplay",
+    "available_policies",
+    "policy_config",
+    "replay_run",
+    "replay_runs",
+    "resolve_policies",
+]
+
+BASELINE = "full"
+RETRIEVE_TOOL = RETRIEVE_TOOL_NAME
+# Each tier of ``tiered`` alone: the other tiers switched off.
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "truncation-only": {"dedup": False, "window_iterations": None, "summary_every": None, "compact_at": None},
+    "window-only": {"max_output_chars": None, "max_output_lines": None, "dedup": False},
+    "dedup-only": {
+        "max_output_chars": None,
+        "max_output_lines": None,
+        "window_iterations": None,
+        "summary_every": None,
+        "compact_at": None,
+    },
+}
+
+
+# --------------------------------------------------------------------------- policies
+def available_policies() -> tuple[str, ...]:
+    """Every policy name the benchmark knows: the presets, then the ablations of ``tiered``."""
+    return (*PRESETS, *(f"tiered:{name}" for name in ABLATIONS))
+
+
+def policy_config(name: str) -> ContextConfig:
+    """The configuration of a preset or an ablation (``tiered:<tier>-only``)."""
+    if name in PRESETS:
+        return PRESETS[name]
+    base, _, ablation = name.partition(":")
+    if base == "tiered" and ablation in ABLATIONS:
+        return PRESETS["tiered"].replace(name=name, **ABLATIONS[ablation])
+    raise ConfigurationError(f"unknown policy {name!r}; choose from {', '.join(available_policies())}")
+
+
+def resolve_policies(names: Sequence[str] | None = None) -> dict[str, ContextConfig]:
+    """Configs by name, in the given order (all policies for None); ``full`` is always included."""
+    chosen = list(available_policies()) if not names else [n.strip() for n in names if n.strip()]
+    if not chosen:
+        raise ConfigurationError(f"no policy given; choose from {', '.join(available_policies())}")
+    unknown = [n for n in chosen if n not in available_policies()]
+    if unknown:
+        raise ConfigurationError(
+            f"unknown polic{'y' if len(unknown) == 1 else 'ies'} {', '.join(map(repr, unknown))}; "
+            f"choose from {', '.join(available_policies())}"
+        )
+    if BASELINE not in chosen:
+        chosen.insert(0, BASELINE)
+    return {name: policy_config(name) for name in dict.fromkeys(chosen)}
+
+
+# --------------------------------------------------------------------------- values
+@dataclass(frozen=True, slots=True)
+class ReplaySettings:
+    """Everything besides the runs and the policies that changes the numbers."""
+
+    tokenizer: str = "o200k_base"
+    context_window: int = 128_000
+    cache_discount: float = 0.1
+    output_price_ratio: float = 4.0
+
+    def __post_init__(self) -> None:
+        if self.context_window < 1:
+            raise ConfigurationError(
+                f"context window must be a positive number of tokens, got {self.context_window}"
+            )
+        Pricing(self.cache_discount, self.output_price_ratio)  # validates
+
+    @property
+    def pricing(self) -> Pricing:
+        return Pricing(self.cache_discount, self.output_price_ratio)
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """A recorded run without its messages: what the report needs."""
+
+    run_id: str
+    source: str
+    format: str
+    model: str | None
+    steps: int
+    usage: tuple[Usage | None, ...]
+
+    @property
+    def has_usage(self) -> bool:
+        return any(u is not None and u.prompt_tokens > 0 for u in self.usage)
+
+    @classmethod
+    def of(cls, run: RecordedRun) -> RunInfo:
+        return cls(run.run_id, run.source, run.format, run.model, run.steps, tuple(run.usage))
+
+
+@dataclass(frozen=True, slots=True)
+class RunReplay:
+    """One run replayed under every policy."""
+
+    run_id: str
+    output_tokens: tuple[int, ...]
+    policies: Mapping[str, PolicyRunMetrics] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResult:
+    settings: ReplaySettings
+    policies: Mapping[str, ContextConfig]
+    runs: tuple[RunInfo, ...]
+    replays: tuple[RunReplay, ...]
+    elapsed_seconds: float = 0.0
+
+
+# --------------------------------------------------------------------------- one run, one policy
+def _observations(
+    manager: ContextManager, group: Sequence[Message], read_only: frozenset[str], iteration: int
+) -> list[Message]:
+    """Iteration ``iteration``'s messages as the live agent would have recorded them (dedup applied)."""
+    calls = {c.id: c for m in group if m.role == "assistant" for c in m.tool_calls}
+    out: list[Message] = []
+    for message in group:
+        call = calls.get(message.tool_call_id or "") if message.role == "tool" else None
+        if call is None:
+            out.append(message)
+            continue
+        ro = call.name in read_only
+        hit = manager.check_dedup(call, read_only=ro, internal=call.name == RETRIEVE_TOOL)
+        if hit is None:
+            manager.remember(call, read_only=ro, content=message.text, iteration=iteration)
+            out.append(message)
+        else:
+            out.append(dataclasses.replace(message, content=hit))
+    return out
+
+
+def _step_outputs(run: RecordedRun, counter: IdCounter) -> tuple[int, ...]:
+    """Output tokens per step: the recorded completion tokens, else the assistant message's count."""
+    actions = [m for m in run.messages if m.role == "assistant"]
+    outputs = []
+    for index, action in enumerate(actions):
+        usage = run.usage[index] if index < len(run.usage) else None
+        if usage is not None and usage.completion_tokens > 0:
+            outputs.append(usage.completion_tokens)
+        else:
+            outputs.append(counter.count_message(action))
+    return tuple(outputs)
+
+
+def _retrieval_charge(
+    missed: Sequence[str], history: Sequence[Message], config: ContextConfig, counter: IdCounter
+) -> int:
+    """Tokens of one ``context_retrieve`` round trip: the call plus the first page it returns."""
+    topic = " ".join(missed)
+    call = ToolCall("retrieve", RETRIEVE_TOOL, orjson.dumps({"topic": topic}).decode())
+    call_tokens = counter.count_message(Message("assistant", None, tool_calls=(call,)))
+    return call_tokens + _first_page_tokens(topic, history, config, counter)
+
+
+def _first_page_tokens(
+    topic: str, history: Sequence[Message], config: ContextConfig, counter: IdCounter
+) -> int:
+    """Tokens of the page ``context_retrieve(topic=...)`` returns over the full history."""
+    page = retrieve(history, topic=topic, page_tokens=config.retrieve_page_tokens, counter=counter)
+    return counter.count_uncached(page.text)
+
+
+@dataclass
+class _RunState:
+    """Policy-independent per-run inputs shared by every policy's replay."""
+
+    run: RecordedRun
+    counter: IdCounter
+    encoder: PromptEncoder
+    salience: SalienceIndex
+    outputs: tuple[int, ...]
+    groups: dict[int, list[Message]]
+    # Retrieval charges depend on the step, the topic and the dedup settings only: shared by policies.
+    retrievals: dict[tuple[Any, ...], int] = field(default_factory=dict)
+
+    def retrieval_charge(
+        self, iteration: int, missed: Sequence[str], history: Sequence[Message], config: ContextConfig
+    ) -> int:
+        key = (iteration, tuple(missed), config.dedup, config.dedup_cache_size, config.retrieve_page_tokens)
+        if key not in self.retrievals:
+            self.retrievals[key] = _retrieval_charge(missed, history, config, self.counter)
+        return self.retrievals[key]
+
+    @classmethod
+    def of(cls, run: RecordedRun, counter: IdCounter) -> _RunState:
+        return cls(
+            run,
+            counter,
+            PromptEncoder(counter),
+            SalienceIndex(run),
+            _step_outputs(run, counter),
+            group_by_iteration(run.messages),
+        )
+
+
+async def _replay_policy(state: _RunState, name: str, config: ContextConfig, window: int) -> PolicyRunMetrics:
+    run, counter = state.run, state.counter
+    manager = ContextManager(
+        config,
+        counter=counter,
+        context_window=window,
+        summarizer=None,
+        background=False,
+        enforce_hard_limit=False,
+    )
+    cache = PrefixCache(state.encoder)
+    history: list[Message] = []
+    tokens = _extend(history, state.groups.get(0, ()), counter, 0)
+    limit = config.hard_limit * (manager.context_window or window)
+    steps: list[StepMetrics] = []
+    async with manager:
+        schemas = [*run.tools, *(t.schema() for t in manager.tools(lambda: history))]
+        for iteration in sorted(i for i in state.groups if i > 0):
+            group = state.groups[iteration]
+            if any(m.role == "assistant" for m in group):
+                snapshot = CountedHistory(history, tokens)
+                steps.append(
+                    await _step(
+                        state,
+                        manager,
+                        cache,
+                        snapshot,
+                        schemas,
+                        iteration=iteration,
+                        step=len(steps) + 1,
+                        limit=limit,
+                    )
+                )
+            tokens = _extend(
+                history, _observations(manager, group, run.read_only_tools, iteration), counter, tokens
+            )
+    return PolicyRunMetrics(
+        policy=name,
+        run_id=run.run_id,
+        steps=tuple(steps),
+        summary_usage=manager.summary_usage,
+        dedup_hits=manager.dedup_hits,
+        retrieval_active=config.retrieval_active,
+    )
+
+
+def _extend(history: list[Message], new: Sequence[Message], counter: IdCounter, tokens: int) -> int:
+    """Append ``new`` to ``history``; return the history's updated message token count."""
+    history.extend(new)
+    return tokens + sum(counter.count_message(m) for m in new)
+
+
+async def _step(
+    state: _RunState,
+    manager: ContextManager,
+    cache: PrefixCache,
+    history: Sequence[Message],
+    schemas: Sequence[Mapping[str, Any]],
+    *,
+    iteration: int,
+    step: int,
+    limit: float,
+) -> StepMetrics:
+    started = time.perf_counter()
+    prepared = await manager.prepare(history, schemas)
+    elapsed = time.perf_counter() - started
+    messages = prepared.built.messages
+    cached = cache.request(messages, schemas)
+    salient = state.salience.salient(iteration)
+    missed = missed_strings(salient, messages)
+    retrieval = 0
+    if missed and manager.config.retrieval_active:
+        retrieval = state.retrieval_charge(iteration, missed, history, manager.config)
+    return StepMetrics(
+        step=step,
+        prompt_tokens=prepared.prompt_tokens,
+        cached_tokens=min(cached, prepared.prompt_tokens),
+        output_tokens=state.outputs[step - 1] if step <= len(state.outputs) else 0,
+        salient=len(salient),
+        missed=missed,
+        retrieval_tokens=retrieval,
+        rewrote_prefix=cache.rewrote,
+        compacted=prepared.compacted,
+        over_hard_limit=prepared.estimated_tokens > limit,
+        truncated_chars=prepared.built.stats.truncated_chars,
+        build_seconds=elapsed,
+    )
+
+
+async def replay_run(
+    run: RecordedRun,
+    policies: Mapping[str, ContextConfig],
+    *,
+    counter: IdCounter,
+    context_window: int = 128_000,
+) -> RunReplay:
+    """Replay one run under every policy (sequentially, sharing the run's token memo)."""
+    state = _RunState.of(run, counter)
+    results = {
+        name: await _replay_policy(state, name, config, context_window) for name, config in policies.items()
+    }
+    return RunReplay(run.run_id, state.outputs, results)
+
+
+# --------------------------------------------------------------------------- many runs
+_COUNTERS: dict[str, IdCounter] = {}
+
+
+def _counter(encoding: str) -> IdCounter:
+    if encoding not in _COUNTERS:
+        _COUNTERS[encoding] = IdCounter(encoding)
+    return _COUNTERS[encoding]
+
+
+def _replay_job(
+    run: RecordedRun, policies: Mapping[str, ContextConfig], settings: ReplaySettings
+) -> RunReplay:
+    """One run in one process (the unit of work of the pool)."""
+    counter = _counter(settings.tokenizer)
+
+    async def main() -> RunReplay:
+        return await replay_run(run, policies, counter=counter, context_window=settings.context_window)
+
+    return anyio.run(main)
+
+
+def _unique_ids(runs: Sequence[RecordedRun]) -> list[RecordedRun]:
+    seen: dict[str, int] = {}
+    out = []
+    for run in runs:
+        seen[run.run_id] = seen.get(run.run_id, 0) + 1
+        out.append(
+            run
+            if seen[run.run_id] == 1
+            else dataclasses.replace(run, run_id=f"{run.run_id}#{seen[run.run_id]}")
+        )
+    return out
+
+
+def replay_runs(
+    runs: Sequence[RecordedRun],
+    policies: Mapping[str, ContextConfig],
+    settings: ReplaySettings = ReplaySettings(),
+    *,
+    workers: int = 1,
+    on_progress: Callable[[RunInfo], None] | None = None,
+) -> BenchResult:
+    """Replay every run under every policy; ``workers > 1`` spreads runs over processes.
+
+    The result is ordered by run id whatever the worker count, so it is deterministic.
+    """
+    started = time.perf_counter()
+    unique = _unique_ids(runs)
+    infos = {r.run_id: RunInfo.of(r) for r in unique}
+    done: dict[str, RunReplay] = {}
+
+    def finished(replay: RunReplay) -> None:
+        done[replay.run_id] = replay
+        if on_progress is not None:
+            on_progress(infos[replay.run_id])
+
+    if workers <= 1 or len(unique) <= 1:
+        for run in unique:
+            finished(_replay_job(run, policies, settings))
+    else:
+        _replay_parallel(unique, policies, settings, workers, finished)
+    order = sorted(infos)
+    return BenchResult(
+        settings=settings,
+        policies=dict(policies),
+        runs=tuple(infos[i] for i in order),
+        replays=tuple(done[i] for i in order),
+        elapsed_seconds=time.perf_counter() - started,
+    )
+
+
+def _log_level() -> int:
+    """The parent's structlog level, so workers log (or stay quiet) alike."""
+    try:
+        return int(structlog.get_logger().bind().get_effective_level())
+    except AttributeError:
+        return logging.WARNING
+
+
+def _init_worker(level: int) -> None:
+    from .._logging import configure_logging
+
+    configure_logging(level=logging.getLevelName(level).lower())
+
+
+def _replay_parallel(
+    runs: Sequence[RecordedRun],
+    policies: Mapping[str, ContextConfig],
+    settings: ReplaySettings,
+    workers: int,
+    finished: Callable[[RunReplay], None],
+) -> None:
+    # Longest runs first balances the workers; "spawn" is safe next to the progress bar's thread.
+    ordered = sorted(runs, key=lambda r: (-len(r.messages), r.run_id))
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(_log_level(),)
+    ) as pool:
+        futures = [pool.submit(_replay_job, run, policies, settings) for run in ordered]
+        for future in as_completed(futures):
+            finished(future.result())
