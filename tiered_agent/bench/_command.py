@@ -54,7 +54,7 @@ def _policy_names(value: str | None) -> list[str] | None:
     "--json",
     "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the results as JSON (schema: docs/bench-json-schema.md).",
+    help="Where to write the results as JSON (default: OUT/bench.json; schema: docs/bench-json-schema.md).",
 )
 @click.option(
     "--out",
@@ -132,11 +132,11 @@ def _run(
     workers: int,
 ) -> None:
     from .._errors import ConfigurationError
-    from ._bundle import bundled_traces_dir
+    from ._bundle import bundled_trace_paths
     from ._importers import load_runs
     from ._replay import resolve_policies
 
-    inputs = list(paths) or [bundled_traces_dir()]
+    inputs = list(paths) or bundled_trace_paths()
     runs = load_runs(inputs)
     if not runs:
         raise ConfigurationError(f"no recorded runs found in {', '.join(str(p) for p in inputs)}")
@@ -193,7 +193,5 @@ def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir:
     chart = write_chart(document, out_dir / "bench.png")
     report = out_dir / "report.md"
     report.write_text(render_markdown(document, chart=chart.name), encoding="utf-8")
-    written = [report, chart]
-    if json_path is not None:
-        written.append(write_json(document, json_path))
+    written = [report, chart, write_json(document, json_path or out_dir / "bench.json")]
     console.print("wrote " + ", ".join(str(p) for p in written))

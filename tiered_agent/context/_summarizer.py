@@ -461,5 +461,5 @@ class SmartSummarizer:
             self._scope.cancel()
         else:
             self._receive.close()
-        if dropped:
-            log.warning("summary_jobs_dropped", dropped=dropped)
+        if dropped:  # inline mode (replay): a job queued after the last prompt is simply not needed
+            (log.warning if self.background else log.info)("summary_jobs_dropped", dropped=dropped)
