@@ -150,3 +150,17 @@ async def test_no_coverage_gap_and_no_future_data_while_the_agent_keeps_running(
         words = summary.text.split()
         assert all(int(w.split("-")[1]) <= summary.last_iteration for w in words)
     assert all(newest <= last for first, last, newest in summarizer.snapshots)  # frozen snapshots
+
+
+async def test_retrieval_schema_is_sent_from_the_first_hidden_output_and_then_stays() -> None:
+    manager = ContextManager(PRESETS["tiered"], counter=COUNTER, background=False)
+    own = {"type": "function", "function": {"name": "read", "parameters": {}}}
+    schemas = [own, *(t.schema() for t in manager.tools(list))]
+    names = []
+    async with manager:
+        for size in (100, 100, 5_000, 100):
+            small = history(1, output_chars=size)
+            prepared = await manager.prepare(small, schemas)
+            names.append([t["function"]["name"] for t in prepared.tools])
+            assert prepared.counterfactual_tokens == COUNTER.count_prompt(small, [own])
+    assert names == [["read"], ["read"], ["read", "context_retrieve"], ["read", "context_retrieve"]]

@@ -143,7 +143,7 @@ async def _direct(run: RecordedRun, config: ContextConfig, counter: IdCounter) -
         for k in range(1, last + 1):
             history = [m for m in run.messages if m.iteration < k]
             prepared = await manager.prepare(history, schemas)
-            out.append((prepared.prompt_tokens, cache.request(prepared.built.messages, schemas)))
+            out.append((prepared.prompt_tokens, cache.request(prepared.built.messages, prepared.tools)))
     return out
 
 

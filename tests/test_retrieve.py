@@ -170,7 +170,7 @@ async def test_tool_reads_the_live_history_and_reports_retrievals() -> None:
     seen: list[dict[str, Any]] = []
     tool = make_retrieve_tool(lambda: history, counter=COUNTER, page_tokens=4000, on_retrieval=seen.append)
     assert (tool.name, tool.read_only, tool.internal) == (RETRIEVE_TOOL_NAME, True, True)
-    assert "truncated" in tool.description and "summarized" in tool.description
+    assert "shortened" in tool.description and "summarized" in tool.description
     assert set(tool.parameters["properties"]) == {"iteration", "tool_call_id", "tool_name", "topic", "page"}
     tools = ToolSet([tool])
     history += turn(7, "read_file", "APPENDED LATER", {"path": "late.py"})

@@ -309,12 +309,12 @@ class _Run:
         """One model call; a context-window error compacts once and retries."""
         self.record_request(iteration, prepared)
         try:
-            return await self.agent.model.complete(prepared.messages, self.tools.schemas()), prepared
+            return await self.agent.model.complete(prepared.messages, [dict(t) for t in prepared.tools]), prepared
         except ContextWindowExceeded as exc:
             self.emit(ErrorEvent(iteration, "ContextWindowExceeded", f"{exc}; compacting and retrying once"))
         prepared = await self.manager.prepare(self.history, self.tools.schemas(), force_compact=True)
         self.record_request(iteration, prepared)
-        return await self.agent.model.complete(prepared.messages, self.tools.schemas()), prepared
+        return await self.agent.model.complete(prepared.messages, [dict(t) for t in prepared.tools]), prepared
 
     def record_request(self, iteration: int, prepared: PreparedPrompt) -> None:
         context = prepared.record() | {"dedup_hits": self.manager.dedup_hits}

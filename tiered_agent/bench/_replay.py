@@ -309,7 +309,7 @@ async def _step(
     prepared = await manager.prepare(history, schemas)
     elapsed = time.perf_counter() - started
     messages = prepared.built.messages
-    cached = cache.request(messages, schemas)
+    cached = cache.request(messages, prepared.tools)
     salient = state.salience.salient(iteration)
     missed = missed_strings(salient, messages)
     retrieval = 0

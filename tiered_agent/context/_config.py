@@ -22,6 +22,10 @@ class ContextConfig:
         ``truncation_mode`` keeps the ``head`` or the ``head_tail``.
       * ``dedup``: serve identical calls to read-only tools from a bounded cache.
       * ``window_iterations``: show only the last N iterations verbatim.
+      * ``window_keep_actions``: iterations covered by the summary keep their assistant
+        messages (reasoning and calls); only their outputs become one-line retrieval
+        placeholders, and the summary follows them instead of preceding them, so the
+        cached prompt prefix survives up to the previous summary's range.
       * ``mask_keep_outputs``: observation masking, keep the last N tool outputs,
         replace older ones with a placeholder.
       * ``clear_trigger_tokens`` / ``clear_keep_outputs``: when the prompt exceeds the
@@ -43,6 +47,7 @@ class ContextConfig:
     dedup: bool = True
     dedup_cache_size: int = 256
     window_iterations: int | None = 5
+    window_keep_actions: bool = False
     mask_keep_outputs: int | None = None
     clear_trigger_tokens: int | None = None
     clear_keep_outputs: int = 3

@@ -30,6 +30,7 @@ from .._trace import Event, RetrievalEvent, SummaryEvent
 from ._config import ContextConfig
 from ._dedup import DedupCache, DedupHit
 from ._digest import digest
+from ._names import RETRIEVE_TOOL_NAME
 from ._pipeline import build_prompt
 from ._retrieve import make_retrieve_tool
 from ._summarizer import DigestSummarizer, LLMSummarizer, SmartSummarizer, Summarizer
@@ -50,6 +51,7 @@ class PreparedPrompt:
     estimated_tokens: int  # calibrated estimate of what the provider will bill
     compacted: bool = False
     truncated_tokens: int = 0  # tokens the truncation step cut from the outputs shown
+    tools: tuple[Mapping[str, Any], ...] = ()  # the tool schemas to send with this prompt
 
     def record(self) -> dict[str, Any]:
         """What the trace records about this prompt's construction."""
@@ -91,6 +93,7 @@ class ContextManager:
         self._queued_through = 0
         self._fallback: Summary | None = None
         self._iteration = 0
+        self._retrieval_shown = False
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> ContextManager:
@@ -231,10 +234,26 @@ class ContextManager:
         self, history: Sequence[Message], tool_schemas: Sequence[Mapping[str, Any]], compacted: bool = False
     ) -> PreparedPrompt:
         built = build_prompt(history, self.config, summary=self.summary, counter=self.counter)
-        local = self.counter.count_prompt(built.messages, tool_schemas)
-        full = self.counter.count_prompt(history, tool_schemas)
+        tools = self._visible_tools(tool_schemas, built)
+        local = self.counter.count_prompt(built.messages, tools)
+        full = self.counter.count_prompt(history, [t for t in tool_schemas if not _is_retrieve(t)])
         cut = self._truncated_tokens(history, built)
-        return PreparedPrompt(built, local, full, self.calibration.estimate(local), compacted, cut)
+        return PreparedPrompt(built, local, full, self.calibration.estimate(local), compacted, cut, tools)
+
+    def _visible_tools(
+        self, tool_schemas: Sequence[Mapping[str, Any]], built: BuiltPrompt
+    ) -> tuple[Mapping[str, Any], ...]:
+        """The schemas to send: ``context_retrieve`` only from the first prompt that hides something.
+
+        Until then it would cost its schema's tokens at every call for nothing; from then on it
+        stays, so the tool list (the start of the cached prefix) changes at most once per run.
+        """
+        stats = built.stats
+        hidden = stats.truncations or stats.masked_outputs or stats.windowed_out or stats.summary_range
+        self._retrieval_shown = self._retrieval_shown or bool(hidden)
+        if self._retrieval_shown:
+            return tuple(tool_schemas)
+        return tuple(t for t in tool_schemas if not _is_retrieve(t))
 
     def _truncated_tokens(self, history: Sequence[Message], built: BuiltPrompt) -> int:
         ids = {t.tool_call_id for t in built.stats.truncations}
@@ -314,3 +333,8 @@ class ContextManager:
                     pages=int(info.get("pages", 1)),
                 )
             )
+
+
+def _is_retrieve(schema: Mapping[str, Any]) -> bool:
+    function = schema.get("function")
+    return isinstance(function, Mapping) and function.get("name") == RETRIEVE_TOOL_NAME

@@ -31,13 +31,10 @@ _RECENT_IDS = 5
 _SPLIT_PRECISION_CHARS = 16
 _GUESS_FILL = 0.9  # aim a little under the page so that most guesses fit
 
+# Sent with every request once something is hidden: every token here is paid at each call.
 RETRIEVE_DESCRIPTION = (
-    "Retrieve the full, untruncated content of earlier tool outputs (and messages) from this run's "
-    "history. Use it when an output you saw was truncated, masked or cleared, or when older iterations "
-    "were summarized or dropped from your context and you need their exact content. Filters combine: "
-    'iteration (one number like "7" or a range like "3-7"), tool_call_id (e.g. "call_7"), tool_name '
-    '(e.g. "read_file"), topic (keywords; items ranked by how many times they occur). At least one '
-    "filter is required. Long results are paged: call again with page=2, 3, ..."
+    "Get the full text of earlier outputs or iterations that were shortened, omitted or summarized. "
+    "Give at least one filter; filters combine. Results are paged."
 )
 
 
@@ -430,17 +427,11 @@ def make_retrieve_tool(
 _PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "iteration": {
-            "type": "string",
-            "description": 'One iteration ("7") or an inclusive range ("3-7").',
-        },
-        "tool_call_id": {"type": "string", "description": 'The id of one tool call, e.g. "call_7".'},
-        "tool_name": {"type": "string", "description": 'Only outputs of this tool, e.g. "read_file".'},
-        "topic": {
-            "type": "string",
-            "description": "Keywords (case-insensitive); items are ranked by how often they occur.",
-        },
-        "page": {"type": "integer", "minimum": 1, "description": "Result page (default 1)."},
+        "iteration": {"type": "string", "description": '"7" or a range "3-7"'},
+        "tool_call_id": {"type": "string"},
+        "tool_name": {"type": "string"},
+        "topic": {"type": "string", "description": "keywords, best matches first"},
+        "page": {"type": "integer", "minimum": 1},
     },
     "required": [],
 }

@@ -16,11 +16,12 @@ iteration's assistant message: the sequence stays valid for every provider.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .._messages import Message
 from ._config import ContextConfig
+from ._masking import output_placeholder
 from ._names import retrieve_call
 from ._types import Summary
 
@@ -66,12 +67,17 @@ def select_window(history: Sequence[Message], config: ContextConfig, *, summary:
     if not runs:
         return Window(tuple(history), tuple(iterations))
     run_of = {k: run for run in runs for k in iterations if run[1] <= k <= run[2]}
+    ends = {run_of[m.iteration]: i for i, m in enumerate(history) if m.iteration in run_of}
     out: list[Message] = []
     emitted: set[int] = set()
-    for message in history:
+    for index, message in enumerate(history):
         run = run_of.get(message.iteration)
         if run is None:
             out.append(message)
+        elif run[0] == "summary" and config.window_keep_actions and summary is not None:
+            out.append(_elided(message, config))
+            if ends[run] == index:  # after the covered iterations: earlier prefixes stay cacheable
+                out.append(summary_message(summary, run[2]))
         elif run[1] not in emitted:
             emitted.add(run[1])
             out.append(_run_message(run, summary, config))
@@ -105,6 +111,14 @@ def _runs(iterations: Sequence[int], fates: dict[int, _Fate]) -> list[tuple[_Fat
             runs.append((fate, k, k))
         previous = fate
     return runs
+
+
+def _elided(message: Message, config: ContextConfig) -> Message:
+    """A covered iteration's message as kept next to the summary: outputs become placeholders."""
+    if message.role != "tool":
+        return message
+    placeholder = output_placeholder(message.tool_call_id, retrieval=config.retrieval_active)
+    return message if len(message.text) <= len(placeholder) else replace(message, content=placeholder)
 
 
 def _run_message(run: tuple[_Fate, int, int], summary: Summary | None, config: ContextConfig) -> Message:
