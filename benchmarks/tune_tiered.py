@@ -22,14 +22,24 @@ KEEP = BASE.replace(window_keep_actions=True)
 CANDIDATES: dict[str, ContextConfig] = {
     f"keep-w{w}-s{e}-t{t or 0}": KEEP.replace(window_iterations=w, summary_every=e, max_output_chars=t)
     for w, e, t in [
-        (5, 20, None), (10, 20, None), (10, 30, None), (5, 30, None), (10, 20, 8000),
-        (5, 20, 8000), (8, 25, None), (10, 40, None), (15, 30, None), (5, 40, None),
+        (5, 20, None),
+        (10, 20, None),
+        (10, 30, None),
+        (5, 30, None),
+        (10, 20, 8000),
+        (5, 20, 8000),
+        (8, 25, None),
+        (10, 40, None),
+        (15, 30, None),
+        (5, 40, None),
     ]
 }
 
 
 def main() -> None:
-    paths = [Path(p) for p in sys.argv[1:]] or [Path(__file__).resolve().parents[2] / "shared" / "trajectories"]
+    paths = [Path(p) for p in sys.argv[1:]] or [
+        Path(__file__).resolve().parents[2] / "shared" / "trajectories"
+    ]
     runs = load_runs(paths)
     policies = resolve_policies(["full", "tiered", "masking", "adk-compaction"]) | CANDIDATES
     result = replay_runs(runs, policies, ReplaySettings(), workers=2)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from tiered_agent import ConfigurationError, Message, ToolCall
-from tiered_agent._tokens import MESSAGE_OVERHEAD, PROMPT_OVERHEAD, Calibration, TokenCounter, encoding_for_model
+from tiered_agent._tokens import (
+    MESSAGE_OVERHEAD,
+    PROMPT_OVERHEAD,
+    Calibration,
+    TokenCounter,
+    encoding_for_model,
+)
 
 
 @pytest.mark.parametrize(
@@ -39,9 +45,8 @@ def test_message_and_prompt_counts_add_the_framing() -> None:
     assert counter.count_message(plain) == MESSAGE_OVERHEAD + 2
     assert counter.count_message(plain.to_openai()) == counter.count_message(plain)
     call = Message("assistant", None, (ToolCall("c1", "read", '{"a": 1}'),))
-    assert counter.count_message(call) == MESSAGE_OVERHEAD * 2 + counter.count_text("read") + counter.count_text(
-        '{"a": 1}'
-    )
+    expected = MESSAGE_OVERHEAD * 2 + counter.count_text("read") + counter.count_text('{"a": 1}')
+    assert counter.count_message(call) == expected
     tools = [{"type": "function", "function": {"name": "read", "parameters": {}}}]
     assert counter.count_prompt([plain], tools) == PROMPT_OVERHEAD + 5 + counter.count_tools(tools)
     assert counter.count_tools(tools) > 5

@@ -309,7 +309,9 @@ class _Run:
         """One model call; a context-window error compacts once and retries."""
         self.record_request(iteration, prepared)
         try:
-            return await self.agent.model.complete(prepared.messages, [dict(t) for t in prepared.tools]), prepared
+            return await self.agent.model.complete(
+                prepared.messages, [dict(t) for t in prepared.tools]
+            ), prepared
         except ContextWindowExceeded as exc:
             self.emit(ErrorEvent(iteration, "ContextWindowExceeded", f"{exc}; compacting and retrying once"))
         prepared = await self.manager.prepare(self.history, self.tools.schemas(), force_compact=True)
