@@ -20,18 +20,12 @@ from tiered_agent.context._config import PRESETS, ContextConfig
 BASE = PRESETS["tiered"]
 KEEP = BASE.replace(window_keep_actions=True)
 CANDIDATES: dict[str, ContextConfig] = {
-    f"keep-w{w}-s{e}-t{t or 0}": KEEP.replace(window_iterations=w, summary_every=e, max_output_chars=t)
-    for w, e, t in [
-        (5, 20, None),
-        (10, 20, None),
-        (10, 30, None),
-        (5, 30, None),
-        (10, 20, 8000),
-        (5, 20, 8000),
-        (8, 25, None),
-        (10, 40, None),
-        (15, 30, None),
-        (5, 40, None),
+    f"keep-w{w}-s{e}-t{t or 0}-m{m}": KEEP.replace(
+        window_iterations=w, summary_every=e, max_output_chars=t, elide_min_chars=m
+    )
+    for w, e, t, m in [
+        (2, 20, None, 0), (2, 20, 8000, 0), (2, 25, None, 0), (1, 20, None, 0), (2, 20, 10000, 0),
+        (3, 25, 8000, 0), (2, 30, None, 0), (1, 25, 8000, 0), (2, 25, 8000, 0),
     ]
 }
 

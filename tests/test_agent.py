@@ -30,6 +30,7 @@ def read_big(name: str) -> str:
 
 def make_agent(tmp_path: Path, model: FunctionModel, **kwargs: object) -> Agent:
     kwargs.setdefault("tools", [read_big])
+    kwargs.setdefault("context", ContextConfig(name="500-chars"))  # the original design's defaults
     return Agent(model, trace_dir=tmp_path, **kwargs)  # type: ignore[arg-type]
 
 

@@ -57,7 +57,12 @@ async def test_truncated_output_is_recovered_with_the_hinted_retrieval(
     with FakeOpenAIServer() as server:
         server.respond = retrieval_model
         model = LiteLLMModel("openai/gpt-4o-mini", api_base=server.base_url, api_key="sk-test-not-real")
-        agent = Agent(model, tools=workspace_tools(Workspace(workspace)), trace_dir=tmp_path / "traces")
+        agent = Agent(
+            model,
+            tools=workspace_tools(Workspace(workspace)),
+            context="kb-labs-adr",  # 500-char outputs: big.py is cut
+            trace_dir=tmp_path / "traces",
+        )
         result = await agent.run("How is the retry delay used in big.py?")
 
     assert result.output == "retrieved full output: True"

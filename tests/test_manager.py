@@ -20,6 +20,9 @@ from tiered_agent.testing import FunctionModel, calls, text
 pytestmark = pytest.mark.anyio
 COUNTER = TokenCounter("o200k_base")
 
+# The pre-tuning `tiered` (ContextConfig defaults): 500-char outputs, window 5, summary every 10.
+CLASSIC = ContextConfig(name="classic")
+
 
 def history(iterations: int, output_chars: int = 800) -> list[Message]:
     messages = [Message("system", "sys"), Message("user", "task")]
@@ -88,7 +91,7 @@ async def test_retrieval_tool_is_registered_only_when_something_is_hidden() -> N
 
 
 async def test_truncated_tokens_are_counted() -> None:
-    async with ContextManager(PRESETS["tiered"], counter=COUNTER, background=False) as manager:
+    async with ContextManager(CLASSIC, counter=COUNTER, background=False) as manager:
         prepared = await manager.prepare(history(2, output_chars=5_000))
     record = prepared.record()
     assert record["truncated_outputs"] == 2
@@ -152,15 +155,12 @@ async def test_no_coverage_gap_and_no_future_data_while_the_agent_keeps_running(
     assert all(newest <= last for first, last, newest in summarizer.snapshots)  # frozen snapshots
 
 
-async def test_retrieval_schema_is_sent_from_the_first_hidden_output_and_then_stays() -> None:
+async def test_counterfactual_is_the_unmanaged_prompt_without_the_retrieval_schema() -> None:
     manager = ContextManager(PRESETS["tiered"], counter=COUNTER, background=False)
     own = {"type": "function", "function": {"name": "read", "parameters": {}}}
     schemas = [own, *(t.schema() for t in manager.tools(list))]
-    names = []
     async with manager:
-        for size in (100, 100, 5_000, 100):
-            small = history(1, output_chars=size)
-            prepared = await manager.prepare(small, schemas)
-            names.append([t["function"]["name"] for t in prepared.tools])
-            assert prepared.counterfactual_tokens == COUNTER.count_prompt(small, [own])
-    assert names == [["read"], ["read"], ["read", "context_retrieve"], ["read", "context_retrieve"]]
+        prepared = await manager.prepare(history(3, output_chars=100), schemas)
+    assert [t["function"]["name"] for t in prepared.tools] == ["read", "context_retrieve"]
+    assert prepared.counterfactual_tokens == COUNTER.count_prompt(history(3, output_chars=100), [own])
+    assert prepared.prompt_tokens == COUNTER.count_prompt(history(3, output_chars=100), schemas)

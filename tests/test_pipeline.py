@@ -20,6 +20,9 @@ SYSTEM = Message(role="system", content="You are an agent.")
 TASK = Message(role="user", content="Fix the bug.")
 COUNTER = TokenCounter("o200k_base")
 
+# The pre-tuning `tiered` (ContextConfig defaults): 500-char outputs, window 5, summary every 10.
+CLASSIC = ContextConfig(name="classic")
+
 
 def call(call_id: str, name: str = "read") -> ToolCall:
     return ToolCall(call_id, name, "{}")
@@ -112,7 +115,7 @@ def test_full_preset_returns_the_history_unchanged() -> None:
 def test_tiered_preset_summary_window_and_truncation() -> None:
     h = long_history(23)
     snapshot = list(h)
-    built = build_prompt(h, PRESETS["tiered"], summary=Summary(1, 15, "summary text"), counter=COUNTER)
+    built = build_prompt(h, CLASSIC, summary=Summary(1, 15, "summary text"), counter=COUNTER)
     validate_pairs(built.messages)
     assert h == snapshot
     assert built.messages[:2] == (SYSTEM, TASK)
@@ -156,7 +159,7 @@ def test_150_iteration_prompt() -> None:
             assert built.stats.windowed_out == tuple(range(1, 141)), name
         else:
             assert built.stats.shown_iterations == tuple(range(1, 151)), name
-    tiered = build_prompt(h, PRESETS["tiered"], summary=summary, counter=COUNTER)
+    tiered = build_prompt(h, CLASSIC, summary=summary, counter=COUNTER)
     assert len(tiered.messages) == 3 + sum(1 for m in h if m.iteration > 140)
     assert all(len(m.text) < 600 for m in tiered.messages if m.role == "tool")
 

@@ -13,6 +13,9 @@ SYSTEM = Message(role="system", content="You are an agent.")
 TASK = Message(role="user", content="Fix the bug.")
 NO_SUMMARIZER = PRESETS["full"].replace(window_iterations=5, retrieval=True)
 
+# The pre-tuning `tiered` (ContextConfig defaults): 500-char outputs, window 5, summary every 10.
+CLASSIC = ContextConfig(name="classic")
+
 
 def iteration(k: int, calls: int = 1, user: bool = False) -> list[Message]:
     tool_calls = tuple(ToolCall(f"call_{k}_{j}", "read", f'{{"n": {j}}}') for j in range(calls))
@@ -43,7 +46,7 @@ def iterations_of(messages: tuple[Message, ...] | list[Message]) -> list[int]:
 
 def test_everything_shown_before_the_first_summary_lands() -> None:
     h = history(17)
-    window = select_window(h, PRESETS["tiered"], summary=None)
+    window = select_window(h, CLASSIC, summary=None)
     assert window.messages == tuple(h)
     assert all(a is b for a, b in zip(window.messages, h, strict=True))
     assert window.shown_iterations == tuple(range(1, 18))
@@ -54,7 +57,7 @@ def test_everything_shown_before_the_first_summary_lands() -> None:
 def test_summary_replaces_covered_iterations_right_after_the_task() -> None:
     h = history(15, calls=2)
     summary = Summary(first=1, last=10, text="did things")
-    window = select_window(h, PRESETS["tiered"], summary=summary)
+    window = select_window(h, CLASSIC, summary=summary)
     assert window.messages[:3] == (
         SYSTEM,
         TASK,
@@ -69,7 +72,7 @@ def test_summary_replaces_covered_iterations_right_after_the_task() -> None:
 def test_unsummarized_iterations_older_than_the_window_stay_shown() -> None:
     # Window 5 at L=23 but the summary only covers 1-10: 11..18 stay until the next one lands.
     h = history(23)
-    window = select_window(h, PRESETS["tiered"], summary=Summary(1, 10, "s"))
+    window = select_window(h, CLASSIC, summary=Summary(1, 10, "s"))
     assert window.shown_iterations == tuple(range(11, 24))
     assert iterations_of(window.messages) == list(range(11, 24))
 
@@ -84,7 +87,7 @@ def test_summary_covering_everything() -> None:
 
 def test_summary_not_starting_at_one_leaves_no_gap() -> None:
     h = history(12)
-    window = select_window(h, PRESETS["tiered"], summary=Summary(4, 9, "middle"))
+    window = select_window(h, CLASSIC, summary=Summary(4, 9, "middle"))
     assert window.shown_iterations == (1, 2, 3, 10, 11, 12)
     assert window.windowed_out == tuple(range(4, 10))
     contents = [m.content for m in window.messages]
@@ -94,7 +97,7 @@ def test_summary_not_starting_at_one_leaves_no_gap() -> None:
 @pytest.mark.parametrize(("first", "last"), [(0, 3), (5, 4), (-1, 2)])
 def test_invalid_summary_range_is_refused(first: int, last: int) -> None:
     with pytest.raises(ValueError, match="invalid summary range"):
-        select_window(history(5), PRESETS["tiered"], summary=Summary(first, last, "x"))
+        select_window(history(5), CLASSIC, summary=Summary(first, last, "x"))
 
 
 def test_no_summarizer_drops_old_iterations_with_a_note() -> None:
@@ -141,7 +144,7 @@ def test_iterations_are_never_split() -> None:
     for k in range(1, 21):
         h += iteration(k, calls=k % 4, user=k % 3 == 0)
     for summary in (None, Summary(1, 7, "s")):
-        for config in (PRESETS["tiered"], NO_SUMMARIZER):
+        for config in (CLASSIC, NO_SUMMARIZER):
             window = select_window(h, config, summary=summary)
             for k in window.shown_iterations:
                 assert [m for m in window.messages if m.iteration == k] == [m for m in h if m.iteration == k]
@@ -149,14 +152,14 @@ def test_iterations_are_never_split() -> None:
 
 def test_task_without_system_prompt() -> None:
     h = [TASK, *iteration(1), *iteration(2)]
-    window = select_window(h, PRESETS["tiered"], summary=Summary(1, 1, "one"))
+    window = select_window(h, CLASSIC, summary=Summary(1, 1, "one"))
     assert window.messages[0] is TASK
     assert window.messages[1].content == "[Summary of iterations 1-1]\none"
     assert window.messages[2].iteration == 2
 
 
 def test_empty_history_and_task_only() -> None:
-    assert select_window([], PRESETS["tiered"], summary=None).messages == ()
+    assert select_window([], CLASSIC, summary=None).messages == ()
     window = select_window([SYSTEM, TASK], NO_SUMMARIZER, summary=Summary(1, 3, "x"))
     assert window.messages == (SYSTEM, TASK)
     assert window.summary_range is None
@@ -188,3 +191,36 @@ def test_no_coverage_gap(lag: int) -> None:
         assert iterations_of(window.messages) == list(window.shown_iterations)
         # The window itself (the last 5 completed iterations) is always verbatim.
         assert set(range(max(1, last - 4), last + 1)) <= set(window.shown_iterations)
+
+
+KEEP = ContextConfig(name="keep", window_iterations=1, window_keep_actions=True, elide_min_chars=20)
+
+
+def test_keep_actions_elides_only_outputs_and_puts_the_summary_after_them() -> None:
+    h = history(6)
+    window = select_window(h, KEEP, summary=Summary(1, 4, "what happened"))
+    roles = [(m.role, m.iteration) for m in window.messages]
+    assert roles[:2] == [("system", 0), ("user", 0)]
+    covered = [m for m in window.messages if 1 <= m.iteration <= 4 and m.role != "user"]
+    assert [m.role for m in covered] == ["assistant", "tool"] * 4  # every call keeps its result
+    assert all(
+        m.text == f'[output omitted; context_retrieve(tool_call_id="{m.tool_call_id}")]'
+        for m in covered
+        if m.role == "tool" and len(m.text) > 20
+    )
+    summary_at = next(
+        i for i, m in enumerate(window.messages) if m.text.startswith("[Summary of iterations 1-4]")
+    )
+    assert window.messages[summary_at - 1].iteration == 4 and window.messages[summary_at + 1].iteration == 5
+    assert window.summary_range == (1, 4) and window.windowed_out == (1, 2, 3, 4)
+    assert window.elided_outputs == sum(
+        1 for m in h if m.role == "tool" and 1 <= m.iteration <= 4 and len(m.text) >= 20
+    )
+
+
+def test_keep_actions_keeps_the_prefix_before_the_previous_summary() -> None:
+    h = history(12)
+    before = select_window(h[: len(h) - 4], KEEP, summary=Summary(1, 4, "first"))
+    after = select_window(h, KEEP, summary=Summary(1, 8, "second"))
+    cut = next(i for i, m in enumerate(before.messages) if m.text.startswith("[Summary"))
+    assert after.messages[:cut] == before.messages[:cut]  # cacheable prefix survives the new summary

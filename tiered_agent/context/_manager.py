@@ -93,7 +93,6 @@ class ContextManager:
         self._queued_through = 0
         self._fallback: Summary | None = None
         self._iteration = 0
-        self._retrieval_shown = False
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> ContextManager:
@@ -234,26 +233,12 @@ class ContextManager:
         self, history: Sequence[Message], tool_schemas: Sequence[Mapping[str, Any]], compacted: bool = False
     ) -> PreparedPrompt:
         built = build_prompt(history, self.config, summary=self.summary, counter=self.counter)
-        tools = self._visible_tools(tool_schemas, built)
+        tools = tuple(tool_schemas)
         local = self.counter.count_prompt(built.messages, tools)
+        # The counterfactual is the unmanaged prompt: full history, no context_retrieve schema.
         full = self.counter.count_prompt(history, [t for t in tool_schemas if not _is_retrieve(t)])
         cut = self._truncated_tokens(history, built)
         return PreparedPrompt(built, local, full, self.calibration.estimate(local), compacted, cut, tools)
-
-    def _visible_tools(
-        self, tool_schemas: Sequence[Mapping[str, Any]], built: BuiltPrompt
-    ) -> tuple[Mapping[str, Any], ...]:
-        """The schemas to send: ``context_retrieve`` only from the first prompt that hides something.
-
-        Until then it would cost its schema's tokens at every call for nothing; from then on it
-        stays, so the tool list (the start of the cached prefix) changes at most once per run.
-        """
-        stats = built.stats
-        hidden = stats.truncations or stats.masked_outputs or stats.windowed_out or stats.summary_range
-        self._retrieval_shown = self._retrieval_shown or bool(hidden)
-        if self._retrieval_shown:
-            return tuple(tool_schemas)
-        return tuple(t for t in tool_schemas if not _is_retrieve(t))
 
     def _truncated_tokens(self, history: Sequence[Message], built: BuiltPrompt) -> int:
         ids = {t.tool_call_id for t in built.stats.truncations}

@@ -45,8 +45,8 @@ def build_prompt(
         shown, truncations = truncate_outputs(masked.messages, config, skip=hidden)
     stats = ContextStats(
         truncations=tuple(truncations),
-        masked_outputs=masked.masked_outputs,
-        masked_chars=masked.masked_chars,
+        masked_outputs=masked.masked_outputs + window.elided_outputs,
+        masked_chars=masked.masked_chars + window.elided_chars,
         windowed_out=window.windowed_out,
         summary_range=window.summary_range,
         shown_iterations=window.shown_iterations,

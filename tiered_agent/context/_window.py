@@ -38,6 +38,8 @@ class Window:
     shown_iterations: tuple[int, ...] = ()
     windowed_out: tuple[int, ...] = ()  # covered by the summary or dropped
     summary_range: tuple[int, int] | None = None
+    elided_outputs: int = 0  # window_keep_actions: outputs replaced by placeholders
+    elided_chars: int = 0
 
 
 def summary_message(summary: Summary, iteration: int | None = None) -> Message:
@@ -70,12 +72,17 @@ def select_window(history: Sequence[Message], config: ContextConfig, *, summary:
     ends = {run_of[m.iteration]: i for i, m in enumerate(history) if m.iteration in run_of}
     out: list[Message] = []
     emitted: set[int] = set()
+    elided = elided_chars = 0
     for index, message in enumerate(history):
         run = run_of.get(message.iteration)
         if run is None:
             out.append(message)
         elif run[0] == "summary" and config.window_keep_actions and summary is not None:
-            out.append(_elided(message, config))
+            kept = _elided(message, config)
+            if kept is not message:
+                elided += 1
+                elided_chars += len(message.text) - len(kept.text)
+            out.append(kept)
             if ends[run] == index:  # after the covered iterations: earlier prefixes stay cacheable
                 out.append(summary_message(summary, run[2]))
         elif run[1] not in emitted:
@@ -87,6 +94,8 @@ def select_window(history: Sequence[Message], config: ContextConfig, *, summary:
         shown_iterations=tuple(k for k in iterations if fates[k] == "shown"),
         windowed_out=tuple(k for k in iterations if fates[k] != "shown"),
         summary_range=(summary.first, summary.last) if summary is not None and covered else None,
+        elided_outputs=elided,
+        elided_chars=elided_chars,
     )
 
 
@@ -115,7 +124,7 @@ def _runs(iterations: Sequence[int], fates: dict[int, _Fate]) -> list[tuple[_Fat
 
 def _elided(message: Message, config: ContextConfig) -> Message:
     """A covered iteration's message as kept next to the summary: outputs become placeholders."""
-    if message.role != "tool":
+    if message.role != "tool" or len(message.text) < config.elide_min_chars:
         return message
     placeholder = output_placeholder(message.tool_call_id, retrieval=config.retrieval_active)
     return message if len(message.text) <= len(placeholder) else replace(message, content=placeholder)
