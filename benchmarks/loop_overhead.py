@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 
 from tiered_agent import Agent, RunLimits, Workspace, workspace_tools
+from tiered_agent._logging import configure_logging
 from tiered_agent._trace import Event, ModelRequest, ModelResponse
 from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
 
@@ -73,6 +74,7 @@ async def measure(iterations: int, policy: str) -> dict[str, float]:
 
 
 def main() -> None:
+    configure_logging(level="warning")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=150)
     parser.add_argument("--policy", default="tiered")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import anyio
 
+from tiered_agent._logging import configure_logging
 from tiered_agent._messages import Message
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._importers import load_runs
@@ -85,6 +86,7 @@ def time_build(name: str, steps: list[list[Message]], counter: TokenCounter) -> 
 
 
 def main() -> None:
+    configure_logging(level="warning")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=150)
     args = parser.parse_args()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tiered_agent._logging import configure_logging
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._replay import ReplaySettings, replay_runs, resolve_policies
 from tiered_agent.bench._report import build_document
@@ -24,13 +25,21 @@ CANDIDATES: dict[str, ContextConfig] = {
         window_iterations=w, summary_every=e, max_output_chars=t, elide_min_chars=m
     )
     for w, e, t, m in [
-        (2, 20, None, 0), (2, 20, 8000, 0), (2, 25, None, 0), (1, 20, None, 0), (2, 20, 10000, 0),
-        (3, 25, 8000, 0), (2, 30, None, 0), (1, 25, 8000, 0), (2, 25, 8000, 0),
+        (2, 20, None, 0),
+        (2, 20, 8000, 0),
+        (2, 25, None, 0),
+        (1, 20, None, 0),
+        (2, 20, 10000, 0),
+        (3, 25, 8000, 0),
+        (2, 30, None, 0),
+        (1, 25, 8000, 0),
+        (2, 25, 8000, 0),
     ]
 }
 
 
 def main() -> None:
+    configure_logging(level="warning")
     paths = [Path(p) for p in sys.argv[1:]] or [
         Path(__file__).resolve().parents[2] / "shared" / "trajectories"
     ]

@@ -422,7 +422,7 @@ class SmartSummarizer:
             completion_tokens=summary.output_tokens,
             requests=1 if summary.model is not None else 0,
         )
-        log.info("summary_landed", first=summary.first, last=summary.last, chars=len(summary.text))
+        log.debug("summary_landed", first=summary.first, last=summary.last, chars=len(summary.text))
         if self.on_summary is not None:
             self.on_summary(summary)
         return summary
