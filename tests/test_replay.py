@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from samples import HAND_RUN
 
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._messages import Message, ToolCall, Usage
@@ -60,40 +61,6 @@ def _synthetic_run(run_id: str, steps: int, *, output_chars: int = 1500) -> Reco
         usage=tuple(usage),
         model="test/model",
     )
-
-
-HAND_RUN = RecordedRun(
-    run_id="hand",
-    source="test",
-    format="tiered-agent",
-    messages=(
-        Message("system", "You are an agent. Use the tools."),
-        Message("user", "Fix the bug in src/app.py"),
-        Message("assistant", None, tool_calls=_call("c1", READ, '{"path": "src/app.py"}'), iteration=1),
-        Message(
-            "tool",
-            "def compute_total(x):\n    return helper_fn(x) + 4096\n",
-            tool_call_id="c1",
-            name=READ,
-            iteration=1,
-        ),
-        Message(
-            "assistant",
-            "I will check helper_fn",
-            tool_calls=_call("c2", "grep", '{"pattern": "helper_fn"}'),
-            iteration=2,
-        ),
-        Message("tool", "src/utils.py:12: def helper_fn(y):", tool_call_id="c2", name="grep", iteration=2),
-        Message(
-            "assistant",
-            None,
-            tool_calls=_call("c3", "edit", '{"path": "src/utils.py", "text": "compute_total 4096 newThing"}'),
-            iteration=3,
-        ),
-        Message("tool", "ok", tool_call_id="c3", name="edit", iteration=3),
-    ),
-    read_only_tools=frozenset({READ, "grep"}),
-)
 
 
 @pytest.fixture(scope="module")
