@@ -78,9 +78,7 @@ def test_masking_preset_in_the_pipeline(counter: TokenCounter) -> None:
     validate_pairs(built.messages)
     contents = tool_contents(built.messages)
     assert contents[5:] == outputs[5:]
-    assert contents[:5] == [
-        f'[output omitted; context_retrieve(tool_call_id="call_{k}")]' for k in range(1, 6)
-    ]
+    assert contents[:5] == ["[output omitted]"] * 5  # published masking has no retrieval tool
     assert built.stats.masked_outputs == 5
     assert built.stats.masked_chars == sum(len(o) for o in outputs[:5])
     assert built.stats.truncations == ()
@@ -129,7 +127,9 @@ def test_clearing_measures_the_truncated_prompt(counter: TokenCounter) -> None:
     assert built.stats.masked_outputs == 3
     assert built.stats.masked_chars == 3 * len(outputs[0])
     assert [t.tool_call_id for t in built.stats.truncations] == ["call_4"]
-    assert tool_contents(built.messages)[:3] == [
+    assert tool_contents(built.messages)[:3] == ["[output omitted]"] * 3
+    with_retrieval = build_prompt(h, config.replace(retrieval=True), summary=None, counter=counter)
+    assert tool_contents(with_retrieval.messages)[:3] == [
         f'[output omitted; context_retrieve(tool_call_id="call_{k}")]' for k in range(1, 4)
     ]
 

@@ -157,11 +157,13 @@ PRESETS: dict[str, ContextConfig] = {
     "kb-labs-adr": ContextConfig(name="kb-labs-adr", truncation_mode="head", compact_at=None),
     # No optimization at all: the baseline.
     "full": _FULL,
+    # The peers' published strategies, run on our pipeline as published: none of them has a
+    # retrieval tool, so they neither pay for nor benefit from context_retrieve.
     # Observation masking (Lindenbauer et al., "The Complexity Trap"): keep the last 10 outputs.
-    "masking": _FULL.replace(name="masking", mask_keep_outputs=10, retrieval=True),
+    "masking": _FULL.replace(name="masking", mask_keep_outputs=10),
     # Anthropic context editing (clear_tool_uses): past 100k input tokens keep the last 3 tool results.
     "anthropic-clear": _FULL.replace(
-        name="anthropic-clear", clear_trigger_tokens=100_000, clear_keep_outputs=3, retrieval=True
+        name="anthropic-clear", clear_trigger_tokens=100_000, clear_keep_outputs=3
     ),
     # OpenAI Codex CLI: head+tail 10 KiB / 256 lines per output, auto-compaction at 90% of the window.
     "codex": _FULL.replace(
@@ -171,7 +173,6 @@ PRESETS: dict[str, ContextConfig] = {
         truncation_mode="head_tail",
         compact_at=0.90,
         compact_keep_iterations=0,
-        retrieval=True,
     ),
     # Google ADK code agents: head+tail 128+128 lines, 10 KiB; compaction at 70% keeping the last 10
     # messages (5 iterations of call + result).
@@ -182,12 +183,9 @@ PRESETS: dict[str, ContextConfig] = {
         truncation_mode="head_tail",
         compact_at=0.70,
         compact_keep_iterations=5,
-        retrieval=True,
     ),
     # Google ADK events compaction: summarize every 5 invocations with an overlap of 2.
-    "adk-compaction": _FULL.replace(
-        name="adk-compaction", summary_every=5, summary_overlap=2, retrieval=True
-    ),
+    "adk-compaction": _FULL.replace(name="adk-compaction", summary_every=5, summary_overlap=2),
 }
 DEFAULT_PRESET = "tiered"
 
