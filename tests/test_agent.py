@@ -266,3 +266,37 @@ async def test_resume_of_an_answered_run_needs_a_follow_up(tmp_path: Path) -> No
         {"role": "assistant", "content": "first answer"},
         {"role": "user", "content": "and q2?"},
     ]
+
+
+async def test_reads_running_alongside_a_write_are_not_cached(tmp_path: Path) -> None:
+    state = {"version": 1}
+
+    @tool(read_only=True)
+    def look(path: str) -> str:
+        """Read.
+
+        Args:
+            path: File.
+        """
+        return f"{path} v{state['version']}"
+
+    @tool
+    def bump(path: str) -> str:
+        """Write.
+
+        Args:
+            path: File.
+        """
+        state["version"] += 1
+        return "bumped"
+
+    model = FunctionModel.scripted(
+        [
+            calls(("c1", "bump", {"path": "a"}), ("c2", "look", {"path": "a"})),  # racy pair
+            calls(("c3", "look", {"path": "a"})),  # must run, not reuse c2
+            text("done"),
+        ]
+    )
+    result = await make_agent(tmp_path, model, tools=[look, bump]).run("x")
+    results = [e for e in read_trace(result.trace_path) if isinstance(e, ToolResult)]
+    assert [e.dedup_of for e in results] == [None, None, None]

@@ -389,23 +389,40 @@ class _Run:
     # ------------------------------------------------------------------ tools
     async def run_tools(self, iteration: int, calls: Sequence[ToolCall]) -> None:
         """Dedup in call order, execute the rest concurrently, append results in call order."""
-        outcomes: list[tuple[ToolOutcome, str | None] | None] = [None] * len(calls)
-        pending: list[int] = []
+        outcomes = self.cached_outcomes(calls)
+        durations = await self.execute_pending(calls, outcomes)
+        # A read running concurrently with a write of the same batch may see either state: not cached.
+        cacheable = all(self.read_only(call) for call in calls)
         for index, call in enumerate(calls):
+            result = outcomes[index]
+            assert result is not None
+            outcome, dedup_of = result
+            self.record_tool(iteration, call, outcome, dedup_of=dedup_of, duration=durations.get(index, 0.0))
+            if cacheable and dedup_of is None and not outcome.is_error:
+                self.manager.remember(call, read_only=True, content=outcome.content, iteration=iteration)
+
+    def read_only(self, call: ToolCall) -> bool:
+        tool = self.tools.get(call.name)
+        return tool is not None and tool.read_only
+
+    def cached_outcomes(self, calls: Sequence[ToolCall]) -> list[tuple[ToolOutcome, str | None] | None]:
+        """Dedup hits as (outcome, original call id), in call order; None where the call must run."""
+        outcomes: list[tuple[ToolOutcome, str | None] | None] = []
+        for call in calls:
             tool = self.tools.get(call.name)
-            hit = self.manager.lookup_dedup(
-                call,
-                read_only=tool is not None and tool.read_only,
-                internal=tool is not None and tool.internal,
-            )
+            internal = tool is not None and tool.internal
+            hit = self.manager.lookup_dedup(call, read_only=self.read_only(call), internal=internal)
             if hit is None:
-                pending.append(index)
+                outcomes.append(None)
             else:
-                content = self.manager.render_dedup(hit)
-                outcomes[index] = (
-                    ToolOutcome(content=content, is_error=False, error_kind=None),
-                    hit.tool_call_id,
-                )
+                outcome = ToolOutcome(content=self.manager.render_dedup(hit), is_error=False, error_kind=None)
+                outcomes.append((outcome, hit.tool_call_id))
+        return outcomes
+
+    async def execute_pending(
+        self, calls: Sequence[ToolCall], outcomes: list[tuple[ToolOutcome, str | None] | None]
+    ) -> dict[int, float]:
+        """Run the calls without an outcome concurrently (bounded); fill ``outcomes``; return durations."""
         limiter = anyio.CapacityLimiter(self.agent.limits.max_parallel_tools)
         durations: dict[int, float] = {}
 
@@ -417,23 +434,14 @@ class _Run:
                 outcomes[index] = (outcome, None)
 
         async with anyio.create_task_group() as group:
-            for index in pending:
-                group.start_soon(run_one, index)
-        for index, call in enumerate(calls):
-            result = outcomes[index]
-            assert result is not None
-            self.record_tool(
-                iteration, call, result[0], dedup_of=result[1], duration=durations.get(index, 0.0)
-            )
+            for index, result in enumerate(outcomes):
+                if result is None:
+                    group.start_soon(run_one, index)
+        return durations
 
     def record_tool(
         self, iteration: int, call: ToolCall, outcome: ToolOutcome, *, dedup_of: str | None, duration: float
     ) -> None:
-        tool = self.tools.get(call.name)
-        if dedup_of is None and not outcome.is_error and tool is not None:
-            self.manager.remember(
-                call, read_only=tool.read_only, content=outcome.content, iteration=iteration
-            )
         self.append(
             Message("tool", outcome.content, tool_call_id=call.id, name=call.name, iteration=iteration)
         )
