@@ -23,7 +23,9 @@ __all__ = [
     "ContextBudgetExceeded",
     "ContextConfig",
     "ContextWindowExceeded",
+    "DigestSummarizer",
     "IterationStats",
+    "LLMSummarizer",
     "LiteLLMModel",
     "Message",
     "Model",
@@ -35,6 +37,8 @@ __all__ = [
     "RunLimits",
     "RunResult",
     "StopReason",
+    "Summarizer",
+    "Summary",
     "TieredAgentError",
     "TokenCounter",
     "Tool",
@@ -72,6 +76,10 @@ _LOCATIONS = {
     "ContextConfig": ".context._config",
     "PRESETS": ".context._config",
     "preset": ".context._config",
+    "Summary": ".context._types",
+    "Summarizer": ".context._summarizer",
+    "DigestSummarizer": ".context._summarizer",
+    "LLMSummarizer": ".context._summarizer",
     "TokenCounter": "._tokens",
     "read_trace": "._trace",
     "load_history": "._trace",
@@ -101,6 +109,8 @@ if TYPE_CHECKING:
     from ._trace import load_history, read_trace
     from ._workspace import Workspace, workspace_tools
     from .context._config import PRESETS, ContextConfig, preset
+    from .context._summarizer import DigestSummarizer, LLMSummarizer, Summarizer
+    from .context._types import Summary
 
 
 def __getattr__(name: str) -> Any:
