@@ -213,3 +213,10 @@ async def test_refused_connection_is_retried_then_reported(tmp_path: Path) -> No
     result = await Agent(model, trace_dir=tmp_path).run("x")
     assert result.stop_reason.value == "error" and "3 attempt" in (result.error or "")
     assert delays == [1.0, 2.0]
+
+
+def test_cli_unknown_policy_is_bad_usage(tmp_path: Path) -> None:
+    proc = _cli(["run", "x", "--model", "openai/gpt-4o-mini", "--policy", "nope"], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "unknown context policy 'nope'" in proc.stderr and "tiered" in proc.stderr
+    assert "Traceback" not in proc.stderr
