@@ -214,3 +214,23 @@ def test_recorded_gemini_run_fidelity_and_savings() -> None:
     validation = document["validation"]["caching"]
     assert validation["steps"] == 19
     assert 0 <= validation["mean_abs_error_cached_share"] < 0.5
+
+
+def test_an_llm_summarizer_is_charged_its_own_tokens() -> None:
+    from fakes import make_usage, scripted_provider, text_reply
+
+    run = _synthetic_run("llm-summary", 24)
+    sum5 = policy_config("tiered").replace(name="sum5", summary_every=5, window_iterations=2)
+    policy = {"full": policy_config("full"), "sum5": sum5}
+    reply = text_reply("Goal: fix module_0.py; nothing failed.", make_usage(prompt=300, completion=40))
+    with scripted_provider(respond=lambda request: reply) as llm:
+        result = replay_runs([run], policy, ReplaySettings(summary_model="fake/any"))
+    summaries = len(llm.requests)
+    assert summaries == 4  # queued at iterations 5, 10, 15 and 20; each lands before the next step
+    totals = build_document(result, ["x"])["policies"]["sum5"]["totals"]
+    assert (totals["summary_input_tokens"], totals["summary_output_tokens"]) == (
+        300 * summaries,
+        40 * summaries,
+    )
+    assert totals["input_tokens"] == totals["prompt_tokens"] + 300 * summaries
+    assert build_document(result, ["x"])["settings"]["summarizer"] == "fake/any"

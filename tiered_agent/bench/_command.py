@@ -87,6 +87,11 @@ def _policy_names(value: str | None) -> list[str] | None:
     help="Price of an output token relative to an uncached input token.",
 )
 @click.option(
+    "--summary-model",
+    help="Summarize with this litellm model instead of the offline digest; its tokens are counted "
+    "(needs the provider's API key and network).",
+)
+@click.option(
     "--workers",
     type=click.IntRange(min=0),
     default=0,
@@ -104,6 +109,7 @@ def bench(
     context_window: int,
     output_price_ratio: float,
     workers: int,
+    summary_model: str | None,
 ) -> None:
     """Replay recorded agent runs (PATH: files or folders; default: the bundled traces) through the
     context policies and report tokens, cost with prompt caching, and the information each one hid."""
@@ -112,7 +118,9 @@ def bench(
     from ._replay import ReplaySettings
 
     try:
-        settings = ReplaySettings(tokenizer, context_window, cache_discount, output_price_ratio)
+        settings = ReplaySettings(
+            tokenizer, context_window, cache_discount, output_price_ratio, summary_model
+        )
         _run(paths, names, settings, json_path=json_path, out_dir=out_dir, workers=workers)
     except (TieredAgentError, OSError) as exc:
         click.echo(f"Error: {exc}", err=True)

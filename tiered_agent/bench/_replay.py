@@ -30,6 +30,7 @@ from ..context._config import PRESETS, ContextConfig
 from ..context._manager import ContextManager
 from ..context._names import RETRIEVE_TOOL_NAME
 from ..context._retrieve import retrieve
+from ..context._summarizer import LLMSummarizer
 from ._caching import CountedHistory, IdCounter, PrefixCache, Pricing, PromptEncoder
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_strings
 from ._recorded import RecordedRun
@@ -105,6 +106,7 @@ class ReplaySettings:
     context_window: int = 128_000
     cache_discount: float = 0.1
     output_price_ratio: float = 4.0
+    summary_model: str | None = None  # None: the deterministic digest (offline, 0 tokens)
 
     def __post_init__(self) -> None:
         if self.context_window < 1:
@@ -242,13 +244,20 @@ class _RunState:
         )
 
 
-async def _replay_policy(state: _RunState, name: str, config: ContextConfig, window: int) -> PolicyRunMetrics:
+async def _replay_policy(
+    state: _RunState, name: str, config: ContextConfig, window: int, summary_model: str | None
+) -> PolicyRunMetrics:
     run, counter = state.run, state.counter
+    summarizer = None
+    if summary_model is not None and config.summarizes:  # its calls are counted as summary usage
+        summarizer = LLMSummarizer(
+            summary_model, max_tokens=config.summary_max_tokens, timeout_s=config.summary_timeout_s
+        )
     manager = ContextManager(
         config,
         counter=counter,
         context_window=window,
-        summarizer=None,
+        summarizer=summarizer,
         background=False,
         enforce_hard_limit=False,
     )
@@ -337,11 +346,13 @@ async def replay_run(
     *,
     counter: IdCounter,
     context_window: int = 128_000,
+    summary_model: str | None = None,
 ) -> RunReplay:
     """Replay one run under every policy (sequentially, sharing the run's token memo)."""
     state = _RunState.of(run, counter)
     results = {
-        name: await _replay_policy(state, name, config, context_window) for name, config in policies.items()
+        name: await _replay_policy(state, name, config, context_window, summary_model)
+        for name, config in policies.items()
     }
     return RunReplay(run.run_id, state.outputs, results)
 
@@ -363,7 +374,13 @@ def _replay_job(
     counter = _counter(settings.tokenizer)
 
     async def main() -> RunReplay:
-        return await replay_run(run, policies, counter=counter, context_window=settings.context_window)
+        return await replay_run(
+            run,
+            policies,
+            counter=counter,
+            context_window=settings.context_window,
+            summary_model=settings.summary_model,
+        )
 
     return anyio.run(main)
 

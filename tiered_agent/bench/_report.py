@@ -140,7 +140,7 @@ def _settings_dict(result: BenchResult) -> dict[str, Any]:
         "cache_discount": s.cache_discount,
         "output_price_ratio": s.output_price_ratio,
         "baseline": BASELINE,
-        "summarizer": "digest",
+        "summarizer": s.summary_model or "digest",
         "hard_limit_enforced": False,
         "cost_unit": "uncached input token",
     }
