@@ -466,8 +466,7 @@ def _md_highlights(document: Mapping[str, Any]) -> list[str]:
 METHOD_NOTES = (
     "Each recorded step is replayed through `ContextManager.prepare`, the call the live agent makes, with "
     "the history of the earlier iterations (observations of read-only tools served by the dedup cache "
-    "exactly as the agent's tool runner would). Summaries use the deterministic digest (no model calls, "
-    "0 tokens); a configured summary model's own tokens would count as input and output.",
+    "exactly as the agent's tool runner would).",
     "Prompt tokens = messages + per-message framing + tool schemas (including `context_retrieve` when a "
     "policy registers it), counted locally. Output tokens per step are the recorded completion tokens "
     "when present, else the assistant message's token count; they are the same for every policy.",
@@ -493,5 +492,12 @@ def render_markdown(document: Mapping[str, Any], chart: str | None = None) -> st
     if chart:
         lines += [f"![per-step prompt tokens and totals]({chart})", ""]
     lines += _md_caching(document) + _md_validation(document) + _md_highlights(document)
-    lines += ["## Method", ""] + [f"- {note}" for note in METHOD_NOTES] + [""]
+    summarizer = document["settings"]["summarizer"]
+    summaries = (
+        "Summaries use the deterministic digest (no model calls, 0 tokens)."
+        if summarizer == "digest"
+        else f"Summaries are made by `{summarizer}`; its input and output tokens are charged to each policy."
+    )
+    notes = [f"{METHOD_NOTES[0]} {summaries}", *METHOD_NOTES[1:]]
+    lines += ["## Method", ""] + [f"- {note}" for note in notes] + [""]
     return "\n".join(lines)
