@@ -220,3 +220,12 @@ def test_cli_unknown_policy_is_bad_usage(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "unknown context policy 'nope'" in proc.stderr and "tiered" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_cli_context_window_for_a_model_litellm_does_not_know(workspace: Path, tmp_path: Path) -> None:
+    with FakeOpenAIServer() as server:
+        server.script(tool_reply([("c1", "list_dir", {})], make_usage(prompt=2_000)), text_reply("done"))
+        args = ["run", "x", "--model", "openai/my-finetune", "--api-base", server.base_url]
+        proc = _cli([*args, "--context-window", "8000", "--workspace", str(workspace)], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "prompt 2,000 tok (25.0% of 8,000;" in proc.stdout

@@ -67,6 +67,11 @@ def cli(log_json: bool, log_level: str) -> None:
 @click.option("--token-budget", type=click.IntRange(min=1), help="Stop before exceeding this many tokens.")
 @click.option("--policy", default="tiered", show_default=True, help="Context policy preset.")
 @click.option("--summary-model", help="Cheap litellm model for summaries (default: deterministic digest).")
+@click.option(
+    "--context-window",
+    type=click.IntRange(min=1),
+    help="The model's context window in tokens, for models litellm does not know (self-hosted).",
+)
 @click.option("--allow-write", is_flag=True, help="Enable write_file and edit_file.")
 @click.option("--allow-shell", is_flag=True, help="Enable run_shell.")
 def run(  # noqa: PLR0917 - click passes every option as an argument
@@ -79,6 +84,7 @@ def run(  # noqa: PLR0917 - click passes every option as an argument
     token_budget: int | None,
     policy: str,
     summary_model: str | None,
+    context_window: int | None,
     allow_write: bool,
     allow_shell: bool,
 ) -> None:
@@ -101,6 +107,7 @@ def run(  # noqa: PLR0917 - click passes every option as an argument
         token_budget=token_budget,
         policy=policy,
         summary_model=summary_model,
+        context_window=context_window,
         allow_write=allow_write,
         allow_shell=allow_shell,
     )

@@ -30,6 +30,7 @@ def run_task(
     token_budget: int | None,
     policy: str,
     summary_model: str | None,
+    context_window: int | None,
     allow_write: bool,
     allow_shell: bool,
 ) -> int:
@@ -43,7 +44,7 @@ def run_task(
         ws = Workspace(workspace)
         display = RunDisplay(console)
         agent = Agent(
-            LiteLLMModel(model, api_base=api_base),
+            LiteLLMModel(model, api_base=api_base, context_window=context_window),
             tools=workspace_tools(ws, allow_write=allow_write, allow_shell=allow_shell),
             context=context,
             system_prompt=build_system_prompt(DEFAULT_SYSTEM_PROMPT, load_instructions(ws.root)),
