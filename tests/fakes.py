@@ -63,6 +63,8 @@ from litellm.types.utils import ModelResponse  # noqa: E402
 __all__ = [
     "FAKE_MODEL",
     "FAKE_PROVIDER",
+    "TOOLS",
+    "USER",
     "Entry",
     "RecordedRequest",
     "Responder",
@@ -83,6 +85,23 @@ __all__ = [
 
 FAKE_PROVIDER = "fake"
 FAKE_MODEL = "fake/any"
+
+# A minimal request: one user message and one tool.
+USER = [{"role": "user", "content": "hi"}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+        },
+    }
+]
 
 
 # ---------------------------------------------------------------- replies

@@ -18,24 +18,13 @@ from fake_openai_server import (
     rate_limit_response,
     server_error_response,
 )
-from fakes import make_usage, text_reply, tool_reply
+from fakes import TOOLS, USER, make_usage, text_reply, tool_reply
 
 from tiered_agent._errors import AuthenticationError, ContextWindowExceeded, ModelError, ModelNotFoundError
 from tiered_agent._messages import ToolCall, Usage
 from tiered_agent._model import LiteLLMModel, RetryPolicy
 
 pytestmark = pytest.mark.anyio
-
-USER = [{"role": "user", "content": "hi"}]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "read_file",
-            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
-        },
-    }
-]
 
 
 class SleepRecorder:

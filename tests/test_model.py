@@ -13,6 +13,8 @@ import pytest
 import structlog
 from fakes import (
     FAKE_MODEL,
+    TOOLS,
+    USER,
     RecordedRequest,
     ScriptedLLM,
     auth_error,
@@ -41,21 +43,6 @@ from tiered_agent._model import LiteLLMModel, Model, ModelReply, RetryPolicy, ma
 
 pytestmark = pytest.mark.anyio
 
-USER = [{"role": "user", "content": "hi"}]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "read_file",
-            "description": "Read a file.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
-        },
-    }
-]
 NO_JITTER = RetryPolicy(jitter=0.0)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,24 @@ import click
 __all__ = ["cli", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """The options of ``tiered-agent run``, as click parsed them."""
+
+    task: str
+    model: str | None
+    api_base: str | None
+    workspace: Path
+    trace_dir: Path
+    max_iterations: int
+    token_budget: int | None
+    policy: str
+    summary_model: str | None
+    context_window: int | None
+    allow_write: bool
+    allow_shell: bool
 
 
 class LazyGroup(click.Group):
@@ -74,44 +93,18 @@ def cli(log_json: bool, log_level: str) -> None:
 )
 @click.option("--allow-write", is_flag=True, help="Enable write_file and edit_file.")
 @click.option("--allow-shell", is_flag=True, help="Enable run_shell.")
-def run(  # noqa: PLR0917 - click passes every option as an argument
-    task: str,
-    model: str | None,
-    api_base: str | None,
-    workspace: Path,
-    trace_dir: Path,
-    max_iterations: int,
-    token_budget: int | None,
-    policy: str,
-    summary_model: str | None,
-    context_window: int | None,
-    allow_write: bool,
-    allow_shell: bool,
-) -> None:
+def run(**options: Any) -> None:
     """Run TASK with a model and the workspace tools; print progress, the answer and the trace path."""
-    if not model:
+    settings = RunOptions(**options)
+    if not settings.model:
         raise click.UsageError(
             "No model given: pass --model (e.g. openai/gpt-4o-mini) or set TIERED_AGENT_MODEL."
         )
-    if not workspace.is_dir():
-        raise click.UsageError(f"Workspace {workspace} is not a directory.")
+    if not settings.workspace.is_dir():
+        raise click.UsageError(f"Workspace {settings.workspace} is not a directory.")
     from ._run_command import run_task
 
-    code = run_task(
-        task=task,
-        model=model,
-        api_base=api_base,
-        workspace=workspace,
-        trace_dir=trace_dir,
-        max_iterations=max_iterations,
-        token_budget=token_budget,
-        policy=policy,
-        summary_model=summary_model,
-        context_window=context_window,
-        allow_write=allow_write,
-        allow_shell=allow_shell,
-    )
-    sys.exit(code)
+    sys.exit(run_task(settings))
 
 
 def main() -> None:
