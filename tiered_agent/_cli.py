@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from .context._config import PRESETS  # a plain dataclass module: cheap to import
+
 __all__ = ["cli", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -84,7 +86,9 @@ def cli(log_json: bool, log_level: str) -> None:
 )
 @click.option("--max-iterations", type=click.IntRange(min=1), default=30, show_default=True)
 @click.option("--token-budget", type=click.IntRange(min=1), help="Stop before exceeding this many tokens.")
-@click.option("--policy", default="tiered", show_default=True, help="Context policy preset.")
+@click.option(
+    "--policy", type=click.Choice(list(PRESETS)), default="tiered", show_default=True, help="Context policy."
+)
 @click.option("--summary-model", help="Cheap litellm model for summaries (default: deterministic digest).")
 @click.option(
     "--context-window",
