@@ -2,18 +2,12 @@
 
 ``build_prompt`` is the pure Tier-1 pipeline (truncation, window, masking); ``ContextManager``
 is the per-run seam the agent loop and the replay benchmark share (dedup cache, summaries,
-safety net, counting); ``retrieve`` is what the ``context_retrieve`` tool runs.
+safety net, counting); ``retrieve`` is what the ``context_retrieve`` tool runs. Names are
+imported lazily, so the CLI can read the presets without loading the whole pipeline.
 """
 
-from ._config import PRESETS, ContextConfig, preset
-from ._dedup import DedupCache, DedupHit
-from ._digest import digest
-from ._manager import ContextManager, PreparedPrompt
-from ._pipeline import build_prompt, validate_pairs
-from ._retrieve import RetrievalResult, make_retrieve_tool, retrieve
-from ._summarizer import DigestSummarizer, LLMSummarizer, SmartSummarizer, Summarizer
-from ._truncation import truncate_output
-from ._types import BuiltPrompt, ContextStats, Summary, Truncation
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "PRESETS",
@@ -39,3 +33,48 @@ __all__ = [
     "truncate_output",
     "validate_pairs",
 ]
+
+_LOCATIONS = {
+    "PRESETS": "._config",
+    "ContextConfig": "._config",
+    "preset": "._config",
+    "DedupCache": "._dedup",
+    "DedupHit": "._dedup",
+    "digest": "._digest",
+    "ContextManager": "._manager",
+    "PreparedPrompt": "._manager",
+    "build_prompt": "._pipeline",
+    "validate_pairs": "._pipeline",
+    "RetrievalResult": "._retrieve",
+    "make_retrieve_tool": "._retrieve",
+    "retrieve": "._retrieve",
+    "DigestSummarizer": "._summarizer",
+    "LLMSummarizer": "._summarizer",
+    "SmartSummarizer": "._summarizer",
+    "Summarizer": "._summarizer",
+    "truncate_output": "._truncation",
+    "BuiltPrompt": "._types",
+    "ContextStats": "._types",
+    "Summary": "._types",
+    "Truncation": "._types",
+}
+
+if TYPE_CHECKING:
+    from ._config import PRESETS, ContextConfig, preset
+    from ._dedup import DedupCache, DedupHit
+    from ._digest import digest
+    from ._manager import ContextManager, PreparedPrompt
+    from ._pipeline import build_prompt, validate_pairs
+    from ._retrieve import RetrievalResult, make_retrieve_tool, retrieve
+    from ._summarizer import DigestSummarizer, LLMSummarizer, SmartSummarizer, Summarizer
+    from ._truncation import truncate_output
+    from ._types import BuiltPrompt, ContextStats, Summary, Truncation
+
+
+def __getattr__(name: str) -> Any:
+    module = _LOCATIONS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tiered_agent.context' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
