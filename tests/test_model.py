@@ -361,3 +361,15 @@ async def test_unexpected_provider_exception_is_model_error(llm: ScriptedLLM, sl
     llm.script(*(ValueError("socket closed") for _ in range(2)))
     with pytest.raises(ModelError, match="socket closed"):
         await make_model(sleep, retry=RetryPolicy(max_attempts=2, jitter=0)).complete(USER, [])
+
+
+def test_claude_requests_get_prompt_cache_breakpoints_and_others_do_not() -> None:
+    from tiered_agent._model import CACHE_BREAKPOINTS, needs_cache_breakpoints
+
+    claude = LiteLLMModel("anthropic/claude-sonnet-4-5")._request(USER, TOOLS)
+    assert claude["cache_control_injection_points"] == list(CACHE_BREAKPOINTS)
+    assert needs_cache_breakpoints("bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0")
+    for model in ("openai/gpt-4o", "gemini/gemini-2.5-pro", "anthropic-proxy/claude", "hosted_vllm/llama"):
+        assert "cache_control_injection_points" not in LiteLLMModel(model)._request(USER, TOOLS), model
+    off = LiteLLMModel("anthropic/claude-sonnet-4-5", cache_breakpoints=False)._request(USER, TOOLS)
+    assert "cache_control_injection_points" not in off

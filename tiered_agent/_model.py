@@ -263,6 +263,7 @@ class LiteLLMModel:
         extra_kwargs: Mapping[str, Any] | None = None,
         context_window: int | None = None,
         sleep: SleepFn | None = None,
+        cache_breakpoints: bool = True,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"model must be a non-empty string like 'openai/gpt-4o', got {model!r}")
@@ -283,6 +284,7 @@ class LiteLLMModel:
         self.extra_kwargs = dict(extra_kwargs or {})
         self.context_window_override = context_window
         self.sleep = sleep or anyio.sleep
+        self.cache_breakpoints = cache_breakpoints
 
     def context_window(self) -> int | None:
         """The override if given, else litellm's cost map; ``None`` when unknown."""
@@ -318,6 +320,8 @@ class LiteLLMModel:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
+        if self.cache_breakpoints and needs_cache_breakpoints(self.name):
+            kwargs["cache_control_injection_points"] = [dict(point) for point in CACHE_BREAKPOINTS]
         kwargs.update(self.extra_kwargs or {})
         return kwargs
 
@@ -412,6 +416,22 @@ class LiteLLMModel:
 
     def __repr__(self) -> str:
         return f"LiteLLMModel(name={self.name!r}, api_base={self.api_base!r})"
+
+
+# Claude caches a prompt prefix only up to explicit breakpoints (OpenAI and Gemini cache
+# automatically). One on the system prompt and one on the newest message: the next request then
+# reads everything up to the previous newest message from the cache. litellm injects them.
+CACHE_BREAKPOINTS: tuple[dict[str, Any], ...] = (
+    {"location": "message", "role": "system"},
+    {"location": "message", "index": -1},
+)
+_EXPLICIT_CACHE_PROVIDERS = ("anthropic/", "bedrock/", "vertex_ai/", "azure_ai/")
+
+
+def needs_cache_breakpoints(model: str) -> bool:
+    """True for Claude models behind providers that cache only at explicit breakpoints."""
+    name = model.lower()
+    return name.startswith(_EXPLICIT_CACHE_PROVIDERS) and "claude" in name
 
 
 def _says_context(text: str) -> bool:
