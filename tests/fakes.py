@@ -70,6 +70,7 @@ __all__ = [
     "Responder",
     "ScriptedLLM",
     "ScriptedReply",
+    "SleepRecorder",
     "auth_error",
     "context_window_error",
     "make_usage",
@@ -333,3 +334,13 @@ def scripted_llm() -> Iterator[ScriptedLLM]:
     """An empty :class:`ScriptedLLM` registered as provider ``fake``; script it with ``.script(...)``."""
     with scripted_provider() as llm:
         yield llm
+
+
+class SleepRecorder:
+    """Stands in for anyio.sleep: records the delays, waits for nothing."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)

@@ -22,21 +22,13 @@ from fake_openai_server import (
     rate_limit_response,
     server_error_response,
 )
-from fakes import TOOLS, USER, make_usage, text_reply, tool_reply
+from fakes import TOOLS, USER, SleepRecorder, make_usage, text_reply, tool_reply
 
 from tiered_agent._errors import AuthenticationError, ContextWindowExceeded, ModelError, ModelNotFoundError
 from tiered_agent._messages import ToolCall, Usage
 from tiered_agent._model import LiteLLMModel, RetryPolicy
 
 pytestmark = pytest.mark.anyio
-
-
-class SleepRecorder:
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from fakes import (
     USER,
     RecordedRequest,
     ScriptedLLM,
+    SleepRecorder,
     auth_error,
     context_window_error,
     make_usage,
@@ -44,16 +45,6 @@ from tiered_agent._model import LiteLLMModel, Model, ModelReply, RetryPolicy, ma
 pytestmark = pytest.mark.anyio
 
 NO_JITTER = RetryPolicy(jitter=0.0)
-
-
-class SleepRecorder:
-    """Stands in for anyio.sleep: records the delays, waits for nothing."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 @pytest.fixture

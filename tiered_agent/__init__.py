@@ -12,8 +12,9 @@ stays fast and never imports litellm.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 __all__ = [
     "PRESETS",
@@ -113,13 +114,7 @@ if TYPE_CHECKING:
     from .context._types import Summary
 
 
-def __getattr__(name: str) -> Any:
-    module = _LOCATIONS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tiered_agent' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LOCATIONS, globals())
 
 
 def __dir__() -> list[str]:

@@ -6,8 +6,9 @@ safety net, counting); ``retrieve`` is what the ``context_retrieve`` tool runs. 
 imported lazily, so the CLI can read the presets without loading the whole pipeline.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 
 __all__ = [
     "PRESETS",
@@ -71,10 +72,4 @@ if TYPE_CHECKING:
     from ._types import BuiltPrompt, ContextStats, Summary, Truncation
 
 
-def __getattr__(name: str) -> Any:
-    module = _LOCATIONS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tiered_agent.context' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LOCATIONS, globals())
