@@ -127,6 +127,10 @@ def test_map_usage_cached_tokens_openai_and_anthropic() -> None:
     assert map_usage(make_usage(100, 7, cached=40), cost=0.5) == Usage(100, 7, 40, 1, 0.5)
     anthropic = make_usage(100, 7, cached=None, cache_read_input_tokens=60)
     assert map_usage(anthropic).cached_tokens == 60
+    anthropic["cache_creation_input_tokens"] = 25
+    assert map_usage(anthropic).cache_write_tokens == 25
+    total = map_usage(anthropic) + map_usage(anthropic)
+    assert (total.cached_tokens, total.cache_write_tokens) == (120, 50)
 
 
 def test_map_usage_reads_litellm_objects() -> None:

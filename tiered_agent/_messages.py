@@ -113,8 +113,11 @@ def _flatten_content(content: Any) -> str:
 class Usage:
     """Token usage of one model request, or the sum of several.
 
-    ``cached_tokens`` is the part of ``prompt_tokens`` the provider billed as a
-    cache hit. ``requests`` counts model calls (1 for one request).
+    ``prompt_tokens`` is every input token of the request, cached or not.
+    ``cached_tokens`` is the part of it the provider billed as a cache hit
+    (read), ``cache_write_tokens`` the part it billed as written to the cache
+    (Anthropic's ``cache_creation_input_tokens``; 0 where writes are free).
+    ``requests`` counts model calls (1 for one request).
     """
 
     prompt_tokens: int = 0
@@ -122,6 +125,7 @@ class Usage:
     cached_tokens: int = 0
     requests: int = 0
     cost: float | None = None
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -135,6 +139,7 @@ class Usage:
             cached_tokens=self.cached_tokens + other.cached_tokens,
             requests=self.requests + other.requests,
             cost=cost,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
 

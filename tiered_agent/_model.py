@@ -189,6 +189,7 @@ def map_usage(raw: Any, *, cost: float | None = None) -> Usage:
         cached_tokens=cached,
         requests=1,
         cost=cost,
+        cache_write_tokens=_int(_get(raw, "cache_creation_input_tokens")),
     )
 
 
