@@ -31,11 +31,16 @@ from tiered_agent.bench._bundle import (
     bundled_traces_dir,
 )
 from tiered_agent.bench._import_common import infer_schema, is_read_only, merge_schema
-from tiered_agent.bench._importers import load_runs, write_run_trace
+from tiered_agent.bench._importers import LoadedRuns, SkippedInput, load_runs, write_run_trace
 from tiered_agent.bench._recorded import RecordedRun
 
 SHARED = Path(__file__).parents[1].parent / "shared" / "trajectories"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/trajectories is absent")
+
+
+def _load(paths: list[Path]) -> list[RecordedRun]:
+    """The runs in ``paths``; any unreadable input raises (``strict``)."""
+    return list(load_runs(paths, strict=True).runs)
 
 
 def _write(path: Path, data: Any) -> Path:
@@ -100,7 +105,7 @@ def mini_doc() -> dict[str, Any]:
 
 def test_mini_swe_agent_messages_iterations_calls_and_usage(tmp_path: Path) -> None:
     path = _write(tmp_path / "demo__demo-1.traj.json", mini_doc())
-    [run] = load_runs([path])
+    [run] = _load([path])
     assert run.run_id == "mini-swe-agent/demo__demo-1"
     assert (run.format, run.source, run.model) == ("mini-swe-agent", str(path), "google/gemini-3-pro-preview")
     assert run.messages == (
@@ -145,7 +150,7 @@ def test_mini_swe_agent_resolved_from_results_summary(tmp_path: Path) -> None:
     path = _write(tmp_path / "demo__demo-1.traj.json", mini_doc())
     summary = {"instances": [{"instance_id": "demo__demo-1", "resolved": False}]}
     _write(tmp_path / "_results_summary.json", summary)
-    [run] = load_runs([tmp_path])  # the summary itself is skipped, not read as a run
+    [run] = _load([tmp_path])  # the summary itself is skipped, not read as a run
     assert run.metadata["resolved"] is False
     assert run.source == str(path)
 
@@ -153,7 +158,7 @@ def test_mini_swe_agent_resolved_from_results_summary(tmp_path: Path) -> None:
 def test_mini_swe_agent_keeps_a_last_user_message_that_is_not_the_patch(tmp_path: Path) -> None:
     doc = mini_doc()
     doc["messages"][-1] = {"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"}
-    [run] = load_runs([_write(tmp_path / "a.traj.json", doc)])
+    [run] = _load([_write(tmp_path / "a.traj.json", doc)])
     assert run.messages[-1] == Message(
         "tool",
         "<returncode>0</returncode>\n<output>\n</output>",
@@ -200,7 +205,7 @@ def swe_text_doc() -> dict[str, Any]:
 
 
 def test_swe_agent_text_actions_become_named_tool_calls(tmp_path: Path) -> None:
-    [run] = load_runs([_write(tmp_path / "demo.traj", swe_text_doc())])
+    [run] = _load([_write(tmp_path / "demo.traj", swe_text_doc())])
     assert (run.run_id, run.format, run.model) == ("swe-agent/demo", "swe-agent", None)
     assert run.messages[2:] == (
         Message(
@@ -256,7 +261,7 @@ def swe_fc_doc() -> dict[str, Any]:
 
 
 def test_swe_agent_function_calling_keeps_calls_and_documented_schemas(tmp_path: Path) -> None:
-    [run] = load_runs([_write(tmp_path / "fc.traj", swe_fc_doc())])
+    [run] = _load([_write(tmp_path / "fc.traj", swe_fc_doc())])
     assert run.model == "gpt-4o"
     goto = ToolCall("call_a", "goto", json.dumps({"line_number": 5}))
     bash = ToolCall("call_a_2", "bash", json.dumps({"command": "ls"}))  # the reused id made unique
@@ -323,7 +328,7 @@ def tau_doc() -> list[dict[str, Any]]:
 
 def test_tau_bench_conversations_in_file_order(tmp_path: Path) -> None:
     path = _write(tmp_path / "gpt-4o-airline.json", tau_doc())
-    first, second = load_runs([path])
+    first, second = _load([path])
     assert (first.run_id, second.run_id) == ("tau-bench/task7_trial0", "tau-bench/task2_trial3")
     assert first.source == f"{path}#task7_trial0"
     calc = ToolCall("c1_3", "calculate", json.dumps({"expression": "1+2"}))
@@ -412,7 +417,7 @@ def test_own_trace_events_become_a_run(tmp_path: Path) -> None:
         )
         writer.write(MessageEvent(Message("assistant", "done", iteration=2)))
         writer.write(RunEnded("final", "done", 2, Usage(50, 5, 0, 1)))
-    [run] = load_runs([path])
+    [run] = _load([path])
     assert run == RecordedRun(
         run_id="r1",
         source=str(path),
@@ -436,17 +441,17 @@ def test_round_trip_through_the_trace_format(tmp_path: Path, name: str) -> None:
     doc = {"mini.traj.json": mini_doc, "swe.traj": swe_text_doc, "fc.traj": swe_fc_doc, "tau.json": tau_doc}[
         name
     ]()
-    runs = load_runs([_write(tmp_path / "in" / name, doc)])
+    runs = _load([_write(tmp_path / "in" / name, doc)])
     for n, run in enumerate(runs):
         target = tmp_path / "out" / f"{n}.jsonl"
         write_run_trace(run, target)
         write_run_trace(run, target)  # replaces, never appends
-        assert load_runs([target]) == [run]
-    assert load_runs([tmp_path / "out"]) == runs
+        assert _load([target]) == [run]
+    assert _load([tmp_path / "out"]) == runs
 
 
 def test_trace_written_by_write_run_trace_has_the_documented_events(tmp_path: Path) -> None:
-    [run] = load_runs([_write(tmp_path / "demo__demo-1.traj.json", mini_doc())])
+    [run] = _load([_write(tmp_path / "demo__demo-1.traj.json", mini_doc())])
     write_run_trace(run, tmp_path / "t.jsonl")
     events = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert Counter(e["type"] for e in events) == {"run_start": 1, "message": 7, "model_response": 2}
@@ -460,11 +465,11 @@ def test_trace_written_by_write_run_trace_has_the_documented_events(tmp_path: Pa
 def test_detection_by_content_not_by_extension(tmp_path: Path) -> None:
     mini = _write(tmp_path / "x" / "run.data", mini_doc())
     tau = _write(tmp_path / "x" / "conversations.txt", tau_doc())
-    [run] = load_runs([mini])
+    [run] = _load([mini])
     assert run.format == "mini-swe-agent"
-    assert [r.format for r in load_runs([tau])] == ["tau-bench", "tau-bench"]
+    assert [r.format for r in _load([tau])] == ["tau-bench", "tau-bench"]
     write_run_trace(run, tmp_path / "trace.json")  # a trace named .json is still a trace
-    assert load_runs([tmp_path / "trace.json"]) == [run]
+    assert _load([tmp_path / "trace.json"]) == [run]
 
 
 def test_folders_are_walked_sorted_and_skip_non_trajectories(tmp_path: Path) -> None:
@@ -473,9 +478,9 @@ def test_folders_are_walked_sorted_and_skip_non_trajectories(tmp_path: Path) -> 
     for name in ("LICENSE", "LICENSE.md", "README.md", "SOURCES.md", "notes.txt", "_results_summary.json"):
         (tmp_path / name).write_text("{not json", encoding="utf-8")
     _write(tmp_path / ".cache" / "junk.json", {"foo": 1})
-    runs = load_runs([tmp_path, tmp_path / "b"])  # the second path adds nothing new
+    runs = _load([tmp_path, tmp_path / "b"])  # the second path adds nothing new
     assert [r.run_id for r in runs] == ["swe-agent/swe", "mini-swe-agent/demo__demo-1"]
-    assert load_runs([tmp_path / "LICENSE"]) == []
+    assert _load([tmp_path / "LICENSE"]) == []
 
 
 @pytest.mark.parametrize(
@@ -528,27 +533,27 @@ def test_unreadable_files_raise_naming_file_and_problem(
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
     with pytest.raises(TraceFormatError, match=re.escape(str(path)) + ": " + problem):
-        load_runs([tmp_path])
+        _load([tmp_path])
 
 
 def test_broken_own_traces_raise_naming_file(tmp_path: Path) -> None:
-    [run] = load_runs([_write(tmp_path / "in" / "a.traj.json", mini_doc())])
+    [run] = _load([_write(tmp_path / "in" / "a.traj.json", mini_doc())])
     good = tmp_path / "good.jsonl"
     write_run_trace(run, good)
     lines = good.read_text().splitlines()
     broken = tmp_path / "broken.jsonl"
     broken.write_text("\n".join([lines[0], "{oops", *lines[1:]]) + "\n")
-    with pytest.raises(TraceFormatError, match=re.escape(f"{broken}:2:")):
-        load_runs([broken])
+    with pytest.raises(TraceFormatError, match=re.escape(f"{broken}: line 2:")):
+        _load([broken])
     headless = tmp_path / "headless.jsonl"
     headless.write_text("\n".join(lines[1:]) + "\n")
     with pytest.raises(TraceFormatError, match=re.escape(f"{headless}: no run_start event")):
-        load_runs([headless])
+        _load([headless])
 
 
 def test_missing_path_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="no such file or folder"):
-        load_runs([tmp_path / "nope"])
+        _load([tmp_path / "nope"])
 
 
 # ---------------------------------------------------------------- bundled traces
@@ -556,7 +561,7 @@ def test_bundled_traces_load() -> None:
     folder = bundled_traces_dir()
     paths = bundled_trace_paths()
     assert paths == [folder / "mini-swe-agent", folder / "swe-agent", folder / "tau-bench"]
-    runs = load_runs(paths)
+    runs = _load(paths)
     assert len(runs) == len(BUNDLE) == 24
     assert Counter(r.format for r in runs) == {"mini-swe-agent": 8, "swe-agent": 3, "tau-bench": 13}
     steps = {r.run_id: r.steps for r in runs}
@@ -599,7 +604,7 @@ def _stats_table() -> dict[str, int]:
 
 @needs_shared
 def test_the_whole_shared_set_loads_with_the_documented_step_counts() -> None:
-    runs = load_runs([SHARED])
+    runs = _load([SHARED])
     assert Counter(r.format for r in runs) == {"mini-swe-agent": 33, "swe-agent": 5, "tau-bench": 200}
     by_file = {
         Path(r.source).relative_to(SHARED).as_posix(): r.steps for r in runs if r.format != "tau-bench"
@@ -625,7 +630,7 @@ def test_build_bundle_reproduces_the_committed_traces(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["SOURCES.md", "licenses", *BUNDLED_FORMATS]
     for path in sorted(p for p in tmp_path.rglob("*") if p.is_file()):
         assert path.read_bytes() == (committed / path.relative_to(tmp_path)).read_bytes(), path
-    raw = {r.run_id: r for r in load_runs([SHARED])}
-    for run in load_runs([tmp_path]):
+    raw = {r.run_id: r for r in _load([SHARED])}
+    for run in _load([tmp_path]):
         original = raw[run.run_id]
         assert replace(run, source=original.source, model=original.model) == original
