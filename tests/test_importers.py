@@ -31,7 +31,7 @@ from tiered_agent.bench._bundle import (
     bundled_traces_dir,
 )
 from tiered_agent.bench._import_common import infer_schema, is_read_only, merge_schema
-from tiered_agent.bench._importers import LoadedRuns, SkippedInput, load_runs, write_run_trace
+from tiered_agent.bench._importers import load_runs, write_run_trace
 from tiered_agent.bench._recorded import RecordedRun
 
 SHARED = Path(__file__).parents[1].parent / "shared" / "trajectories"
@@ -560,29 +560,39 @@ def test_missing_path_is_a_configuration_error(tmp_path: Path) -> None:
 def test_bundled_traces_load() -> None:
     folder = bundled_traces_dir()
     paths = bundled_trace_paths()
-    assert paths == [folder / "mini-swe-agent", folder / "swe-agent", folder / "tau-bench"]
+    assert paths == [folder / fmt for fmt in ("mini-swe-agent", "swe-agent", "tau-bench", "openhands")]
     runs = _load(paths)
-    assert len(runs) == len(BUNDLE) == 24
-    assert Counter(r.format for r in runs) == {"mini-swe-agent": 8, "swe-agent": 3, "tau-bench": 13}
+    assert len(runs) == len(BUNDLE) == 27
+    assert Counter(r.format for r in runs) == {
+        "mini-swe-agent": 8, "swe-agent": 3, "tau-bench": 13, "openhands": 3,
+    }  # fmt: skip
     steps = {r.run_id: r.steps for r in runs}
     assert steps["mini-swe-agent/django__django-16560"] == 145
     assert steps["mini-swe-agent/django__django-12708"] == 19
     assert steps["tau-bench/task3_trial0"] == 30
     assert steps["swe-agent/marshmallow-1867__function_calling_replace"] == 11
+    assert [steps[f"openhands/traj_safety-{n}"] for n in ("daemon", "transitions", "clockout")] == [5, 8, 8]
     mini = [r for r in runs if r.format == "mini-swe-agent"]
     assert all(u is not None and u.prompt_tokens > 0 for r in mini for u in r.usage)
-    assert all(r.source.startswith(("gruckion/", "SWE-agent/", "sierra-research/")) for r in runs)
+    repos = ("gruckion/", "SWE-agent/", "sierra-research/", "OpenHands/benchmarks@")
+    assert all(r.source.startswith(repos) for r in runs)
     assert {r.model for r in runs if r.format == "tau-bench"} == {"gpt-4o"}
+    assert {r.model for r in runs if r.format == "openhands"} == {"gpt-4o-2024-08-06"}
     total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and "runs" not in p.parts)
     assert total < 5_000_000
     sources = (folder / "SOURCES.md").read_text()
     for trace in (t for p in paths for t in p.glob("*.jsonl")):
         assert f"`{trace.relative_to(folder).as_posix()}`" in sources
-    assert sorted(p.name for p in (folder / "licenses").rglob("LICENSE*")) == [
-        "LICENSE",
-        "LICENSE",
-        "LICENSE.md",
+    assert sorted(
+        p.relative_to(folder / "licenses").as_posix() for p in (folder / "licenses").rglob("LICENSE*")
+    ) == [
+        "OpenHands__benchmarks/LICENSE",
+        "SWE-agent__SWE-agent/LICENSE",
+        "gruckion__mini-swe-agent/LICENSE.md",
+        "sierra-research__tau-bench/LICENSE",
     ]
+    assert "Copyright (c) 2025 All Hands AI" in sources
+    assert "`openhands-sdk_gpt-4o/`: OpenHands software-agent-SDK runs" in sources
 
 
 def test_bundled_traces_dir_missing_says_to_pass_path(
@@ -595,25 +605,54 @@ def test_bundled_traces_dir_missing_says_to_pass_path(
 
 # ---------------------------------------------------------------- the whole shared set
 def _stats_table() -> dict[str, int]:
-    text = (SHARED / "stats.md").read_text()
-    return {
+    """Steps per file as the shared stats.md (first folders) and SOURCES.md (added folders) document them.
+
+    SOURCES.md counts the OpenHands runs' actions (tool calls), not their model calls.
+    """
+    stats = (SHARED / "stats.md").read_text()
+    table = {
         m[1]: int(m[2])
-        for m in re.finditer(r"^\| ((?:mini-swe-agent|swe-agent)[^|/\s]*/\S+) \| (\d+) \|", text, re.M)
+        for m in re.finditer(r"^\| ((?:mini-swe-agent|swe-agent)[^|/\s]*/\S+) \| (\d+) \|", stats, re.M)
     }
+    sources = (SHARED / "SOURCES.md").read_text()
+    table |= {m[1]: int(m[2]) for m in re.finditer(r"^\| `([^`]+)` \|.* \| (\d+) \|$", sources, re.M)}
+    return table
+
+
+# Model calls per OpenHands run: one per response (parallel calls share one), plus final text replies.
+OPENHANDS_STEPS = {
+    "attendance": 7, "backchannel": 12, "backup-cron-job": 7, "business-intelligence": 9, "clockout": 8,
+    "daemon": 5, "election-data": 7, "external-auditor": 19, "meeting-topics": 6, "migrate": 6,
+    "misconfig": 9, "open-features": 4, "paper-trail": 7, "qr-code": 7, "relocation": 19,
+    "reuse-cache": 13, "tmp-file-cleanup": 8, "transitions": 8,
+}  # fmt: skip
 
 
 @needs_shared
 def test_the_whole_shared_set_loads_with_the_documented_step_counts() -> None:
-    runs = _load([SHARED])
-    assert Counter(r.format for r in runs) == {"mini-swe-agent": 33, "swe-agent": 5, "tau-bench": 200}
+    loaded = load_runs([SHARED])
+    runs = list(loaded.runs)
+    assert loaded.skipped == ()
+    folders = Counter(Path(r.source).relative_to(SHARED).parts[0] for r in runs)
+    assert folders == {
+        "mini-swe-agent_gemini-3-pro": 33, "mini-swe-agent_gemini-3-pro_long": 30, "swe-agent_demos": 5,
+        "tau-bench": 200, "openhands-sdk_gpt-4o": 18,
+    }  # fmt: skip
+    documented = _stats_table()
     by_file = {
-        Path(r.source).relative_to(SHARED).as_posix(): r.steps for r in runs if r.format != "tau-bench"
+        Path(r.source).relative_to(SHARED).as_posix(): r.steps
+        for r in runs
+        if r.format in ("mini-swe-agent", "swe-agent")
     }
-    assert by_file == _stats_table()
+    assert by_file == {k: v for k, v in documented.items() if not k.startswith("openhands")}
     assert by_file["mini-swe-agent_gemini-3-pro/django__django-16560.traj.json"] == 145
-    assert sum(r.steps for r in runs if r.format == "mini-swe-agent") == 1819
-    assert sum(r.steps for r in runs if r.format == "tau-bench") == 2454
-    assert sum(r.steps for r in runs if r.format == "swe-agent") == 62
+    steps = Counter()
+    for run in runs:
+        steps[Path(run.source).relative_to(SHARED).parts[0]] += run.steps
+    assert steps == {
+        "mini-swe-agent_gemini-3-pro": 1819, "mini-swe-agent_gemini-3-pro_long": 2514, "swe-agent_demos": 62,
+        "tau-bench": 2454, "openhands-sdk_gpt-4o": 161,
+    }  # fmt: skip
     mini = [r for r in runs if r.format == "mini-swe-agent"]
     assert all(len(r.usage) == r.steps and None not in r.usage for r in mini)
     assert all(not r.messages[-1].text.startswith("diff --git") for r in mini)
@@ -623,11 +662,41 @@ def test_the_whole_shared_set_loads_with_the_documented_step_counts() -> None:
 
 
 @needs_shared
+def test_the_shared_openhands_runs() -> None:
+    runs = list(load_runs([SHARED / "openhands-sdk_gpt-4o"], strict=True).runs)
+    assert {r.run_id.removeprefix("openhands/traj_safety-"): r.steps for r in runs} == OPENHANDS_STEPS
+    documented = _stats_table()
+    for run in runs:  # every recorded action is a tool call; SOURCES.md counts those
+        calls = sum(len(m.tool_calls) for m in run.messages)
+        assert calls == documented[Path(run.source).relative_to(SHARED).as_posix()], run.run_id
+    parallel = [m for r in runs for m in r.messages if len(m.tool_calls) > 1]
+    assert len(parallel) == 10
+    assert sum(r.metadata["task_missing"] for r in runs) == 14
+    assert all(r.usage == (None,) * r.steps and r.model is None for r in runs)
+    transitions = next(r for r in runs if r.run_id.endswith("transitions"))
+    assert [len(m.tool_calls) for m in transitions.messages if m.role == "assistant"] == [
+        2,
+        1,
+        2,
+        1,
+        1,
+        1,
+        2,
+        1,
+    ]
+    assert transitions.read_only_tools == frozenset({"think"})
+    meeting = next(r for r in runs if r.run_id.endswith("meeting-topics"))
+    view = meeting.messages[0].tool_calls[0]
+    assert json.loads(view.arguments)["command"] == "view" and meeting.is_read_only(view)
+    assert not meeting.is_read_only(meeting.messages[2].tool_calls[0])  # execute_bash
+
+
+@needs_shared
 def test_build_bundle_reproduces_the_committed_traces(tmp_path: Path) -> None:
     written = build_bundle(SHARED, tmp_path)
     committed = bundled_traces_dir()
-    assert len(written) == 24
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["SOURCES.md", "licenses", *BUNDLED_FORMATS]
+    assert len(written) == 27
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["SOURCES.md", "licenses", *BUNDLED_FORMATS])
     for path in sorted(p for p in tmp_path.rglob("*") if p.is_file()):
         assert path.read_bytes() == (committed / path.relative_to(tmp_path)).read_bytes(), path
     raw = {r.run_id: r for r in _load([SHARED])}

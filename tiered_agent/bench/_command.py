@@ -156,7 +156,8 @@ def _run(
     loaded = load_runs(inputs, strict=strict)  # skipped inputs: one warning each on stderr
     runs = loaded.runs
     if not runs:
-        note = f" ({len(loaded.skipped)} inputs skipped, see the warnings)" if loaded.skipped else ""
+        count = len(loaded.skipped)
+        note = f" ({count} input{'s' * (count != 1)} skipped, see the warnings)" if count else ""
         raise ConfigurationError(f"no recorded runs found in {', '.join(str(p) for p in inputs)}{note}")
     policies = resolve_policies(names)
     steps = sum(r.steps for r in runs)

@@ -153,8 +153,9 @@ def load_runs(paths: Sequence[Path | str], *, strict: bool = False) -> LoadedRun
 
 def _strict_message(skipped: Sequence[SkippedInput]) -> str:
     first = skipped[0]
-    more = f" (and {len(skipped) - 1} more unreadable inputs)" if len(skipped) > 1 else ""
-    return f"{first.path}: {first.reason}{more}"
+    more = len(skipped) - 1
+    more_text = f" (and {more} more unreadable input{'s' * (more != 1)})" if more else ""
+    return f"{first.path}: {first.reason}{more_text}"
 
 
 def load_file(path: Path) -> list[RecordedRun]:
