@@ -219,6 +219,25 @@ def test_openhands_log_without_the_task_starts_at_the_first_action(tmp_path: Pat
     assert set(run.tools[0]["function"]["parameters"]["properties"]) == {"command", "path", "file_text"}
 
 
+def test_openhands_persisted_conversation_folder_is_one_run(tmp_path: Path) -> None:
+    conversation = tmp_path / "persist" / "conv-42"
+    (conversation / "base_state.json").parent.mkdir(parents=True)
+    (conversation / "base_state.json").write_text('{"id": "conv-42"}', encoding="utf-8")
+    for index, event in enumerate(openhands_events()):
+        _write(conversation / "events" / f"event-{index:05d}-{event['id']}.json", event)
+    (conversation / "events" / "notes.json").write_text("{}", encoding="utf-8")  # not an event file
+    loaded = load_runs([tmp_path / "persist"])
+    [run] = loaded.runs
+    assert (run.run_id, run.source) == ("openhands/conv-42", str(conversation))
+    assert run.messages == _load(_write(tmp_path / "list.json", openhands_events()))[0].messages
+    assert [s.path for s in loaded.skipped] == [str(conversation / "events" / "notes.json")]
+    _write(conversation / "events" / "event-00099-x.json", {"no": "kind"})
+    assert load_runs([conversation / "events"]).skipped[0] == SkippedInput(
+        str(conversation / "events"),
+        "openhands: the event files are not OpenHands events (each needs a kind and a source)",
+    )
+
+
 def test_openhands_read_only_tools_by_what_they_do() -> None:
     from tiered_agent.bench._import_openhands import read_only_tool
 
@@ -489,8 +508,6 @@ def _mixed_folder(root: Path) -> Path:
         _tau(1, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]),
         _tau(2, [{"role": "system", "content": "policy"}, {"role": "user", "content": "hi"}]),
     ])  # fmt: skip
-    unreadable = root / "locked.json"
-    unreadable.mkdir()  # a folder named like a run: reading it fails
     return root
 
 
@@ -518,6 +535,22 @@ def test_unreadable_and_empty_inputs_are_skipped_with_one_warning_each(tmp_path:
     assert [(e["event"], e["path"]) for e in warnings] == [
         ("importers.skipped", s.path) for s in loaded.skipped
     ]
+
+
+def test_a_file_that_cannot_be_read_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    good = _write(tmp_path / "good.json", openhands_events())
+    locked = _write(tmp_path / "locked.json", openhands_events())
+    read_bytes = Path.read_bytes
+
+    def refuse(self: Path) -> bytes:
+        if self == locked:
+            raise PermissionError(13, "Permission denied")
+        return read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    loaded = load_runs([tmp_path])
+    assert [r.source for r in loaded.runs] == [str(good)]
+    assert loaded.skipped == (SkippedInput(str(locked), "cannot read (Permission denied)"),)
 
 
 def test_strict_turns_the_first_skip_into_one_error(tmp_path: Path) -> None:

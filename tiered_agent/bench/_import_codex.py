@@ -74,7 +74,13 @@ def matches(records: list[Any]) -> bool:
 
 
 def _flat_meta(record: dict[str, Any]) -> bool:
-    return "type" not in record and "id" in record and "timestamp" in record
+    """The first line of an older rollout: the session itself (no ``type``)."""
+    return (
+        "type" not in record
+        and "kind" not in record
+        and {"id", "timestamp"} <= record.keys()
+        and bool({"instructions", "git", "cli_version"} & record.keys())
+    )
 
 
 def read_only_tool(name: str) -> bool:

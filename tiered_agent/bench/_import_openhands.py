@@ -18,6 +18,10 @@ Events by ``kind`` (the SDK's ``openhands.sdk.event`` classes):
 - Everything else (condensation, state updates, pauses) never reached the model as recorded
   and is dropped; ``metadata["ignored_events"]`` counts it by kind.
 
+A conversation the SDK persisted (``<persistence_dir>/<conversation>/events/event-00000-<id>.json``,
+one event per file) is read as the list of its event files in name order, one run named after the
+conversation folder.
+
 Some event lists start after the task message (the first events are the agent's): then
 iteration 0 holds only the system prompt, or nothing, the run's ``task`` is ``""`` and
 ``metadata["task_missing"]`` is True; the first action is still step 1.
@@ -30,6 +34,7 @@ navigation, clicks and typing are not. No per-step token usage is recorded in th
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -47,7 +52,7 @@ from ._import_common import (
 from ._import_steps import HistoryBuilder
 from ._recorded import RecordedRun
 
-__all__ = ["FORMAT", "convert", "matches"]
+__all__ = ["FORMAT", "convert", "convert_folder", "is_event_file", "matches"]
 
 FORMAT = "openhands"
 READ_ONLY_NAMES = frozenset({"think", "browser_get_state", "browser_get_content"})
@@ -59,6 +64,7 @@ READ_ONLY_COMMANDS = {
     "task_tracker": frozenset({"view"}),
 }
 _RESULT_KINDS = frozenset({"ObservationEvent", "AgentErrorEvent", "UserRejectObservation"})
+_EVENT_FILE = re.compile(r"^event-\d{5}(?:-.+)?\.json$")
 
 
 def matches(doc: Any) -> bool:
@@ -68,6 +74,25 @@ def matches(doc: Any) -> bool:
         and all(isinstance(e, dict) and isinstance(e.get("kind"), str) and "source" in e for e in doc)
         and any(e["kind"] in ("ActionEvent", "MessageEvent", "SystemPromptEvent") for e in doc)
     )
+
+
+def is_event_file(path: Path) -> bool:
+    """One event of a persisted conversation: ``events/event-<5 digits>[-<id>].json``."""
+    return path.parent.name == "events" and bool(_EVENT_FILE.match(path.name))
+
+
+def convert_folder(folder: Path, _: Path) -> RecordedRun:
+    """A persisted conversation's ``events/`` folder: its event files in name order, as one run."""
+    events = []
+    for path in sorted(p for p in folder.iterdir() if is_event_file(p)):
+        try:
+            event = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise ShapeError(f"{path.name}: cannot read ({exc})") from exc
+        events.append(event)
+    if not matches(events):
+        raise ShapeError("the event files are not OpenHands events (each needs a kind and a source)")
+    return convert(events, folder.parent)
 
 
 def read_only_tool(name: str) -> bool:

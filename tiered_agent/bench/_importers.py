@@ -5,7 +5,8 @@ Supported (detected by content, not by file name):
 - mini-swe-agent v1 trajectories (``*.traj.json``),
 - SWE-agent trajectories (``*.traj``, text or function-calling actions),
 - tau-bench historical trajectories (one JSON list of conversations -> one run each),
-- OpenHands software-agent-SDK event lists (one JSON list of events),
+- OpenHands software-agent-SDK event lists (one JSON list of events), or a persisted
+  conversation's ``events/`` folder (one ``event-*.json`` file per event),
 - Claude Code session logs (``~/.claude/projects/<project>/<session>.jsonl``, subagents too),
 - Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``, older flat ones too),
 - the project's own JSONL traces (what :func:`write_run_trace` and the runtime write).
@@ -64,7 +65,10 @@ FORMATS = (
 TRAJECTORY_SUFFIXES = (".json", ".jsonl", ".traj")
 _SKIPPED_STEMS = ("license", "licence", "readme", "sources", "copying", "notice", "stats")
 # Files next to recorded runs that hold none: result summaries, Claude Code's per-project session index.
-_SKIPPED_NAMES = frozenset({"_results_summary.json", "results_summary.json", "sessions-index.json"})
+# OpenHands' conversation state (next to its events/ folder).
+_SKIPPED_NAMES = frozenset(
+    {"_results_summary.json", "results_summary.json", "sessions-index.json", "base_state.json"}
+)
 _EXPECTED = (
     "expected mini-swe-agent, SWE-agent, tau-bench, OpenHands, Claude Code, Codex or tiered-agent trace"
 )
@@ -170,6 +174,8 @@ def load_file(path: Path) -> list[RecordedRun]:
 
 
 def _load(path: Path) -> list[RecordedRun]:
+    if path.is_dir():  # an OpenHands conversation's events/ folder
+        return _converted(_import_openhands.FORMAT, _import_openhands.convert_folder, path, path)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -244,8 +250,9 @@ def _json_lines(data: bytes, whole: orjson.JSONDecodeError) -> list[Any]:
 
 
 def _files(path: Path) -> list[Path]:
+    """The inputs under ``path``: files, and OpenHands ``events/`` folders (one run each)."""
     if path.is_dir():
-        return [
+        files = [
             p
             for p in sorted(path.rglob("*"))
             if p.is_file()
@@ -253,6 +260,8 @@ def _files(path: Path) -> list[Path]:
             and not _skipped(p)
             and not any(part.startswith(".") for part in p.relative_to(path).parts)
         ]
+        inputs = (p.parent if _import_openhands.is_event_file(p) else p for p in files)
+        return list(dict.fromkeys(inputs))
     if path.is_file():
         if _skipped(path):
             log.debug("importers.not_a_run", path=str(path))
