@@ -442,6 +442,29 @@ def test_codex_rollout_steps_calls_and_token_counts() -> None:
     assert run.task == "<environment_context>\n  <cwd>/home/user/demo</cwd>\n</environment_context>"
 
 
+def test_codex_running_totals_without_last_usage(tmp_path: Path) -> None:
+    def total(prompt: int, cached: int, output: int) -> dict[str, Any]:
+        usage = {"input_tokens": prompt, "cached_input_tokens": cached, "output_tokens": output}
+        return {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": usage}}}
+
+    def item(**payload: Any) -> dict[str, Any]:
+        return {"type": "response_item", "payload": payload}
+
+    records = [
+        {"type": "session_meta", "payload": {"id": "s1", "cli_version": "0.30.0"}},
+        item(type="message", role="user", content=[{"type": "input_text", "text": "Hi"}]),
+        item(type="function_call", name="shell", arguments='{"command":["ls"]}', call_id="c1"),
+        total(1000, 0, 50),
+        item(type="function_call_output", call_id="c1", output="a.py"),
+        item(type="message", role="assistant", content=[{"type": "output_text", "text": "One file."}]),
+        total(2200, 1024, 70),
+    ]
+    path = tmp_path / "rollout-old.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    [run] = _load(path)
+    assert run.usage == (Usage(1000, 50, 0, 1), Usage(1200, 20, 1024, 1))
+
+
 def test_codex_older_flat_rollout() -> None:
     run = _codex_runs()[f"codex/{CODEX_FLAT}"]
     assert run.messages == (

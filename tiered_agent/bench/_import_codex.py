@@ -18,8 +18,10 @@ Current rollouts hold one ``{"timestamp", "type", "payload"}`` object per line:
 - ``event_msg`` of type ``token_count``: ``info.last_token_usage`` is the usage of the response
   just completed, the latest step's usage: ``prompt_tokens`` = ``input_tokens`` (OpenAI counts the
   cached part in it), ``cached_tokens`` = ``cached_input_tokens``, ``completion_tokens`` =
-  ``output_tokens`` (reasoning tokens included). A ``token_count`` whose ``total_token_usage``
-  equals the previous one is a repeat and is ignored. Other events duplicate the items.
+  ``output_tokens`` (reasoning tokens included). Counts that carry only the running
+  ``total_token_usage`` give the difference to the previous total. A ``token_count`` whose
+  ``total_token_usage`` equals the previous one is a repeat and is ignored. Other events
+  duplicate the items.
 - ``compacted``: the history was replaced by a summary (``metadata["compactions"]``).
 
 Steps: the output items from one input item (or ``token_count``) to the next are one model
@@ -216,18 +218,34 @@ def _output_text(output: Any) -> str:
 
 def _token_count(state: _Rollout, payload: dict[str, Any], where: str) -> None:
     info = payload.get("info")
-    if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
+    if not isinstance(info, dict):
         return
-    total = info.get("total_token_usage")
+    last, total = info.get("last_token_usage"), info.get("total_token_usage")
     if total is not None and total == state.last_total:
         return  # the same count re-emitted
-    state.last_total = total
+    previous, state.last_total = state.last_total, total
+    if isinstance(last, dict):
+        raw, where = last, f"{where}.info.last_token_usage"
+    elif isinstance(total, dict):  # only the running total: this response is the difference
+        raw, where = _difference(total, previous), f"{where}.info.total_token_usage"
+    else:
+        return
     state.responding = False
     builder = state.builder
     if builder.step == 0 or builder.usage[-1] is not None:
         state.unmatched_usage += 1
         return
-    builder.set_usage(_usage(info["last_token_usage"], f"{where}.info.last_token_usage"))
+    builder.set_usage(_usage(raw, where))
+
+
+def _difference(total: dict[str, Any], previous: Any) -> dict[str, Any]:
+    if not isinstance(previous, dict):
+        return total
+    return {
+        key: value - previous.get(key, 0)
+        for key, value in total.items()
+        if isinstance(value, int) and isinstance(previous.get(key, 0), int)
+    }
 
 
 def _usage(raw: dict[str, Any], where: str) -> Usage:
