@@ -652,7 +652,7 @@ def test_bench_skips_broken_files_and_strict_fails(tmp_path: Path) -> None:
     assert strict.exit_code == 1
     assert strict.stderr.strip().splitlines() == [
         f"Error: {root / 'bad-shape.traj'}: swe-agent: root.history: every entry must be an object "
-        "(and 4 more unreadable inputs)"
+        "(and 4 more inputs that cannot be replayed)"
     ]
     assert not (tmp_path / "out2").exists()
 

@@ -158,7 +158,8 @@ def load_runs(paths: Sequence[Path | str], *, strict: bool = False) -> LoadedRun
 def _strict_message(skipped: Sequence[SkippedInput]) -> str:
     first = skipped[0]
     more = len(skipped) - 1
-    more_text = f" (and {more} more unreadable input{'s' * (more != 1)})" if more else ""
+    inputs = "input that cannot be replayed" if more == 1 else "inputs that cannot be replayed"
+    more_text = f" (and {more} more {inputs})" if more else ""
     return f"{first.path}: {first.reason}{more_text}"
 
 
