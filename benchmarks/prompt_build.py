@@ -37,7 +37,7 @@ RUN = Path(__file__).resolve().parents[1] / "traces" / "mini-swe-agent" / "djang
 
 
 def history_of(iterations: int) -> list[Message]:
-    run = load_runs([RUN])[0]
+    run = load_runs([RUN], strict=True).runs[0]
     messages = list(run.messages)
     last = max(m.iteration for m in messages)
     donors = [m for m in messages if m.iteration > last - 10]

@@ -43,7 +43,7 @@ def main() -> None:
     paths = [Path(p) for p in sys.argv[1:]] or [
         Path(__file__).resolve().parents[2] / "shared" / "trajectories"
     ]
-    runs = load_runs(paths)
+    runs = load_runs(paths).runs  # unreadable inputs: skipped with a warning
     policies = resolve_policies(["full", "tiered", "masking", "adk-compaction"]) | CANDIDATES
     result = replay_runs(runs, policies, ReplaySettings(), workers=2)
     doc = build_document(result, [str(p) for p in paths])

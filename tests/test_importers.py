@@ -38,6 +38,11 @@ SHARED = Path(__file__).parents[1].parent / "shared" / "trajectories"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/trajectories is absent")
 
 
+def _load(paths: list[Path]) -> list[RecordedRun]:
+    """The runs in ``paths``; any unreadable input raises (``strict``)."""
+    return list(load_runs(paths, strict=True).runs)
+
+
 def _write(path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -100,7 +105,7 @@ def mini_doc() -> dict[str, Any]:
 
 def test_mini_swe_agent_messages_iterations_calls_and_usage(tmp_path: Path) -> None:
     path = _write(tmp_path / "demo__demo-1.traj.json", mini_doc())
-    [run] = load_runs([path])
+    [run] = _load([path])
     assert run.run_id == "mini-swe-agent/demo__demo-1"
     assert (run.format, run.source, run.model) == ("mini-swe-agent", str(path), "google/gemini-3-pro-preview")
     assert run.messages == (
@@ -145,7 +150,7 @@ def test_mini_swe_agent_resolved_from_results_summary(tmp_path: Path) -> None:
     path = _write(tmp_path / "demo__demo-1.traj.json", mini_doc())
     summary = {"instances": [{"instance_id": "demo__demo-1", "resolved": False}]}
     _write(tmp_path / "_results_summary.json", summary)
-    [run] = load_runs([tmp_path])  # the summary itself is skipped, not read as a run
+    [run] = _load([tmp_path])  # the summary itself is skipped, not read as a run
     assert run.metadata["resolved"] is False
     assert run.source == str(path)
 
@@ -153,7 +158,7 @@ def test_mini_swe_agent_resolved_from_results_summary(tmp_path: Path) -> None:
 def test_mini_swe_agent_keeps_a_last_user_message_that_is_not_the_patch(tmp_path: Path) -> None:
     doc = mini_doc()
     doc["messages"][-1] = {"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"}
-    [run] = load_runs([_write(tmp_path / "a.traj.json", doc)])
+    [run] = _load([_write(tmp_path / "a.traj.json", doc)])
     assert run.messages[-1] == Message(
         "tool",
         "<returncode>0</returncode>\n<output>\n</output>",
@@ -200,7 +205,7 @@ def swe_text_doc() -> dict[str, Any]:
 
 
 def test_swe_agent_text_actions_become_named_tool_calls(tmp_path: Path) -> None:
-    [run] = load_runs([_write(tmp_path / "demo.traj", swe_text_doc())])
+    [run] = _load([_write(tmp_path / "demo.traj", swe_text_doc())])
     assert (run.run_id, run.format, run.model) == ("swe-agent/demo", "swe-agent", None)
     assert run.messages[2:] == (
         Message(
@@ -256,7 +261,7 @@ def swe_fc_doc() -> dict[str, Any]:
 
 
 def test_swe_agent_function_calling_keeps_calls_and_documented_schemas(tmp_path: Path) -> None:
-    [run] = load_runs([_write(tmp_path / "fc.traj", swe_fc_doc())])
+    [run] = _load([_write(tmp_path / "fc.traj", swe_fc_doc())])
     assert run.model == "gpt-4o"
     goto = ToolCall("call_a", "goto", json.dumps({"line_number": 5}))
     bash = ToolCall("call_a_2", "bash", json.dumps({"command": "ls"}))  # the reused id made unique
@@ -323,7 +328,7 @@ def tau_doc() -> list[dict[str, Any]]:
 
 def test_tau_bench_conversations_in_file_order(tmp_path: Path) -> None:
     path = _write(tmp_path / "gpt-4o-airline.json", tau_doc())
-    first, second = load_runs([path])
+    first, second = _load([path])
     assert (first.run_id, second.run_id) == ("tau-bench/task7_trial0", "tau-bench/task2_trial3")
     assert first.source == f"{path}#task7_trial0"
     calc = ToolCall("c1_3", "calculate", json.dumps({"expression": "1+2"}))
@@ -412,7 +417,7 @@ def test_own_trace_events_become_a_run(tmp_path: Path) -> None:
         )
         writer.write(MessageEvent(Message("assistant", "done", iteration=2)))
         writer.write(RunEnded("final", "done", 2, Usage(50, 5, 0, 1)))
-    [run] = load_runs([path])
+    [run] = _load([path])
     assert run == RecordedRun(
         run_id="r1",
         source=str(path),
@@ -436,17 +441,17 @@ def test_round_trip_through_the_trace_format(tmp_path: Path, name: str) -> None:
     doc = {"mini.traj.json": mini_doc, "swe.traj": swe_text_doc, "fc.traj": swe_fc_doc, "tau.json": tau_doc}[
         name
     ]()
-    runs = load_runs([_write(tmp_path / "in" / name, doc)])
+    runs = _load([_write(tmp_path / "in" / name, doc)])
     for n, run in enumerate(runs):
         target = tmp_path / "out" / f"{n}.jsonl"
         write_run_trace(run, target)
         write_run_trace(run, target)  # replaces, never appends
-        assert load_runs([target]) == [run]
-    assert load_runs([tmp_path / "out"]) == runs
+        assert _load([target]) == [run]
+    assert _load([tmp_path / "out"]) == runs
 
 
 def test_trace_written_by_write_run_trace_has_the_documented_events(tmp_path: Path) -> None:
-    [run] = load_runs([_write(tmp_path / "demo__demo-1.traj.json", mini_doc())])
+    [run] = _load([_write(tmp_path / "demo__demo-1.traj.json", mini_doc())])
     write_run_trace(run, tmp_path / "t.jsonl")
     events = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert Counter(e["type"] for e in events) == {"run_start": 1, "message": 7, "model_response": 2}
@@ -460,11 +465,11 @@ def test_trace_written_by_write_run_trace_has_the_documented_events(tmp_path: Pa
 def test_detection_by_content_not_by_extension(tmp_path: Path) -> None:
     mini = _write(tmp_path / "x" / "run.data", mini_doc())
     tau = _write(tmp_path / "x" / "conversations.txt", tau_doc())
-    [run] = load_runs([mini])
+    [run] = _load([mini])
     assert run.format == "mini-swe-agent"
-    assert [r.format for r in load_runs([tau])] == ["tau-bench", "tau-bench"]
+    assert [r.format for r in _load([tau])] == ["tau-bench", "tau-bench"]
     write_run_trace(run, tmp_path / "trace.json")  # a trace named .json is still a trace
-    assert load_runs([tmp_path / "trace.json"]) == [run]
+    assert _load([tmp_path / "trace.json"]) == [run]
 
 
 def test_folders_are_walked_sorted_and_skip_non_trajectories(tmp_path: Path) -> None:
@@ -473,9 +478,9 @@ def test_folders_are_walked_sorted_and_skip_non_trajectories(tmp_path: Path) -> 
     for name in ("LICENSE", "LICENSE.md", "README.md", "SOURCES.md", "notes.txt", "_results_summary.json"):
         (tmp_path / name).write_text("{not json", encoding="utf-8")
     _write(tmp_path / ".cache" / "junk.json", {"foo": 1})
-    runs = load_runs([tmp_path, tmp_path / "b"])  # the second path adds nothing new
+    runs = _load([tmp_path, tmp_path / "b"])  # the second path adds nothing new
     assert [r.run_id for r in runs] == ["swe-agent/swe", "mini-swe-agent/demo__demo-1"]
-    assert load_runs([tmp_path / "LICENSE"]) == []
+    assert _load([tmp_path / "LICENSE"]) == []
 
 
 @pytest.mark.parametrize(
@@ -528,56 +533,66 @@ def test_unreadable_files_raise_naming_file_and_problem(
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
     with pytest.raises(TraceFormatError, match=re.escape(str(path)) + ": " + problem):
-        load_runs([tmp_path])
+        _load([tmp_path])
 
 
 def test_broken_own_traces_raise_naming_file(tmp_path: Path) -> None:
-    [run] = load_runs([_write(tmp_path / "in" / "a.traj.json", mini_doc())])
+    [run] = _load([_write(tmp_path / "in" / "a.traj.json", mini_doc())])
     good = tmp_path / "good.jsonl"
     write_run_trace(run, good)
     lines = good.read_text().splitlines()
     broken = tmp_path / "broken.jsonl"
     broken.write_text("\n".join([lines[0], "{oops", *lines[1:]]) + "\n")
-    with pytest.raises(TraceFormatError, match=re.escape(f"{broken}:2:")):
-        load_runs([broken])
+    with pytest.raises(TraceFormatError, match=re.escape(f"{broken}: line 2:")):
+        _load([broken])
     headless = tmp_path / "headless.jsonl"
     headless.write_text("\n".join(lines[1:]) + "\n")
     with pytest.raises(TraceFormatError, match=re.escape(f"{headless}: no run_start event")):
-        load_runs([headless])
+        _load([headless])
 
 
 def test_missing_path_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="no such file or folder"):
-        load_runs([tmp_path / "nope"])
+        _load([tmp_path / "nope"])
 
 
 # ---------------------------------------------------------------- bundled traces
 def test_bundled_traces_load() -> None:
     folder = bundled_traces_dir()
     paths = bundled_trace_paths()
-    assert paths == [folder / "mini-swe-agent", folder / "swe-agent", folder / "tau-bench"]
-    runs = load_runs(paths)
-    assert len(runs) == len(BUNDLE) == 24
-    assert Counter(r.format for r in runs) == {"mini-swe-agent": 8, "swe-agent": 3, "tau-bench": 13}
+    assert paths == [folder / fmt for fmt in ("mini-swe-agent", "swe-agent", "tau-bench", "openhands")]
+    runs = _load(paths)
+    assert len(runs) == len(BUNDLE) == 27
+    assert Counter(r.format for r in runs) == {
+        "mini-swe-agent": 8, "swe-agent": 3, "tau-bench": 13, "openhands": 3,
+    }  # fmt: skip
     steps = {r.run_id: r.steps for r in runs}
     assert steps["mini-swe-agent/django__django-16560"] == 145
     assert steps["mini-swe-agent/django__django-12708"] == 19
     assert steps["tau-bench/task3_trial0"] == 30
     assert steps["swe-agent/marshmallow-1867__function_calling_replace"] == 11
+    assert [steps[f"openhands/traj_safety-{n}"] for n in ("daemon", "transitions", "clockout")] == [5, 8, 8]
     mini = [r for r in runs if r.format == "mini-swe-agent"]
     assert all(u is not None and u.prompt_tokens > 0 for r in mini for u in r.usage)
-    assert all(r.source.startswith(("gruckion/", "SWE-agent/", "sierra-research/")) for r in runs)
+    repos = ("gruckion/", "SWE-agent/", "sierra-research/", "OpenHands/benchmarks@")
+    assert all(r.source.startswith(repos) for r in runs)
     assert {r.model for r in runs if r.format == "tau-bench"} == {"gpt-4o"}
+    assert {r.model for r in runs if r.format == "openhands"} == {"gpt-4o-2024-08-06"}
     total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and "runs" not in p.parts)
     assert total < 5_000_000
     sources = (folder / "SOURCES.md").read_text()
     for trace in (t for p in paths for t in p.glob("*.jsonl")):
         assert f"`{trace.relative_to(folder).as_posix()}`" in sources
-    assert sorted(p.name for p in (folder / "licenses").rglob("LICENSE*")) == [
-        "LICENSE",
-        "LICENSE",
-        "LICENSE.md",
+    assert sorted(
+        p.relative_to(folder / "licenses").as_posix() for p in (folder / "licenses").rglob("LICENSE*")
+    ) == [
+        "OpenHands__benchmarks/LICENSE",
+        "SWE-agent__SWE-agent/LICENSE",
+        "gruckion__mini-swe-agent/LICENSE.md",
+        "sierra-research__tau-bench/LICENSE",
     ]
+    assert "Copyright (c) 2025 All Hands AI" in sources
+    assert "`openhands-sdk_gpt-4o/`: OpenHands software-agent-SDK runs" in sources
 
 
 def test_bundled_traces_dir_missing_says_to_pass_path(
@@ -590,25 +605,54 @@ def test_bundled_traces_dir_missing_says_to_pass_path(
 
 # ---------------------------------------------------------------- the whole shared set
 def _stats_table() -> dict[str, int]:
-    text = (SHARED / "stats.md").read_text()
-    return {
+    """Steps per file as the shared stats.md (first folders) and SOURCES.md (added folders) document them.
+
+    SOURCES.md counts the OpenHands runs' actions (tool calls), not their model calls.
+    """
+    stats = (SHARED / "stats.md").read_text()
+    table = {
         m[1]: int(m[2])
-        for m in re.finditer(r"^\| ((?:mini-swe-agent|swe-agent)[^|/\s]*/\S+) \| (\d+) \|", text, re.M)
+        for m in re.finditer(r"^\| ((?:mini-swe-agent|swe-agent)[^|/\s]*/\S+) \| (\d+) \|", stats, re.M)
     }
+    sources = (SHARED / "SOURCES.md").read_text()
+    table |= {m[1]: int(m[2]) for m in re.finditer(r"^\| `([^`]+)` \|.* \| (\d+) \|$", sources, re.M)}
+    return table
+
+
+# Model calls per OpenHands run: one per response (parallel calls share one), plus final text replies.
+OPENHANDS_STEPS = {
+    "attendance": 7, "backchannel": 12, "backup-cron-job": 7, "business-intelligence": 9, "clockout": 8,
+    "daemon": 5, "election-data": 7, "external-auditor": 19, "meeting-topics": 6, "migrate": 6,
+    "misconfig": 9, "open-features": 4, "paper-trail": 7, "qr-code": 7, "relocation": 19,
+    "reuse-cache": 13, "tmp-file-cleanup": 8, "transitions": 8,
+}  # fmt: skip
 
 
 @needs_shared
 def test_the_whole_shared_set_loads_with_the_documented_step_counts() -> None:
-    runs = load_runs([SHARED])
-    assert Counter(r.format for r in runs) == {"mini-swe-agent": 33, "swe-agent": 5, "tau-bench": 200}
+    loaded = load_runs([SHARED])
+    runs = list(loaded.runs)
+    assert loaded.skipped == ()
+    folders = Counter(Path(r.source).relative_to(SHARED).parts[0] for r in runs)
+    assert folders == {
+        "mini-swe-agent_gemini-3-pro": 33, "mini-swe-agent_gemini-3-pro_long": 30, "swe-agent_demos": 5,
+        "tau-bench": 200, "openhands-sdk_gpt-4o": 18,
+    }  # fmt: skip
+    documented = _stats_table()
     by_file = {
-        Path(r.source).relative_to(SHARED).as_posix(): r.steps for r in runs if r.format != "tau-bench"
+        Path(r.source).relative_to(SHARED).as_posix(): r.steps
+        for r in runs
+        if r.format in ("mini-swe-agent", "swe-agent")
     }
-    assert by_file == _stats_table()
+    assert by_file == {k: v for k, v in documented.items() if not k.startswith("openhands")}
     assert by_file["mini-swe-agent_gemini-3-pro/django__django-16560.traj.json"] == 145
-    assert sum(r.steps for r in runs if r.format == "mini-swe-agent") == 1819
-    assert sum(r.steps for r in runs if r.format == "tau-bench") == 2454
-    assert sum(r.steps for r in runs if r.format == "swe-agent") == 62
+    steps = Counter()
+    for run in runs:
+        steps[Path(run.source).relative_to(SHARED).parts[0]] += run.steps
+    assert steps == {
+        "mini-swe-agent_gemini-3-pro": 1819, "mini-swe-agent_gemini-3-pro_long": 2514, "swe-agent_demos": 62,
+        "tau-bench": 2454, "openhands-sdk_gpt-4o": 161,
+    }  # fmt: skip
     mini = [r for r in runs if r.format == "mini-swe-agent"]
     assert all(len(r.usage) == r.steps and None not in r.usage for r in mini)
     assert all(not r.messages[-1].text.startswith("diff --git") for r in mini)
@@ -618,14 +662,44 @@ def test_the_whole_shared_set_loads_with_the_documented_step_counts() -> None:
 
 
 @needs_shared
+def test_the_shared_openhands_runs() -> None:
+    runs = list(load_runs([SHARED / "openhands-sdk_gpt-4o"], strict=True).runs)
+    assert {r.run_id.removeprefix("openhands/traj_safety-"): r.steps for r in runs} == OPENHANDS_STEPS
+    documented = _stats_table()
+    for run in runs:  # every recorded action is a tool call; SOURCES.md counts those
+        calls = sum(len(m.tool_calls) for m in run.messages)
+        assert calls == documented[Path(run.source).relative_to(SHARED).as_posix()], run.run_id
+    parallel = [m for r in runs for m in r.messages if len(m.tool_calls) > 1]
+    assert len(parallel) == 10
+    assert sum(r.metadata["task_missing"] for r in runs) == 14
+    assert all(r.usage == (None,) * r.steps and r.model is None for r in runs)
+    transitions = next(r for r in runs if r.run_id.endswith("transitions"))
+    assert [len(m.tool_calls) for m in transitions.messages if m.role == "assistant"] == [
+        2,
+        1,
+        2,
+        1,
+        1,
+        1,
+        2,
+        1,
+    ]
+    assert transitions.read_only_tools == frozenset({"think"})
+    meeting = next(r for r in runs if r.run_id.endswith("meeting-topics"))
+    view = meeting.messages[0].tool_calls[0]
+    assert json.loads(view.arguments)["command"] == "view" and meeting.is_read_only(view)
+    assert not meeting.is_read_only(meeting.messages[2].tool_calls[0])  # execute_bash
+
+
+@needs_shared
 def test_build_bundle_reproduces_the_committed_traces(tmp_path: Path) -> None:
     written = build_bundle(SHARED, tmp_path)
     committed = bundled_traces_dir()
-    assert len(written) == 24
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["SOURCES.md", "licenses", *BUNDLED_FORMATS]
+    assert len(written) == 27
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["SOURCES.md", "licenses", *BUNDLED_FORMATS])
     for path in sorted(p for p in tmp_path.rglob("*") if p.is_file()):
         assert path.read_bytes() == (committed / path.relative_to(tmp_path)).read_bytes(), path
-    raw = {r.run_id: r for r in load_runs([SHARED])}
-    for run in load_runs([tmp_path]):
+    raw = {r.run_id: r for r in _load([SHARED])}
+    for run in _load([tmp_path]):
         original = raw[run.run_id]
         assert replace(run, source=original.source, model=original.model) == original

@@ -198,7 +198,7 @@ def test_duplicate_run_ids_are_kept_apart() -> None:
 def test_recorded_gemini_run_fidelity_and_savings() -> None:
     from tiered_agent.bench._importers import load_runs
 
-    runs = load_runs([SHARED / "mini-swe-agent_gemini-3-pro" / "django__django-12708.traj.json"])
+    runs = load_runs([SHARED / "mini-swe-agent_gemini-3-pro" / "django__django-12708.traj.json"]).runs
     result = replay_runs(runs, resolve_policies(["tiered", "kb-labs-adr"]))
     document = build_document(result, ["django__django-12708"])
     totals = {n: p["totals"] for n, p in document["policies"].items()}

@@ -120,7 +120,8 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
         "cost_unit",
     }
     assert document["settings"]["context_window"] == 20_000
-    assert set(document["inputs"]) == {"paths", "run_count", "step_count", "runs"}
+    assert set(document["inputs"]) == {"paths", "skipped", "run_count", "step_count", "runs"}
+    assert document["inputs"]["skipped"] == []
     assert document["inputs"]["step_count"] == 42
     assert list(document["policies"]) == sorted(["full", "tiered", "masking", "tiered:truncation-only"])
     for name, policy in document["policies"].items():
@@ -278,7 +279,7 @@ def test_command_writes_report_chart_and_json(tmp_path: Path) -> None:
 def test_command_fails_with_one_sentence_on_a_bad_file(tmp_path: Path) -> None:
     bad = tmp_path / "broken.json"
     bad.write_text('{"messages": "not a list"', encoding="utf-8")
-    result = CliRunner().invoke(bench, [str(bad), "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(bench, [str(bad), "--strict", "--out", str(tmp_path / "out")])
     assert result.exit_code == 1
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: ")

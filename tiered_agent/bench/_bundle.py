@@ -31,8 +31,11 @@ __all__ = [
 _MINI = "mini-swe-agent_gemini-3-pro"
 _SWE = "swe-agent_demos"
 _TAU = "tau-bench/gpt-4o-airline.json"
-BUNDLED_FORMATS = ("mini-swe-agent", "swe-agent", "tau-bench")  # one sub-folder of traces/ each
-_TAU_MODEL = "gpt-4o"  # per the upstream file name and tau-bench's notes; the file itself does not say
+_OPENHANDS = "openhands-sdk_gpt-4o"
+BUNDLED_FORMATS = ("mini-swe-agent", "swe-agent", "tau-bench", "openhands")  # one sub-folder of traces/ each
+# Models the files themselves do not name: tau-bench's per its file name and notes, OpenHands' per the
+# upstream output folder (``litellm_proxy/neulab/gpt-4o-2024-08-06_maxiter_100_N_initial``).
+_MODELS = {"tau-bench": "gpt-4o", "openhands": "gpt-4o-2024-08-06"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,9 @@ BUNDLE: tuple[BundleItem, ...] = (
             "task35_trial3",
         )
     ),
+    # OpenHands SDK, gpt-4o on OpenAgentSafety: a run with its task and a final reply; parallel
+    # calls (one response, several tool calls) in a run whose log starts without the task; the browser
+    *(BundleItem(f"{_OPENHANDS}/traj_safety-{name}.json") for name in ("daemon", "transitions", "clockout")),
 )
 
 
@@ -126,17 +132,18 @@ def build_bundle(shared: Path, out: Path) -> list[Path]:
         source = sources.get(local)
         if source is None:
             raise ConfigurationError(f"{shared / 'SOURCES.md'}: no row for {local}")
-        runs = {r.run_id.split("/", 1)[1]: r for r in load_runs([shared / local])}
+        runs = {r.run_id.split("/", 1)[1]: r for r in load_runs([shared / local], strict=True).runs}
         for item in items:
             run = _attributed(_pick(runs, item, local), source, item)
             target = out / run.format / f"{run.run_id.split('/', 1)[1]}.jsonl"
             write_run_trace(run, target)
             written.append(target)
             rows.append((target, run, source))
-    used = {src.repo for _, _, src in rows}
-    folders = {src.repo: local.split("/", 1)[0] for local, src in sources.items() if src.repo in used}
+    folders: dict[str, str] = {}  # repository -> the first shared folder the bundle takes from it
+    for item in BUNDLE:
+        folders.setdefault(sources[item.local].repo, item.local.split("/", 1)[0])
     licenses = _copy_licenses(shared, out, folders)
-    notes = _source_notes((shared / "SOURCES.md").read_text(encoding="utf-8"), used)
+    notes = _source_notes((shared / "SOURCES.md").read_text(encoding="utf-8"), folders)
     (out / "SOURCES.md").write_text(_sources_md(out, rows, licenses) + notes, encoding="utf-8")
     return written
 
@@ -164,8 +171,7 @@ def _attributed(run: RecordedRun, source: _Source, item: BundleItem) -> Recorded
     upstream = f"{source.repo}@{source.commit}:{source.path}"
     if item.conversation is not None:
         upstream += f"#{item.conversation}"
-    model = run.model or (_TAU_MODEL if run.format == "tau-bench" else None)
-    return replace(run, source=upstream, model=model)
+    return replace(run, source=upstream, model=run.model or _MODELS.get(run.format))
 
 
 def _clean(out: Path) -> None:
@@ -179,9 +185,9 @@ def _clean(out: Path) -> None:
 
 
 # ---------------------------------------------------------------- attribution
-_ROW = re.compile(
+_ROW = re.compile(  # a row of the shared SOURCES.md tables (the later one adds a steps column)
     r"^\| `(?P<local>[^`]+)` \| (?P<repo>[^|]+?) \| `(?P<commit>[0-9a-f]+)` \| `(?P<path>[^`]+)` "
-    r"\| `(?P<blob>[0-9a-f]+)` \| (?P<license>[^|]+?) \|$"
+    r"\| `(?P<blob>[0-9a-f]+)` \| (?P<license>[^|]+?) \|(?: \d+ \|)?$"
 )
 
 
@@ -192,10 +198,11 @@ def _parse_sources(text: str) -> dict[str, _Source]:
     }
 
 
-def _source_notes(text: str, repos: set[str]) -> str:
-    """The shared SOURCES.md's notes on the bundled repositories, verbatim."""
+def _source_notes(text: str, folders: dict[str, str]) -> str:
+    """The shared SOURCES.md's notes on the bundled repositories and folders, verbatim."""
     _, _, section = text.partition("## Source notes")
-    notes = [line for line in section.splitlines() if any(f"**{repo}**" in line for repo in repos)]
+    keys = [f"**{repo}**" for repo in folders] + [f"- `{folder}/`" for folder in folders.values()]
+    notes = [line for line in section.splitlines() if any(key in line for key in keys)]
     return "\n## Source notes (from the shared SOURCES.md)\n\n" + "\n".join(notes) + "\n" if notes else ""
 
 
@@ -226,8 +233,9 @@ def _sources_md(
         "provider usage) by `tiered_agent.bench` (`_import_*.py`). Converted, not byte-identical: actions",
         "became tool calls, observations tool messages (see the importers). Regenerate with",
         "`python scripts/bundle_traces.py` from `../shared/trajectories`. Each trace's `run_start.source`",
-        "names its upstream file (`repo@commit:path`, plus `#conversation` for tau-bench); the tau-bench",
-        f"runs carry model `{_TAU_MODEL}` from the upstream file name, the file itself does not name it.",
+        "names its upstream file (`repo@commit:path`, plus `#conversation` for tau-bench). The files do not",
+        f"name their model: the tau-bench runs carry `{_MODELS['tau-bench']}` (the upstream file name), the",
+        f"OpenHands runs `{_MODELS['openhands']}` (the upstream output folder).",
         "",
         "| bundled file | steps | repo | commit | upstream path | blob | license |",
         "|---|---|---|---|---|---|---|",

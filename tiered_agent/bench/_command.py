@@ -92,6 +92,12 @@ def _policy_names(value: str | None) -> list[str] | None:
     "(needs the provider's API key and network).",
 )
 @click.option(
+    "--strict",
+    is_flag=True,
+    help="Fail (exit 1) on an unreadable or unconvertible input file, or a run without model calls, "
+    "instead of skipping it with a warning.",
+)
+@click.option(
     "--workers",
     type=click.IntRange(min=0),
     default=0,
@@ -110,6 +116,7 @@ def bench(
     output_price_ratio: float,
     workers: int,
     summary_model: str | None,
+    strict: bool,
 ) -> None:
     """Replay recorded agent runs (PATH: files or folders; default: the bundled traces) through the
     context policies and report tokens, cost with prompt caching, and the information each one hid."""
@@ -121,7 +128,7 @@ def bench(
         settings = ReplaySettings(
             tokenizer, context_window, cache_discount, output_price_ratio, summary_model
         )
-        _run(paths, names, settings, json_path=json_path, out_dir=out_dir, workers=workers)
+        _run(paths, names, settings, json_path=json_path, out_dir=out_dir, workers=workers, strict=strict)
     except (TieredAgentError, OSError) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_FAILED)
@@ -138,6 +145,7 @@ def _run(
     json_path: Path | None,
     out_dir: Path,
     workers: int,
+    strict: bool = False,
 ) -> None:
     from .._errors import ConfigurationError
     from ._bundle import bundled_trace_paths
@@ -145,14 +153,20 @@ def _run(
     from ._replay import resolve_policies
 
     inputs = list(paths) or bundled_trace_paths()
-    runs = load_runs(inputs)
+    loaded = load_runs(inputs, strict=strict)  # skipped inputs: one warning each on stderr
+    runs = loaded.runs
     if not runs:
-        raise ConfigurationError(f"no recorded runs found in {', '.join(str(p) for p in inputs)}")
+        count = len(loaded.skipped)
+        note = f" ({count} input{'s' * (count != 1)} skipped, see the warnings)" if count else ""
+        raise ConfigurationError(f"no recorded runs found in {', '.join(str(p) for p in inputs)}{note}")
     policies = resolve_policies(names)
     steps = sum(r.steps for r in runs)
     if workers == 0:
         workers = min(2, os.cpu_count() or 1) if steps >= _PARALLEL_MIN_STEPS else 1
-    document = _replay_with_progress(runs, policies, settings, workers, [str(p) for p in inputs])
+    skipped = [s.to_dict() for s in loaded.skipped]
+    document = _replay_with_progress(
+        runs, policies, settings, workers, [str(p) for p in inputs], skipped=skipped
+    )
     _write_outputs(document, json_path, out_dir)
 
 
@@ -162,6 +176,8 @@ def _replay_with_progress(
     settings: ReplaySettings,
     workers: int,
     paths: Sequence[str],
+    *,
+    skipped: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -184,7 +200,7 @@ def _replay_with_progress(
             progress.advance(task, info.steps)
 
         result = replay_runs(runs, policies, settings, workers=workers, on_progress=advance)
-    return build_document(result, paths)
+    return build_document(result, paths, skipped)
 
 
 def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir: Path) -> None:

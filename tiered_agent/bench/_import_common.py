@@ -7,7 +7,7 @@ shape; :func:`tiered_agent.bench._importers.load_runs` turns it into a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import orjson
@@ -20,6 +20,7 @@ __all__ = [
     "READ_ONLY_PREFIXES",
     "CallIds",
     "ShapeError",
+    "blocks_text",
     "build_run",
     "dump_arguments",
     "function_schema",
@@ -31,6 +32,7 @@ __all__ = [
     "is_read_only",
     "merge_schema",
     "parse_arguments",
+    "schemas_from_calls",
     "text_of",
     "tool_call",
     "used_tools",
@@ -82,6 +84,34 @@ def text_of(value: Any, where: str) -> str | None:
     if isinstance(value, list):
         return "\n".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in value)
     raise ShapeError(f"{where}: content must be a string, a list of parts or null")
+
+
+_IMAGE_BLOCKS = frozenset({"image", "input_image", "image_url"})
+
+
+def blocks_text(value: Any) -> str:
+    """Text of a content value in any of the recorded shapes, joined by newlines.
+
+    A string; a list of blocks (``{"type": "text" | "input_text" | "output_text", "text": ...}``,
+    strings, images as ``[image]``); a single block; anything else as compact JSON.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("text"), str):
+        return str(value["text"])
+    if isinstance(value, list):
+        parts = []
+        for block in value:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
+                parts.append(str(block["text"]))
+            elif isinstance(block, Mapping) and block.get("type") in _IMAGE_BLOCKS:
+                parts.append("[image]")
+        return "\n".join(parts)
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def dump_arguments(arguments: Mapping[str, Any]) -> str:
@@ -196,6 +226,21 @@ def is_read_only(name: str) -> bool:
     return name in READ_ONLY_NAMES or name.startswith(READ_ONLY_PREFIXES)
 
 
+def schemas_from_calls(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """One function schema per tool called, in order of first call, typed from the arguments seen.
+
+    For logs that record the calls but not the tool definitions.
+    """
+    schemas: dict[str, dict[str, Any]] = {}
+    for call in (c for m in messages for c in m.tool_calls):
+        schema = infer_schema(parse_arguments(call.arguments))
+        schemas[call.name] = merge_schema(schemas[call.name], schema) if call.name in schemas else schema
+    return [
+        function_schema(name, "", s.get("properties", {}), s.get("required", []))
+        for name, s in schemas.items()
+    ]
+
+
 def _tool_names(messages: Iterable[Message], tools: Iterable[Mapping[str, Any]]) -> list[str]:
     names = [str(t.get("function", {}).get("name", "")) for t in tools]
     names += [c.name for m in messages for c in m.tool_calls]
@@ -217,8 +262,15 @@ def build_run(
     usage: Sequence[Usage | None] | None = None,
     model: str | None = None,
     metadata: dict[str, Any] | None = None,
+    read_only: Callable[[str], bool] = is_read_only,
+    read_only_calls: Iterable[str] = (),
 ) -> RecordedRun:
-    """A :class:`RecordedRun` with read-only tools derived from the tool names."""
+    """A :class:`RecordedRun` with read-only tools derived from the tool names.
+
+    ``read_only`` decides by tool name (the recorded agents' naming convention
+    by default); ``read_only_calls`` adds single calls (ids) whose command only
+    reads, for tools that can also write.
+    """
     steps = sum(1 for m in messages if m.role == "assistant")
     recorded = tuple(usage) if usage is not None else (None,) * steps
     if len(recorded) != steps:
@@ -230,10 +282,11 @@ def build_run(
         format=fmt,
         messages=tuple(messages),
         tools=tuple(tools),
-        read_only_tools=frozenset(n for n in names if is_read_only(n)),
+        read_only_tools=frozenset(n for n in names if read_only(n)),
         usage=recorded,
         model=model,
         metadata=dict(metadata or {}),
+        read_only_calls=frozenset(read_only_calls),
     )
 
 

@@ -50,28 +50,33 @@ def load_trace_run(path: Path) -> RecordedRun:
         metadata=dict(config.get("metadata") or {}),
     )
     if isinstance(config.get("read_only_tools"), list):
-        return _with_read_only(run, config["read_only_tools"])
+        run = replace(run, read_only_tools=_strings(config["read_only_tools"]))
+    if isinstance(config.get("read_only_calls"), list):
+        run = replace(run, read_only_calls=_strings(config["read_only_calls"]))
     return run
 
 
-def _with_read_only(run: RecordedRun, names: list[Any]) -> RecordedRun:
-    return replace(run, read_only_tools=frozenset(str(n) for n in names))
+def _strings(values: list[Any]) -> frozenset[str]:
+    return frozenset(str(v) for v in values)
 
 
 def write_run_trace(run: RecordedRun, path: Path) -> None:
     """Write ``run`` as a tiered-agent trace (replacing ``path``); :func:`load_runs` reads it back equal.
 
     Events: one ``run_start`` (run id, model, task, tools, source and a config
-    holding ``read_only_tools``, ``format`` and ``metadata``), one ``message``
+    holding ``read_only_tools``, ``format`` and ``metadata``, plus
+    ``read_only_calls`` when the run has any), one ``message``
     per message and one ``model_response`` per step whose usage was recorded.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
-    config = {
+    config: dict[str, Any] = {
         "read_only_tools": sorted(run.read_only_tools),
         "format": run.format,
         "metadata": run.metadata,
     }
+    if run.read_only_calls:
+        config["read_only_calls"] = sorted(run.read_only_calls)
     header = RunStarted(
         run_id=run.run_id, model=run.model or "", task=run.task, config=config, tools=list(run.tools),
         source=run.source,

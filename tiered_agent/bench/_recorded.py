@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._messages import Message, Usage
+from .._messages import Message, ToolCall, Usage
 
 __all__ = ["RecordedRun"]
 
@@ -19,17 +19,24 @@ class RecordedRun:
     assistant message (its action as a tool call) and the observations that
     answered it (tool messages, or user messages for a simulated customer).
     ``usage[k - 1]`` is the provider usage recorded for step ``k``, or None.
+
+    A tool call is read-only (its result may be served by the dedup cache) when
+    its tool is in ``read_only_tools``, or when the call itself is in
+    ``read_only_calls`` (call ids: a read-only command of a tool that can also
+    write, such as a file editor's ``view``); :meth:`is_read_only` decides.
     """
 
     run_id: str
     source: str
-    format: str  # "mini-swe-agent" | "swe-agent" | "tau-bench" | "tiered-agent"
+    # "mini-swe-agent" | "swe-agent" | "tau-bench" | "openhands" | "claude-code" | "codex" | "tiered-agent"
+    format: str
     messages: tuple[Message, ...]
     tools: tuple[dict[str, Any], ...] = ()
     read_only_tools: frozenset[str] = frozenset()
     usage: tuple[Usage | None, ...] = ()
     model: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    read_only_calls: frozenset[str] = frozenset()
 
     @property
     def steps(self) -> int:
@@ -39,3 +46,7 @@ class RecordedRun:
     @property
     def task(self) -> str:
         return next((m.text for m in self.messages if m.role == "user"), "")
+
+    def is_read_only(self, call: ToolCall) -> bool:
+        """Whether ``call`` only reads: its tool always does, or this call's command does."""
+        return call.name in self.read_only_tools or call.id in self.read_only_calls

@@ -146,9 +146,12 @@ def _settings_dict(result: BenchResult) -> dict[str, Any]:
     }
 
 
-def _inputs_dict(result: BenchResult, paths: Sequence[str]) -> dict[str, Any]:
+def _inputs_dict(
+    result: BenchResult, paths: Sequence[str], skipped: Sequence[Mapping[str, str]]
+) -> dict[str, Any]:
     return {
         "paths": sorted(paths),
+        "skipped": sorted(({"path": s["path"], "reason": s["reason"]} for s in skipped), key=_skip_key),
         "run_count": len(result.runs),
         "step_count": sum(r.steps for r in result.runs),
         "runs": [
@@ -163,6 +166,10 @@ def _inputs_dict(result: BenchResult, paths: Sequence[str]) -> dict[str, Any]:
             for r in result.runs
         ],
     }
+
+
+def _skip_key(entry: Mapping[str, str]) -> tuple[str, str]:
+    return entry["path"], entry["reason"]
 
 
 def _policy_meta(name: str, result: BenchResult) -> dict[str, Any]:
@@ -209,8 +216,13 @@ def _timing_dict(result: BenchResult, names: Sequence[str]) -> dict[str, Any]:
     return {"elapsed_seconds": _r(result.elapsed_seconds), "policies": policies}
 
 
-def build_document(result: BenchResult, paths: Sequence[str] = ()) -> dict[str, Any]:
-    """The JSON document of a benchmark result (see docs/bench-json-schema.md)."""
+def build_document(
+    result: BenchResult, paths: Sequence[str] = (), skipped: Sequence[Mapping[str, str]] = ()
+) -> dict[str, Any]:
+    """The JSON document of a benchmark result (see docs/bench-json-schema.md).
+
+    ``skipped``: the inputs the importers skipped (``{"path", "reason"}`` each).
+    """
     names = sorted(result.policies)
     pricing = result.settings.pricing
     per_policy = {n: totals([r.policies[n] for r in result.replays], pricing) for n in names}
@@ -220,7 +232,7 @@ def build_document(result: BenchResult, paths: Sequence[str] = ()) -> dict[str, 
     return {
         "schema_version": SCHEMA_VERSION,
         "generator": "tiered-agent bench",
-        "inputs": _inputs_dict(result, paths),
+        "inputs": _inputs_dict(result, paths, skipped),
         "settings": _settings_dict(result),
         "policies": {
             n: _policy_meta(n, result) | {"totals": _totals_dict(per_policy[n], full)} for n in names

@@ -1,0 +1,260 @@
+"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) -> :class:`RecordedRun`.
+
+Current rollouts hold one ``{"timestamp", "type", "payload"}`` object per line:
+
+- ``session_meta``: the session (``id``, ``cli_version``); its ``base_instructions`` text, when
+  recorded, is the system message (``instructions`` repeats the user's AGENTS.md, which is
+  also recorded as a user message, and is not used twice).
+- ``turn_context``: the turn's settings; the first ``model`` is the run's model.
+- ``response_item``: the Responses API items the model read or wrote. Input items: ``message``
+  of role ``user`` (user message), ``developer``/``system`` (system message),
+  ``function_call_output`` and ``custom_tool_call_output`` (tool messages answering
+  ``call_id``; ``{content, success}`` objects and content-item lists give their text). Output
+  items: ``message`` of role ``assistant`` (the step's text), ``reasoning`` (not replayed),
+  ``function_call`` (``name``, JSON ``arguments``), ``custom_tool_call`` (raw ``input`` as the
+  arguments, as the model wrote it), ``local_shell_call`` (tool ``local_shell``, its ``action``
+  as arguments) and ``web_search_call`` (tool ``web_search``, answered by the provider, so
+  without a tool message). Ghost snapshots and compaction items are dropped.
+- ``event_msg`` of type ``token_count``: ``info.last_token_usage`` is the usage of the response
+  just completed, the latest step's usage: ``prompt_tokens`` = ``input_tokens`` (OpenAI counts the
+  cached part in it), ``cached_tokens`` = ``cached_input_tokens``, ``completion_tokens`` =
+  ``output_tokens`` (reasoning tokens included). Counts that carry only the running
+  ``total_token_usage`` give the difference to the previous total. A ``token_count`` whose
+  ``total_token_usage`` equals the previous one is a repeat and is ignored. Other events
+  duplicate the items.
+- ``compacted``: the history was replaced by a summary (``metadata["compactions"]``).
+
+Steps: the output items from one input item (or ``token_count``) to the next are one model
+response, so one step with all its tool calls (parallel calls included).
+
+Older rollouts are flat: the first line is the session meta itself (``id``, ``timestamp``,
+``instructions``, no ``type``), then the response items themselves, one per line, with
+``{"record_type": "state"}`` lines in between; they record neither usage nor model.
+
+Read-only for the dedup cache: ``read_file``, ``list_dir``, ``grep_files``, ``view_image``,
+``web_search`` and names following the reader convention; ``shell``, ``exec_command``,
+``apply_patch``, ``update_plan`` and the rest are not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .._messages import Usage
+from ._import_common import ShapeError, blocks_text, dump_arguments, is_read_only
+from ._import_steps import HistoryBuilder
+from ._recorded import RecordedRun
+
+__all__ = ["FORMAT", "convert", "matches"]
+
+FORMAT = "codex"
+READ_ONLY_NAMES = frozenset({"read_file", "list_dir", "grep_files", "view_image", "web_search"})
+ENVELOPE_TYPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg", "compacted"})
+ITEM_TYPES = frozenset(
+    {
+        "message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
+        "custom_tool_call_output", "local_shell_call", "web_search_call",
+    }
+)  # fmt: skip
+_OUTPUT_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
+_RESULTS = frozenset({"function_call_output", "custom_tool_call_output"})
+
+
+def matches(records: list[Any]) -> bool:
+    dicts = [r for r in records if isinstance(r, dict)]
+    if len(dicts) != len(records) or not dicts:
+        return False
+    if any(r.get("type") in ENVELOPE_TYPES and isinstance(r.get("payload"), dict) for r in dicts):
+        return True
+    return _flat_meta(dicts[0]) and all(
+        r.get("record_type") is not None or r.get("type") in ITEM_TYPES for r in dicts[1:]
+    )
+
+
+def _flat_meta(record: dict[str, Any]) -> bool:
+    """The first line of an older rollout: the session itself (no ``type``)."""
+    return (
+        "type" not in record
+        and "kind" not in record
+        and {"id", "timestamp"} <= record.keys()
+        and bool({"instructions", "git", "cli_version"} & record.keys())
+    )
+
+
+def read_only_tool(name: str) -> bool:
+    return name in READ_ONLY_NAMES or is_read_only(name)
+
+
+@dataclass
+class _Rollout:
+    """Conversion state: the history so far and what the log said about the session."""
+
+    builder: HistoryBuilder = field(default_factory=HistoryBuilder)
+    responding: bool = False  # output items since the last input item or token_count
+    models: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    last_total: Any = None
+    compactions: int = 0
+    unmatched_usage: int = 0
+
+
+def convert(records: list[dict[str, Any]], path: Path) -> RecordedRun:
+    state = _Rollout()
+    envelope = any(r.get("type") in ENVELOPE_TYPES and isinstance(r.get("payload"), dict) for r in records)
+    for index, record in enumerate(records):
+        where = f"record {index + 1}"
+        if envelope:
+            _envelope(state, record, where)
+        elif index == 0 and _flat_meta(record):
+            _session(state, record)
+        elif record.get("record_type") is None:
+            _item(state, record, where)
+    metadata = {"session_id": state.meta.get("id"), "cli_version": state.meta.get("cli_version")}
+    for key, value in (("compactions", state.compactions), ("unmatched_usage", state.unmatched_usage)):
+        if value:
+            metadata[key] = value
+    return state.builder.build(
+        run_id=f"{FORMAT}/{path.name.removesuffix('.jsonl')}",
+        source=str(path),
+        fmt=FORMAT,
+        tools=None,
+        model=state.models[0] if state.models else None,
+        metadata={k: v for k, v in metadata.items() if v is not None},
+        read_only=read_only_tool,
+    )
+
+
+def _envelope(state: _Rollout, record: dict[str, Any], where: str) -> None:
+    kind, payload = record.get("type"), record.get("payload")
+    if not isinstance(payload, dict):
+        return
+    if kind == "response_item":
+        _item(state, payload, f"{where}.payload")
+    elif kind == "event_msg" and payload.get("type") == "token_count":
+        _token_count(state, payload, f"{where}.payload")
+    elif kind == "turn_context" and isinstance(payload.get("model"), str):
+        state.models.append(payload["model"])
+    elif kind == "session_meta":
+        _session(state, payload)
+    elif kind == "compacted":
+        state.compactions += 1
+
+
+def _session(state: _Rollout, meta: dict[str, Any]) -> None:
+    if state.meta:
+        return
+    state.meta = meta
+    base = meta.get("base_instructions")
+    text = blocks_text(base) if isinstance(base, dict | str) else ""
+    if text:
+        state.builder.context("system", text)
+
+
+def _item(state: _Rollout, item: dict[str, Any], where: str) -> None:
+    kind = item.get("type")
+    if kind == "message":
+        _message(state, item, where)
+    elif kind == "reasoning":
+        _respond(state)
+    elif kind in _OUTPUT_CALLS:
+        _respond(state)
+        state.builder.add_call(*_call(item, where))
+    elif kind in _RESULTS:
+        state.responding = False
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):
+            raise ShapeError(f"{where}: {kind} without a call_id")
+        state.builder.add_result(call_id, _output_text(item.get("output")))
+
+
+def _respond(state: _Rollout) -> None:
+    """An output item: part of the current response, or the first item of a new step."""
+    if not state.responding:
+        state.builder.start_step()
+        state.responding = True
+
+
+def _message(state: _Rollout, item: dict[str, Any], where: str) -> None:
+    role, text = item.get("role"), blocks_text(item.get("content"))
+    if role == "assistant":
+        _respond(state)
+        state.builder.add_text(text)
+    elif role in ("user", "developer", "system"):
+        state.responding = False
+        state.builder.context("user" if role == "user" else "system", text)
+    else:
+        raise ShapeError(f"{where}: message of unknown role {role!r}")
+
+
+def _call(item: dict[str, Any], where: str) -> tuple[str | None, str, str]:
+    kind = item["type"]
+    call_id = item.get("call_id") or item.get("id")
+    call_id = call_id if isinstance(call_id, str) and call_id else None
+    if kind == "local_shell_call":
+        return call_id, "local_shell", _json(item.get("action"))
+    if kind == "web_search_call":
+        return call_id, "web_search", _json(item.get("action"))
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise ShapeError(f"{where}: {kind} without a name")
+    arguments = item.get("input") if kind == "custom_tool_call" else item.get("arguments")
+    return call_id, name, arguments if isinstance(arguments, str) else _json(arguments)
+
+
+def _json(value: Any) -> str:
+    return dump_arguments(value) if isinstance(value, dict) else orjson.dumps(value).decode()
+
+
+def _output_text(output: Any) -> str:
+    """A tool output as the model read it: a string, ``{content, success}`` or content items."""
+    if isinstance(output, dict) and "content" in output:
+        return blocks_text(output["content"])
+    return blocks_text(output)
+
+
+def _token_count(state: _Rollout, payload: dict[str, Any], where: str) -> None:
+    info = payload.get("info")
+    if not isinstance(info, dict):
+        return
+    last, total = info.get("last_token_usage"), info.get("total_token_usage")
+    if total is not None and total == state.last_total:
+        return  # the same count re-emitted
+    previous, state.last_total = state.last_total, total
+    if isinstance(last, dict):
+        raw, where = last, f"{where}.info.last_token_usage"
+    elif isinstance(total, dict):  # only the running total: this response is the difference
+        raw, where = _difference(total, previous), f"{where}.info.total_token_usage"
+    else:
+        return
+    state.responding = False
+    builder = state.builder
+    if builder.step == 0 or builder.usage[-1] is not None:
+        state.unmatched_usage += 1
+        return
+    builder.set_usage(_usage(raw, where))
+
+
+def _difference(total: dict[str, Any], previous: Any) -> dict[str, Any]:
+    if not isinstance(previous, dict):
+        return total
+    return {
+        key: value - previous.get(key, 0)
+        for key, value in total.items()
+        if isinstance(value, int) and isinstance(previous.get(key, 0), int)
+    }
+
+
+def _usage(raw: dict[str, Any], where: str) -> Usage:
+    try:
+        return Usage(
+            prompt_tokens=int(raw.get("input_tokens") or 0),
+            completion_tokens=int(raw.get("output_tokens") or 0),
+            cached_tokens=int(raw.get("cached_input_tokens") or 0),
+            requests=1,
+        )
+    except (TypeError, ValueError) as exc:
+        raise ShapeError(f"{where}: {exc}") from exc
