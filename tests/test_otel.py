@@ -24,7 +24,15 @@ from tiered_agent._errors import ConfigurationError, ModelError
 from tiered_agent._otel_export import build_provider, cli_telemetry
 from tiered_agent._otel_spans import split_model
 from tiered_agent._telemetry import CAPTURE_CONTENT_ENV, endpoint_configured, run_observer
-from tiered_agent._trace import ModelRequest, ModelResponse, RunStarted, ToolResult, read_trace
+from tiered_agent._trace import (
+    ModelRequest,
+    ModelResponse,
+    RetrievalEvent,
+    RunStarted,
+    SummaryEvent,
+    ToolResult,
+    read_trace,
+)
 from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
 
 pytestmark = pytest.mark.anyio
@@ -304,6 +312,81 @@ async def test_cancelled_run_ends_its_span_and_the_unanswered_tool_call_with_err
     assert attrs(run)["error.type"] == "cancelled" and run.status.status_code is StatusCode.ERROR
     assert attrs(tool_span)["error.type"] == "cancelled" and attrs(tool_span)["gen_ai.tool.call.id"] == "c1"
     assert trace.get_current_span() is trace.INVALID_SPAN  # the run's context was detached
+
+
+async def test_pipeline_decisions_summaries_retrievals_and_dedup_hits_reach_the_spans(
+    tmp_path: Path, provider: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    tracer_provider, exporter = provider
+    replies = [calls((f"c{i}", "read_big", {"name": str(i)})) for i in range(1, 4)]
+    replies += [
+        calls(("r1", "context_retrieve", {"tool_call_id": "c1"})),
+        calls(("d1", "read_big", {"name": "3"})),  # identical to c3: served from the dedup cache
+        text("done"),
+    ]
+    config = ContextConfig(name="t", window_iterations=1, summary_every=2, compact_at=None)
+    result = await make_agent(tmp_path, FunctionModel.scripted(replies), tracer_provider, context=config).run(
+        "x"
+    )
+    assert result.output == "done"
+    events = read_trace(result.trace_path)
+    spans = exporter.get_finished_spans()
+    [run] = by_name(spans, "invoke_agent")
+    chats = by_name(spans, "chat ")
+
+    summaries = [e for e in events if isinstance(e, SummaryEvent)]
+    summary_events = [e for e in run.events if e.name == "tiered_agent.summary"]
+    assert summaries and len(summary_events) == len(summaries) == attrs(run)["tiered_agent.summaries"]
+    assert [
+        (
+            e.attributes["tiered_agent.summary.first_iteration"],
+            e.attributes["tiered_agent.summary.last_iteration"],
+        )
+        for e in summary_events
+        if e.attributes
+    ] == [(s.first_iteration, s.last_iteration) for s in summaries]
+    [retrieval] = [e for e in events if isinstance(e, RetrievalEvent)]
+    [retrieval_event] = [e for e in run.events if e.name == "tiered_agent.retrieval"]
+    assert dict(retrieval_event.attributes or {}) == {
+        "tiered_agent.iteration": retrieval.iteration,
+        "tiered_agent.retrieval.filters": '{"tool_call_id":"c1"}',
+        "tiered_agent.retrieval.matched": retrieval.matched,
+        "tiered_agent.retrieval.page": retrieval.page,
+        "tiered_agent.retrieval.pages": retrieval.pages,
+    }
+    assert attrs(run)["tiered_agent.retrievals"] == 1
+
+    requests = [e for e in events if isinstance(e, ModelRequest)]
+    for chat, request in zip(chats, requests, strict=True):
+        chat_attrs, context = attrs(chat), request.context
+        summary = context["summary_range"] or [None, None]
+        assert chat_attrs.get("tiered_agent.context.summary.first_iteration") == summary[0]
+        assert chat_attrs.get("tiered_agent.context.summary.last_iteration") == summary[1]
+        assert chat_attrs["tiered_agent.context.windowed_out_iterations"] == tuple(context["windowed_out"])
+        assert chat_attrs["tiered_agent.context.windowed_out"] == len(context["windowed_out"])
+        assert chat_attrs["tiered_agent.context.masked_outputs"] == context["masked_outputs"]
+        assert chat_attrs["tiered_agent.context.masked_chars"] == context["masked_chars"]
+        assert chat_attrs["tiered_agent.dedup.hits"] == context["dedup_hits"]
+    assert any(attrs(c)["tiered_agent.context.windowed_out"] > 0 for c in chats)
+
+    [dedup_span] = [s for s in by_name(spans, "execute_tool") if attrs(s)["gen_ai.tool.call.id"] == "d1"]
+    assert attrs(dedup_span)["tiered_agent.tool.dedup_of"] == "c3"
+    assert dedup_span.start_time == dedup_span.end_time  # nothing ran
+    assert attrs(run)["tiered_agent.dedup.hits"] == 1
+
+
+async def test_a_resumed_run_keeps_the_conversation_id(
+    tmp_path: Path, provider: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    tracer_provider, exporter = provider
+    agent = make_agent(tmp_path, FunctionModel.scripted([text("first"), text("second")]), tracer_provider)
+    first = await agent.run("x")
+    await agent.resume(first.trace_path, follow_up="and more?")
+    runs = by_name(exporter.get_finished_spans(), "invoke_agent")
+    assert len(runs) == 2
+    assert {attrs(r)["gen_ai.conversation.id"] for r in runs} == {first.trace_path.stem}
+    assert len({attrs(r)["tiered_agent.run.id"] for r in runs}) == 2
+    assert attrs(runs[1])["tiered_agent.run.source"] == f"resume of {first.trace_path.name}"
 
 
 # ---------------------------------------------------------------- context propagation
