@@ -21,8 +21,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from tiered_agent import Agent, ContextConfig, Message, Telemetry, tool
 from tiered_agent._errors import ConfigurationError, ModelError
+from tiered_agent._otel_attributes import split_model
 from tiered_agent._otel_export import build_provider, cli_telemetry
-from tiered_agent._otel_spans import split_model
 from tiered_agent._telemetry import CAPTURE_CONTENT_ENV, endpoint_configured, run_observer
 from tiered_agent._trace import (
     ModelRequest,

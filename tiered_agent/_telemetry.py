@@ -77,7 +77,8 @@ class Telemetry:
             from opentelemetry import trace
         except ImportError as exc:
             raise ConfigurationError(MISSING_EXTRA) from exc
-        from ._otel_spans import SCHEMA_URL, package_version
+        from ._otel_attributes import SCHEMA_URL
+        from ._otel_spans import package_version
 
         provider = self.tracer_provider
         if provider is None and not global_provider_configured() and endpoint_configured():
