@@ -31,6 +31,8 @@ from tiered_agent._trace import (
     RunStarted,
     SummaryEvent,
     ToolResult,
+    event_from_dict,
+    event_to_dict,
     read_trace,
 )
 from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
@@ -551,6 +553,16 @@ def test_provider_names_follow_the_conventions() -> None:
     assert split_model("hosted_vllm/qwen") == ("hosted_vllm", "qwen")
     assert split_model("gpt-4o") == ("openai", "gpt-4o")
     assert split_model("mystery") == ("_OTHER", "mystery")
+
+
+def test_new_event_fields_are_optional_and_the_prompt_stays_out_of_the_trace() -> None:
+    request = ModelRequest(1, 2, 10, 10, 12, prompt=(Message("user", "hi"),))
+    assert "prompt" not in event_to_dict(request)
+    assert event_from_dict(event_to_dict(request)) == request  # the prompt is for observers only
+    old_tool = {"v": 1, "type": "tool_result", "iteration": 1, "tool_call_id": "c1", "name": "read_file"}
+    old_start = {"v": 1, "type": "run_start", "run_id": "r", "model": "m", "task": "t"}
+    assert event_from_dict(old_tool) == ToolResult(1, "c1", "read_file", started_at=None)
+    assert event_from_dict(old_start) == RunStarted("r", "m", "t", conversation_id=None)
 
 
 # ---------------------------------------------------------------- zero cost when off
