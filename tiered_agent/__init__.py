@@ -40,6 +40,7 @@ __all__ = [
     "StopReason",
     "Summarizer",
     "Summary",
+    "Telemetry",
     "TieredAgentError",
     "TokenCounter",
     "Tool",
@@ -82,6 +83,7 @@ _LOCATIONS = {
     "DigestSummarizer": ".context._summarizer",
     "LLMSummarizer": ".context._summarizer",
     "TokenCounter": "._tokens",
+    "Telemetry": "._telemetry",
     "read_trace": "._trace",
     "load_history": "._trace",
 }
@@ -105,6 +107,7 @@ if TYPE_CHECKING:
     from ._messages import Message, ToolCall, Usage
     from ._model import LiteLLMModel, Model, ModelReply, RetryPolicy
     from ._result import IterationStats, RunResult, StopReason
+    from ._telemetry import Telemetry
     from ._tokens import TokenCounter
     from ._tools import Tool, ToolSet, tool
     from ._trace import load_history, read_trace

@@ -24,6 +24,7 @@ from ._errors import (
 from ._messages import Message, ToolCall, Usage
 from ._model import LiteLLMModel, Model, ModelReply
 from ._result import IterationStats, RunResult, StopReason
+from ._telemetry import Telemetry, run_observer
 from ._tokens import TokenCounter
 from ._tools import Tool, ToolOutcome, ToolSet
 from ._trace import (
@@ -91,6 +92,7 @@ class Agent:
         trace_dir: Path | str = Path("traces/runs"),
         on_event: Callable[[Event], None] | None = None,
         summarizer: Summarizer | None = None,
+        telemetry: Telemetry | bool | None = None,
     ) -> None:
         self.model: Model = LiteLLMModel(model) if isinstance(model, str) else model
         self.tools = ToolSet(tools)
@@ -100,6 +102,9 @@ class Agent:
         self.trace_dir = Path(trace_dir)
         self.on_event = on_event
         self.summarizer = summarizer  # None: context.summary_model via litellm, else the digest
+        # OpenTelemetry spans: None = on when the environment or the application configured
+        # OpenTelemetry (see Telemetry), True / Telemetry(...) = on, False = off.
+        self.telemetry = telemetry
 
     async def run(self, task: str) -> RunResult:
         """Run ``task`` to completion and return the result. Each iteration:
@@ -220,12 +225,13 @@ class _Run:
             on_event=self.emit,
         )
         self.tools = agent.tools.with_tools(self.manager.tools(lambda: self.history))
+        self.observers = [o for o in (agent.on_event, run_observer(agent.telemetry)) if o is not None]
 
     # ------------------------------------------------------------------ events
     def emit(self, event: Event) -> None:
         self.trace.write(event)
-        if self.agent.on_event is not None:
-            self.agent.on_event(event)
+        for observe in self.observers:
+            observe(event)
 
     def append(self, message: Message) -> None:
         self.history.append(message)
@@ -264,6 +270,7 @@ class _Run:
                 tools=self.tools.schemas(),
                 started_at=time.time(),
                 source=f"resume of {self.trace_path.name}" if self.resumed else None,
+                conversation_id=self.trace_path.stem,
             )
         )
         if self.resumed is None:
@@ -328,6 +335,7 @@ class _Run:
                 estimated_prompt_tokens=prepared.estimated_tokens,
                 counterfactual_tokens=prepared.counterfactual_tokens,
                 context=context,
+                prompt=prepared.built.messages,
             )
         )
 
@@ -390,14 +398,17 @@ class _Run:
     async def run_tools(self, iteration: int, calls: Sequence[ToolCall]) -> None:
         """Dedup in call order, execute the rest concurrently, append results in call order."""
         outcomes = self.cached_outcomes(calls)
-        durations = await self.execute_pending(calls, outcomes)
+        timings = await self.execute_pending(calls, outcomes)
         # A read running concurrently with a write of the same batch may see either state: not cached.
         cacheable = all(self.read_only(call) for call in calls)
         for index, call in enumerate(calls):
             result = outcomes[index]
             assert result is not None
             outcome, dedup_of = result
-            self.record_tool(iteration, call, outcome, dedup_of=dedup_of, duration=durations.get(index, 0.0))
+            started_at, duration = timings.get(index, (None, 0.0))
+            self.record_tool(
+                iteration, call, outcome, dedup_of=dedup_of, duration=duration, started_at=started_at
+            )
             if cacheable and dedup_of is None and not outcome.is_error:
                 self.manager.remember(call, read_only=True, content=outcome.content, iteration=iteration)
 
@@ -421,26 +432,34 @@ class _Run:
 
     async def execute_pending(
         self, calls: Sequence[ToolCall], outcomes: list[tuple[ToolOutcome, str | None] | None]
-    ) -> dict[int, float]:
-        """Run the calls without an outcome concurrently (bounded); fill ``outcomes``; return durations."""
+    ) -> dict[int, tuple[float, float]]:
+        """Run the calls without an outcome concurrently (bounded); fill ``outcomes``;
+        return each run call's wall-clock start and duration."""
         limiter = anyio.CapacityLimiter(self.agent.limits.max_parallel_tools)
-        durations: dict[int, float] = {}
+        timings: dict[int, tuple[float, float]] = {}
 
         async def run_one(index: int) -> None:
             async with limiter:
-                started = time.perf_counter()
+                started_at, started = time.time(), time.perf_counter()
                 outcome = await self.tools.execute(calls[index], spill_dir=self.spill_dir)
-                durations[index] = time.perf_counter() - started
+                timings[index] = (started_at, time.perf_counter() - started)
                 outcomes[index] = (outcome, None)
 
         async with anyio.create_task_group() as group:
             for index, result in enumerate(outcomes):
                 if result is None:
                     group.start_soon(run_one, index)
-        return durations
+        return timings
 
     def record_tool(
-        self, iteration: int, call: ToolCall, outcome: ToolOutcome, *, dedup_of: str | None, duration: float
+        self,
+        iteration: int,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        *,
+        dedup_of: str | None,
+        duration: float,
+        started_at: float | None = None,
     ) -> None:
         self.append(
             Message("tool", outcome.content, tool_call_id=call.id, name=call.name, iteration=iteration)
@@ -455,6 +474,7 @@ class _Run:
                 output_chars=len(outcome.content),
                 dedup_of=dedup_of,
                 error_kind=outcome.error_kind,
+                started_at=started_at,
             )
         )
         if outcome.is_error:

@@ -34,6 +34,7 @@ class RunOptions:
     context_window: int | None
     allow_write: bool
     allow_shell: bool
+    otel: bool = False
 
 
 class LazyGroup(click.Group):
@@ -97,6 +98,12 @@ def cli(log_json: bool, log_level: str) -> None:
 )
 @click.option("--allow-write", is_flag=True, help="Enable write_file and edit_file.")
 @click.option("--allow-shell", is_flag=True, help="Enable run_shell.")
+@click.option(
+    "--otel",
+    is_flag=True,
+    help="Export OpenTelemetry spans over OTLP/HTTP (standard OTEL_* variables; on by itself when "
+    "OTEL_EXPORTER_OTLP_ENDPOINT is set). Needs the otel extra.",
+)
 def run(**options: Any) -> None:
     """Run TASK with a model and the workspace tools; print progress, the answer and the trace path."""
     settings = RunOptions(**options)

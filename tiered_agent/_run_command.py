@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 
 from ._agent import DEFAULT_SYSTEM_PROMPT, Agent, RunLimits
 from ._cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunOptions
@@ -11,6 +12,8 @@ from ._display import RunDisplay
 from ._errors import AuthenticationError, ConfigurationError, ModelNotFoundError
 from ._instructions import build_system_prompt, load_instructions
 from ._model import LiteLLMModel
+from ._otel_export import cli_telemetry
+from ._telemetry import Telemetry
 from ._workspace import Workspace, workspace_tools
 from .context._config import preset
 
@@ -18,7 +21,24 @@ __all__ = ["run_task"]
 
 
 def run_task(options: RunOptions) -> int:
-    """Run one task from the CLI; returns the exit code (0 answered, 1 failed, 2 bad usage)."""
+    """Run one task from the CLI; returns the exit code (0 answered, 1 failed, 2 bad usage).
+
+    With ``--otel`` or an OTLP endpoint in the environment, spans are exported, and flushed
+    before this returns.
+    """
+    try:
+        exporting = cli_telemetry(options.otel)
+    except ConfigurationError as exc:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_USAGE
+    try:
+        return _run_task(options, exporting.telemetry if exporting else None)
+    finally:
+        if exporting is not None:
+            exporting.shutdown()
+
+
+def _run_task(options: RunOptions, telemetry: Telemetry | None) -> int:
     console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False)
     try:
@@ -37,6 +57,7 @@ def run_task(options: RunOptions) -> int:
             limits=RunLimits(max_iterations=options.max_iterations, token_budget=options.token_budget),
             trace_dir=options.trace_dir,
             on_event=display,
+            telemetry=telemetry,
         )
         result = anyio.run(agent.run, options.task, backend="asyncio")
     except (ConfigurationError, ModelNotFoundError) as exc:

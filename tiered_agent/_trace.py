@@ -44,6 +44,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+TRANSIENT = {"transient": True}  # field metadata: passed to observers, not written to the trace
 log = structlog.get_logger(__name__)
 
 
@@ -57,6 +58,7 @@ class RunStarted:
     tools: list[dict[str, Any]] = field(default_factory=list)
     started_at: float = 0.0
     source: str | None = None  # for imported recordings: where they came from
+    conversation_id: str | None = None  # the same for a run and its resumes (the trace file's stem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,9 @@ class ModelRequest:
     estimated_prompt_tokens: int
     counterfactual_tokens: int
     context: dict[str, Any] = field(default_factory=dict)
+    # The prompt as sent, for observers (OpenTelemetry content capture); never written to the
+    # trace, which already holds every message in full.
+    prompt: tuple[Message, ...] = field(default=(), compare=False, repr=False, metadata=TRANSIENT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +109,7 @@ class ToolResult:
     output_chars: int = 0
     dedup_of: str | None = None  # tool_call_id whose cached result was reused
     error_kind: str | None = None
+    started_at: float | None = None  # wall-clock start (epoch seconds); None: served from the dedup cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +207,8 @@ def redact(value: Any) -> Any:
 def event_to_dict(event: Event) -> dict[str, Any]:
     out: dict[str, Any] = {"v": SCHEMA_VERSION, "type": event.type}
     for f in dataclasses.fields(event):
+        if f.metadata.get("transient"):
+            continue
         value = getattr(event, f.name)
         if isinstance(value, Message):
             value = value.to_dict()

@@ -1,0 +1,308 @@
+"""OpenTelemetry spans derived from one run's typed events (an observer: the loop holds no telemetry code).
+
+Span names, kinds and attributes follow the GenAI semantic conventions (version and names in
+``_otel_attributes``):
+
+* ``invoke_agent {agent name}`` (INTERNAL, the agent runs in process): one per run, the parent;
+  current while the run lasts, so spans of other instrumentation (and the application's own, in
+  tools) join the trace, and a span current when the run starts becomes its parent.
+* ``chat {model}`` (CLIENT): one per model call, from its ``model_request`` to its
+  ``model_response`` (retries included); current during the call.
+* ``execute_tool {tool name}`` (INTERNAL): one per tool call, with the call's own start and
+  duration, so concurrent calls overlap as they ran. A call served from the dedup cache gets a
+  zero-length span; calls left unanswered when a run stops end with an error at the run's end.
+
+Failures set status ERROR and ``error.type``; summaries, retrievals and errors outside a model
+call are events on the run span. Content (opt-in) goes through ``_otel_content`` (redacted).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from ._messages import Message, ToolCall
+from ._otel_attributes import (
+    ERROR_TYPE,
+    INPUT_MESSAGES,
+    OTHER,
+    OUTPUT_MESSAGES,
+    TOOL_ARGUMENTS,
+    TOOL_RESULT,
+    Attributes,
+    RunInfo,
+    Totals,
+    clean,
+    request_attributes,
+    response_attributes,
+    retrieval_attributes,
+    run_end_attributes,
+    run_info,
+    run_start_attributes,
+    summary_attributes,
+    tool_attributes,
+)
+from ._otel_content import input_messages, output_messages, redacted_text, tool_arguments
+from ._trace import (
+    ErrorEvent,
+    Event,
+    MessageEvent,
+    ModelRequest,
+    ModelResponse,
+    RetrievalEvent,
+    RunEnded,
+    RunStarted,
+    SummaryEvent,
+    ToolResult,
+    redact,
+)
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span, Tracer
+
+    from ._telemetry import Telemetry
+
+__all__ = ["RunSpans", "package_version"]
+
+log = structlog.get_logger(__name__)
+
+
+@lru_cache(maxsize=1)
+def package_version() -> str | None:
+    try:
+        return metadata.version("tiered-agent")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _ns(seconds: float) -> int:
+    return round(seconds * 1_000_000_000)
+
+
+def _fail(span: Span, error_type: str, description: str | None = None) -> None:
+    span.set_attribute(ERROR_TYPE, error_type or OTHER)
+    span.set_status(Status(StatusCode.ERROR, str(redact(description)) if description else None))
+
+
+@dataclass
+class _Chat:
+    span: Span
+    token: object  # from context.attach
+    output: Message | None = None
+
+
+class RunSpans:
+    """The observer of one run: call it with each event, in order (``Telemetry.start_run`` makes one)."""
+
+    def __init__(self, tracer: Tracer, config: Telemetry) -> None:
+        self._tracer = tracer
+        self._agent_name = config.agent_name
+        self._limit = config.max_content_chars if config.captures_content() else 0  # 0: no content
+        self._info = RunInfo()
+        self._totals = Totals()
+        self._run: Span | None = None
+        self._run_context: Context | None = None
+        self._run_token: object | None = None
+        self._chat: _Chat | None = None
+        self._calls: dict[str, ToolCall] = {}
+        self._pending: dict[str, tuple[ToolCall, int]] = {}  # requested, unanswered: call, request time
+        self._results: dict[str, str] = {}  # tool outputs awaiting their span (content capture only)
+        self._warned = False
+
+    def __call__(self, event: Event) -> None:
+        handler = _HANDLERS.get(type(event))
+        if handler is None:
+            return
+        try:
+            handler(self, event)
+        except Exception:  # telemetry must not break the run it observes; said once per run
+            if not self._warned:
+                self._warned = True
+                log.warning("telemetry.event_failed", event=event.type, exc_info=True)
+
+    # ------------------------------------------------------------------ run
+    def _run_start(self, event: RunStarted) -> None:
+        self._info = run_info(event)
+        attributes = run_start_attributes(event, self._info, self._agent_name)
+        if self._limit:
+            attributes[INPUT_MESSAGES] = input_messages([Message("user", event.task)], self._limit)
+        self._run = self._tracer.start_span(
+            f"invoke_agent {self._agent_name}",
+            kind=SpanKind.INTERNAL,
+            attributes=clean(attributes),
+            start_time=_ns(event.started_at) if event.started_at else None,
+        )
+        self._run_context = trace.set_span_in_context(self._run)
+        self._run_token = otel_context.attach(self._run_context)
+
+    def _run_end(self, event: RunEnded) -> None:
+        try:
+            now = time.time_ns()
+            if self._chat is not None:
+                self._end_chat(event.stop_reason, event.error)
+            for call, requested in self._pending.values():
+                self._tool_span(call.id, call.name, requested, now, error=event.stop_reason)
+            self._pending.clear()
+            if self._run is not None:
+                self._end_run(event, now)
+        finally:
+            if self._run_token is not None:
+                otel_context.detach(self._run_token)  # type: ignore[arg-type]
+                self._run_token = None
+
+    def _end_run(self, event: RunEnded, now: int) -> None:
+        assert self._run is not None
+        self._run.set_attributes(clean(run_end_attributes(event, self._totals)))
+        if self._limit and event.output is not None:
+            answer = Message("assistant", event.output)
+            self._run.set_attribute(OUTPUT_MESSAGES, output_messages(answer, "stop", self._limit))
+        if event.stop_reason != "answered":
+            _fail(self._run, event.stop_reason, event.error)
+        self._run.end(end_time=now)
+
+    # ------------------------------------------------------------------ model calls
+    def _model_request(self, event: ModelRequest) -> None:
+        if self._chat is not None:  # a request whose call never reported back
+            self._end_chat(OTHER, "no response recorded")
+        attributes: Attributes = {**self._info.common("chat"), **request_attributes(event)}
+        if self._limit:
+            attributes[INPUT_MESSAGES] = input_messages(event.prompt, self._limit)
+        span = self._tracer.start_span(
+            f"chat {self._info.model}",
+            context=self._run_context,
+            kind=SpanKind.CLIENT,
+            attributes=clean(attributes),
+        )
+        self._chat = _Chat(span, otel_context.attach(trace.set_span_in_context(span)))
+
+    def _model_response(self, event: ModelResponse) -> None:
+        chat, self._chat = self._chat, None
+        if chat is None:
+            return
+        try:
+            chat.span.set_attributes(clean(response_attributes(event)))
+            if self._limit:
+                output = output_messages(chat.output, event.finish_reason, self._limit)
+                chat.span.set_attribute(OUTPUT_MESSAGES, output)
+            chat.span.end()
+        finally:
+            otel_context.detach(chat.token)  # type: ignore[arg-type]
+        self._totals.response_model = event.model or self._totals.response_model
+        requested = time.time_ns()
+        for call in chat.output.tool_calls if chat.output else ():
+            self._pending[call.id] = (call, requested)
+
+    def _end_chat(self, error_type: str, description: str | None) -> None:
+        chat, self._chat = self._chat, None
+        if chat is None:
+            return
+        try:
+            _fail(chat.span, error_type, description)
+            chat.span.end()
+        finally:
+            otel_context.detach(chat.token)  # type: ignore[arg-type]
+
+    def _error(self, event: ErrorEvent) -> None:
+        if self._chat is not None:
+            self._end_chat(event.kind, event.message)
+        elif self._run is not None:
+            attributes: Attributes = {
+                ERROR_TYPE: event.kind,
+                "tiered_agent.iteration": event.iteration,
+                "tiered_agent.error.message": str(redact(event.message)),
+            }
+            self._run.add_event("tiered_agent.error", clean(attributes))
+
+    # ------------------------------------------------------------------ messages and tools
+    def _message(self, event: MessageEvent) -> None:
+        message = event.message
+        if message.role == "assistant":
+            self._calls.update((call.id, call) for call in message.tool_calls)
+            if self._chat is not None:
+                self._chat.output = message
+        elif message.role == "tool" and self._limit and message.tool_call_id:
+            self._results[message.tool_call_id] = message.text
+
+    def _tool_result(self, event: ToolResult) -> None:
+        self._pending.pop(event.tool_call_id, None)
+        now = time.time_ns()
+        start = _ns(event.started_at) if event.started_at is not None else now
+        end = start + _ns(event.duration_s) if event.started_at is not None else now
+        error = (event.error_kind or OTHER) if event.is_error else None
+        self._tool_span(event.tool_call_id, event.name, start, end, error=error, result=event)
+        totals = self._totals
+        totals.tool_calls += 1
+        totals.tool_errors += event.is_error
+        totals.dedup_hits += event.dedup_of is not None
+
+    def _tool_span(
+        self,
+        call_id: str,
+        name: str,
+        start: int,
+        end: int,
+        *,
+        error: str | None,
+        result: ToolResult | None = None,
+    ) -> None:
+        attributes = tool_attributes(call_id, name, self._info, result)
+        output = self._results.pop(call_id, None)
+        call = self._calls.get(call_id)
+        if self._limit and call is not None:
+            attributes[TOOL_ARGUMENTS] = tool_arguments(call, self._limit)
+        if self._limit and output is not None and error is None:
+            attributes[TOOL_RESULT] = redacted_text(output, self._limit)
+        span = self._tracer.start_span(
+            f"execute_tool {name}",
+            context=self._run_context,
+            kind=SpanKind.INTERNAL,
+            attributes=clean(attributes),
+            start_time=start,
+        )
+        if error is not None:
+            _fail(span, error)
+        span.end(end_time=end)
+
+    # ------------------------------------------------------------------ context pipeline
+    def _summary(self, event: SummaryEvent) -> None:
+        totals = self._totals
+        totals.summaries += 1
+        totals.summary_input_tokens += event.input_tokens
+        totals.summary_output_tokens += event.output_tokens
+        if self._run is None:
+            return
+        attributes = summary_attributes(event)
+        if self._limit:
+            attributes["tiered_agent.summary.text"] = redacted_text(event.text, self._limit)
+        self._run.add_event("tiered_agent.summary", clean(attributes))
+
+    def _retrieval(self, event: RetrievalEvent) -> None:
+        self._totals.retrievals += 1
+        if self._run is None:
+            return
+        # the topic is the model's own words: content
+        filters = {k: redact(v) for k, v in event.filters.items() if self._limit or k != "topic"}
+        self._run.add_event("tiered_agent.retrieval", clean(retrieval_attributes(event, filters)))
+
+
+_HANDLERS: dict[type[Any], Callable[[RunSpans, Any], None]] = {
+    RunStarted: RunSpans._run_start,
+    MessageEvent: RunSpans._message,
+    ModelRequest: RunSpans._model_request,
+    ModelResponse: RunSpans._model_response,
+    ToolResult: RunSpans._tool_result,
+    ErrorEvent: RunSpans._error,
+    SummaryEvent: RunSpans._summary,
+    RetrievalEvent: RunSpans._retrieval,
+    RunEnded: RunSpans._run_end,
+}
