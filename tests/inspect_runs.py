@@ -1,10 +1,9 @@
-"""Traces for the inspection tests: a real agent run over the scripted litellm provider, and a
-synthetic long run (150 iterations of 1 MB outputs) written event by event.
+"""A trace for the inspection tests: a real agent run over the scripted litellm provider.
 
 ``record_run`` drives :class:`tiered_agent.Agent` through litellm with
 :class:`fakes.ScriptedLLM`: a read cut by truncation and recovered with
 ``context_retrieve``, a dedup hit, a tool error, an output over the 1 MB cap
-(spilled next to the trace), a summary of iterations 1..3, and an output that
+(spilled next to the trace), rolling summaries (the digest, every 3 iterations), and an output that
 holds ``</script>`` and other HTML, to check the page escapes it.
 """
 
@@ -15,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import orjson
 from fakes import (
     FAKE_MODEL,
     RecordedRequest,
@@ -30,27 +28,12 @@ from tiered_agent import (
     Agent,
     ContextConfig,
     LiteLLMModel,
-    Message,
-    ToolCall,
-    Usage,
     Workspace,
     tool,
     workspace_tools,
 )
-from tiered_agent._trace import (
-    Event,
-    MessageEvent,
-    ModelRequest,
-    ModelResponse,
-    RetrievalEvent,
-    RunEnded,
-    RunStarted,
-    SummaryEvent,
-    ToolResult,
-    event_to_dict,
-)
 
-__all__ = ["INJECTION", "record_run", "write_long_trace"]
+__all__ = ["INJECTION", "record_run"]
 
 INJECTION = (
     '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> & <b>bold</b>'
@@ -118,114 +101,3 @@ def record_run(tmp_path: Path) -> Path:
         return result.trace_path
 
     return anyio.run(main, backend="asyncio")
-
-
-# --------------------------------------------------------------------------- synthetic long run
-class _Writer:
-    """TraceWriter's format without its per-string secret redaction (70 ms per MB; the data is made up)."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.file = path.open("wb")
-
-    def __enter__(self) -> _Writer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.file.close()
-
-    def write(self, event: Event) -> None:
-        self.file.write(orjson.dumps(event_to_dict(event)) + b"\n")
-
-
-def _output(iteration: int, size: int) -> str:
-    line = f"iteration {iteration}: " + "x" * 60 + "\n"
-    return (line * (size // len(line) + 1))[:size]
-
-
-def write_long_trace(path: Path, *, iterations: int = 150, output_chars: int = 1_000_000) -> Path:
-    """A synthetic trace of ``iterations`` iterations, each with one ``output_chars`` tool output.
-
-    Shaped like the ``tiered`` preset's: every output cut to 8,000 chars in later
-    prompts, the outputs of earlier iterations elided, a summary every 25 iterations.
-    """
-    with _Writer(path) as writer:
-        writer.write(
-            RunStarted(run_id="long", model="openai/gpt-4o-mini", task="A long synthetic run", started_at=0.0)
-        )
-        writer.write(MessageEvent(Message("system", "You are a coding agent.")))
-        writer.write(MessageEvent(Message("user", "A long synthetic run")))
-        history_tokens = 3000
-        for it in range(1, iterations + 1):
-            previous = [f"call_{it - 1}"] if it > 1 else []
-            truncations = [
-                {
-                    "tool_call_id": cid,
-                    "iteration": it - 1,
-                    "tool": "read_file",
-                    "original_chars": output_chars,
-                    "kept_chars": 8000,
-                }
-                for cid in previous
-            ]
-            summary = ((it - 1) // 25) * 25
-            writer.write(
-                ModelRequest(
-                    iteration=it,
-                    n_messages=2 + 2 * (it - 1),
-                    prompt_tokens_local=3000 + 2100 * min(it - 1, 1) + 60 * (it - 1),
-                    estimated_prompt_tokens=3000,
-                    counterfactual_tokens=history_tokens,
-                    context={
-                        "truncated_outputs": len(truncations),
-                        "truncated_chars": (output_chars - 8000) * len(truncations),
-                        "truncations": truncations,
-                        "masked_outputs": max(0, it - 2),
-                        "masked_chars": max(0, it - 2) * output_chars,
-                        "windowed_out": list(range(1, summary + 1)),
-                        "summary_range": [1, summary] if summary else None,
-                        "shown_iterations": list(range(max(1, it - 1), it)),
-                        "dedup_hits": 0,
-                    },
-                )
-            )
-            call = ToolCall(f"call_{it}", "read_file", f'{{"path": "file_{it}.log"}}')
-            writer.write(
-                MessageEvent(
-                    Message(
-                        "assistant", f"Step {it}: reading the next log.", tool_calls=(call,), iteration=it
-                    )
-                )
-            )
-            writer.write(
-                ModelResponse(iteration=it, usage=Usage(3000, 50, 2048, 1, 0.0006), model="gpt-4o-mini")
-            )
-            writer.write(
-                MessageEvent(
-                    Message(
-                        "tool",
-                        _output(it, output_chars),
-                        tool_call_id=call.id,
-                        name="read_file",
-                        iteration=it,
-                    )
-                )
-            )
-            writer.write(
-                ToolResult(iteration=it, tool_call_id=call.id, name="read_file", output_chars=output_chars)
-            )
-            if it % 25 == 0:
-                writer.write(
-                    SummaryEvent(
-                        1, it - 1, f"Summary of iterations 1-{it - 1}: logs read.", created_at_iteration=it
-                    )
-                )
-            if it % 40 == 0:
-                writer.write(RetrievalEvent(it, {"tool_call_id": f"call_{it - 10}"}, 1, 1, 1))
-            history_tokens += output_chars // 4 + 40
-        writer.write(
-            RunEnded(
-                "max_iterations", None, iterations, Usage(3000 * iterations, 50 * iterations, 0, iterations)
-            )
-        )
-    return path

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 import pytest
 from click.testing import CliRunner
-from inspect_runs import INJECTION, record_run, write_long_trace
+from inspect_runs import INJECTION, record_run
+from long_trace import write_long_trace
 
 from tiered_agent._cli import cli
 from tiered_agent._trace import ModelRequest, ModelResponse, RunEnded, SummaryEvent, read_trace
@@ -334,3 +337,26 @@ def test_small_helpers() -> None:
         "1.05M",
         "11.0G",
     ]
+
+
+def test_readme_demo_records_a_trace_the_commands_read(tmp_path: Path) -> None:
+    """README "Inspecting runs": the offline demo run, then show, stats and html on its folder."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "demo_trace.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--trace-dir", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    trace = Path(done.stdout.strip())
+    assert trace.parent == tmp_path / "runs" and trace.exists()
+    totals = build_run(load_trace(trace)).totals
+    assert totals.iterations == 8 and totals.outputs_truncated >= 1 and totals.dedup_hits == 1
+    assert totals.retrievals == 1 and totals.tool_errors == 1 and totals.summaries >= 1
+    assert totals.masked_outputs >= 1  # the tiered preset elides covered outputs
+    folder = str(tmp_path / "runs")
+    assert invoke("trace", "show", folder)[0] == 0 and invoke("trace", "stats", folder)[0] == 0
+    code, _, _ = invoke("trace", "html", folder, "-o", str(tmp_path / "run.html"))
+    assert code == 0 and (tmp_path / "run.html").stat().st_size > 10_000

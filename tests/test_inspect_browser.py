@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_runs import INJECTION, record_run, write_long_trace
+from inspect_runs import INJECTION, record_run
+from long_trace import write_long_trace
 
 from tiered_agent.inspect import build_run, load_trace, render_page
 
