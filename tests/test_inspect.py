@@ -262,11 +262,29 @@ def test_mark_index_handles_a_run_without_retrieval(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     lines = [
         {"v": 1, "type": "run_start", "run_id": "r", "model": "m", "task": "t", "tools": []},
-        {"v": 1, "type": "message", "message": {"role": "tool", "content": "x" * 50, "tool_call_id": "c1",
-                                                "name": "f", "iteration": 1}},
-        {"v": 1, "type": "model_request", "iteration": 2, "prompt_tokens_local": 5, "context": {
-            "truncations": [{"tool_call_id": "c1", "iteration": 1, "original_chars": 50, "kept_chars": 10}]}},
-    ]  # fmt: skip
+        {
+            "v": 1,
+            "type": "message",
+            "message": {
+                "role": "tool",
+                "content": "x" * 50,
+                "tool_call_id": "c1",
+                "name": "f",
+                "iteration": 1,
+            },
+        },
+        {
+            "v": 1,
+            "type": "model_request",
+            "iteration": 2,
+            "prompt_tokens_local": 5,
+            "context": {
+                "truncations": [
+                    {"tool_call_id": "c1", "iteration": 1, "original_chars": 50, "kept_chars": 10}
+                ]
+            },
+        },
+    ]
     path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines))
     run = build_run(load_trace(path))
     (mark,) = MarkIndex(run).marks(run.messages[0])
@@ -360,3 +378,113 @@ def test_readme_demo_records_a_trace_the_commands_read(tmp_path: Path) -> None:
     assert invoke("trace", "show", folder)[0] == 0 and invoke("trace", "stats", folder)[0] == 0
     code, _, _ = invoke("trace", "html", folder, "-o", str(tmp_path / "run.html"))
     assert code == 0 and (tmp_path / "run.html").stat().st_size > 10_000
+
+
+def write_lines(path: Path, lines: list[dict[str, object]]) -> Path:
+    path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
+    return path
+
+
+def test_resumed_run_and_a_retried_request(tmp_path: Path) -> None:
+    """Two segments in one file (Agent.resume) are one run; a compaction retry keeps the last request."""
+
+    def request(it: int, sent: int, **context: object) -> dict[str, object]:
+        return {
+            "v": 1,
+            "type": "model_request",
+            "iteration": it,
+            "prompt_tokens_local": sent,
+            "counterfactual_tokens": 1000,
+            "context": context,
+        }
+
+    def response(it: int) -> dict[str, object]:
+        return {
+            "v": 1,
+            "type": "model_response",
+            "iteration": it,
+            "usage": {"prompt_tokens": 10, "cost": 0.5},
+        }
+
+    path = write_lines(
+        tmp_path / "resumed.jsonl",
+        [
+            {"v": 1, "type": "run_start", "run_id": "first", "model": "m", "task": "t"},
+            request(1, 900),
+            response(1),
+            {"v": 1, "type": "run_end", "stop_reason": "max_iterations", "iterations": 1},
+            {
+                "v": 1,
+                "type": "run_start",
+                "run_id": "second",
+                "model": "m",
+                "task": "t",
+                "source": "resume of x",
+            },
+            request(2, 5000),
+            {
+                "v": 1,
+                "type": "error",
+                "iteration": 2,
+                "kind": "ContextWindowExceeded",
+                "message": "compacting",
+            },
+            request(2, 400, compacted=True),
+            response(2),
+            {"v": 1, "type": "run_end", "stop_reason": "answered", "iterations": 1},
+        ],
+    )
+    run = build_run(load_trace(path))
+    assert run.run_id == "first" and run.segments == 2 and run.stop_label == "answered"
+    second = run.iterations[1]
+    assert second.requests == 2 and second.record.compacted and second.totals.sent_tokens == 400
+    assert second.errors == (("ContextWindowExceeded", "compacting"),)
+    assert run.totals.sent_tokens == 1300 and run.totals.cost == 1.0 and run.totals.errors == 1
+    code, out, _ = invoke("trace", "show", str(path))
+    assert code == 0 and "2 segments (resumed)" in out and "compacted" in out and "2 requests" in out
+
+
+def test_page_redacts_secrets_an_older_trace_may_hold(tmp_path: Path) -> None:
+    secret = "sk-live0123456789abcdefXYZ"
+    path = write_lines(
+        tmp_path / "leaky.jsonl",
+        [
+            {"v": 1, "type": "run_start", "run_id": "r", "model": "m", "task": f"use key {secret}"},
+            {
+                "v": 1,
+                "type": "message",
+                "message": {
+                    "role": "tool",
+                    "content": f"Authorization: Bearer {secret}",
+                    "tool_call_id": "c1",
+                    "name": "env",
+                    "iteration": 1,
+                },
+            },
+            {"v": 1, "type": "model_request", "iteration": 1, "prompt_tokens_local": 5},
+        ],
+    )
+    page = render_page(build_run(load_trace(path)))
+    assert secret not in page and "[redacted]" in page
+
+
+def test_imported_recording_without_pipeline_records(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "imported.jsonl",
+        [
+            {
+                "v": 1,
+                "type": "run_start",
+                "run_id": "r",
+                "model": "m",
+                "task": "t",
+                "source": "someone/repo@abc",
+            },
+            {"v": 1, "type": "model_response", "iteration": 1, "usage": {"prompt_tokens": 1500}},
+            {"v": 1, "type": "model_response", "iteration": 2, "usage": {"prompt_tokens": 2500}},
+        ],
+    )
+    run = build_run(load_trace(path))
+    assert run.stop_label == "imported" and not run.measured and run.totals.iterations == 2
+    page = render_page(run)
+    assert "No context-pipeline record" in page and page.count('class="hit" data-it=') == 4

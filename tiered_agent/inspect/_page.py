@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from .._trace import redact
 from ._chart import ChartPoint, svg_chart
 from ._payload import DEFAULT_EMBED_CHARS, build_payload
 from ._totals import Totals
@@ -23,6 +24,7 @@ from ._view import RunView
 
 __all__ = ["json_for_script", "render_page"]
 
+_HEADER_CHARS = 600
 _LOG_SCALE_RATIO = 8  # full history above 8x what was sent: a log scale shows both lines
 _ESCAPES = {
     b"<": b"\\u003c",
@@ -90,20 +92,26 @@ def _header(run: RunView) -> str:
         f'<span class="badge stop-{escape(stop)}">{escape(stop)}</span></h1>',
         '<p class="meta">' + "".join(f"<span>{escape(m)}</span>" for m in meta) + "</p>",
     ]
-    if run.task:
-        task = run.task if len(run.task) <= 1500 else run.task[:1499] + "…"
-        parts.append(f'<p class="task"><b>Task:</b> {escape(task)}</p>')
-    if run.output:
-        answer = run.output if len(run.output) <= 1500 else run.output[:1499] + "…"
-        parts.append(f'<p class="answer"><b>Answer:</b> {escape(answer)}</p>')
-    if run.error:
-        parts.append(f'<p class="run-error"><b>Error:</b> {escape(run.error)}</p>')
+    for label, cls, value in (
+        ("Task", "task", run.task),
+        ("Answer", "answer", run.output),
+        ("Error", "run-error", run.error),
+    ):
+        if value:
+            shown = value if len(value) <= _HEADER_CHARS else value[: _HEADER_CHARS - 1] + "…"
+            parts.append(f'<p class="{cls}"><b>{label}:</b> {escape(redact(shown))}</p>')
     if run.warning:
         parts.append(f'<p class="warning">{escape(run.warning)}</p>')
     return "<header>" + "".join(parts) + "</header>"
 
 
 def _headline(t: Totals) -> str:
+    if t.full_tokens <= 0:
+        return (
+            '<section class="headline"><span>No context-pipeline record in this trace (an imported '
+            f"recording, or no request yet): <b>{t.prompt_tokens:,}</b> prompt tokens reported by the "
+            "provider.</span></section>"
+        )
     cls = "big negative" if t.savings < 0 else "big"
     return (
         '<section class="headline">'
@@ -113,29 +121,38 @@ def _headline(t: Totals) -> str:
     )
 
 
-def _chart(run: RunView) -> str:
-    points = [
-        ChartPoint(
-            v.iteration,
-            v.totals.sent_tokens,
-            v.totals.full_tokens,
-            error=bool(v.errors or v.totals.tool_errors),
-            summary=bool(v.summaries),
-            retrieval=bool(v.totals.retrievals),
+def _points(run: RunView) -> list[ChartPoint]:
+    """One point per iteration; without pipeline records (imports), the provider's prompt tokens."""
+    points = []
+    for view in run.iterations:
+        totals = view.totals
+        if not totals.iterations:
+            continue
+        sent = totals.sent_tokens if run.measured else totals.prompt_tokens
+        full = totals.full_tokens if run.measured else sent
+        error = bool(view.errors or totals.tool_errors)
+        points.append(
+            ChartPoint(view.iteration, sent, full, error, bool(view.summaries), bool(totals.retrievals))
         )
-        for v in run.iterations
-        if v.requests
-    ]
+    return points
+
+
+def _chart(run: RunView) -> str:
+    points = _points(run)
     if not points:
-        return '<section class="box"><p class="empty">No model request recorded.</p></section>'
-    top_full = max(p.full for p in points)
-    top_sent = max(1, *(p.sent for p in points))
-    log = top_full / top_sent > _LOG_SCALE_RATIO
-    linear_svg, log_svg = svg_chart(points, log=False), svg_chart(points, log=True)
-    hide = ' hidden=""'
-    linear_svg = linear_svg.replace("<svg ", f"<svg{hide} ", 1) if log else linear_svg
-    log_svg = log_svg if log else log_svg.replace("<svg ", f"<svg{hide} ", 1)
-    on_linear, on_log = ("", " on") if log else (" on", "")
+        return '<section class="box"><p class="empty">No model call recorded.</p></section>'
+    note = "" if run.measured else " No context-pipeline record: the lines show the provider's prompt tokens."
+    log = max(p.full for p in points) / max(1, *(p.sent for p in points)) > _LOG_SCALE_RATIO
+    shown = "log" if log else "linear"
+    charts = {"linear": svg_chart(points, log=False), "log": svg_chart(points, log=True)}
+    svgs = "".join(
+        svg if scale == shown else svg.replace("<svg ", '<svg hidden="" ', 1) for scale, svg in charts.items()
+    )
+    on = ' class="on"'
+    buttons = "".join(
+        f'<button type="button" data-scale="{scale}"{on if scale == shown else ""}>{scale}</button>'
+        for scale in charts
+    )
     return (
         '<section class="box" id="chart"><div class="box-head"><h2>Prompt tokens per iteration</h2>'
         '<div class="legend"><span><i class="sw sw-sent"></i>sent (after the context pipeline)</span>'
@@ -143,10 +160,8 @@ def _chart(run: RunView) -> str:
         '<span><i class="sw sw-saved"></i>saved</span><span><i class="sw sw-error"></i>error</span>'
         '<span><i class="sw sw-summary"></i>summary landed</span>'
         '<span><i class="sw sw-retrieval"></i>retrieval</span></div>'
-        f'<div class="toolbar"><button type="button" data-scale="linear" class="{on_linear.strip()}">linear'
-        f'</button><button type="button" data-scale="log" class="{on_log.strip()}">log</button></div></div>'
-        f"{linear_svg}{log_svg}"
-        '<p class="muted">Click an iteration in the chart to open it.</p></section>'
+        f'<div class="toolbar">{buttons}</div></div>{svgs}'
+        f'<p class="muted">Click an iteration in the chart to open it.{note}</p></section>'
     )
 
 
@@ -171,7 +186,7 @@ def render_page(run: RunView, *, embed_chars: int = DEFAULT_EMBED_CHARS) -> str:
     )
     totals = run.totals
     title = f"Run {run.run_id or run.path.stem} · {totals.savings:.0%} saved · tiered_agent trace"
-    data = json_for_script(build_payload(run, embed_chars=embed_chars))
+    data = json_for_script(redact(build_payload(run, embed_chars=embed_chars)))  # older traces, imports
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

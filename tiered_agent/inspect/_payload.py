@@ -56,6 +56,7 @@ def _meta(run: RunView) -> dict[str, Any]:
         "segments": run.segments,
         "policy": context.get("name") if isinstance(context, dict) else None,
         "warning": run.warning,
+        "measured": run.measured,
     }
 
 

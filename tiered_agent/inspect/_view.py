@@ -94,6 +94,7 @@ class RunView:
     error: str | None = None
     output: str | None = None
     segments: int = 0
+    source: str | None = None  # set on imported recordings (and on resumed segments)
     config: Mapping[str, Any] = field(default_factory=dict)
     tool_names: tuple[str, ...] = ()
     iterations: tuple[IterationView, ...] = ()
@@ -114,7 +115,15 @@ class RunView:
 
     @property
     def stop_label(self) -> str:
-        return self.stop_reason or "incomplete"
+        """The stop reason; ``imported`` for a recording without one, ``incomplete`` for a cut-off run."""
+        if self.stop_reason:
+            return self.stop_reason
+        return "imported" if self.source and not self.source.startswith("resume of") else "incomplete"
+
+    @property
+    def measured(self) -> bool:
+        """Whether the trace has the context pipeline's records (imported recordings have none)."""
+        return any(view.requests for view in self.iterations)
 
 
 @dataclass
@@ -134,7 +143,7 @@ class _Iteration:
 
     def freeze(self) -> IterationView:
         sent = Totals(
-            iterations=1 if self.requests else 0,
+            iterations=1 if self.requests or self.totals.model_calls else 0,
             sent_tokens=self.sent,
             full_tokens=self.full,
             truncated_outputs=self.record.truncated_outputs,
@@ -222,6 +231,7 @@ class _Builder:
             "model": as_str(data.get("model")),
             "task": as_str(data.get("task")),
             "started_at": as_float(data.get("started_at")),
+            "source": data.get("source") if isinstance(data.get("source"), str) else None,
             "config": as_mapping(data.get("config")),
             "tool_names": tuple(as_str(as_mapping(as_mapping(t).get("function")).get("name")) for t in tools),
         }

@@ -110,10 +110,11 @@
     const panel = h("div", "prompt");
     panel.append(h("h3", null, "Prompt of iteration " + it.i));
     const line = h("div", "muted");
-    line.textContent =
-      "sent " + fmt(it.sent) + " tokens (provider: " + fmt(it.prompt) + ", cached " + fmt(it.cached) +
-      ") · full history " + fmt(it.full) + " · saved " + saved(it.sent, it.full) + " · completion " +
-      fmt(it.completion) + " · cost " + money(it.cost);
+    const provider = "provider prompt " + fmt(it.prompt) + ", cached " + fmt(it.cached);
+    const sent = "sent " + fmt(it.sent) + " tokens (" + provider + ") · full history " + fmt(it.full) +
+      " · saved " + saved(it.sent, it.full);
+    line.textContent = (DATA.meta.measured ? sent : provider) + " · completion " + fmt(it.completion) +
+      " · cost " + money(it.cost);
     panel.append(line);
     const list = h("ul");
     const add = (text, cls) => list.appendChild(h("li", cls, text));
@@ -136,7 +137,8 @@
       add("the summary of iterations " + sum.first + "–" + sum.last + " landed during this iteration");
     }
     for (const e of it.errors) add(e[0] + ": " + e[1], "err");
-    if (!list.childElementCount) add("nothing hidden: the full history was sent");
+    if (!DATA.meta.measured) add("no context-pipeline record in this trace (an imported recording)");
+    else if (!list.childElementCount) add("nothing hidden: the full history was sent");
     panel.append(list);
     return panel;
   }
@@ -175,7 +177,9 @@
     const tools = it ? (it.tools.length ? it.tools.join(", ") : it.finish ? "final answer" : "") : "system prompt and task";
     summary.append(h("span", "it-tools mono", tools));
     const nums = h("span", "it-nums");
-    if (it) {
+    if (it && !DATA.meta.measured) {
+      nums.append(h("b", null, fmt(it.prompt)), " prompt tokens (provider)");
+    } else if (it) {
       nums.append(h("b", null, fmt(it.sent)), " sent / " + fmt(it.full) + " full · saved " + saved(it.sent, it.full));
       const bar = h("span", "bar");
       bar.title = "sent vs full history";
