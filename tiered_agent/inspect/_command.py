@@ -64,9 +64,12 @@ def _read_run(path: Path, err: Console) -> RunView:
 
 
 def _echo_json(value: object) -> None:
+    """``value`` as indented JSON on stdout, secrets redacted (older or imported traces may hold some)."""
     import orjson
 
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    from .._trace import redact
+
+    sys.stdout.buffer.write(orjson.dumps(redact(value), option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
 
 

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from .._trace import redact
 from ._record import counter_label
 from ._stats import RunStats
 from ._totals import Totals
@@ -27,11 +28,11 @@ def run_header(run: RunView) -> Text:
     if run.segments > 1:
         text.append(f" · {run.segments} segments (resumed)")
     if run.error:
-        text.append(f" · {run.error}", style="red")
+        text.append(f" · {redact(run.error)}", style="red")
     text.append(f"\ntrace {run.path}")
     if run.task:
         task = run.task if len(run.task) <= 200 else run.task[:199] + "…"
-        text.append(f"\ntask: {task}")
+        text.append(f"\ntask: {redact(task)}")
     return text
 
 
@@ -77,7 +78,7 @@ def _notes(view: IterationView) -> Text:
     text = Text()
     for kind, message in view.errors:
         short = message if len(message) <= 80 else message[:79] + "…"
-        text.append(f"{kind}: {short} ", style="red")
+        text.append(f"{kind}: {redact(short)} ", style="red")
     if view.totals.tool_errors:
         text.append(f"{view.totals.tool_errors} tool error(s) ", style="red")
     if view.record.compacted:
