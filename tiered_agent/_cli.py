@@ -56,7 +56,10 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, name)
 
 
-@click.group(cls=LazyGroup, lazy={"bench": "tiered_agent.bench._command:bench"})
+@click.group(
+    cls=LazyGroup,
+    lazy={"bench": "tiered_agent.bench._command:bench", "trace": "tiered_agent.inspect._command:trace"},
+)
 @click.version_option(package_name="tiered-agent")
 @click.option("--log-json", is_flag=True, help="Log as JSON lines on stderr.")
 @click.option("--log-level", default="warning", show_default=True, help="debug, info, warning or error.")

@@ -1,0 +1,490 @@
+"""`tiered-agent trace show / stats / html` on a real recorded run, on damaged, older and newer traces,
+and on a synthetic 150-iteration run of 1 MB outputs (page size and structure)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+from inspect_runs import INJECTION, record_run
+from long_trace import write_long_trace
+
+from tiered_agent._cli import cli
+from tiered_agent._trace import ModelRequest, ModelResponse, RunEnded, SummaryEvent, read_trace
+from tiered_agent.inspect import build_run, collect_stats, load_trace, render_page
+from tiered_agent.inspect._marks import MarkIndex, recovered_items
+from tiered_agent.inspect._page import json_for_script
+from tiered_agent.inspect._payload import build_payload, clip
+from tiered_agent.inspect._record import counter_label, parse_record
+from tiered_agent.inspect._values import compact, ranges
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return record_run(tmp_path_factory.mktemp("recorded"))
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), env={"COLUMNS": "200"})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def messages_by_id(run_path: Path) -> dict[str, dict[str, object]]:
+    payload = build_payload(build_run(load_trace(run_path)))
+    return {m["id"]: m for ms in payload["messages"].values() for m in ms if m.get("role") == "tool"}
+
+
+# --------------------------------------------------------------------------- numbers
+def test_run_totals_match_the_strict_reader_and_run_end(recorded: Path) -> None:
+    events = read_trace(recorded)  # the runtime's own reader: an independent sum
+    responses = [e for e in events if isinstance(e, ModelResponse)]
+    requests = {e.iteration: e for e in events if isinstance(e, ModelRequest)}
+    end = next(e for e in events if isinstance(e, RunEnded))
+    run = build_run(load_trace(recorded))
+    totals = run.totals
+
+    assert run.stop_reason == "answered" and run.segments == 1 and run.warning is None
+    assert totals.iterations == len(requests) == end.iterations == 7
+    assert (
+        totals.sent_tokens == end.prompt_tokens_local == sum(r.prompt_tokens_local for r in requests.values())
+    )
+    assert totals.full_tokens == end.counterfactual_tokens
+    assert totals.prompt_tokens == end.usage.prompt_tokens == 7 * 1200
+    assert totals.cached_tokens == 7 * 256 and totals.completion_tokens == 7 * 40
+    assert totals.cost == pytest.approx(sum(r.usage.cost or 0 for r in responses)) and totals.cost > 0
+    assert totals.tool_calls == 7 and totals.tool_errors == 1 and totals.dedup_hits == 1
+    assert totals.retrievals == 1
+    assert totals.summaries == sum(isinstance(e, SummaryEvent) for e in events) >= 1
+    assert [v.tool_calls for v in run.iterations][:3] == [
+        ("read_file",),
+        ("context_retrieve",),
+        ("read_file", "read_file"),
+    ]
+    # call_read is cut in every later prompt until the window drops it; each prompt counts it once
+    assert totals.outputs_truncated == 3  # call_read, call_read2 (the dedup copy) and call_log
+    assert totals.truncated_outputs == sum(r.context["truncated_outputs"] for r in requests.values())
+    assert totals.savings == pytest.approx(1 - end.prompt_tokens_local / end.counterfactual_tokens)
+
+
+def test_show_prints_one_row_per_iteration_and_the_totals(recorded: Path) -> None:
+    code, out, _ = invoke("trace", "show", str(recorded))
+    assert code == 0
+    header = next(line for line in out.splitlines() if line.strip().startswith("#"))
+    for column in (
+        "tools",
+        "prompt",
+        "sent",
+        "full",
+        "saved",
+        "trunc.",
+        "hidden",
+        "dedup",
+        "summary",
+        "retr.",
+        "cost",
+    ):
+        assert column in header
+    rows = [line.split() for line in out.splitlines() if re.match(r"^\s*\d+\s{2,}\S", line)]
+    assert [row[0] for row in rows] == [str(i) for i in range(1, 8)]
+    assert rows[1][1] == "context_retrieve" and rows[2][1:3] == ["read_file", "×2"]
+    assert "1 tool error(s)" in out
+    run = build_run(load_trace(recorded))
+    assert f"{run.totals.sent_tokens:,}" in out and f"{run.totals.full_tokens:,}" in out
+    assert f"({run.totals.savings:.1%})" in out
+
+
+def test_show_json_has_exact_per_iteration_numbers(recorded: Path) -> None:
+    code, out, _ = invoke("trace", "show", "--json", str(recorded))
+    assert code == 0
+    data = orjson.loads(out)
+    requests = [e for e in read_trace(recorded) if isinstance(e, ModelRequest)]
+    assert [i["sent_tokens"] for i in data["iterations"]] == [r.prompt_tokens_local for r in requests]
+    assert [i["full_tokens"] for i in data["iterations"]] == [r.counterfactual_tokens for r in requests]
+    second = data["iterations"][1]
+    assert second["tools"] == ["context_retrieve"] and second["retrievals"] == 1
+    assert second["hidden_items"] == [
+        {
+            "kind": "truncated",
+            "tool_call_id": "call_read",
+            "iteration": 1,
+            "original_chars": 11697,
+            "kept_chars": 400,
+        }
+    ]
+    assert data["totals"]["iterations"] == 7 and data["stop_reason"] == "answered"
+
+
+def test_stats_sums_runs_in_folders_and_skips_other_files(recorded: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "many"
+    (folder / "nested").mkdir(parents=True)
+    shutil.copy(recorded, folder / "a.jsonl")
+    shutil.copy(recorded, folder / "nested" / "b.jsonl")
+    (folder / "notes.jsonl").write_text('{"hello": "world"}\n')
+    one = build_run(load_trace(recorded)).totals
+
+    stats = collect_stats([folder])
+    assert stats.totals.runs == 2 and stats.skipped == (str(folder / "notes.jsonl"),)
+    assert stats.totals.sent_tokens == 2 * one.sent_tokens and stats.totals.cost == pytest.approx(
+        2 * one.cost
+    )
+    assert stats.stop_reasons == {"answered": 2}
+
+    code, out, err = invoke("trace", "stats", "--json", str(folder), str(recorded))
+    data = orjson.loads(out)
+    assert code == 0 and data["totals"]["runs"] == 3 and data["totals"]["tool_errors"] == 3
+    assert data["totals"]["iterations"] == 21 and "not traces" in err
+    code, out, _ = invoke("trace", "stats", "--runs", str(folder))
+    assert code == 0 and "totals over 2 run(s)" in out and "stop reasons: answered 2" in out
+    assert "a.jsonl" in out
+
+
+# --------------------------------------------------------------------------- damaged, older, newer traces
+def test_torn_last_line_gives_one_warning_and_the_rest(recorded: Path, tmp_path: Path) -> None:
+    torn = tmp_path / "torn.jsonl"
+    data = recorded.read_bytes()
+    torn.write_bytes(data[: len(data) - 50])  # run_end cut mid-line
+    code, out, err = invoke("trace", "show", str(torn))
+    assert code == 0
+    assert err.count("warning") == 1 and "last line" in err and "torn" in err
+    assert "incomplete" in out  # no run_end: the run did not finish
+    assert build_run(load_trace(torn)).totals.iterations == 7
+
+
+def test_older_trace_with_missing_keys_and_other_version_still_shows(tmp_path: Path) -> None:
+    lines = [
+        {"v": 0, "type": "run_start", "run_id": "old", "model": "m"},
+        {"v": 0, "type": "model_request", "iteration": 1, "prompt_tokens_local": 100},
+        {"v": 0, "type": "model_response", "iteration": 1, "usage": {"prompt_tokens": "n/a"}},
+        {"v": 0, "type": "message", "message": {"role": "alien", "content": "?"}},
+        "not an object",
+        {"v": 0, "type": "tool_result", "iteration": 1, "is_error": True},
+        {"v": 0, "type": "from_the_future", "iteration": 1},
+    ]
+    path = tmp_path / "old.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\nnot json\n{}\n")
+    loaded = load_trace(path)
+    assert loaded.warning is not None
+    assert "1 unreadable line(s)" not in loaded.warning  # two bad lines: the string and "not json"
+    assert "2 unreadable line(s) were skipped (line 5, 8)" in loaded.warning
+    assert "schema version 0" in loaded.warning
+    run = build_run(loaded)
+    assert run.totals.sent_tokens == 100 and run.totals.full_tokens == 100  # no counterfactual: as sent
+    assert run.totals.prompt_tokens == 0 and run.totals.tool_errors == 1 and run.totals.cost is None
+    assert run.unknown_events == {"from_the_future": 1, "?": 1}
+    for command in ("show", "html"):
+        code, _, err = invoke("trace", command, str(path))
+        assert code == 0 and err.count("warning") == 1
+
+
+def test_unknown_context_keys_are_shown_generically() -> None:
+    record = parse_record(
+        {
+            "truncated_outputs": 1,
+            "truncations": [{"tool_call_id": "c1", "iteration": 1, "original_chars": 900, "kept_chars": 100}],
+            "elided_outputs": 3,
+            "elided_chars": 12_000,
+            "superseded_outputs": [{"tool_call_id": "c7", "iteration": 2}],
+            "superseded_iterations": [2, 3, 4],
+            "cache_breaks": 2,
+            "compacted": True,
+            "notes": "text is ignored",
+        }
+    )
+    assert record.counters == {"elided_outputs": 3.0, "elided_chars": 12_000.0, "cache_breaks": 2.0}
+    assert counter_label(record.counters) == ["cache_breaks 2", "elided 3 (12,000 chars)"]
+    assert [(i.kind, i.tool_call_id) for i in record.items] == [("truncated", "c1"), ("superseded", "c7")]
+    assert record.iteration_lists == {"superseded_iterations": (2, 3, 4)}
+    assert record.compacted and record.truncated_outputs == 1
+
+
+def test_not_a_trace_and_missing_paths_are_one_sentence_exit_2(tmp_path: Path) -> None:
+    other = tmp_path / "x.jsonl"
+    other.write_text('{"a": 1}\n')
+    code, _, err = invoke("trace", "show", str(other))
+    assert code == 2 and "is not a tiered_agent trace" in err and "Traceback" not in err
+    code, _, err = invoke("trace", "stats", str(tmp_path / "missing"))
+    assert code == 2 and "does not exist" in err
+    code, _, err = invoke("trace", "stats", str(other))
+    assert code == 2 and "no trace found" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = invoke("trace", "html", str(empty))
+    assert code == 2 and "holds no trace" in err
+
+
+def test_a_folder_means_its_newest_trace(recorded: Path, tmp_path: Path) -> None:
+    code, out, _ = invoke("trace", "show", "--json", str(recorded.parent))
+    assert code == 0 and orjson.loads(out)["path"] == str(recorded)
+
+
+# --------------------------------------------------------------------------- marks
+def test_marks_say_what_was_hidden_and_where_the_full_output_is(recorded: Path) -> None:
+    tools = messages_by_id(recorded)
+    kinds = {cid: [m["k"] for m in tools[cid].get("marks", [])] for cid in tools}
+    read = {m["k"]: m for m in tools["call_read"]["marks"]}
+    assert "the model saw 400 of 11,697 chars (11,297 hidden, 96%)" in read["truncated"]["t"]
+    assert read["truncated"]["how"] == 'context_retrieve(tool_call_id="call_read")'
+    assert re.search(r"full text: line \d+ of " + re.escape(recorded.name), read["truncated"]["t"])
+    assert read["recovered-by"]["refs"] == [{"it": 2, "id": "call_get", "label": ""}]
+    assert read["windowed"]["how"] == 'context_retrieve(iteration="1")'
+    retrieval = {m["k"]: m for m in tools["call_get"]["marks"]}["retrieval"]
+    assert retrieval["refs"] == [{"it": 1, "id": "call_read", "label": "iteration 1 | read_file | call_read"}]
+    dedup = {m["k"]: m for m in tools["call_read2"]["marks"]}["dedup"]
+    assert (
+        dedup["refs"] == [{"it": 1, "id": "call_read", "label": ""}]
+        and "call_read (iteration 1)" in dedup["t"]
+    )
+    assert "error" in kinds["call_missing"]
+    spilled = {m["k"]: m for m in tools["call_log"]["marks"]}["spilled"]
+    spill_file = recorded.with_suffix(".outputs") / "call_log.out"
+    assert spill_file.stat().st_size == 1_200_000 and str(spill_file) in spilled["t"]
+    assert "not found" not in spilled["t"]
+    assert kinds["call_ls"] == []  # the last output was never hidden
+
+
+def test_recovered_items_parse_retrieval_headers() -> None:
+    text = (
+        "2 item(s) matched iteration='3-4' (original, untruncated content).\n\n"
+        "--- iteration 3 | read_file | call_9 | part 1/2 ---\nabc\n\n--- iteration 4 | assistant ---\nx\n"
+        "--- not a header\n[page 1 of 2; call again with page=2]"
+    )
+    refs = recovered_items(text)
+    assert [(r.iteration, r.call_id) for r in refs] == [(3, "call_9"), (4, None)]
+
+
+def test_mark_index_handles_a_run_without_retrieval(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    lines = [
+        {"v": 1, "type": "run_start", "run_id": "r", "model": "m", "task": "t", "tools": []},
+        {
+            "v": 1,
+            "type": "message",
+            "message": {
+                "role": "tool",
+                "content": "x" * 50,
+                "tool_call_id": "c1",
+                "name": "f",
+                "iteration": 1,
+            },
+        },
+        {
+            "v": 1,
+            "type": "model_request",
+            "iteration": 2,
+            "prompt_tokens_local": 5,
+            "context": {
+                "truncations": [
+                    {"tool_call_id": "c1", "iteration": 1, "original_chars": 50, "kept_chars": 10}
+                ]
+            },
+        },
+    ]
+    path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines))
+    run = build_run(load_trace(path))
+    (mark,) = MarkIndex(run).marks(run.messages[0])
+    assert mark.kind == "truncated" and mark.how is None  # no context_retrieve in that run: no call to offer
+    assert "the model saw 10 of 50 chars" in mark.text and "full text: line 2 of t.jsonl" in mark.text
+
+
+# --------------------------------------------------------------------------- page
+def test_json_for_script_cannot_close_the_script_element() -> None:
+    value = {"t": "</script><script>alert(1)</script><!-- & \u2028\u2029"}
+    text = json_for_script(value)
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert orjson.loads(text) == value
+
+
+def test_clip_keeps_head_and_tail() -> None:
+    assert clip("abc", 10) == {"h": "abc", "t": "", "n": 3}
+    cut = clip("a" * 60 + "b" * 40, 20)
+    assert cut == {"h": "a" * 15, "t": "b" * 5, "n": 100}
+
+
+def test_page_is_self_contained_and_escapes_tool_output(recorded: Path) -> None:
+    page = render_page(build_run(load_trace(recorded)))
+    assert page.count("<script") == 2 and page.count("</script>") == 2  # the data block and the renderer
+    assert INJECTION not in page and "window.__pwned" in page  # present, but only JSON-escaped
+    assert re.search(r"(src|href)=\"?(https?:)?//", page) is None
+    assert "http://" not in page and "https://" not in page and "@import" not in page
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert csp and "default-src 'none'" in csp.group(1) and "'unsafe-inline'" not in csp.group(1)
+    data = re.search(r'<script type="application/json" id="trace-data">(.*?)</script>', page, re.S)
+    assert data is not None
+    payload = orjson.loads(data.group(1))
+    assert payload["totals"]["iterations"] == 7 and payload["meta"]["stop"] == "answered"
+    # full history above 8x what was sent: the log scale is shown first, the linear one a click away
+    assert '<svg hidden="" class="chart chart-linear"' in page and '<svg class="chart chart-log"' in page
+    assert page.count('class="hit" data-it=') == 2 * 7  # one hit area per iteration in each scale
+
+
+def test_html_command_writes_the_page(recorded: Path, tmp_path: Path) -> None:
+    target = tmp_path / "out" / "run.html"
+    target.parent.mkdir()
+    code, out, _ = invoke("trace", "html", str(recorded), "-o", str(target), "--embed-chars", "500")
+    assert code == 0 and f"wrote {target}" in out
+    payload = orjson.loads(re.search(r'id="trace-data">(.*?)</script>', target.read_text(), re.S).group(1))
+    log = next(m for ms in payload["messages"].values() for m in ms if m.get("id") == "call_log")
+    assert len(log["text"]["h"]) + len(log["text"]["t"]) == 500 and log["text"]["n"] > 1_000_000
+    code, _, err = invoke("trace", "html", str(recorded), "--embed-chars", "5")
+    assert code == 2 and "--embed-chars" in err
+
+
+def test_long_run_page_stays_small(tmp_path: Path) -> None:
+    """150 iterations of 1 MB outputs: a ~150 MB trace gives a page of about 2 MB."""
+    trace = write_long_trace(tmp_path / "long.jsonl")
+    assert trace.stat().st_size > 150_000_000
+    run = build_run(load_trace(trace))
+    assert run.totals.iterations == 150 and run.totals.summaries == 6 and run.totals.retrievals == 3
+    page = render_page(run)
+    size = len(page.encode())
+    assert 1_000_000 < size < 3_000_000, size
+    assert page.count('class="hit" data-it=') == 300
+
+
+def test_small_helpers() -> None:
+    assert ranges([5, 1, 2, 3, 7, 8, 3]) == "1-3, 5, 7-8" and ranges([]) == ""
+    assert [compact(n) for n in (950, 18_240, 1_050_000, 11_026_000_000)] == [
+        "950",
+        "18.2k",
+        "1.05M",
+        "11.0G",
+    ]
+
+
+def test_readme_demo_records_a_trace_the_commands_read(tmp_path: Path) -> None:
+    """README "Inspecting runs": the offline demo run, then show, stats and html on its folder."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "demo_trace.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--trace-dir", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    trace = Path(done.stdout.strip())
+    assert trace.parent == tmp_path / "runs" and trace.exists()
+    totals = build_run(load_trace(trace)).totals
+    assert totals.iterations == 8 and totals.outputs_truncated >= 1 and totals.dedup_hits == 1
+    assert totals.retrievals == 1 and totals.tool_errors == 1 and totals.summaries >= 1
+    assert totals.masked_outputs >= 1  # the tiered preset elides covered outputs
+    folder = str(tmp_path / "runs")
+    assert invoke("trace", "show", folder)[0] == 0 and invoke("trace", "stats", folder)[0] == 0
+    code, _, _ = invoke("trace", "html", folder, "-o", str(tmp_path / "run.html"))
+    assert code == 0 and (tmp_path / "run.html").stat().st_size > 10_000
+
+
+def write_lines(path: Path, lines: list[dict[str, object]]) -> Path:
+    path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
+    return path
+
+
+def test_resumed_run_and_a_retried_request(tmp_path: Path) -> None:
+    """Two segments in one file (Agent.resume) are one run; a compaction retry keeps the last request."""
+
+    def request(it: int, sent: int, **context: object) -> dict[str, object]:
+        return {
+            "v": 1,
+            "type": "model_request",
+            "iteration": it,
+            "prompt_tokens_local": sent,
+            "counterfactual_tokens": 1000,
+            "context": context,
+        }
+
+    def response(it: int) -> dict[str, object]:
+        return {
+            "v": 1,
+            "type": "model_response",
+            "iteration": it,
+            "usage": {"prompt_tokens": 10, "cost": 0.5},
+        }
+
+    path = write_lines(
+        tmp_path / "resumed.jsonl",
+        [
+            {"v": 1, "type": "run_start", "run_id": "first", "model": "m", "task": "t"},
+            request(1, 900),
+            response(1),
+            {"v": 1, "type": "run_end", "stop_reason": "max_iterations", "iterations": 1},
+            {
+                "v": 1,
+                "type": "run_start",
+                "run_id": "second",
+                "model": "m",
+                "task": "t",
+                "source": "resume of x",
+            },
+            request(2, 5000),
+            {
+                "v": 1,
+                "type": "error",
+                "iteration": 2,
+                "kind": "ContextWindowExceeded",
+                "message": "compacting",
+            },
+            request(2, 400, compacted=True),
+            response(2),
+            {"v": 1, "type": "run_end", "stop_reason": "answered", "iterations": 1},
+        ],
+    )
+    run = build_run(load_trace(path))
+    assert run.run_id == "first" and run.segments == 2 and run.stop_label == "answered"
+    second = run.iterations[1]
+    assert second.requests == 2 and second.record.compacted and second.totals.sent_tokens == 400
+    assert second.errors == (("ContextWindowExceeded", "compacting"),)
+    assert run.totals.sent_tokens == 1300 and run.totals.cost == 1.0 and run.totals.errors == 1
+    code, out, _ = invoke("trace", "show", str(path))
+    assert code == 0 and "2 segments (resumed)" in out and "compacted" in out and "2 requests" in out
+
+
+def test_page_redacts_secrets_an_older_trace_may_hold(tmp_path: Path) -> None:
+    secret = "sk-live0123456789abcdefXYZ"
+    path = write_lines(
+        tmp_path / "leaky.jsonl",
+        [
+            {"v": 1, "type": "run_start", "run_id": "r", "model": "m", "task": f"use key {secret}"},
+            {
+                "v": 1,
+                "type": "message",
+                "message": {
+                    "role": "tool",
+                    "content": f"Authorization: Bearer {secret}",
+                    "tool_call_id": "c1",
+                    "name": "env",
+                    "iteration": 1,
+                },
+            },
+            {"v": 1, "type": "model_request", "iteration": 1, "prompt_tokens_local": 5},
+        ],
+    )
+    page = render_page(build_run(load_trace(path)))
+    assert secret not in page and "[redacted]" in page
+
+
+def test_imported_recording_without_pipeline_records(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "imported.jsonl",
+        [
+            {
+                "v": 1,
+                "type": "run_start",
+                "run_id": "r",
+                "model": "m",
+                "task": "t",
+                "source": "someone/repo@abc",
+            },
+            {"v": 1, "type": "model_response", "iteration": 1, "usage": {"prompt_tokens": 1500}},
+            {"v": 1, "type": "model_response", "iteration": 2, "usage": {"prompt_tokens": 2500}},
+        ],
+    )
+    run = build_run(load_trace(path))
+    assert run.stop_label == "imported" and not run.measured and run.totals.iterations == 2
+    page = render_page(run)
+    assert "No context-pipeline record" in page and page.count('class="hit" data-it=') == 4

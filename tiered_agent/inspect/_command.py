@@ -1,0 +1,158 @@
+"""``tiered-agent trace``: inspect recorded runs (``show``, ``stats``, ``html``).
+
+Importing this module must stay cheap (``tiered-agent --help`` imports it):
+only click here; rich and the views are imported when a command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ._view import RunView
+
+__all__ = ["trace"]
+
+_EXISTING = click.Path(exists=True, path_type=Path)
+
+
+@click.group("trace")
+def trace() -> None:
+    """Inspect recorded runs: per-iteration tables, totals across runs, a self-contained HTML page."""
+
+
+def _consoles() -> tuple[Console, Console]:
+    from rich.console import Console
+
+    return Console(highlight=False), Console(stderr=True, highlight=False)
+
+
+def _newest(folder: Path) -> Path:
+    from ._load import find_traces
+
+    found = find_traces([folder])
+    if not found:
+        raise click.UsageError(f"{folder} holds no trace (*.jsonl) files.")
+    return max(found, key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def _read_run(path: Path, err: Console) -> RunView:
+    """The run in ``path`` (a folder: its newest trace); one warning for what could not be read."""
+    from rich.markup import escape
+
+    from .._errors import TraceFormatError
+    from ._load import load_trace
+    from ._view import build_run
+
+    if path.is_dir():
+        path = _newest(path)
+    try:
+        loaded = load_trace(path)
+    except TraceFormatError as exc:
+        raise click.UsageError(str(exc)) from None
+    if not loaded.is_trace:
+        raise click.UsageError(f"{path} is not a tiered_agent trace (no run_start or model_request event).")
+    if loaded.warning:
+        err.print(f"[yellow]warning:[/] {escape(loaded.warning)}")
+    return build_run(loaded)
+
+
+def _echo_json(value: object) -> None:
+    """``value`` as indented JSON on stdout, secrets redacted (older or imported traces may hold some)."""
+    import orjson
+
+    from .._trace import redact
+
+    sys.stdout.buffer.write(orjson.dumps(redact(value), option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+@trace.command("show")
+@click.argument("path", type=_EXISTING)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+def show(path: Path, as_json: bool) -> None:
+    """Per-iteration table of the run in PATH (a trace file, or a folder: its newest trace).
+
+    Columns: tool calls, prompt tokens (provider), sent (local count), full history
+    (the counterfactual), saved, truncated / masked outputs, dedup hits, summaries,
+    retrievals, cost; then the run's totals.
+    """
+    from ._stats import iteration_dict, run_summary
+    from ._tables import iteration_table, run_header, totals_table
+
+    out, err = _consoles()
+    run = _read_run(path, err)
+    if as_json:
+        _echo_json({**run_summary(run), "iterations": iteration_dict(run)})
+        return
+    out.print(run_header(run))
+    out.print(iteration_table(run, width=out.width))
+    out.print(totals_table(run.totals))
+
+
+@trace.command("stats")
+@click.argument("paths", nargs=-1, required=True, type=_EXISTING)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@click.option("--runs", "per_run", is_flag=True, help="Also list each run.")
+def stats(paths: tuple[Path, ...], as_json: bool, per_run: bool) -> None:
+    """Totals across the runs in PATHS (trace files, or folders searched for *.jsonl).
+
+    Runs, iterations, prompt tokens sent vs the full history, savings, cost, tool
+    calls, errors and stop reasons.
+    """
+    from rich.markup import escape
+
+    from ._stats import collect_stats
+    from ._tables import stats_table
+
+    out, err = _consoles()
+    result = collect_stats(paths)
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
+    if result.skipped:
+        err.print(f"[yellow]skipped {len(result.skipped)} file(s) that are not traces[/]")
+    if not result.runs:
+        raise click.UsageError(f"no trace found in {', '.join(str(p) for p in paths)}.")
+    if as_json:
+        _echo_json(result.to_dict())
+        return
+    out.print(stats_table(result, per_run=per_run))
+
+
+@trace.command("html")
+@click.argument("path", type=_EXISTING)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the page (default: the trace's path with .html).",
+)
+@click.option(
+    "--embed-chars",
+    type=click.IntRange(min=200),
+    default=12_000,
+    show_default=True,
+    help="The most characters of one message embedded in the page (its head and tail).",
+)
+def html(path: Path, output: Path | None, embed_chars: int) -> None:
+    """Write one self-contained HTML page for the run in PATH (a trace file, or a folder: its newest).
+
+    Inline CSS, JS and SVG; no network. Totals and savings, a chart of prompt tokens vs the
+    full history, and every iteration with its messages and what the context pipeline hid.
+    """
+    from ._page import render_page
+
+    out, err = _consoles()
+    run = _read_run(path, err)
+    target = output or run.path.with_suffix(".html")
+    try:
+        target.write_text(render_page(run, embed_chars=embed_chars), encoding="utf-8")
+    except OSError as exc:
+        raise click.UsageError(f"cannot write {target}: {exc.strerror or exc}.") from None
+    out.print(f"wrote {target} ({target.stat().st_size:,} bytes)", markup=False)
