@@ -34,6 +34,7 @@ class RunOptions:
     context_window: int | None
     allow_write: bool
     allow_shell: bool
+    mcp_config: Path | None = None
 
 
 class LazyGroup(click.Group):
@@ -97,6 +98,11 @@ def cli(log_json: bool, log_level: str) -> None:
 )
 @click.option("--allow-write", is_flag=True, help="Enable write_file and edit_file.")
 @click.option("--allow-shell", is_flag=True, help="Enable run_shell.")
+@click.option(
+    "--mcp-config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='MCP servers to start for the run: a {"mcpServers": ...} JSON file (Claude Desktop, Cursor).',
+)
 def run(**options: Any) -> None:
     """Run TASK with a model and the workspace tools; print progress, the answer and the trace path."""
     settings = RunOptions(**options)

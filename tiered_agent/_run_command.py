@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 
 from ._agent import DEFAULT_SYSTEM_PROMPT, Agent, RunLimits
 from ._cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunOptions
 from ._display import RunDisplay
-from ._errors import AuthenticationError, ConfigurationError, ModelNotFoundError
+from ._errors import AuthenticationError, ConfigurationError, MCPServerError, ModelNotFoundError
 from ._instructions import build_system_prompt, load_instructions
 from ._model import LiteLLMModel
 from ._workspace import Workspace, workspace_tools
 from .context._config import preset
+from .mcp._config import load_mcp_config
 
 __all__ = ["run_task"]
 
@@ -37,11 +39,15 @@ def run_task(options: RunOptions) -> int:
             limits=RunLimits(max_iterations=options.max_iterations, token_budget=options.token_budget),
             trace_dir=options.trace_dir,
             on_event=display,
+            mcp_servers=load_mcp_config(options.mcp_config) if options.mcp_config else (),
         )
         result = anyio.run(agent.run, options.task, backend="asyncio")
     except (ConfigurationError, ModelNotFoundError) as exc:
         err.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
+    except MCPServerError as exc:  # may quote the server's stderr: printed without markup
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_FAILED
     except AuthenticationError as exc:
         err.print(f"[red]error:[/] {exc}")
         return EXIT_FAILED
