@@ -8,7 +8,7 @@ it speaks stdio when started by the agent. Its tools become ``demo__add``,
 from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
+from mcp.types import ToolAnnotations
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)  # identical calls are served from the agent's dedup cache
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.types import ToolAnnotations
 
 # A 1x1 transparent PNG (67 bytes).
 PNG = base64.b64decode(

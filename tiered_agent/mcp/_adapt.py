@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import structlog
 from jsonschema.exceptions import SchemaError
-from mcp_types import Tool as MCPTool
+from mcp.types import Tool as MCPTool
 
 from .._tools import ArgumentValidator, Tool
 from ._config import MCPServerConfig

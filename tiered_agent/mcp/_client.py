@@ -16,7 +16,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import IO, Any, TextIO
 from urllib.parse import urlsplit
@@ -25,13 +25,11 @@ import anyio
 import anyio.to_thread
 import httpx2
 import structlog
-from mcp import Client, StdioServerParameters
-from mcp.client import Transport
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, Implementation
-from mcp_types import Tool as MCPTool
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, Implementation
+from mcp.types import Tool as MCPTool
 
 from .._errors import ConfigurationError, MCPServerError, TieredAgentError, ToolError
 from .._tools import ToolTimeout
@@ -61,10 +59,11 @@ class ServerConnection:
 
     def __init__(self, config: MCPServerConfig) -> None:
         self.config = config
-        self.ready = anyio.Event()
+        self.settled = anyio.Event()  # started, or failed to
         self.tools: list[MCPTool] = []
         self.error: TieredAgentError | None = None
         self._stop = anyio.Event()
+        self._startup = anyio.CancelScope()  # the startup deadline; cancelled by stop() while starting
         self._client: Client | None = None
         self._gone = False
         self._stderr: _StderrLog | None = None
@@ -75,31 +74,34 @@ class ServerConnection:
         return self.config.name
 
     def stop(self) -> None:
+        """Close the connection; a server still starting is abandoned (and its process stopped)."""
         self._stop.set()
+        if not self.settled.is_set():
+            self._startup.cancel()
 
     # ------------------------------------------------------------------ lifecycle
     async def serve(self) -> None:
-        """Connect, list the tools, set ``ready``, hold the connection until :meth:`stop`."""
-        deadline = anyio.current_time() + self.config.startup_timeout_s
-        with anyio.CancelScope(deadline=deadline) as scope:
+        """Connect, list the tools, set ``settled``, hold the connection until :meth:`stop`."""
+        self._startup.deadline = anyio.current_time() + self.config.startup_timeout_s
+        with self._startup:
             try:
                 async with Client(self._transport(), cache=None, client_info=_client_info()) as client:
                     self.tools = await _list_tools(client)
-                    scope.deadline = math.inf
+                    self._startup.deadline = math.inf
                     self._client = client
-                    self.ready.set()
+                    self.settled.set()
                     await self._stop.wait()
             except Exception as exc:
                 await self._failed(_leaf(exc))
             finally:
                 self._client = None
-        if scope.cancelled_caught and not self.ready.is_set():
+        if self._startup.cancelled_caught and not self.settled.is_set() and not self._stop.is_set():
             hint = await self._stderr_hint()
             limit = self.config.startup_timeout_s
             self.error = MCPServerError(f"MCP server {self.name!r} did not start within {limit:g} s{hint}")
-        self.ready.set()
+        self.settled.set()
 
-    def _transport(self) -> Transport:
+    def _transport(self) -> AbstractAsyncContextManager[Any]:
         if isinstance(self.config, MCPStdioServer):
             return self._stdio(self.config)
         return self._http(self.config)
@@ -136,7 +138,7 @@ class ServerConnection:
             yield streams
 
     async def _failed(self, exc: BaseException) -> None:
-        if self.ready.is_set():
+        if self.settled.is_set():
             self._gone = True
             log.warning("mcp_server_stopped", server=self.name, error=_one_line(exc))
             return

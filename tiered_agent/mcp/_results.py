@@ -10,7 +10,7 @@ so the model gets it as a tool error like any other tool's failure.
 from __future__ import annotations
 
 import orjson
-from mcp_types import (
+from mcp.types import (
     AudioContent,
     BlobResourceContents,
     CallToolResult,

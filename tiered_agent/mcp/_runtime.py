@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
-from .._errors import ConfigurationError
+from .._errors import ConfigurationError, TieredAgentError
 from .._tools import Tool
 from ._config import MCPServerConfig
 
@@ -71,9 +71,7 @@ async def open_mcp_tools(servers: Sequence[MCPServerConfig]) -> AsyncIterator[MC
         for connection in connections:
             group.start_soon(connection.serve)
         try:
-            for connection in connections:
-                await connection.ready.wait()
-            failure = next((c.error for c in connections if c.error is not None), None)
+            failure = await _settle(connections)
             if failure is None:
                 loaded = _load(connections)
                 log.info("mcp_servers_started", servers=[s["name"] for s in loaded.servers])
@@ -85,6 +83,23 @@ async def open_mcp_tools(servers: Sequence[MCPServerConfig]) -> AsyncIterator[MC
                 connection.stop()
     if failure is not None:
         raise failure
+
+
+async def _settle(connections: Sequence[ServerConnection]) -> TieredAgentError | None:
+    """Wait until every server has started or one has failed; the first failure in config order."""
+    decided = anyio.Event()
+
+    async def watch(connection: ServerConnection) -> None:
+        await connection.settled.wait()
+        if connection.error is not None or all(c.settled.is_set() for c in connections):
+            decided.set()
+
+    async with anyio.create_task_group() as watchers:
+        for connection in connections:
+            watchers.start_soon(watch, connection)
+        await decided.wait()
+        watchers.cancel_scope.cancel()
+    return next((c.error for c in connections if c.error is not None), None)
 
 
 def _load(connections: Sequence[ServerConnection]) -> MCPTools:
