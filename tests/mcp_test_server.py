@@ -70,6 +70,13 @@ def pid() -> int:
     return os.getpid()
 
 
+@server.tool(annotations=READ_ONLY)
+def lines(n: int) -> str:
+    """``n`` numbered lines of 25 characters."""
+    _log_call("lines")
+    return "\n".join(f"line {i:06d} of the output" for i in range(n))
+
+
 @server.tool()
 async def sleep(seconds: float) -> str:
     """Sleep, then say so."""

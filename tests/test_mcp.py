@@ -33,9 +33,11 @@ from mcp.types import (
     TextContent,
     TextResourceContents,
 )
+from structlog.testing import capture_logs
 
 from tiered_agent import (
     Agent,
+    AuthenticationError,
     ConfigurationError,
     MCPHttpServer,
     MCPServerError,
@@ -143,6 +145,8 @@ async def test_stdio_server_tools_in_a_full_run(tmp_path: Path) -> None:
                 ("c6", "test__fail", {"reason": "no"}),  # an isError result
             ),
             calls(("c7", "test__shout_text", {"text": "hi"}), ("c8", "test__sleep", {"seconds": 60})),
+            calls(("c9", "test__lines", {"n": 40_000})),  # 1.04 MB: capped, spilled, truncated in the prompt
+            calls(("c10", "context_retrieve", {"tool_call_id": "c9"})),
             text("done"),
         ]
     )
@@ -152,7 +156,7 @@ async def test_stdio_server_tools_in_a_full_run(tmp_path: Path) -> None:
     offered = {t["function"]["name"]: t["function"] for t in model.requests[0].tools}
     assert set(offered) == {
         "context_retrieve",
-        *(f"test__{n}" for n in ("add", "shout_text", "pixel", "fail", "pid", "sleep", "header")),
+        *(f"test__{n}" for n in ("add", "shout_text", "pixel", "fail", "pid", "lines", "sleep", "header")),
     }
     assert offered["test__add"]["description"] == "Add two integers."
     assert offered["test__add"]["parameters"]["properties"]["a"]["type"] == "integer"
@@ -171,6 +175,18 @@ async def test_stdio_server_tools_in_a_full_run(tmp_path: Path) -> None:
     assert outputs["c6"] == "Error: Error executing tool fail: refused: no"
     assert outputs["c7"] == "HI"
     assert outputs["c8"] == "Error: tool 'test__sleep' timed out after 2 s and was stopped."
+    full = "\n".join(f"line {i:06d} of the output" for i in range(40_000)).encode()
+    spilled = result.trace_path.with_suffix(".outputs") / "c9.out"
+    assert spilled.read_bytes() == full  # the whole output, next to the trace
+    assert outputs["c9"].startswith("line 000000") and outputs["c9"].endswith(
+        f"[output capped: showing the first 1000000 of {len(full)} bytes; "
+        f"the full output ({len(full)} bytes) is saved at {spilled}]"
+    )
+    seen = next(m["content"] for m in model.requests[4].messages if m.get("tool_call_id") == "c9")
+    assert (
+        len(seen) < 10_000 and 'context_retrieve(tool_call_id="c9")' in seen
+    )  # truncated, with the way back
+    assert outputs["c10"].count("line 0") > 100 and "call again with page=2" in outputs["c10"]
 
     events = read_trace(result.trace_path)
     results = {e.tool_call_id: e for e in events if isinstance(e, ToolResult)}
@@ -178,7 +194,7 @@ async def test_stdio_server_tools_in_a_full_run(tmp_path: Path) -> None:
     kinds = {call_id: results[call_id].error_kind for call_id in ("c5", "c6", "c8")}
     assert kinds == {"c5": "invalid_arguments", "c6": "tool_error", "c8": "timeout"}
     # add ran once: the duplicate came from the cache and the invalid call was refused locally
-    assert server_calls(tmp_path) == Counter(["add", "pixel", "pid", "fail", "shout.text", "sleep"])
+    assert server_calls(tmp_path) == Counter(["add", "pixel", "pid", "fail", "shout.text", "sleep", "lines"])
 
     started = next(e for e in events if isinstance(e, RunStarted))
     record = started.config["mcp_servers"]
@@ -231,6 +247,17 @@ async def test_cancelling_a_run_stops_the_server(tmp_path: Path) -> None:
     assert isinstance(ended, RunEnded) and ended.stop_reason == "cancelled"
 
 
+async def test_an_error_in_the_run_stops_the_server_and_propagates_unwrapped(tmp_path: Path) -> None:
+    def model_fn(request: AgentRequest) -> Any:
+        if request.index == 0:
+            return calls(("c1", "test__pid", {}))
+        raise AuthenticationError("the provider rejected the key")
+
+    with pytest.raises(AuthenticationError, match="rejected the key"):  # not an ExceptionGroup
+        await agent(tmp_path, FunctionModel(model_fn), [stdio_server(tmp_path)]).run("x")
+    assert is_gone(int((tmp_path / "test.pid").read_text()))
+
+
 # ---------------------------------------------------------------- servers that do not start
 async def test_missing_command_is_a_configuration_error(tmp_path: Path) -> None:
     ghost = MCPStdioServer("ghost", "definitely-not-an-mcp-server-command")
@@ -244,11 +271,20 @@ async def test_missing_command_is_a_configuration_error(tmp_path: Path) -> None:
 
 async def test_server_exiting_during_startup_is_one_sentence_with_its_stderr(tmp_path: Path) -> None:
     broken = MCPStdioServer("broken", sys.executable, ("-c", "import sys; sys.exit('API_TOKEN is missing')"))
-    with pytest.raises(MCPServerError) as caught:
+    with capture_logs() as logs, pytest.raises(MCPServerError) as caught:
         await agent(tmp_path, FunctionModel.scripted([]), [broken]).run("x")
     assert str(caught.value) == (
         "MCP server 'broken' exited during startup; its last stderr line: 'API_TOKEN is missing'"
     )
+    stderr_logs = [entry for entry in logs if entry["event"] == "mcp_server_stderr"]
+    assert stderr_logs == [
+        {
+            "event": "mcp_server_stderr",
+            "log_level": "debug",
+            "server": "broken",
+            "line": "API_TOKEN is missing",
+        }
+    ]
 
 
 async def test_startup_timeout_stops_every_server_of_the_run(tmp_path: Path) -> None:
@@ -345,7 +381,9 @@ def test_cli_mcp_config_end_to_end(tmp_path: Path, background: Any) -> None:
     assert started["config"]["mcp_servers"][0]["tools"]["demo__add"] == "add"
 
 
-BANNER_THEN_EXIT = "print('My server v1', flush=True); import time; time.sleep(0.5); raise SystemExit('no key')"
+BANNER_THEN_EXIT = (
+    "print('My server v1', flush=True); import time; time.sleep(0.5); raise SystemExit('no key')"
+)
 
 
 @pytest.mark.parametrize(
@@ -363,7 +401,7 @@ BANNER_THEN_EXIT = "print('My server v1', flush=True); import time; time.sleep(0
 def test_cli_mcp_failures_are_one_sentence(tmp_path: Path, servers: str, code: int, expected: str) -> None:
     config = tmp_path / "mcp.json"
     config.write_text('{"mcpServers": ' + servers + "}")
-    args = ["--mcp-config", str(config), "--trace-dir", str(tmp_path / "t")]
+    args = ["--mcp-config", str(config), "--trace-dir", str(tmp_path / "t"), "--context-window", "128000"]
     proc = subprocess.run(
         [sys.executable, "-m", "tiered_agent", "run", "x", "--model", "openai/gpt-4o-mini", *args],
         cwd=tmp_path,
@@ -375,7 +413,9 @@ def test_cli_mcp_failures_are_one_sentence(tmp_path: Path, servers: str, code: i
     )
     assert proc.returncode == code, proc.stdout + proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith(expected.format(path=config)), proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert (
+        "Traceback" not in proc.stderr and proc.stderr.count("no key") <= 1
+    )  # server stderr: in the log only
 
 
 # ---------------------------------------------------------------- the config file
@@ -450,11 +490,41 @@ def test_agent_rejects_repeated_server_names() -> None:
         Agent(FunctionModel.scripted([]), mcp_servers=servers)
 
 
+async def test_tools_whose_names_collide_are_a_configuration_error() -> None:
+    from mcp.types import Tool as MCPTool
+
+    from tiered_agent.mcp._client import ServerConnection
+    from tiered_agent.mcp._runtime import _load
+
+    connection = ServerConnection(MCPStdioServer("srv", "x"))
+    connection.tools = [MCPTool(name=n, input_schema={"type": "object"}) for n in ("get.item", "get_item")]
+    with pytest.raises(ConfigurationError) as caught:
+        _load([connection])
+    assert str(caught.value) == (
+        "tool 'get_item' of MCP server 'srv' and tool 'get.item' of MCP server 'srv' "
+        "both become 'srv__get_item'"
+    )
+
+
 def test_tool_names_fit_the_rule_and_stay_distinct() -> None:
     assert tool_name("my server", "shout.text") == "my_server__shout_text"
     long_a, long_b = tool_name("s", "x" * 80 + "a"), tool_name("s", "x" * 80 + "b")
     assert len(long_a) == len(long_b) == 64 and long_a != long_b
     assert all(c.isalnum() or c in "_-" for c in long_a)
+
+
+def test_a_tool_with_an_invalid_schema_is_kept_without_local_validation() -> None:
+    from mcp.types import Tool as MCPTool
+
+    from tiered_agent.mcp._adapt import adapt_tool
+
+    async def call(name: str, arguments: dict[str, Any]) -> str:
+        return name
+
+    spec = MCPTool(name="odd", input_schema={"type": "object", "properties": {"a": {"type": "nonsense"}}})
+    adapted = adapt_tool(MCPStdioServer("srv", "x"), spec, call)
+    assert adapted.name == "srv__odd" and adapted.validator is None
+    assert adapted.description == "Tool 'odd' of the MCP server 'srv'." and not adapted.read_only
 
 
 # ---------------------------------------------------------------- results as text
