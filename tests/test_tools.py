@@ -293,6 +293,28 @@ async def test_manual_tool_without_model_checks_signature() -> None:
     assert "unexpected keyword argument 'b'" in bad.content
 
 
+async def test_validator_hook_checks_arguments_instead_of_the_signature() -> None:
+    received: list[dict[str, Any]] = []
+
+    async def fn(**arguments: Any) -> str:
+        received.append(arguments)
+        return "ok"
+
+    def validate(arguments: Any) -> list[tuple[str, str]]:
+        return [] if isinstance(arguments.get("n"), int) else [("n", "must be an integer")]
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    checked = Tool(name="checked", description="d", parameters=schema, fn=fn, validator=validate)
+    tools = ToolSet([checked])
+    assert (await tools.execute(call("checked", {"n": 2}))).content == "ok"
+    bad = await tools.execute(call("checked", {"n": "2"}))
+    assert bad.error_kind == "invalid_arguments" and received == [{"n": 2}]
+    assert bad.content == (
+        "Error: invalid arguments for tool 'checked':\n- n: must be an integer\n"
+        "Expected parameters: n (required)."
+    )
+
+
 async def test_tool_error_and_exception() -> None:
     @tool
     def refuses() -> str:

@@ -28,6 +28,10 @@ __all__ = [
     "IterationStats",
     "LLMSummarizer",
     "LiteLLMModel",
+    "MCPHttpServer",
+    "MCPServerConfig",
+    "MCPServerError",
+    "MCPStdioServer",
     "Message",
     "Model",
     "ModelError",
@@ -51,6 +55,7 @@ __all__ = [
     "Usage",
     "Workspace",
     "load_history",
+    "load_mcp_config",
     "preset",
     "read_trace",
     "tool",
@@ -86,6 +91,10 @@ _LOCATIONS = {
     "Telemetry": "._telemetry",
     "read_trace": "._trace",
     "load_history": "._trace",
+    "MCPStdioServer": ".mcp._config",
+    "MCPHttpServer": ".mcp._config",
+    "MCPServerConfig": ".mcp._config",
+    "load_mcp_config": ".mcp._config",
 }
 _LOCATIONS.update({name: "._errors" for name in __all__ if name.endswith(("Error", "Exceeded", "Workspace"))})
 _LOCATIONS["Workspace"] = "._workspace"
@@ -97,6 +106,7 @@ if TYPE_CHECKING:
         ConfigurationError,
         ContextBudgetExceeded,
         ContextWindowExceeded,
+        MCPServerError,
         ModelError,
         ModelNotFoundError,
         PathOutsideWorkspace,
@@ -115,6 +125,7 @@ if TYPE_CHECKING:
     from .context._config import PRESETS, ContextConfig, preset
     from .context._summarizer import DigestSummarizer, LLMSummarizer, Summarizer
     from .context._types import Summary
+    from .mcp._config import MCPHttpServer, MCPServerConfig, MCPStdioServer, load_mcp_config
 
 
 __getattr__ = lazy_exports(__name__, _LOCATIONS, globals())

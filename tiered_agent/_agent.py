@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import anyio
 import structlog
@@ -45,6 +46,8 @@ from .context._config import ContextConfig, preset
 from .context._manager import ContextManager, PreparedPrompt
 from .context._summarizer import Summarizer
 from .context._types import Summary
+from .mcp._config import MCPServerConfig
+from .mcp._runtime import check_servers, open_mcp_tools
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "RunLimits"]
 
@@ -79,6 +82,8 @@ class Agent:
     """A tool-using agent over any litellm model, with a tiered context pipeline.
 
     Constructing an agent has no side effects: no import of litellm, no file, no task.
+    ``mcp_servers`` (see :func:`~tiered_agent.load_mcp_config`) start with each run and
+    stop with it; their tools join ``tools`` as ``SERVER__TOOL``.
     """
 
     def __init__(
@@ -93,6 +98,7 @@ class Agent:
         on_event: Callable[[Event], None] | None = None,
         summarizer: Summarizer | None = None,
         telemetry: Telemetry | bool | None = None,
+        mcp_servers: Sequence[MCPServerConfig] = (),
     ) -> None:
         self.model: Model = LiteLLMModel(model) if isinstance(model, str) else model
         self.tools = ToolSet(tools)
@@ -105,6 +111,7 @@ class Agent:
         # OpenTelemetry spans: None = on when the environment or the application configured
         # OpenTelemetry (see Telemetry), True / Telemetry(...) = on, False = off.
         self.telemetry = telemetry
+        self.mcp_servers = check_servers(mcp_servers)
 
     async def run(self, task: str) -> RunResult:
         """Run ``task`` to completion and return the result. Each iteration:
@@ -226,6 +233,7 @@ class _Run:
         )
         self.tools = agent.tools.with_tools(self.manager.tools(lambda: self.history))
         self.observers = [o for o in (agent.on_event, run_observer(agent.telemetry)) if o is not None]
+        self.mcp_servers: tuple[dict[str, Any], ...] = ()  # what run_start records of them
 
     # ------------------------------------------------------------------ events
     def emit(self, event: Event) -> None:
@@ -241,7 +249,9 @@ class _Run:
     async def execute(self) -> RunResult:
         self.trace.open()
         try:
-            async with self.manager:
+            async with self.manager, open_mcp_tools(self.agent.mcp_servers) as mcp:
+                self.tools = self.tools.with_tools(mcp.tools)
+                self.mcp_servers = mcp.servers
                 self.start()
                 reason, output, error = await self.loop()
         except anyio.get_cancelled_exc_class():
@@ -266,6 +276,7 @@ class _Run:
                     "limits": dataclasses.asdict(agent.limits),
                     "tokenizer": self.counter.encoding_name,
                     "read_only_tools": sorted(t.name for t in self.tools if t.read_only),
+                    **({"mcp_servers": list(self.mcp_servers)} if self.mcp_servers else {}),
                 },
                 tools=self.tools.schemas(),
                 started_at=time.time(),

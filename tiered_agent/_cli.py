@@ -35,6 +35,7 @@ class RunOptions:
     allow_write: bool
     allow_shell: bool
     otel: bool = False
+    mcp_config: Path | None = None
 
 
 class LazyGroup(click.Group):
@@ -106,6 +107,11 @@ def cli(log_json: bool, log_level: str) -> None:
     is_flag=True,
     help="Export OpenTelemetry spans over OTLP/HTTP (standard OTEL_* variables; on by itself when "
     "OTEL_EXPORTER_OTLP_ENDPOINT is set). Needs the otel extra.",
+)
+@click.option(
+    "--mcp-config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='MCP servers to start for the run: a {"mcpServers": ...} JSON file (Claude Desktop, Cursor).',
 )
 def run(**options: Any) -> None:
     """Run TASK with a model and the workspace tools; print progress, the answer and the trace path."""

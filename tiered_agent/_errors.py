@@ -14,6 +14,7 @@ raises one of these::
     │   ├── ModelNotFoundError      the provider does not know the model
     │   └── ContextWindowExceeded   the prompt does not fit the model's window
     ├── ContextBudgetExceeded       the safety net refused to send an oversized prompt
+    ├── MCPServerError              an MCP server could not be started or reached for the run
     └── TraceFormatError            a trace or recorded run cannot be read (names file and problem)
 """
 
@@ -24,6 +25,7 @@ __all__ = [
     "ConfigurationError",
     "ContextBudgetExceeded",
     "ContextWindowExceeded",
+    "MCPServerError",
     "ModelError",
     "ModelNotFoundError",
     "PathOutsideWorkspace",
@@ -67,6 +69,10 @@ class ContextWindowExceeded(ModelError):
 
 class ContextBudgetExceeded(TieredAgentError):
     """The next prompt would exceed the hard share of the context window even after compaction."""
+
+
+class MCPServerError(TieredAgentError):
+    """An MCP server failed to start (exited, timed out, unreachable); the message names it and why."""
 
 
 class TraceFormatError(TieredAgentError, ValueError):

@@ -33,3 +33,15 @@ def configure_logging(*, json: bool = False, level: str = "warning") -> None:
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr, force=True)
+    if numeric > logging.DEBUG:
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_sdk_records_on_one_line)
+
+
+def _sdk_records_on_one_line(record: logging.LogRecord) -> bool:
+    """The MCP SDK logs tracebacks for server mistakes (a banner on stdout) the run reports itself:
+    keep its records to their message unless ``--log-level debug``."""
+    if record.name == "mcp" or record.name.startswith("mcp."):
+        record.exc_info = None
+        record.exc_text = None
+    return True

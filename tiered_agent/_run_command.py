@@ -9,13 +9,14 @@ from rich.markup import escape
 from ._agent import DEFAULT_SYSTEM_PROMPT, Agent, RunLimits
 from ._cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunOptions
 from ._display import RunDisplay
-from ._errors import AuthenticationError, ConfigurationError, ModelNotFoundError
+from ._errors import AuthenticationError, ConfigurationError, MCPServerError, ModelNotFoundError
 from ._instructions import build_system_prompt, load_instructions
 from ._model import LiteLLMModel
 from ._otel_export import cli_telemetry
 from ._telemetry import Telemetry
 from ._workspace import Workspace, workspace_tools
 from .context._config import preset
+from .mcp._config import load_mcp_config
 
 __all__ = ["run_task"]
 
@@ -58,11 +59,15 @@ def _run_task(options: RunOptions, telemetry: Telemetry | None) -> int:
             trace_dir=options.trace_dir,
             on_event=display,
             telemetry=telemetry,
+            mcp_servers=load_mcp_config(options.mcp_config) if options.mcp_config else (),
         )
         result = anyio.run(agent.run, options.task, backend="asyncio")
     except (ConfigurationError, ModelNotFoundError) as exc:
         err.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
+    except MCPServerError as exc:  # may quote the server's stderr: printed without markup
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        return EXIT_FAILED
     except AuthenticationError as exc:
         err.print(f"[red]error:[/] {exc}")
         return EXIT_FAILED

@@ -20,7 +20,7 @@ import inspect
 import re
 import sys
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +37,8 @@ from ._messages import ToolCall
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "ArgumentValidator",
+    "InvalidArguments",
     "Tool",
     "ToolOutcome",
     "ToolSet",
@@ -58,6 +60,8 @@ _MAX_LISTED_ERRORS = 8
 log = structlog.get_logger(__name__)
 
 ToolFn = Callable[..., Any]
+ArgumentValidator = Callable[[Mapping[str, Any]], Sequence[tuple[str, str]]]
+"""Checks a call's arguments against a schema: the (location, problem) pairs found, none when they fit."""
 
 
 # --------------------------------------------------------------------------- values
@@ -70,8 +74,10 @@ class Tool:
     ``fn`` may be sync (run in a worker thread) or async. ``parameters`` is the
     JSON schema of its keyword arguments. ``arguments_model`` (set by ``@tool``)
     validates arguments; without it, arguments are only checked against ``fn``'s
-    signature. ``internal`` marks runtime-provided context tools whose results
-    are never truncated nor deduplicated.
+    signature. ``validator`` (set for tools described only by a JSON schema, such
+    as MCP tools) checks arguments instead and passes them on unchanged.
+    ``internal`` marks runtime-provided context tools whose results are never
+    truncated nor deduplicated.
     """
 
     name: str
@@ -82,6 +88,7 @@ class Tool:
     timeout_s: float | None = None
     internal: bool = False
     arguments_model: type[BaseModel] | None = field(default=None, repr=False, compare=False)
+    validator: ArgumentValidator | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name):
@@ -99,7 +106,12 @@ class Tool:
         }
 
     def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Keyword arguments for ``fn``; raises ``ValidationError`` or ``TypeError`` when they do not fit."""
+        """Keyword arguments for ``fn``; raises ``ValidationError``, ``InvalidArguments`` or ``TypeError``."""
+        if self.validator is not None:
+            problems = self.validator(arguments)
+            if problems:
+                raise InvalidArguments(problems)
+            return dict(arguments)
         if self.arguments_model is None:
             inspect.signature(self.fn).bind(**arguments)
             return dict(arguments)
@@ -134,6 +146,14 @@ class ToolOutcome:
     @classmethod
     def error(cls, kind: str, content: str) -> ToolOutcome:
         return cls(content=content, is_error=True, error_kind=kind, original_bytes=len(content.encode()))
+
+
+class InvalidArguments(ValueError):
+    """Arguments a :class:`Tool` ``validator`` rejected: (location, problem) pairs."""
+
+    def __init__(self, problems: Sequence[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"{where}: {problem}" for where, problem in problems))
+        self.problems = tuple(problems)
 
 
 class ToolTimeout(ToolError):
@@ -439,20 +459,27 @@ def _prepare_arguments(item: Tool, raw: str) -> dict[str, Any] | ToolOutcome:
         return item.validate_arguments(parsed)
     except ValidationError as exc:
         return ToolOutcome.error("invalid_arguments", _format_validation_error(item, exc))
+    except InvalidArguments as exc:
+        return ToolOutcome.error("invalid_arguments", _format_problems(item, exc.problems))
     except TypeError as exc:
         message = f"Error: invalid arguments for tool {item.name!r}: {exc}"
         return ToolOutcome.error("invalid_arguments", message)
 
 
 def _format_validation_error(item: Tool, exc: ValidationError) -> str:
-    errors = exc.errors(include_url=False)
-    lines = [f"Error: invalid arguments for tool {item.name!r}:"]
-    for err in errors[:_MAX_LISTED_ERRORS]:
+    problems = []
+    for err in exc.errors(include_url=False):
         where = ".".join(str(part) for part in err["loc"]) or "(arguments)"
         got = "" if err["type"] == "missing" else f" (got {_short_repr(err.get('input'))})"
-        lines.append(f"- {where}: {err['msg']}{got}")
-    if len(errors) > _MAX_LISTED_ERRORS:
-        lines.append(f"- ... and {len(errors) - _MAX_LISTED_ERRORS} more")
+        problems.append((where, f"{err['msg']}{got}"))
+    return _format_problems(item, problems)
+
+
+def _format_problems(item: Tool, problems: Sequence[tuple[str, str]]) -> str:
+    lines = [f"Error: invalid arguments for tool {item.name!r}:"]
+    lines.extend(f"- {where}: {problem}" for where, problem in problems[:_MAX_LISTED_ERRORS])
+    if len(problems) > _MAX_LISTED_ERRORS:
+        lines.append(f"- ... and {len(problems) - _MAX_LISTED_ERRORS} more")
     lines.append(f"Expected parameters: {_describe_parameters(item.parameters)}.")
     return "\n".join(lines)
 
