@@ -41,6 +41,7 @@ from ._trace import (
     read_trace,
 )
 from .context._config import ContextConfig, preset
+from .context._dispatch import ToolKind
 from .context._manager import ContextManager, PreparedPrompt
 from .context._summarizer import Summarizer
 from .context._types import Summary
@@ -388,56 +389,46 @@ class _Run:
 
     # ------------------------------------------------------------------ tools
     async def run_tools(self, iteration: int, calls: Sequence[ToolCall]) -> None:
-        """Dedup in call order, execute the rest concurrently, append results in call order."""
-        outcomes = self.cached_outcomes(calls)
-        durations = await self.execute_pending(calls, outcomes)
-        # A read running concurrently with a write of the same batch may see either state: not cached.
-        cacheable = all(self.read_only(call) for call in calls)
-        for index, call in enumerate(calls):
-            result = outcomes[index]
-            assert result is not None
-            outcome, dedup_of = result
-            self.record_tool(iteration, call, outcome, dedup_of=dedup_of, duration=durations.get(index, 0.0))
-            if cacheable and dedup_of is None and not outcome.is_error:
-                self.manager.remember(call, read_only=True, content=outcome.content, iteration=iteration)
-
-    def read_only(self, call: ToolCall) -> bool:
-        tool = self.tools.get(call.name)
-        return tool is not None and tool.read_only
-
-    def cached_outcomes(self, calls: Sequence[ToolCall]) -> list[tuple[ToolOutcome, str | None] | None]:
-        """Dedup hits as (outcome, original call id), in call order; None where the call must run."""
-        outcomes: list[tuple[ToolOutcome, str | None] | None] = []
-        for call in calls:
-            tool = self.tools.get(call.name)
-            internal = tool is not None and tool.internal
-            hit = self.manager.lookup_dedup(call, read_only=self.read_only(call), internal=internal)
-            if hit is None:
-                outcomes.append(None)
-            else:
-                outcome = ToolOutcome(content=self.manager.render_dedup(hit), is_error=False, error_kind=None)
-                outcomes.append((outcome, hit.tool_call_id))
-        return outcomes
-
-    async def execute_pending(
-        self, calls: Sequence[ToolCall], outcomes: list[tuple[ToolOutcome, str | None] | None]
-    ) -> dict[int, float]:
-        """Run the calls without an outcome concurrently (bounded); fill ``outcomes``; return durations."""
-        limiter = anyio.CapacityLimiter(self.agent.limits.max_parallel_tools)
+        """Serve the calls through the context manager's dispatch (dedup, batch rules), executing
+        the rest concurrently; append the results in call order."""
         durations: dict[int, float] = {}
+
+        async def execute(indexes: Sequence[int]) -> list[ToolOutcome]:
+            return await self.execute_concurrently(calls, indexes, durations)
+
+        results = await self.manager.dispatch(calls, self.tool_kind, execute, iteration=iteration)
+        for index, result in enumerate(results):
+            self.record_tool(
+                iteration,
+                result.call,
+                result.outcome,
+                dedup_of=result.dedup_of,
+                duration=durations.get(index, 0.0),
+            )
+
+    def tool_kind(self, call: ToolCall) -> ToolKind:
+        tool = self.tools.get(call.name)
+        return ToolKind(
+            read_only=tool is not None and tool.read_only, internal=tool is not None and tool.internal
+        )
+
+    async def execute_concurrently(
+        self, calls: Sequence[ToolCall], indexes: Sequence[int], durations: dict[int, float]
+    ) -> list[ToolOutcome]:
+        """Run ``calls[i]`` for each index concurrently (bounded); outcomes in index order."""
+        limiter = anyio.CapacityLimiter(self.agent.limits.max_parallel_tools)
+        outcomes: dict[int, ToolOutcome] = {}
 
         async def run_one(index: int) -> None:
             async with limiter:
                 started = time.perf_counter()
-                outcome = await self.tools.execute(calls[index], spill_dir=self.spill_dir)
+                outcomes[index] = await self.tools.execute(calls[index], spill_dir=self.spill_dir)
                 durations[index] = time.perf_counter() - started
-                outcomes[index] = (outcome, None)
 
         async with anyio.create_task_group() as group:
-            for index, result in enumerate(outcomes):
-                if result is None:
-                    group.start_soon(run_one, index)
-        return durations
+            for index in indexes:
+                group.start_soon(run_one, index)
+        return [outcomes[index] for index in indexes]
 
     def record_tool(
         self, iteration: int, call: ToolCall, outcome: ToolOutcome, *, dedup_of: str | None, duration: float

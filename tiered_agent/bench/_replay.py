@@ -5,8 +5,12 @@ as already served by dedup) goes through :meth:`ContextManager.prepare`, the
 very call the live agent makes; the prompt it returns is counted, passed to
 the prompt-cache simulation and searched for the strings the recorded action
 ``k`` used. Then the recorded assistant message ``k`` and its observations are
-appended, each tool call going through the manager's dedup exactly as the
-agent's tool runner does. Nothing here re-implements a policy.
+appended, its tool calls served by the manager's ``dispatch``, the agent's own
+(:mod:`tiered_agent.context._dispatch`: dedup lookups, batch rules, what is
+remembered), with the recorded observations standing in for execution. So two
+identical reads in one reply are both "executed" and neither is a dedup hit,
+and reads recorded alongside a write are not remembered, exactly as in the live
+agent. Nothing here re-implements a policy.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ import structlog
 
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
+from .._tools import ToolOutcome
 from ..context._config import PRESETS, ContextConfig
+from ..context._dispatch import ToolKind
 from ..context._manager import ContextManager
 from ..context._names import RETRIEVE_TOOL_NAME
 from ..context._retrieve import retrieve
@@ -159,25 +165,41 @@ class BenchResult:
 
 
 # --------------------------------------------------------------------------- one run, one policy
-def _observations(
-    manager: ContextManager, group: Sequence[Message], read_only: frozenset[str], iteration: int
+async def _observations(
+    manager: ContextManager, group: Sequence[Message], kind: Callable[[ToolCall], ToolKind], iteration: int
 ) -> list[Message]:
-    """Iteration ``iteration``'s messages as the live agent would have recorded them (dedup applied)."""
+    """Iteration ``iteration``'s messages as the live agent would have recorded them.
+
+    The recorded tool results go through the manager's dispatch, the agent's own, in
+    message order; "executing" a call returns its recorded observation. A dedup hit
+    replaces the recorded content with what the agent would have served.
+    """
     calls = {c.id: c for m in group if m.role == "assistant" for c in m.tool_calls}
-    out: list[Message] = []
-    for message in group:
-        call = calls.get(message.tool_call_id or "") if message.role == "tool" else None
-        if call is None:
-            out.append(message)
-            continue
-        ro = call.name in read_only
-        hit = manager.check_dedup(call, read_only=ro, internal=call.name == RETRIEVE_TOOL)
-        if hit is None:
-            manager.remember(call, read_only=ro, content=message.text, iteration=iteration)
-            out.append(message)
-        else:
-            out.append(dataclasses.replace(message, content=hit))
+    positions = [i for i, m in enumerate(group) if m.role == "tool" and (m.tool_call_id or "") in calls]
+    if not positions:
+        return list(group)
+    batch = [calls[group[i].tool_call_id or ""] for i in positions]
+
+    async def recorded(indexes: Sequence[int]) -> list[ToolOutcome]:
+        return [ToolOutcome(content=group[positions[i]].text) for i in indexes]
+
+    results = await manager.dispatch(batch, kind, recorded, iteration=iteration)
+    out = list(group)
+    for position, result in zip(positions, results, strict=True):
+        if result.dedup_of is not None:
+            out[position] = dataclasses.replace(group[position], content=result.outcome.content)
     return out
+
+
+def _tool_kinds(read_only: frozenset[str]) -> Callable[[ToolCall], ToolKind]:
+    """A recorded run's tools as the dispatch sees them; ``context_retrieve`` is internal and read-only."""
+
+    def kind(call: ToolCall) -> ToolKind:
+        if call.name == RETRIEVE_TOOL:
+            return ToolKind(read_only=True, internal=True)
+        return ToolKind(read_only=call.name in read_only)
+
+    return kind
 
 
 def _step_outputs(run: RecordedRun, counter: IdCounter) -> tuple[int, ...]:
@@ -266,6 +288,7 @@ async def _replay_policy(
     tokens = _extend(history, state.groups.get(0, ()), counter, 0)
     limit = config.hard_limit * (manager.context_window or window)
     steps: list[StepMetrics] = []
+    kind = _tool_kinds(run.read_only_tools)
     async with manager:
         schemas = [*run.tools, *(t.schema() for t in manager.tools(lambda: history))]
         for iteration in sorted(i for i in state.groups if i > 0):
@@ -284,9 +307,8 @@ async def _replay_policy(
                         limit=limit,
                     )
                 )
-            tokens = _extend(
-                history, _observations(manager, group, run.read_only_tools, iteration), counter, tokens
-            )
+            observed = await _observations(manager, group, kind, iteration)
+            tokens = _extend(history, observed, counter, tokens)
     return PolicyRunMetrics(
         policy=name,
         run_id=run.run_id,

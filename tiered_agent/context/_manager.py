@@ -7,7 +7,7 @@ calibration) and delegates the prompt itself to the pure
 1. :meth:`ContextManager.prepare` — queue a summary when one is due, run the
    safety net (synchronous compaction past ``compact_at`` of the window, refusal
    past ``hard_limit``), build the prompt, count it and the counterfactual;
-2. :meth:`check_dedup` / :meth:`remember` around each tool execution;
+2. :meth:`dispatch` with each reply's tool calls (dedup cache, batch rules, execution injected);
 3. :meth:`observe_usage` with the provider's prompt tokens, to calibrate.
 """
 
@@ -28,8 +28,9 @@ from .._tokens import Calibration, TokenCounter
 from .._tools import Tool
 from .._trace import Event, RetrievalEvent, SummaryEvent
 from ._config import ContextConfig
-from ._dedup import DedupCache, DedupHit
+from ._dedup import DedupCache
 from ._digest import digest
+from ._dispatch import Dispatched, Execute, ToolKind, dispatch_calls
 from ._names import RETRIEVE_TOOL_NAME
 from ._pipeline import build_prompt
 from ._retrieve import make_retrieve_tool
@@ -154,32 +155,21 @@ class ContextManager:
     def dedup_hits(self) -> int:
         return self._dedup.hits if self._dedup else 0
 
-    def lookup_dedup(self, call: ToolCall, *, read_only: bool, internal: bool = False) -> DedupHit | None:
-        """The cached earlier result of an identical read-only call, or None to execute ``call``.
+    @property
+    def dedup_cache(self) -> DedupCache | None:
+        """The run's dedup cache (None when the policy does not deduplicate)."""
+        return self._dedup
 
-        A call to a tool that is not read-only invalidates the cache: whatever
-        it changed must be read fresh afterwards. Internal (context) tools are never cached.
-        """
-        if self._dedup is None or internal:
-            return None
-        if not read_only:
-            self._dedup.invalidate()
-            return None
-        return self._dedup.lookup(call.name, call.arguments)
-
-    def render_dedup(self, hit: DedupHit) -> str:
-        """The tool result the model receives for a dedup hit (``already called in iteration X``)."""
-        assert self._dedup is not None
-        return self._dedup.render_hit(hit)
-
-    def check_dedup(self, call: ToolCall, *, read_only: bool, internal: bool = False) -> str | None:
-        """:meth:`lookup_dedup` rendered: the text to use instead of executing, or None."""
-        hit = self.lookup_dedup(call, read_only=read_only, internal=internal)
-        return None if hit is None else self.render_dedup(hit)
-
-    def remember(self, call: ToolCall, *, read_only: bool, content: str, iteration: int) -> None:
-        if self._dedup is not None and read_only:
-            self._dedup.store(call.name, call.arguments, iteration, call.id, content)
+    async def dispatch(
+        self,
+        calls: Sequence[ToolCall],
+        kind: Callable[[ToolCall], ToolKind],
+        execute: Execute,
+        *,
+        iteration: int,
+    ) -> tuple[Dispatched, ...]:
+        """Serve one reply's tool calls: :func:`~._dispatch.dispatch_calls` over this run's dedup cache."""
+        return await dispatch_calls(self._dedup, calls, kind, execute, iteration=iteration)
 
     # ------------------------------------------------------------------ prompts
     @property
