@@ -40,9 +40,11 @@ from ._trace import (
     load_history,
     read_trace,
 )
-from .context._config import ContextConfig, preset
+from .context._config import ContextConfig
 from .context._dispatch import ToolKind
 from .context._manager import ContextManager, PreparedPrompt
+from .context._policy import Policy
+from .context._presets import as_policy
 from .context._summarizer import Summarizer
 from .context._types import Summary
 
@@ -86,7 +88,7 @@ class Agent:
         model: str | Model,
         *,
         tools: Sequence[Tool] = (),
-        context: ContextConfig | str = "tiered",
+        context: Policy | ContextConfig | str = "tiered",
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         limits: RunLimits = RunLimits(),
         trace_dir: Path | str = Path("traces/runs"),
@@ -95,7 +97,7 @@ class Agent:
     ) -> None:
         self.model: Model = LiteLLMModel(model) if isinstance(model, str) else model
         self.tools = ToolSet(tools)
-        self.context = preset(context) if isinstance(context, str) else context
+        self.context = as_policy(context)
         self.system_prompt = system_prompt
         self.limits = limits
         self.trace_dir = Path(trace_dir)

@@ -12,7 +12,7 @@ from ._errors import AuthenticationError, ConfigurationError, ModelNotFoundError
 from ._instructions import build_system_prompt, load_instructions
 from ._model import LiteLLMModel
 from ._workspace import Workspace, workspace_tools
-from .context._config import preset
+from .context._presets import preset
 
 __all__ = ["run_task"]
 

@@ -1,0 +1,60 @@
+"""Elide: the iterations a summary covers keep the agent's own messages; only their outputs go.
+
+Instead of the one summary message in place of the covered iterations, their
+assistant messages (reasoning and calls) and user messages stay verbatim, each
+tool output at least ``min_chars`` long becomes a one-line placeholder naming
+its retrieval call, and the summary follows them. The agent keeps what it
+decided and did; and since the summary comes after the covered range, the
+cached prompt prefix survives up to the previous summary. Without a summary,
+nothing happens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..._messages import Message
+from .._draft import BuildContext, Draft, summary_message, with_content
+from ._base import Step, require
+from ._mask import output_placeholder
+
+__all__ = ["Elide"]
+
+
+@dataclass(frozen=True, slots=True)
+class Elide(Step):
+    """Covered iterations keep their messages; outputs of ``min_chars`` or more become placeholders."""
+
+    kind: ClassVar[str] = "elide"
+    hides: ClassVar[bool] = False  # it only changes how a summary's range is shown
+    min_chars: int = 0
+
+    def __post_init__(self) -> None:
+        ok = isinstance(self.min_chars, int) and self.min_chars >= 0
+        require(ok, f"Elide.min_chars must be >= 0, got {self.min_chars!r}")
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        summary = context.summary
+        if summary is None or not draft.covered:
+            return draft
+        stand_in = summary_message(summary, min(draft.covered))
+        at = next((i for i, m in enumerate(draft.messages) if m is stand_in), None)
+        if at is None:  # an earlier step already reshaped the covered range
+            return draft
+        originals = [m for m in context.history if m.iteration in draft.covered]
+        shown = [self._elided(m, context.retrieval) for m in originals]
+        hidden = [i for i, (m, o) in enumerate(zip(shown, originals, strict=True)) if m is not o]
+        chars = sum(len(originals[i].text) - len(shown[i].text) for i in hidden)
+        after = summary_message(summary, max(draft.covered))  # after the covered range
+        out = draft.splice(at, at + 1, [*shown, after], [*originals, after], hidden)
+        return dataclasses.replace(
+            out, hidden_outputs=out.hidden_outputs + len(hidden), hidden_chars=out.hidden_chars + chars
+        )
+
+    def _elided(self, message: Message, retrieval: bool) -> Message:
+        if message.role != "tool" or len(message.text) < self.min_chars:
+            return message
+        placeholder = output_placeholder(message.tool_call_id, retrieval=retrieval)
+        return message if len(message.text) <= len(placeholder) else with_content(message, placeholder)
