@@ -110,52 +110,6 @@ class ContextConfig:
             retrieve_page_tokens=self.retrieve_page_tokens,
         )
 
-    @classmethod
-    def from_policy(cls, policy: Policy) -> ContextConfig:
-        """The flat form of a policy (absent steps take this dataclass's "off" values)."""
-        truncate = policy.find(Truncate)
-        summarize = policy.find(Summarize)
-        window = policy.find(Window)
-        keep = summarize.keep if summarize else 0
-        return cls(
-            name=policy.name,
-            max_output_chars=truncate.max_chars if truncate else None,
-            max_output_lines=truncate.max_lines if truncate else None,
-            truncation_mode=truncate.mode if truncate else "head_tail",
-            window_iterations=window.iterations if window else keep or None,
-            summary_every=summarize.every if summarize else None,
-            summary_overlap=summarize.overlap if summarize else 0,
-            **_flat_steps(policy),
-            **{f: getattr(policy, f) for f in _RUN_SETTINGS},
-        )
-
-
-def _flat_steps(policy: Policy) -> dict[str, Any]:
-    dedup, elide, mask = policy.find(Dedup), policy.find(Elide), policy.find(Mask)
-    clear, compact = policy.find(Clear), policy.find(Compact)
-    return {
-        "dedup": dedup is not None,
-        "dedup_cache_size": dedup.cache_size if dedup else 256,
-        "window_keep_actions": elide is not None,
-        "elide_min_chars": elide.min_chars if elide else 0,
-        "mask_keep_outputs": mask.keep if mask else None,
-        "clear_trigger_tokens": clear.trigger_tokens if clear else None,
-        "clear_keep_outputs": clear.keep if clear else 3,
-        "compact_at": compact.at if compact else None,
-        "compact_keep_iterations": compact.keep if compact else 5,
-    }
-
-
-_RUN_SETTINGS = (
-    "summary_model",
-    "summary_max_tokens",
-    "summary_timeout_s",
-    "hard_limit",
-    "context_window",
-    "retrieval",
-    "retrieve_page_tokens",
-)
-
 
 def _steps(c: ContextConfig) -> tuple[Step, ...]:
     """The steps in the canonical order: run-time steps, then layout, hiding, cutting, clearing."""

@@ -86,9 +86,9 @@ class Policy:
 
     # ------------------------------------------------------------------ data
     def to_dict(self) -> dict[str, Any]:
-        from ._config import ContextConfig  # the flat form the bench JSON and traces still hold
-
-        return ContextConfig.from_policy(self).to_dict()
+        """``{"name": ..., "steps": [{"step": "truncate", "max_chars": 8000, ...}, ...], <settings>}``."""
+        settings = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return settings | {"steps": [step.to_dict() for step in self.steps]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Policy:
