@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 from ..._messages import Message
@@ -44,8 +45,8 @@ class Elide(Step):
         if at is None:  # an earlier step already reshaped the covered range
             return draft
         originals = [m for m in context.history if m.iteration in draft.covered]
-        shown = [self._elided(m, context.retrieval) for m in originals]
-        hidden = [i for i, (m, o) in enumerate(zip(shown, originals, strict=True)) if m is not o]
+        shown = [m if m.role != "tool" else _elided(m, self.min_chars, context.retrieval) for m in originals]
+        hidden = [i for i, m in enumerate(shown) if m is not originals[i]]
         chars = sum(len(originals[i].text) - len(shown[i].text) for i in hidden)
         after = summary_message(summary, max(draft.covered))  # after the covered range
         out = draft.splice(at, at + 1, [*shown, after], [*originals, after], hidden)
@@ -53,8 +54,11 @@ class Elide(Step):
             out, hidden_outputs=out.hidden_outputs + len(hidden), hidden_chars=out.hidden_chars + chars
         )
 
-    def _elided(self, message: Message, retrieval: bool) -> Message:
-        if message.role != "tool" or len(message.text) < self.min_chars:
-            return message
-        placeholder = output_placeholder(message.tool_call_id, retrieval=retrieval)
-        return message if len(message.text) <= len(placeholder) else with_content(message, placeholder)
+
+@lru_cache(maxsize=8192)
+def _elided(message: Message, min_chars: int, retrieval: bool) -> Message:
+    """A tool output of ``min_chars`` or more as its placeholder (when that is shorter)."""
+    if len(message.text) < min_chars:
+        return message
+    placeholder = output_placeholder(message.tool_call_id, retrieval=retrieval)
+    return message if len(message.text) <= len(placeholder) else with_content(message, placeholder)

@@ -35,6 +35,7 @@ class Mask(Step):
         return hide_older_outputs(draft, keep=self.keep, retrieval=context.retrieval)
 
 
+@lru_cache(maxsize=8192)
 def output_placeholder(tool_call_id: str | None, *, retrieval: bool) -> str:
     """``[output omitted; context_retrieve(tool_call_id="call_7")]``, or ``[output omitted]``."""
     if retrieval and tool_call_id:
