@@ -157,6 +157,24 @@ def test_order_matters_elide_before_or_after_truncate() -> None:
     assert len(before.stats.truncations) == 4  # Elide brought the covered outputs back after the cut
 
 
+def test_statistics_describe_the_prompt_as_sent_whatever_the_order() -> None:
+    h = history(4)
+    masked_then_dropped = build(h, Mask(keep=1), Window(iterations=1))
+    assert masked_then_dropped.stats.windowed_out == (1, 2, 3)
+    assert masked_then_dropped.stats.masked_outputs == 1  # the placeholders in dropped iterations are gone
+    assert masked_then_dropped.stats.masked_chars == len(f"c4_1\n{LONG}")
+    assert masked_then_dropped.stats == build(h, Window(iterations=1), Mask(keep=1)).stats
+
+
+def test_equal_histories_give_equal_statistics() -> None:
+    """Memoized steps must not mistake an equal message from an earlier build for a rewrite."""
+    summary = Summary(1, 2, "s")
+    short = history(3, output="ok")  # outputs shorter than their placeholder: never elided
+    first = build(short, Elide(), summary=summary)
+    again = build([dataclasses.replace(m) for m in short], Elide(), summary=summary)
+    assert first.stats == again.stats and again.stats.masked_outputs == 0
+
+
 # ----------------------------------------------------------------------------- a step of your own
 @dataclass(frozen=True, slots=True)
 class ShoutErrors(Step):

@@ -9,14 +9,16 @@ turns the last draft into the prompt and the statistics the trace records.
 
 A draft keeps, per position, the message as shown and the message it stands for
 (``originals``: what a later step measures, cuts or hides), which positions a
-placeholder already replaced (``hidden``: no later step touches them), and the
-cuts made so far, so that steps compose in any order.
+placeholder already replaced (``hidden``, with the chars it hides: no later step
+touches them), and the cuts made so far. A step that drops or moves positions
+carries all of it along, so steps compose in any order and the statistics
+describe the prompt as sent.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -72,25 +74,21 @@ class Draft:
 
     messages: tuple[Message, ...]
     originals: tuple[Message, ...]  # per position: the message before outputs were cut or hidden
-    hidden: frozenset[int] = frozenset()  # positions where a placeholder stands for the output
+    hidden: Mapping[int, int] = field(default_factory=dict)  # position -> chars a placeholder hides
     cuts: Mapping[int, Truncation] = field(default_factory=dict)  # position -> the cut shown there
-    hidden_outputs: int = 0  # outputs replaced by a placeholder (masked, cleared, elided)
-    hidden_chars: int = 0
     covered: frozenset[int] = frozenset()  # iterations the summary stands for
     dropped: frozenset[int] = frozenset()  # iterations left out behind a note
 
-    def hide(self, placeholders: Mapping[int, Message], chars: int) -> Draft:
-        """Show ``placeholders`` at their positions; those outputs are hidden, their cuts void."""
+    def hide(self, placeholders: Mapping[int, tuple[Message, int]]) -> Draft:
+        """Show each placeholder at its position (with the chars it hides); those cuts are void."""
         messages = list(self.messages)
-        for index, message in placeholders.items():
+        for index, (message, _) in placeholders.items():
             messages[index] = message
         return dataclasses.replace(
             self,
             messages=tuple(messages),
-            hidden=self.hidden | placeholders.keys(),
+            hidden={**self.hidden, **{i: chars for i, (_, chars) in placeholders.items()}},
             cuts={i: c for i, c in self.cuts.items() if i not in placeholders},
-            hidden_outputs=self.hidden_outputs + len(placeholders),
-            hidden_chars=self.hidden_chars + chars,
         )
 
     def cut(self, shown: Mapping[int, Message], cuts: Mapping[int, Truncation]) -> Draft:
@@ -106,21 +104,21 @@ class Draft:
         stop: int,
         new: Sequence[Message],
         originals: Sequence[Message] | None = None,
-        hidden: Iterable[int] = (),
+        hidden: Mapping[int, int] | None = None,
     ) -> Draft:
-        """Positions ``start:stop`` replaced by ``new`` (``hidden``: indexes into ``new``)."""
+        """Positions ``start:stop`` replaced by ``new`` (``hidden``: index into ``new`` -> chars hidden)."""
         shift = len(new) - (stop - start)
 
         def moved(index: int) -> int | None:
             return index if index < start else None if index < stop else index + shift
 
-        kept_hidden = (m for i in self.hidden if (m := moved(i)) is not None)
+        kept = {m: chars for i, chars in self.hidden.items() if (m := moved(i)) is not None}
         stand_for = new if originals is None else originals
         return dataclasses.replace(
             self,
             messages=(*self.messages[:start], *new, *self.messages[stop:]),
             originals=(*self.originals[:start], *stand_for, *self.originals[stop:]),
-            hidden=frozenset(kept_hidden) | {start + i for i in hidden},
+            hidden=kept | {start + i: chars for i, chars in (hidden or {}).items()},
             cuts={m: c for i, c in self.cuts.items() if (m := moved(i)) is not None},
         )
 
@@ -131,18 +129,18 @@ class Draft:
             self,
             messages=tuple(s if isinstance(s, Message) else self.messages[s] for s in sources),
             originals=tuple(s if isinstance(s, Message) else self.originals[s] for s in sources),
-            hidden=frozenset(new_of[i] for i in self.hidden if i in new_of),
+            hidden={new_of[i]: chars for i, chars in self.hidden.items() if i in new_of},
             cuts={new_of[i]: c for i, c in self.cuts.items() if i in new_of},
         )
 
     def built(self, context: BuildContext) -> BuiltPrompt:
-        """The prompt, and the statistics of what was done to get it."""
+        """The prompt, and the statistics of what was done to get it (about what it shows)."""
         out = self.covered | self.dropped
         summary = context.summary
         stats = ContextStats(
             truncations=tuple(self.cuts[i] for i in sorted(self.cuts)),
-            masked_outputs=self.hidden_outputs,
-            masked_chars=self.hidden_chars,
+            masked_outputs=len(self.hidden),
+            masked_chars=sum(self.hidden.values()),
             windowed_out=tuple(k for k in context.iterations if k in out),
             summary_range=(summary.first, summary.last) if summary is not None and self.covered else None,
             shown_iterations=tuple(k for k in context.iterations if k not in out),

@@ -11,7 +11,6 @@ nothing happens.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
@@ -40,25 +39,34 @@ class Elide(Step):
         summary = context.summary
         if summary is None or not draft.covered:
             return draft
-        stand_in = summary_message(summary, min(draft.covered))
-        at = next((i for i, m in enumerate(draft.messages) if m is stand_in), None)
+        first = min(draft.covered)
+        stand_in = summary_message(summary, first)
+        at = next(
+            (
+                i
+                for i, m in enumerate(draft.messages)
+                if m.iteration == first and m.role == "user" and m == stand_in
+            ),
+            None,
+        )
         if at is None:  # an earlier step already reshaped the covered range
             return draft
         originals = [m for m in context.history if m.iteration in draft.covered]
-        shown = [m if m.role != "tool" else _elided(m, self.min_chars, context.retrieval) for m in originals]
-        hidden = [i for i, m in enumerate(shown) if m is not originals[i]]
-        chars = sum(len(originals[i].text) - len(shown[i].text) for i in hidden)
+        placeholders = {
+            i: p
+            for i, m in enumerate(originals)
+            if m.role == "tool" and (p := _placeholder(m, self.min_chars, context.retrieval)) is not None
+        }
+        shown = [placeholders.get(i, m) for i, m in enumerate(originals)]
+        hidden = {i: len(originals[i].text) - len(p.text) for i, p in placeholders.items()}
         after = summary_message(summary, max(draft.covered))  # after the covered range
-        out = draft.splice(at, at + 1, [*shown, after], [*originals, after], hidden)
-        return dataclasses.replace(
-            out, hidden_outputs=out.hidden_outputs + len(hidden), hidden_chars=out.hidden_chars + chars
-        )
+        return draft.splice(at, at + 1, [*shown, after], [*originals, after], hidden)
 
 
 @lru_cache(maxsize=8192)
-def _elided(message: Message, min_chars: int, retrieval: bool) -> Message:
-    """A tool output of ``min_chars`` or more as its placeholder (when that is shorter)."""
+def _placeholder(message: Message, min_chars: int, retrieval: bool) -> Message | None:
+    """A tool output of ``min_chars`` or more as its placeholder; None to keep it (it is shorter)."""
     if len(message.text) < min_chars:
-        return message
+        return None
     placeholder = output_placeholder(message.tool_call_id, retrieval=retrieval)
-    return message if len(message.text) <= len(placeholder) else with_content(message, placeholder)
+    return None if len(message.text) <= len(placeholder) else with_content(message, placeholder)

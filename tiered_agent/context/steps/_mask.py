@@ -45,8 +45,7 @@ def output_placeholder(tool_call_id: str | None, *, retrieval: bool) -> str:
 
 def hide_older_outputs(draft: Draft, *, keep: int, retrieval: bool) -> Draft:
     """Every tool output but the last ``keep`` behind a placeholder (when it is shorter)."""
-    placeholders: dict[int, Message] = {}
-    chars = 0
+    placeholders: dict[int, tuple[Message, int]] = {}
     seen = 0
     for index in range(len(draft.messages) - 1, -1, -1):
         if draft.messages[index].role != "tool":
@@ -57,9 +56,8 @@ def hide_older_outputs(draft: Draft, *, keep: int, retrieval: bool) -> Draft:
         original = draft.originals[index]
         replaced = _placeholder_message(original, retrieval)
         if replaced is not None:
-            placeholders[index] = replaced
-            chars += len(original.text)
-    return draft.hide(placeholders, chars) if placeholders else draft
+            placeholders[index] = (replaced, len(original.text))
+    return draft.hide(placeholders) if placeholders else draft
 
 
 @lru_cache(maxsize=4096)
