@@ -39,28 +39,33 @@ class Elide(Step):
         summary = context.summary
         if summary is None or not draft.covered:
             return draft
-        first = min(draft.covered)
-        stand_in = summary_message(summary, first)
-        at = next(
-            (
-                i
-                for i, m in enumerate(draft.messages)
-                if m.iteration == first and m.role == "user" and m == stand_in
-            ),
-            None,
-        )
+        at = _position(draft, summary_message(summary, min(draft.covered)))
         if at is None:  # an earlier step already reshaped the covered range
             return draft
         originals = [m for m in context.history if m.iteration in draft.covered]
-        placeholders = {
-            i: p
-            for i, m in enumerate(originals)
-            if m.role == "tool" and (p := _placeholder(m, self.min_chars, context.retrieval)) is not None
-        }
+        placeholders = self._placeholders(originals, context.retrieval)
         shown = [placeholders.get(i, m) for i, m in enumerate(originals)]
         hidden = {i: len(originals[i].text) - len(p.text) for i, p in placeholders.items()}
         after = summary_message(summary, max(draft.covered))  # after the covered range
         return draft.splice(at, at + 1, [*shown, after], [*originals, after], hidden)
+
+    def _placeholders(self, messages: list[Message], retrieval: bool) -> dict[int, Message]:
+        """Index -> placeholder, for the outputs this step hides."""
+        out: dict[int, Message] = {}
+        for index, message in enumerate(messages):
+            if message.role == "tool":
+                placeholder = _placeholder(message, self.min_chars, retrieval)
+                if placeholder is not None:
+                    out[index] = placeholder
+        return out
+
+
+def _position(draft: Draft, stand_in: Message) -> int | None:
+    """Where the summary stands in the draft (compared in full only for user messages of its iteration)."""
+    for index, message in enumerate(draft.messages):
+        if message.iteration == stand_in.iteration and message.role == "user" and message == stand_in:
+            return index
+    return None
 
 
 @lru_cache(maxsize=8192)
