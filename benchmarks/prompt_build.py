@@ -29,9 +29,9 @@ from tiered_agent._logging import configure_logging
 from tiered_agent._messages import Message
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._importers import load_runs
-from tiered_agent.context._config import PRESETS
 from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._pipeline import build_prompt
+from tiered_agent.context._presets import PRESETS
 
 RUN = Path(__file__).resolve().parents[1] / "traces" / "mini-swe-agent" / "django__django-16560.jsonl"
 

@@ -1,7 +1,8 @@
 """Tune the `tiered` preset on recorded runs: replay candidate configurations, print cost and miss rate.
 
 Uses the same replay as `tiered-agent bench` (the live ContextManager); candidates are
-`ContextConfig`s derived from `tiered`. The goal set by the replay-benchmark issue:
+flat `ContextConfig`s (the convenience that builds a policy's steps) around `tiered`.
+The goal set by the replay-benchmark issue:
 the lowest cached cost at a miss rate no worse than `masking`.
 
     python benchmarks/tune_tiered.py [PATH ...]      (default: ../shared/trajectories)
@@ -16,14 +17,21 @@ from tiered_agent._logging import configure_logging
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._replay import ReplaySettings, replay_runs, resolve_policies
 from tiered_agent.bench._report import build_document
-from tiered_agent.context._config import PRESETS, ContextConfig
+from tiered_agent.context._config import ContextConfig
+from tiered_agent.context._policy import Policy
 
-BASE = PRESETS["tiered"]
-KEEP = BASE.replace(window_keep_actions=True)
-CANDIDATES: dict[str, ContextConfig] = {
+# `tiered` as a flat configuration: 8,000-char cuts, window 1 with elision, summary every 25.
+KEEP = ContextConfig(
+    name="tiered", max_output_chars=8000, window_iterations=1, window_keep_actions=True, summary_every=25
+)
+CANDIDATES: dict[str, Policy] = {
     f"keep-w{w}-s{e}-t{t or 0}-m{m}": KEEP.replace(
-        window_iterations=w, summary_every=e, max_output_chars=t, elide_min_chars=m
-    )
+        name=f"keep-w{w}-s{e}-t{t or 0}-m{m}",
+        window_iterations=w,
+        summary_every=e,
+        max_output_chars=t,
+        elide_min_chars=m,
+    ).to_policy()
     for w, e, t, m in [
         (2, 20, None, 0),
         (2, 20, 8000, 0),

@@ -17,8 +17,9 @@ from pathlib import Path
 import anyio
 import click
 
-from tiered_agent import Agent, Message, Workspace, preset, workspace_tools
+from tiered_agent import Agent, Message, Policy, Workspace, workspace_tools
 from tiered_agent._logging import configure_logging
+from tiered_agent.context.steps import Dedup, Elide, Summarize, Truncate
 from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
 
 CODE = "".join(f"def handler_{i}(attempt):\n    return 0.5 * 2 ** attempt  # delay {i}\n" for i in range(120))
@@ -46,7 +47,10 @@ async def record(trace_dir: Path) -> Path:
         agent = Agent(
             FunctionModel(reply, name="demo/scripted-model"),
             tools=workspace_tools(Workspace(root)),
-            context=preset("tiered").replace(max_output_chars=1500, summary_every=4),
+            # a small policy so a short demo shows every tier: cut, dedup, elide, summarize
+            context=Policy(
+                "demo", (Dedup(), Summarize(every=4, keep=1), Elide(), Truncate(max_chars=1500))
+            ),
             trace_dir=trace_dir,
         )
         result = await agent.run("How is the retry delay computed?")

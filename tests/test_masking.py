@@ -1,4 +1,4 @@
-"""Tier 1 masking and clearing: placeholders, counts, the clearing trigger, interplay with truncation."""
+"""Mask and Clear: placeholders, counts, the clearing trigger, interplay with truncation."""
 
 from __future__ import annotations
 
@@ -6,9 +6,15 @@ import pytest
 
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
-from tiered_agent.context._config import PRESETS
-from tiered_agent.context._masking import clear_outputs, mask_outputs, output_placeholder, prompt_tokens
 from tiered_agent.context._pipeline import build_prompt, validate_pairs
+from tiered_agent.context._policy import Policy
+from tiered_agent.context._presets import PRESETS
+from tiered_agent.context._types import BuiltPrompt
+from tiered_agent.context.steps import Clear, Mask, Truncate
+from tiered_agent.context.steps._clear import prompt_tokens
+from tiered_agent.context.steps._mask import output_placeholder
+
+COUNTER = TokenCounter("o200k_base")
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +36,14 @@ def tool_contents(messages: tuple[Message, ...] | list[Message]) -> list[str | N
     return [m.content for m in messages if m.role == "tool"]
 
 
+def mask(h: list[Message], *, keep: int, retrieval: bool) -> BuiltPrompt:
+    return build_prompt(h, Policy("mask", (Mask(keep),), retrieval=retrieval), summary=None, counter=COUNTER)
+
+
+def anthropic_clear(trigger_tokens: int, keep: int = 3) -> Policy:
+    return PRESETS["anthropic-clear"].replace(steps=(Clear(trigger_tokens, keep),))
+
+
 def test_placeholders() -> None:
     assert (
         output_placeholder("call_7", retrieval=True)
@@ -42,7 +56,7 @@ def test_placeholders() -> None:
 def test_mask_keeps_the_last_n_outputs() -> None:
     outputs = [f"output {k} " * 20 for k in range(1, 6)]
     h = history(outputs)
-    result = mask_outputs(h, keep=2, retrieval=True)
+    result = mask(h, keep=2, retrieval=True)
     assert tool_contents(result.messages) == [
         '[output omitted; context_retrieve(tool_call_id="call_1")]',
         '[output omitted; context_retrieve(tool_call_id="call_2")]',
@@ -50,9 +64,9 @@ def test_mask_keeps_the_last_n_outputs() -> None:
         outputs[3],
         outputs[4],
     ]
-    assert result.masked_outputs == 3
-    assert result.masked_chars == sum(len(o) for o in outputs[:3])
-    assert result.masked == frozenset({3, 5, 7})
+    assert result.stats.masked_outputs == 3
+    assert result.stats.masked_chars == sum(len(o) for o in outputs[:3])
+    assert [i for i, m in enumerate(result.messages) if m is not h[i]] == [3, 5, 7]
     assert tool_contents(h) == outputs  # input untouched
     masked = result.messages[3]
     assert (masked.tool_call_id, masked.name, masked.iteration) == ("call_1", "read", 1)
@@ -60,16 +74,16 @@ def test_mask_keeps_the_last_n_outputs() -> None:
 
 def test_mask_leaves_outputs_shorter_than_the_placeholder() -> None:
     h = history(["ok", "x" * 200, "fine", "y" * 200])
-    result = mask_outputs(h, keep=1, retrieval=False)
+    result = mask(h, keep=1, retrieval=False)
     assert tool_contents(result.messages) == ["ok", "[output omitted]", "fine", "y" * 200]
-    assert (result.masked_outputs, result.masked_chars) == (1, 200)
+    assert (result.stats.masked_outputs, result.stats.masked_chars) == (1, 200)
 
 
 def test_mask_with_nothing_to_mask() -> None:
     h = history(["a" * 100] * 3)
-    result = mask_outputs(h, keep=3, retrieval=True)
+    result = mask(h, keep=3, retrieval=True)
     assert result.messages == tuple(h)
-    assert (result.masked_outputs, result.masked_chars) == (0, 0)
+    assert (result.stats.masked_outputs, result.stats.masked_chars) == (0, 0)
 
 
 def test_masking_preset_in_the_pipeline(counter: TokenCounter) -> None:
@@ -87,7 +101,6 @@ def test_masking_preset_in_the_pipeline(counter: TokenCounter) -> None:
 def test_clearing_not_triggered_below_the_threshold(counter: TokenCounter) -> None:
     h = history(["word " * 100] * 6)
     config = PRESETS["anthropic-clear"]
-    assert clear_outputs(h, h, config, counter) is None
     built = build_prompt(h, config, summary=None, counter=counter)
     assert built.messages == tuple(h)
     assert built.stats.masked_outputs == 0
@@ -97,32 +110,32 @@ def test_clearing_keeps_the_last_outputs_once_triggered(counter: TokenCounter) -
     outputs = [f"word{k} " * 100 for k in range(6)]
     h = history(outputs)
     tokens = counter.count_prompt(h)
-    config = PRESETS["anthropic-clear"].replace(clear_trigger_tokens=tokens - 1, clear_keep_outputs=2)
-    cleared = clear_outputs(h, h, config, counter)
-    assert cleared is not None and cleared.masked_outputs == 4
+    config = anthropic_clear(tokens - 1, keep=2)
     built = build_prompt(h, config, summary=None, counter=counter)
     validate_pairs(built.messages)
     assert tool_contents(built.messages)[4:] == outputs[4:]
     assert built.stats.masked_outputs == 4
     assert built.stats.masked_chars == sum(len(o) for o in outputs[:4])
     # Exactly at the trigger: not exceeded, nothing cleared.
-    at = config.replace(clear_trigger_tokens=tokens)
+    at = anthropic_clear(tokens, keep=2)
     assert build_prompt(h, at, summary=None, counter=counter).stats.masked_outputs == 0
 
 
 def test_clearing_measures_the_truncated_prompt(counter: TokenCounter) -> None:
     outputs = ["z " * 2_000 for _ in range(4)]
     h = history(outputs)
-    truncating = PRESETS["anthropic-clear"].replace(max_output_chars=200)
-    truncated = build_prompt(h, truncating.replace(clear_trigger_tokens=None), summary=None, counter=counter)
+    cut = Truncate(max_chars=200)
+    truncating = PRESETS["anthropic-clear"].replace(steps=(cut,))
+    truncated = build_prompt(h, truncating, summary=None, counter=counter)
     tokens = counter.count_prompt(truncated.messages)
     assert tokens < counter.count_prompt(h) // 4
     # Above the truncated size: no clearing although the raw history is far larger.
-    built = build_prompt(h, truncating.replace(clear_trigger_tokens=tokens), summary=None, counter=counter)
+    config = truncating.replace(steps=(cut, Clear(tokens)))
+    built = build_prompt(h, config, summary=None, counter=counter)
     assert built.stats.masked_outputs == 0
     assert len(built.stats.truncations) == 4
     # Below it: all but the last output cleared; only the kept one carries a Truncation.
-    config = truncating.replace(clear_trigger_tokens=tokens - 1, clear_keep_outputs=1)
+    config = truncating.replace(steps=(cut, Clear(tokens - 1, keep=1)))
     built = build_prompt(h, config, summary=None, counter=counter)
     assert built.stats.masked_outputs == 3
     assert built.stats.masked_chars == 3 * len(outputs[0])
@@ -137,7 +150,7 @@ def test_clearing_measures_the_truncated_prompt(counter: TokenCounter) -> None:
 def test_masking_then_clearing_counts_each_output_once(counter: TokenCounter) -> None:
     outputs = [f"data{k} " * 50 for k in range(8)]
     h = history(outputs)
-    config = PRESETS["masking"].replace(mask_keep_outputs=5, clear_trigger_tokens=1, clear_keep_outputs=2)
+    config = PRESETS["masking"].replace(steps=(Mask(keep=5), Clear(trigger_tokens=1, keep=2)))
     built = build_prompt(h, config, summary=None, counter=counter)
     assert built.stats.masked_outputs == 6
     assert built.stats.masked_chars == sum(len(o) for o in outputs[:6])

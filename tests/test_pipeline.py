@@ -11,10 +11,13 @@ from hypothesis import strategies as st
 
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
-from tiered_agent.context._config import PRESETS, ContextConfig
+from tiered_agent.context._config import ContextConfig
 from tiered_agent.context._names import RETRIEVE_TOOL_NAME
 from tiered_agent.context._pipeline import build_prompt, validate_pairs
+from tiered_agent.context._policy import Policy
+from tiered_agent.context._presets import PRESETS, as_policy
 from tiered_agent.context._types import BuiltPrompt, Summary
+from tiered_agent.context.steps import Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
 
 SYSTEM = Message(role="system", content="You are an agent.")
 TASK = Message(role="user", content="Fix the bug.")
@@ -142,7 +145,9 @@ def test_retrieval_results_are_never_truncated() -> None:
         result("n", big),
     ]
     for name in ("tiered", "codex", "kb-labs-adr"):
-        built = build_prompt(h, PRESETS[name].replace(max_output_chars=100), summary=None, counter=COUNTER)
+        policy = PRESETS[name]
+        steps = [Truncate(100, s.max_lines, s.mode) if isinstance(s, Truncate) else s for s in policy.steps]
+        built = build_prompt(h, policy.replace(steps=steps), summary=None, counter=COUNTER)
         assert built.messages[3].content == big
         assert [t.tool_call_id for t in built.stats.truncations] == ["n"]
 
@@ -195,23 +200,49 @@ def histories(draw: st.DrawFn) -> list[Message]:
 
 
 @st.composite
-def configs(draw: st.DrawFn) -> ContextConfig:
-    config = draw(st.sampled_from(list(PRESETS.values())))
+def configs(draw: st.DrawFn) -> Policy | ContextConfig:
+    """A preset as is, or a flat configuration with random knobs (built into steps by ContextConfig)."""
     if draw(st.booleans()):
-        return config
-    changes = {
-        "max_output_chars": draw(st.one_of(st.none(), st.integers(1, 3_000))),
-        "max_output_lines": draw(st.one_of(st.none(), st.integers(1, 300))),
-        "truncation_mode": draw(st.sampled_from(["head", "head_tail"])),
-        "window_iterations": draw(st.one_of(st.none(), st.integers(1, 8))),
-        "mask_keep_outputs": draw(st.one_of(st.none(), st.integers(1, 6))),
-        "clear_trigger_tokens": draw(st.one_of(st.none(), st.integers(1, 20_000))),
-        "clear_keep_outputs": draw(st.integers(0, 4)),
-        "retrieval": draw(st.booleans()),
-    }
-    if draw(st.booleans()):
-        changes.update(summary_every=None, compact_at=None)
-    return config.replace(**changes)
+        return draw(st.sampled_from(list(PRESETS.values())))
+    summarizes = draw(st.booleans())
+    return ContextConfig(
+        name="random",
+        max_output_chars=draw(st.one_of(st.none(), st.integers(1, 3_000))),
+        max_output_lines=draw(st.one_of(st.none(), st.integers(1, 300))),
+        truncation_mode=draw(st.sampled_from(["head", "head_tail"])),
+        dedup=draw(st.booleans()),
+        window_iterations=draw(st.one_of(st.none(), st.integers(1, 8))),
+        window_keep_actions=draw(st.booleans()),
+        elide_min_chars=draw(st.sampled_from([0, 20, 400])),
+        mask_keep_outputs=draw(st.one_of(st.none(), st.integers(1, 6))),
+        clear_trigger_tokens=draw(st.one_of(st.none(), st.integers(1, 20_000))),
+        clear_keep_outputs=draw(st.integers(0, 4)),
+        summary_every=draw(st.sampled_from([5, 10, 25])) if summarizes else None,
+        compact_at=draw(st.sampled_from([None, 0.7])) if summarizes else None,
+        retrieval=draw(st.booleans()),
+    )
+
+
+STEP_MAKERS = (
+    lambda d: Dedup(),
+    lambda d: Summarize(every=d(st.integers(1, 10)), keep=d(st.integers(0, 5))),
+    lambda d: Compact(at=0.7, keep=d(st.integers(0, 5))),
+    lambda d: Elide(min_chars=d(st.sampled_from([0, 50, 400]))),
+    lambda d: Window(iterations=d(st.integers(1, 6))),
+    lambda d: Mask(keep=d(st.integers(1, 6))),
+    lambda d: Truncate(d(st.integers(1, 2_000)), d(st.one_of(st.none(), st.integers(1, 40)))),
+    lambda d: Clear(trigger_tokens=d(st.integers(1, 5_000)), keep=d(st.integers(0, 3))),
+)
+
+
+@st.composite
+def composed(draw: st.DrawFn) -> Policy:
+    """Any subset of the steps, in any order (Window only without a summarizing step)."""
+    chosen = draw(st.lists(st.sampled_from(range(len(STEP_MAKERS))), unique=True, max_size=len(STEP_MAKERS)))
+    steps: list[Step] = [STEP_MAKERS[i](draw) for i in chosen]
+    if any(isinstance(s, Summarize | Compact) for s in steps):
+        steps = [s for s in steps if not isinstance(s, Window)]
+    return Policy("composed", steps, retrieval=draw(st.booleans()))
 
 
 @st.composite
@@ -223,9 +254,9 @@ def summaries(draw: st.DrawFn) -> Summary | None:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(h=histories(), config=configs(), summary=summaries())
-def test_any_history_any_config_gives_a_valid_prompt(
-    h: list[Message], config: ContextConfig, summary: Summary | None
+@given(h=histories(), config=st.one_of(configs(), composed()), summary=summaries())
+def test_any_history_any_policy_gives_a_valid_prompt(
+    h: list[Message], config: Policy | ContextConfig, summary: Summary | None
 ) -> None:
     validate_pairs(h)
     snapshot = [dataclasses.replace(m) for m in h]
@@ -235,25 +266,24 @@ def test_any_history_any_config_gives_a_valid_prompt(
     assert h == snapshot
     head = 2 if h[0].role == "system" else 1
     assert built.messages[:head] == tuple(h[:head])
-    _check_coverage(h, config, summary, built)
+    _check_coverage(h, as_policy(config), summary, built)
     _check_outputs(h, built)
 
 
-def _check_coverage(
-    h: list[Message], config: ContextConfig, summary: Summary | None, built: BuiltPrompt
-) -> None:
+def _check_coverage(h: list[Message], policy: Policy, summary: Summary | None, built: BuiltPrompt) -> None:
     iterations = sorted({m.iteration for m in h if m.iteration > 0})
     stats = built.stats
     assert sorted(stats.shown_iterations + stats.windowed_out) == iterations
     for k in stats.shown_iterations:  # shown iterations are whole (contents may be shortened)
         original = [(m.role, m.tool_call_id) for m in h if m.iteration == k]
         assert [(m.role, m.tool_call_id) for m in built.messages if m.iteration == k] == original
-    if config.summarizes or config.window_iterations is None:  # nothing may be dropped
+    window = policy.find(Window)
+    if window is None:  # nothing may be dropped: only what a summary covers is out
         covered = range(summary.first, summary.last + 1) if summary else range(0)
         assert all(k in covered for k in stats.windowed_out)
-    if config.window_iterations is not None and iterations:
-        window = [k for k in iterations if k > iterations[-1] - config.window_iterations]
-        uncovered = [k for k in window if summary is None or not summary.first <= k <= summary.last]
+    elif iterations:
+        last = [k for k in iterations if k > iterations[-1] - window.iterations]
+        uncovered = [k for k in last if summary is None or not summary.first <= k <= summary.last]
         assert set(uncovered) <= set(stats.shown_iterations)
 
 

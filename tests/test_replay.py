@@ -21,8 +21,11 @@ from tiered_agent.bench._replay import (
     resolve_policies,
 )
 from tiered_agent.bench._report import build_document, strip_timing
-from tiered_agent.context._config import PRESETS, ContextConfig
+from tiered_agent.context._config import ContextConfig
 from tiered_agent.context._manager import ContextManager
+from tiered_agent.context._policy import Policy
+from tiered_agent.context._presets import PRESETS
+from tiered_agent.context.steps import Summarize
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "trajectories"
 READ = "read_file"
@@ -73,16 +76,18 @@ def test_policies_and_ablations() -> None:
     names = available_policies()
     assert set(PRESETS) <= set(names)
     assert {"tiered:truncation-only", "tiered:window-only", "tiered:dedup-only"} <= set(names)
-    truncation = policy_config("tiered:truncation-only")
-    assert truncation.name == "tiered:truncation-only"
-    assert truncation.truncates and not truncation.dedup and truncation.window_iterations is None
-    assert not truncation.summarizes
-    window = policy_config("tiered:window-only")
-    assert window.window_iterations == PRESETS["tiered"].window_iterations and window.summarizes
-    assert not window.truncates and not window.dedup
-    dedup = policy_config("tiered:dedup-only")
-    assert dedup.dedup and not dedup.truncates and dedup.window_iterations is None and not dedup.summarizes
-    assert set(ABLATIONS) == {"truncation-only", "window-only", "dedup-only"}
+    kinds = {name: [s.kind for s in policy_config(f"tiered:{name}").steps] for name in ABLATIONS}
+    assert kinds == {  # Elide stays in each: without a summary it changes nothing
+        "truncation-only": ["elide", "truncate"],
+        "window-only": ["summarize", "compact", "elide"],
+        "dedup-only": ["dedup", "elide"],
+    }
+    assert policy_config("tiered:truncation-only").name == "tiered:truncation-only"
+    tiered = PRESETS["tiered"]
+    for name in ABLATIONS:  # each keeps tiered's own steps and settings, nothing else
+        ablation = policy_config(f"tiered:{name}")
+        assert set(ablation.steps) <= set(tiered.steps)
+        assert ablation.replace(name="tiered", steps=tiered.steps) == tiered
 
 
 def test_resolve_policies_adds_the_baseline_and_rejects_unknown_names() -> None:
@@ -97,7 +102,7 @@ def test_resolve_policies_adds_the_baseline_and_rejects_unknown_names() -> None:
 
 
 # ----------------------------------------------------------------------------- same prompts as the manager
-async def _direct(run: RecordedRun, config: ContextConfig, counter: IdCounter) -> list[tuple[int, int]]:
+async def _direct(run: RecordedRun, config: Policy, counter: IdCounter) -> list[tuple[int, int]]:
     """Step through the recorded history with a fresh manager (no dedup): (prompt, cached) per step."""
     manager = ContextManager(
         config, counter=counter, context_window=128_000, background=False, enforce_hard_limit=False
@@ -120,7 +125,7 @@ async def _direct(run: RecordedRun, config: ContextConfig, counter: IdCounter) -
 )
 async def test_replay_matches_a_direct_build(name: str, counter: IdCounter) -> None:
     run = _synthetic_run("direct", 24)
-    config = policy_config(name).replace(dedup=False)  # the direct build has no tool runner
+    config = policy_config(name).without("dedup")  # the direct build has no tool runner
     replay = await replay_run(run, {name: config}, counter=counter)
     steps = replay.policies[name].steps
     assert [(s.prompt_tokens, s.cached_tokens) for s in steps] == await _direct(run, config, counter)
@@ -220,7 +225,9 @@ def test_an_llm_summarizer_is_charged_its_own_tokens() -> None:
     from fakes import make_usage, scripted_provider, text_reply
 
     run = _synthetic_run("llm-summary", 24)
-    sum5 = policy_config("tiered").replace(name="sum5", summary_every=5, window_iterations=2)
+    tiered = policy_config("tiered")
+    steps = [Summarize(every=5, keep=2) if isinstance(s, Summarize) else s for s in tiered.steps]
+    sum5 = tiered.replace(name="sum5", steps=steps)
     policy = {"full": policy_config("full"), "sum5": sum5}
     reply = text_reply("Goal: fix module_0.py; nothing failed.", make_usage(prompt=300, completion=40))
     with scripted_provider(respond=lambda request: reply) as llm:

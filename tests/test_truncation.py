@@ -1,17 +1,26 @@
-"""Tier 1 truncation: exact markers, head vs head_tail, line limits, retrieval results left whole."""
+"""Truncate: exact markers, head vs head_tail, line limits; retrieval results, hidden outputs left whole."""
 
 from __future__ import annotations
 
 import re
 import string
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tiered_agent._errors import ConfigurationError
 from tiered_agent._messages import Message, ToolCall
-from tiered_agent.context._config import PRESETS, ContextConfig, TruncationMode
+from tiered_agent._tokens import TokenCounter
 from tiered_agent.context._names import RETRIEVE_TOOL_NAME
-from tiered_agent.context._truncation import count_lines, truncate_output, truncate_outputs
+from tiered_agent.context._pipeline import build_prompt
+from tiered_agent.context._policy import Policy
+from tiered_agent.context._presets import PRESETS
+from tiered_agent.context._types import Truncation
+from tiered_agent.context.steps import Mask, Step, Truncate
+from tiered_agent.context.steps._truncate import TruncationMode, count_lines, truncate_output
+
+COUNTER = TokenCounter("o200k_base")
 
 HINT = '; full output: context_retrieve(tool_call_id="call_7")'
 
@@ -179,8 +188,14 @@ def _tool(call_id: str, content: str, name: str = "read", iteration: int = 1) ->
     return Message(role="tool", content=content, tool_call_id=call_id, name=name, iteration=iteration)
 
 
-def test_truncate_outputs_records_each_cut_and_skips_retrieval_results() -> None:
-    config = ContextConfig(max_output_chars=100, truncation_mode="head")
+def _apply(
+    messages: list[Message], *steps: Step, retrieval: bool = True
+) -> tuple[list[Message], list[Truncation]]:
+    built = build_prompt(messages, Policy("t", steps, retrieval=retrieval), summary=None, counter=COUNTER)
+    return list(built.messages), list(built.stats.truncations)
+
+
+def test_the_step_records_each_cut_and_skips_retrieval_results() -> None:
     big = alphabet_text(1_000)
     messages = [
         Message(role="system", content="s"),
@@ -195,7 +210,7 @@ def test_truncate_outputs_records_each_cut_and_skips_retrieval_results() -> None
         _tool("c2", big, name=RETRIEVE_TOOL_NAME, iteration=3),
         _tool("c3", "short", iteration=3),
     ]
-    out, cuts = truncate_outputs(messages, config)
+    out, cuts = _apply(messages, Truncate(max_chars=100, mode="head"))
     assert [m is o for m, o in zip(messages, out, strict=True)] == [True, True, True, False, True, True]
     assert (
         out[3].content
@@ -209,20 +224,31 @@ def test_truncate_outputs_records_each_cut_and_skips_retrieval_results() -> None
     assert (cut.original_chars, cut.kept_chars, cut.omitted_chars) == (1_000, 100, 900)
 
 
-def test_truncate_outputs_respects_skip_and_disabled_config() -> None:
+def test_outputs_hidden_by_an_earlier_step_are_not_cut() -> None:
     big = alphabet_text(1_000)
     messages = [_tool("c1", big), _tool("c2", big)]
-    out, cuts = truncate_outputs(messages, ContextConfig(max_output_chars=100), skip={0})
-    assert out[0] is messages[0]
+    out, cuts = _apply(messages, Mask(keep=1), Truncate(max_chars=100))
+    assert out[0].content == '[output omitted; context_retrieve(tool_call_id="c1")]'
     assert [c.tool_call_id for c in cuts] == ["c2"]
-    out, cuts = truncate_outputs(messages, PRESETS["full"])
+    out, cuts = _apply(messages, *PRESETS["full"].steps)
     assert out == messages and cuts == []
 
 
-def test_truncate_outputs_without_retrieval_has_no_hint() -> None:
-    config = PRESETS["full"].replace(max_output_chars=100)
-    assert not config.retrieval_active
-    out, _ = truncate_outputs([_tool("c1", alphabet_text(1_000))], config)
+def test_the_step_without_retrieval_has_no_hint() -> None:
+    out, _ = _apply([_tool("c1", alphabet_text(1_000))], Truncate(max_chars=100), retrieval=False)
     assert out[0].content is not None
     assert out[0].content.endswith("\n" + alphabet_text(1_000)[-50:])
     assert "[... 900 of 1,000 chars omitted]" in out[0].content
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"max_chars": 0}, "Truncate.max_chars must be a positive integer or None, got 0"),
+        ({"max_chars": None, "max_lines": None}, "Truncate needs max_chars or max_lines"),
+        ({"mode": "tail"}, "Truncate.mode must be 'head' or 'head_tail', got 'tail'"),
+    ],
+)
+def test_invalid_values_are_one_clear_sentence(fields: dict[str, object], error: str) -> None:
+    with pytest.raises(ConfigurationError, match=error.replace("(", r"\(").replace(")", r"\)")):
+        Truncate(**fields)  # type: ignore[arg-type]

@@ -1,17 +1,47 @@
-"""Tier 1 window: summary placement, the window, dropped-range notes, no coverage gap."""
+"""What the prompt shows of each iteration: the summary in place of its range, Window's dropped-range
+notes, Elide's layout, and no coverage gap."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pytest
 
 from tiered_agent._messages import Message, ToolCall
-from tiered_agent.context._config import PRESETS, ContextConfig
+from tiered_agent._tokens import TokenCounter
+from tiered_agent.context._config import ContextConfig
+from tiered_agent.context._draft import summary_message
+from tiered_agent.context._pipeline import build_prompt
+from tiered_agent.context._policy import Policy
+from tiered_agent.context._presets import PRESETS
 from tiered_agent.context._types import Summary
-from tiered_agent.context._window import omitted_note, select_window, summary_message
+from tiered_agent.context.steps import Window
+from tiered_agent.context.steps._window import omitted_note
 
 SYSTEM = Message(role="system", content="You are an agent.")
 TASK = Message(role="user", content="Fix the bug.")
-NO_SUMMARIZER = PRESETS["full"].replace(window_iterations=5, retrieval=True)
+NO_SUMMARIZER = Policy("no-summarizer", (Window(iterations=5),))
+COUNTER = TokenCounter("o200k_base")
+
+
+@dataclass(frozen=True)
+class Layout:
+    messages: tuple[Message, ...]
+    shown_iterations: tuple[int, ...]
+    windowed_out: tuple[int, ...]
+    summary_range: tuple[int, int] | None
+    elided_outputs: int
+
+
+def select_window(h: Sequence[Message], policy: Policy | ContextConfig, *, summary: Summary | None) -> Layout:
+    """The prompt a policy builds, seen as which iterations it shows (these tests keep outputs short)."""
+    built = build_prompt(h, policy, summary=summary, counter=COUNTER)
+    stats = built.stats
+    return Layout(
+        built.messages, stats.shown_iterations, stats.windowed_out, stats.summary_range, stats.masked_outputs
+    )
+
 
 # The pre-tuning `tiered` (ContextConfig defaults): 500-char outputs, window 5, summary every 10.
 CLASSIC = ContextConfig(name="classic")

@@ -38,6 +38,7 @@ __all__ = [
     "ModelNotFoundError",
     "ModelReply",
     "PathOutsideWorkspace",
+    "Policy",
     "RetryPolicy",
     "RunLimits",
     "RunResult",
@@ -81,8 +82,9 @@ _LOCATIONS = {
     "ModelReply": "._model",
     "RetryPolicy": "._model",
     "ContextConfig": ".context._config",
-    "PRESETS": ".context._config",
-    "preset": ".context._config",
+    "Policy": ".context._policy",
+    "PRESETS": ".context._presets",
+    "preset": ".context._presets",
     "Summary": ".context._types",
     "Summarizer": ".context._summarizer",
     "DigestSummarizer": ".context._summarizer",
@@ -122,7 +124,9 @@ if TYPE_CHECKING:
     from ._tools import Tool, ToolSet, tool
     from ._trace import load_history, read_trace
     from ._workspace import Workspace, workspace_tools
-    from .context._config import PRESETS, ContextConfig, preset
+    from .context._config import ContextConfig
+    from .context._policy import Policy
+    from .context._presets import PRESETS, preset
     from .context._summarizer import DigestSummarizer, LLMSummarizer, Summarizer
     from .context._types import Summary
     from .mcp._config import MCPHttpServer, MCPServerConfig, MCPStdioServer, load_mcp_config

@@ -42,8 +42,11 @@ from ._trace import (
     load_history,
     read_trace,
 )
-from .context._config import ContextConfig, preset
+from .context._config import ContextConfig
+from .context._dispatch import ToolKind
 from .context._manager import ContextManager, PreparedPrompt
+from .context._policy import Policy
+from .context._presets import as_policy
 from .context._summarizer import Summarizer
 from .context._types import Summary
 from .mcp._config import MCPServerConfig
@@ -91,7 +94,7 @@ class Agent:
         model: str | Model,
         *,
         tools: Sequence[Tool] = (),
-        context: ContextConfig | str = "tiered",
+        context: Policy | ContextConfig | str = "tiered",
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         limits: RunLimits = RunLimits(),
         trace_dir: Path | str = Path("traces/runs"),
@@ -102,7 +105,7 @@ class Agent:
     ) -> None:
         self.model: Model = LiteLLMModel(model) if isinstance(model, str) else model
         self.tools = ToolSet(tools)
-        self.context = preset(context) if isinstance(context, str) else context
+        self.context = as_policy(context)
         self.system_prompt = system_prompt
         self.limits = limits
         self.trace_dir = Path(trace_dir)
@@ -407,60 +410,48 @@ class _Run:
 
     # ------------------------------------------------------------------ tools
     async def run_tools(self, iteration: int, calls: Sequence[ToolCall]) -> None:
-        """Dedup in call order, execute the rest concurrently, append results in call order."""
-        outcomes = self.cached_outcomes(calls)
-        timings = await self.execute_pending(calls, outcomes)
-        # A read running concurrently with a write of the same batch may see either state: not cached.
-        cacheable = all(self.read_only(call) for call in calls)
-        for index, call in enumerate(calls):
-            result = outcomes[index]
-            assert result is not None
-            outcome, dedup_of = result
+        """Serve the calls through the context manager's dispatch (dedup, batch rules), executing
+        the rest concurrently; append the results in call order."""
+        timings: dict[int, tuple[float, float]] = {}  # call index -> (wall-clock start, duration)
+
+        async def execute(indexes: Sequence[int]) -> list[ToolOutcome]:
+            return await self.execute_concurrently(calls, indexes, timings)
+
+        results = await self.manager.dispatch(calls, self.tool_kind, execute, iteration=iteration)
+        for index, result in enumerate(results):
             started_at, duration = timings.get(index, (None, 0.0))
             self.record_tool(
-                iteration, call, outcome, dedup_of=dedup_of, duration=duration, started_at=started_at
+                iteration,
+                result.call,
+                result.outcome,
+                dedup_of=result.dedup_of,
+                duration=duration,
+                started_at=started_at,
             )
-            if cacheable and dedup_of is None and not outcome.is_error:
-                self.manager.remember(call, read_only=True, content=outcome.content, iteration=iteration)
 
-    def read_only(self, call: ToolCall) -> bool:
+    def tool_kind(self, call: ToolCall) -> ToolKind:
         tool = self.tools.get(call.name)
-        return tool is not None and tool.read_only
+        return ToolKind(
+            read_only=tool is not None and tool.read_only, internal=tool is not None and tool.internal
+        )
 
-    def cached_outcomes(self, calls: Sequence[ToolCall]) -> list[tuple[ToolOutcome, str | None] | None]:
-        """Dedup hits as (outcome, original call id), in call order; None where the call must run."""
-        outcomes: list[tuple[ToolOutcome, str | None] | None] = []
-        for call in calls:
-            tool = self.tools.get(call.name)
-            internal = tool is not None and tool.internal
-            hit = self.manager.lookup_dedup(call, read_only=self.read_only(call), internal=internal)
-            if hit is None:
-                outcomes.append(None)
-            else:
-                outcome = ToolOutcome(content=self.manager.render_dedup(hit), is_error=False, error_kind=None)
-                outcomes.append((outcome, hit.tool_call_id))
-        return outcomes
-
-    async def execute_pending(
-        self, calls: Sequence[ToolCall], outcomes: list[tuple[ToolOutcome, str | None] | None]
-    ) -> dict[int, tuple[float, float]]:
-        """Run the calls without an outcome concurrently (bounded); fill ``outcomes``;
-        return each run call's wall-clock start and duration."""
+    async def execute_concurrently(
+        self, calls: Sequence[ToolCall], indexes: Sequence[int], timings: dict[int, tuple[float, float]]
+    ) -> list[ToolOutcome]:
+        """Run ``calls[i]`` for each index concurrently (bounded); outcomes in index order."""
         limiter = anyio.CapacityLimiter(self.agent.limits.max_parallel_tools)
-        timings: dict[int, tuple[float, float]] = {}
+        outcomes: dict[int, ToolOutcome] = {}
 
         async def run_one(index: int) -> None:
             async with limiter:
                 started_at, started = time.time(), time.perf_counter()
-                outcome = await self.tools.execute(calls[index], spill_dir=self.spill_dir)
+                outcomes[index] = await self.tools.execute(calls[index], spill_dir=self.spill_dir)
                 timings[index] = (started_at, time.perf_counter() - started)
-                outcomes[index] = (outcome, None)
 
         async with anyio.create_task_group() as group:
-            for index, result in enumerate(outcomes):
-                if result is None:
-                    group.start_soon(run_one, index)
-        return timings
+            for index in indexes:
+                group.start_soon(run_one, index)
+        return [outcomes[index] for index in indexes]
 
     def record_tool(
         self,

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from .context._config import PRESETS  # a plain dataclass module: cheap to import
+from .context._presets import PRESETS  # plain frozen dataclasses: cheap to import
 
 __all__ = ["cli", "main"]
 

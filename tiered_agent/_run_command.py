@@ -15,7 +15,7 @@ from ._model import LiteLLMModel
 from ._otel_export import cli_telemetry
 from ._telemetry import Telemetry
 from ._workspace import Workspace, workspace_tools
-from .context._config import preset
+from .context._presets import preset
 from .mcp._config import load_mcp_config
 
 __all__ = ["run_task"]

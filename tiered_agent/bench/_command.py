@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from ..context._config import ContextConfig
+    from ..context._policy import Policy
     from ._recorded import RecordedRun
     from ._replay import ReplaySettings
 
@@ -172,7 +172,7 @@ def _run(
 
 def _replay_with_progress(
     runs: Sequence[RecordedRun],
-    policies: Mapping[str, ContextConfig],
+    policies: Mapping[str, Policy],
     settings: ReplaySettings,
     workers: int,
     paths: Sequence[str],

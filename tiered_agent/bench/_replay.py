@@ -5,8 +5,12 @@ as already served by dedup) goes through :meth:`ContextManager.prepare`, the
 very call the live agent makes; the prompt it returns is counted, passed to
 the prompt-cache simulation and searched for the strings the recorded action
 ``k`` used. Then the recorded assistant message ``k`` and its observations are
-appended, each tool call going through the manager's dedup exactly as the
-agent's tool runner does. Nothing here re-implements a policy.
+appended, its tool calls served by the manager's ``dispatch``, the agent's own
+(:mod:`tiered_agent.context._dispatch`: dedup lookups, batch rules, what is
+remembered), with the recorded observations standing in for execution. So two
+identical reads in one reply are both "executed" and neither is a dedup hit,
+and reads recorded alongside a write are not remembered, exactly as in the live
+agent. Nothing here re-implements a policy.
 """
 
 from __future__ import annotations
@@ -26,11 +30,15 @@ import structlog
 
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
-from ..context._config import PRESETS, ContextConfig
+from .._tools import ToolOutcome
+from ..context._dispatch import ToolKind
 from ..context._manager import ContextManager
 from ..context._names import RETRIEVE_TOOL_NAME
+from ..context._policy import Policy
+from ..context._presets import PRESETS
 from ..context._retrieve import retrieve
 from ..context._summarizer import LLMSummarizer
+from ..context.steps import Dedup
 from ._caching import CountedHistory, IdCounter, PrefixCache, Pricing, PromptEncoder
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_strings
 from ._recorded import RecordedRun
@@ -51,17 +59,12 @@ __all__ = [
 
 BASELINE = "full"
 RETRIEVE_TOOL = RETRIEVE_TOOL_NAME
-# Each tier of ``tiered`` alone: the other tiers switched off.
-ABLATIONS: dict[str, dict[str, Any]] = {
-    "truncation-only": {"dedup": False, "window_iterations": None, "summary_every": None, "compact_at": None},
-    "window-only": {"max_output_chars": None, "max_output_lines": None, "dedup": False},
-    "dedup-only": {
-        "max_output_chars": None,
-        "max_output_lines": None,
-        "window_iterations": None,
-        "summary_every": None,
-        "compact_at": None,
-    },
+# Each tier of ``tiered`` alone: the steps of the other tiers switched off (Elide stays; without
+# a summary it changes nothing).
+ABLATIONS: dict[str, tuple[str, ...]] = {
+    "truncation-only": ("dedup", "summarize", "compact"),
+    "window-only": ("truncate", "dedup"),
+    "dedup-only": ("truncate", "summarize", "compact"),
 }
 
 
@@ -71,18 +74,18 @@ def available_policies() -> tuple[str, ...]:
     return (*PRESETS, *(f"tiered:{name}" for name in ABLATIONS))
 
 
-def policy_config(name: str) -> ContextConfig:
-    """The configuration of a preset or an ablation (``tiered:<tier>-only``)."""
+def policy_config(name: str) -> Policy:
+    """The policy of a preset or an ablation (``tiered:<tier>-only``)."""
     if name in PRESETS:
         return PRESETS[name]
     base, _, ablation = name.partition(":")
     if base == "tiered" and ablation in ABLATIONS:
-        return PRESETS["tiered"].replace(name=name, **ABLATIONS[ablation])
+        return PRESETS["tiered"].without(*ABLATIONS[ablation]).replace(name=name)
     raise ConfigurationError(f"unknown policy {name!r}; choose from {', '.join(available_policies())}")
 
 
-def resolve_policies(names: Sequence[str] | None = None) -> dict[str, ContextConfig]:
-    """Configs by name, in the given order (all policies for None); ``full`` is always included."""
+def resolve_policies(names: Sequence[str] | None = None) -> dict[str, Policy]:
+    """Policies by name, in the given order (all policies for None); ``full`` is always included."""
     chosen = list(available_policies()) if not names else [n.strip() for n in names if n.strip()]
     if not chosen:
         raise ConfigurationError(f"no policy given; choose from {', '.join(available_policies())}")
@@ -152,32 +155,48 @@ class RunReplay:
 @dataclass(frozen=True, slots=True)
 class BenchResult:
     settings: ReplaySettings
-    policies: Mapping[str, ContextConfig]
+    policies: Mapping[str, Policy]
     runs: tuple[RunInfo, ...]
     replays: tuple[RunReplay, ...]
     elapsed_seconds: float = 0.0
 
 
 # --------------------------------------------------------------------------- one run, one policy
-def _observations(
-    manager: ContextManager, group: Sequence[Message], read_only: frozenset[str], iteration: int
+async def _observations(
+    manager: ContextManager, group: Sequence[Message], kind: Callable[[ToolCall], ToolKind], iteration: int
 ) -> list[Message]:
-    """Iteration ``iteration``'s messages as the live agent would have recorded them (dedup applied)."""
+    """Iteration ``iteration``'s messages as the live agent would have recorded them.
+
+    The recorded tool results go through the manager's dispatch, the agent's own, in
+    message order; "executing" a call returns its recorded observation. A dedup hit
+    replaces the recorded content with what the agent would have served.
+    """
     calls = {c.id: c for m in group if m.role == "assistant" for c in m.tool_calls}
-    out: list[Message] = []
-    for message in group:
-        call = calls.get(message.tool_call_id or "") if message.role == "tool" else None
-        if call is None:
-            out.append(message)
-            continue
-        ro = call.name in read_only
-        hit = manager.check_dedup(call, read_only=ro, internal=call.name == RETRIEVE_TOOL)
-        if hit is None:
-            manager.remember(call, read_only=ro, content=message.text, iteration=iteration)
-            out.append(message)
-        else:
-            out.append(dataclasses.replace(message, content=hit))
+    positions = [i for i, m in enumerate(group) if m.role == "tool" and (m.tool_call_id or "") in calls]
+    if not positions:
+        return list(group)
+    batch = [calls[group[i].tool_call_id or ""] for i in positions]
+
+    async def recorded(indexes: Sequence[int]) -> list[ToolOutcome]:
+        return [ToolOutcome(content=group[positions[i]].text) for i in indexes]
+
+    results = await manager.dispatch(batch, kind, recorded, iteration=iteration)
+    out = list(group)
+    for position, result in zip(positions, results, strict=True):
+        if result.dedup_of is not None:
+            out[position] = dataclasses.replace(group[position], content=result.outcome.content)
     return out
+
+
+def _tool_kinds(run: RecordedRun) -> Callable[[ToolCall], ToolKind]:
+    """A recorded run's tools as the dispatch sees them; ``context_retrieve`` is internal and read-only."""
+
+    def kind(call: ToolCall) -> ToolKind:
+        if call.name == RETRIEVE_TOOL:
+            return ToolKind(read_only=True, internal=True)
+        return ToolKind(read_only=run.is_read_only(call))
+
+    return kind
 
 
 def _step_outputs(run: RecordedRun, counter: IdCounter) -> tuple[int, ...]:
@@ -194,20 +213,18 @@ def _step_outputs(run: RecordedRun, counter: IdCounter) -> tuple[int, ...]:
 
 
 def _retrieval_charge(
-    missed: Sequence[str], history: Sequence[Message], config: ContextConfig, counter: IdCounter
+    missed: Sequence[str], history: Sequence[Message], policy: Policy, counter: IdCounter
 ) -> int:
     """Tokens of one ``context_retrieve`` round trip: the call plus the first page it returns."""
     topic = " ".join(missed)
     call = ToolCall("retrieve", RETRIEVE_TOOL, orjson.dumps({"topic": topic}).decode())
     call_tokens = counter.count_message(Message("assistant", None, tool_calls=(call,)))
-    return call_tokens + _first_page_tokens(topic, history, config, counter)
+    return call_tokens + _first_page_tokens(topic, history, policy, counter)
 
 
-def _first_page_tokens(
-    topic: str, history: Sequence[Message], config: ContextConfig, counter: IdCounter
-) -> int:
+def _first_page_tokens(topic: str, history: Sequence[Message], policy: Policy, counter: IdCounter) -> int:
     """Tokens of the page ``context_retrieve(topic=...)`` returns over the full history."""
-    page = retrieve(history, topic=topic, page_tokens=config.retrieve_page_tokens, counter=counter)
+    page = retrieve(history, topic=topic, page_tokens=policy.retrieve_page_tokens, counter=counter)
     return counter.count_uncached(page.text)
 
 
@@ -225,11 +242,11 @@ class _RunState:
     retrievals: dict[tuple[Any, ...], int] = field(default_factory=dict)
 
     def retrieval_charge(
-        self, iteration: int, missed: Sequence[str], history: Sequence[Message], config: ContextConfig
+        self, iteration: int, missed: Sequence[str], history: Sequence[Message], policy: Policy
     ) -> int:
-        key = (iteration, tuple(missed), config.dedup, config.dedup_cache_size, config.retrieve_page_tokens)
+        key = (iteration, tuple(missed), policy.find(Dedup), policy.retrieve_page_tokens)
         if key not in self.retrievals:
-            self.retrievals[key] = _retrieval_charge(missed, history, config, self.counter)
+            self.retrievals[key] = _retrieval_charge(missed, history, policy, self.counter)
         return self.retrievals[key]
 
     @classmethod
@@ -245,16 +262,16 @@ class _RunState:
 
 
 async def _replay_policy(
-    state: _RunState, name: str, config: ContextConfig, window: int, summary_model: str | None
+    state: _RunState, name: str, policy: Policy, window: int, summary_model: str | None
 ) -> PolicyRunMetrics:
     run, counter = state.run, state.counter
     summarizer = None
-    if summary_model is not None and config.summarizes:  # its calls are counted as summary usage
+    if summary_model is not None and policy.summarizes:  # its calls are counted as summary usage
         summarizer = LLMSummarizer(
-            summary_model, max_tokens=config.summary_max_tokens, timeout_s=config.summary_timeout_s
+            summary_model, max_tokens=policy.summary_max_tokens, timeout_s=policy.summary_timeout_s
         )
     manager = ContextManager(
-        config,
+        policy,
         counter=counter,
         context_window=window,
         summarizer=summarizer,
@@ -264,8 +281,9 @@ async def _replay_policy(
     cache = PrefixCache(state.encoder)
     history: list[Message] = []
     tokens = _extend(history, state.groups.get(0, ()), counter, 0)
-    limit = config.hard_limit * (manager.context_window or window)
+    limit = policy.hard_limit * (manager.context_window or window)
     steps: list[StepMetrics] = []
+    kind = _tool_kinds(run)
     async with manager:
         schemas = [*run.tools, *(t.schema() for t in manager.tools(lambda: history))]
         for iteration in sorted(i for i in state.groups if i > 0):
@@ -284,16 +302,15 @@ async def _replay_policy(
                         limit=limit,
                     )
                 )
-            tokens = _extend(
-                history, _observations(manager, group, run.read_only_tools, iteration), counter, tokens
-            )
+            observed = await _observations(manager, group, kind, iteration)
+            tokens = _extend(history, observed, counter, tokens)
     return PolicyRunMetrics(
         policy=name,
         run_id=run.run_id,
         steps=tuple(steps),
         summary_usage=manager.summary_usage,
         dedup_hits=manager.dedup_hits,
-        retrieval_active=config.retrieval_active,
+        retrieval_active=policy.retrieval_active,
     )
 
 
@@ -322,8 +339,8 @@ async def _step(
     salient = state.salience.salient(iteration)
     missed = missed_strings(salient, messages)
     retrieval = 0
-    if missed and manager.config.retrieval_active:
-        retrieval = state.retrieval_charge(iteration, missed, history, manager.config)
+    if missed and manager.policy.retrieval_active:
+        retrieval = state.retrieval_charge(iteration, missed, history, manager.policy)
     return StepMetrics(
         step=step,
         prompt_tokens=prepared.prompt_tokens,
@@ -342,7 +359,7 @@ async def _step(
 
 async def replay_run(
     run: RecordedRun,
-    policies: Mapping[str, ContextConfig],
+    policies: Mapping[str, Policy],
     *,
     counter: IdCounter,
     context_window: int = 128_000,
@@ -351,8 +368,8 @@ async def replay_run(
     """Replay one run under every policy (sequentially, sharing the run's token memo)."""
     state = _RunState.of(run, counter)
     results = {
-        name: await _replay_policy(state, name, config, context_window, summary_model)
-        for name, config in policies.items()
+        name: await _replay_policy(state, name, policy, context_window, summary_model)
+        for name, policy in policies.items()
     }
     return RunReplay(run.run_id, state.outputs, results)
 
@@ -367,9 +384,7 @@ def _counter(encoding: str) -> IdCounter:
     return _COUNTERS[encoding]
 
 
-def _replay_job(
-    run: RecordedRun, policies: Mapping[str, ContextConfig], settings: ReplaySettings
-) -> RunReplay:
+def _replay_job(run: RecordedRun, policies: Mapping[str, Policy], settings: ReplaySettings) -> RunReplay:
     """One run in one process (the unit of work of the pool)."""
     counter = _counter(settings.tokenizer)
 
@@ -400,7 +415,7 @@ def _unique_ids(runs: Sequence[RecordedRun]) -> list[RecordedRun]:
 
 def replay_runs(
     runs: Sequence[RecordedRun],
-    policies: Mapping[str, ContextConfig],
+    policies: Mapping[str, Policy],
     settings: ReplaySettings = ReplaySettings(),
     *,
     workers: int = 1,
@@ -451,7 +466,7 @@ def _init_worker(level: int) -> None:
 
 def _replay_parallel(
     runs: Sequence[RecordedRun],
-    policies: Mapping[str, ContextConfig],
+    policies: Mapping[str, Policy],
     settings: ReplaySettings,
     workers: int,
     finished: Callable[[RunReplay], None],

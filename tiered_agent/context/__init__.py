@@ -1,9 +1,12 @@
-"""Context management: the tiers that decide what the model sees.
+"""Context management: the policies that decide what the model sees.
 
-``build_prompt`` is the pure Tier-1 pipeline (truncation, window, masking); ``ContextManager``
-is the per-run seam the agent loop and the replay benchmark share (dedup cache, summaries,
-safety net, counting); ``retrieve`` is what the ``context_retrieve`` tool runs. Names are
-imported lazily, so the CLI can read the presets without loading the whole pipeline.
+A :class:`Policy` is a name and an ordered sequence of small steps
+(:mod:`tiered_agent.context.steps`); :data:`PRESETS` are the named ones.
+``build_prompt`` is the pure pipeline (the steps in order over the full history);
+``ContextManager`` is the per-run seam the agent loop and the replay benchmark
+share (dedup dispatch, summaries, safety net, counting); ``retrieve`` is what the
+``context_retrieve`` tool runs. Names are imported lazily, so the CLI can read the
+presets without loading the whole pipeline.
 """
 
 from typing import TYPE_CHECKING
@@ -13,19 +16,30 @@ from .._lazy import lazy_exports
 __all__ = [
     "PRESETS",
     "BuiltPrompt",
+    "Clear",
+    "Compact",
     "ContextConfig",
     "ContextManager",
     "ContextStats",
+    "Dedup",
     "DedupCache",
     "DedupHit",
     "DigestSummarizer",
+    "Elide",
     "LLMSummarizer",
+    "Mask",
+    "Policy",
     "PreparedPrompt",
     "RetrievalResult",
     "SmartSummarizer",
+    "Step",
+    "Summarize",
     "Summarizer",
     "Summary",
+    "Truncate",
     "Truncation",
+    "Window",
+    "as_policy",
     "build_prompt",
     "digest",
     "make_retrieve_tool",
@@ -36,9 +50,11 @@ __all__ = [
 ]
 
 _LOCATIONS = {
-    "PRESETS": "._config",
+    "PRESETS": "._presets",
+    "preset": "._presets",
+    "as_policy": "._presets",
     "ContextConfig": "._config",
-    "preset": "._config",
+    "Policy": "._policy",
     "DedupCache": "._dedup",
     "DedupHit": "._dedup",
     "digest": "._digest",
@@ -53,23 +69,32 @@ _LOCATIONS = {
     "LLMSummarizer": "._summarizer",
     "SmartSummarizer": "._summarizer",
     "Summarizer": "._summarizer",
-    "truncate_output": "._truncation",
+    "truncate_output": ".steps._truncate",
     "BuiltPrompt": "._types",
     "ContextStats": "._types",
     "Summary": "._types",
     "Truncation": "._types",
 }
+_LOCATIONS.update(
+    {
+        name: ".steps"
+        for name in ("Clear", "Compact", "Dedup", "Elide", "Mask", "Step", "Summarize", "Truncate", "Window")
+    }
+)
 
 if TYPE_CHECKING:
-    from ._config import PRESETS, ContextConfig, preset
+    from ._config import ContextConfig
     from ._dedup import DedupCache, DedupHit
     from ._digest import digest
     from ._manager import ContextManager, PreparedPrompt
     from ._pipeline import build_prompt, validate_pairs
+    from ._policy import Policy
+    from ._presets import PRESETS, as_policy, preset
     from ._retrieve import RetrievalResult, make_retrieve_tool, retrieve
     from ._summarizer import DigestSummarizer, LLMSummarizer, SmartSummarizer, Summarizer
-    from ._truncation import truncate_output
     from ._types import BuiltPrompt, ContextStats, Summary, Truncation
+    from .steps import Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
+    from .steps._truncate import truncate_output
 
 
 __getattr__ = lazy_exports(__name__, _LOCATIONS, globals())

@@ -1,44 +1,53 @@
-"""One frozen, validated configuration for the whole context pipeline, and named presets."""
+"""``ContextConfig``: the flat, one-dataclass way to write a policy, kept as a convenience.
+
+Every knob of the original design in one frozen, validated dataclass; it builds
+the equivalent :class:`~._policy.Policy` (:meth:`ContextConfig.to_policy`), in
+the canonical step order. ``Agent(context=ContextConfig(...))`` keeps working,
+and a grid of candidates is one ``replace`` away (``benchmarks/tune_tiered.py``).
+New strategies are steps (:mod:`.steps`), not knobs here.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from .._errors import ConfigurationError
+from ._policy import Policy
+from .steps import Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
+from .steps._truncate import TruncationMode
 
-__all__ = ["DEFAULT_PRESET", "PRESETS", "ContextConfig", "preset"]
+__all__ = ["ContextConfig", "TruncationMode"]
 
-TruncationMode = Literal["head", "head_tail"]
+_POSITIVE_OR_NONE = (
+    "max_output_chars",
+    "max_output_lines",
+    "window_iterations",
+    "mask_keep_outputs",
+    "clear_trigger_tokens",
+    "summary_every",
+    "context_window",
+)
+_AT_LEAST_ONE = ("dedup_cache_size", "summary_max_tokens", "retrieve_page_tokens")
+_NOT_NEGATIVE = ("clear_keep_outputs", "summary_overlap", "compact_keep_iterations", "elide_min_chars")
 
 
 @dataclass(frozen=True, slots=True)
 class ContextConfig:
-    """Every knob of the tiered context pipeline. ``None`` switches a step off.
+    """Every knob of the context pipeline in one place. ``None`` switches a step off.
 
-    Tier 1 (no LLM):
-      * ``max_output_chars`` / ``max_output_lines``: cut tool outputs longer than this;
-        ``truncation_mode`` keeps the ``head`` or the ``head_tail``.
-      * ``dedup``: serve identical calls to read-only tools from a bounded cache.
-      * ``window_iterations``: show only the last N iterations verbatim.
-      * ``window_keep_actions``: iterations covered by the summary keep their assistant
-        messages (reasoning and calls); only their outputs become one-line retrieval
-        placeholders, and the summary follows them instead of preceding them, so the
-        cached prompt prefix survives up to the previous summary's range. Outputs shorter than
-        ``elide_min_chars`` stay verbatim: they cost little and often hold what is needed later.
-      * ``mask_keep_outputs``: observation masking, keep the last N tool outputs,
-        replace older ones with a placeholder.
-      * ``clear_trigger_tokens`` / ``clear_keep_outputs``: when the prompt exceeds the
-        trigger, clear all tool outputs but the last few (Anthropic's context editing).
-    Tier 2:
-      * ``summary_every``: queue a rolling summary every N iterations (background);
-        ``summary_overlap`` re-summarizes the last K already-covered iterations.
-      * ``summary_model``: litellm model for summaries; ``None`` uses the deterministic digest.
-      * ``compact_at``: share of the context window at which compaction runs synchronously
-        before the call, keeping ``compact_keep_iterations`` verbatim; ``hard_limit``: share
-        at which the run stops rather than send the request.
-      * ``retrieval``: register ``context_retrieve``; ``retrieve_page_tokens``: its page size.
+    * ``max_output_chars`` / ``max_output_lines`` / ``truncation_mode``: :class:`~.steps.Truncate`.
+    * ``dedup`` / ``dedup_cache_size``: :class:`~.steps.Dedup`.
+    * ``window_iterations``: the last N iterations verbatim; with summaries it is
+      :class:`~.steps.Summarize`'s ``keep``, without them a :class:`~.steps.Window`.
+    * ``window_keep_actions`` / ``elide_min_chars``: :class:`~.steps.Elide`.
+    * ``mask_keep_outputs``: :class:`~.steps.Mask`.
+    * ``clear_trigger_tokens`` / ``clear_keep_outputs``: :class:`~.steps.Clear`.
+    * ``summary_every`` / ``summary_overlap``: :class:`~.steps.Summarize`.
+    * ``compact_at`` / ``compact_keep_iterations``: :class:`~.steps.Compact` (the keep
+      only matters with ``compact_at``).
+    * the rest are the policy's run settings (:class:`~._policy.Policy`).
     """
 
     name: str = "custom"
@@ -66,41 +75,8 @@ class ContextConfig:
     retrieve_page_tokens: int = 4000
 
     def __post_init__(self) -> None:
-        positive_or_none = (
-            "max_output_chars",
-            "max_output_lines",
-            "window_iterations",
-            "mask_keep_outputs",
-            "clear_trigger_tokens",
-            "summary_every",
-            "context_window",
-        )
-        for name in positive_or_none:
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ConfigurationError(
-                    f"ContextConfig.{name} must be a positive integer or None, got {value!r}"
-                )
-        if self.truncation_mode not in ("head", "head_tail"):
-            raise ConfigurationError(
-                f"ContextConfig.truncation_mode must be 'head' or 'head_tail', got {self.truncation_mode!r}"
-            )
-        for name in ("dedup_cache_size", "summary_max_tokens", "retrieve_page_tokens"):
-            if getattr(self, name) < 1:
-                raise ConfigurationError(f"ContextConfig.{name} must be >= 1")
-        for name in ("clear_keep_outputs", "summary_overlap", "compact_keep_iterations", "elide_min_chars"):
-            if getattr(self, name) < 0:
-                raise ConfigurationError(f"ContextConfig.{name} must be >= 0")
-        if self.compact_at is not None and not 0 < self.compact_at < 1:
-            raise ConfigurationError("ContextConfig.compact_at must be in (0, 1) or None")
-        if not 0 < self.hard_limit <= 1:
-            raise ConfigurationError("ContextConfig.hard_limit must be in (0, 1]")
-        if self.compact_at is not None and self.compact_at >= self.hard_limit:
-            raise ConfigurationError("ContextConfig.compact_at must be below hard_limit")
-        if self.summary_timeout_s <= 0:
-            raise ConfigurationError("ContextConfig.summary_timeout_s must be > 0")
-        if self.summary_every is not None and self.summary_overlap >= self.summary_every:
-            raise ConfigurationError("ContextConfig.summary_overlap must be smaller than summary_every")
+        _check_counts(self)
+        _check_shares(self)
 
     @property
     def truncates(self) -> bool:
@@ -112,15 +88,7 @@ class ContextConfig:
 
     @property
     def retrieval_active(self) -> bool:
-        """``context_retrieve`` is registered whenever something can hide history from the model."""
-        hides = (
-            self.truncates
-            or self.window_iterations is not None
-            or self.mask_keep_outputs is not None
-            or self.clear_trigger_tokens is not None
-            or self.summarizes
-        )
-        return self.retrieval and hides
+        return self.to_policy().retrieval_active
 
     def replace(self, **changes: Any) -> ContextConfig:
         return dataclasses.replace(self, **changes)
@@ -128,73 +96,70 @@ class ContextConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-
-_FULL = ContextConfig(
-    name="full",
-    max_output_chars=None,
-    dedup=False,
-    window_iterations=None,
-    summary_every=None,
-    compact_at=None,
-    retrieval=False,
-)
-
-PRESETS: dict[str, ContextConfig] = {
-    # Our default, tuned on the replay benchmark (benchmarks/tune_tiered.py, README "Benchmark"):
-    # the lowest cached cost at a miss rate no worse than masking. Under prompt caching every
-    # rewrite of the prompt's middle re-sends the tail uncached, so the tuned policy hides little
-    # and rarely: outputs over 8,000 chars are cut (head+tail), and every 25 iterations the outputs
-    # of all but the last iteration are elided behind retrieval placeholders while the agent's own
-    # messages (reasoning and calls) stay, followed by the rolling summary.
-    "tiered": ContextConfig(
-        name="tiered",
-        max_output_chars=8000,
-        window_iterations=1,
-        window_keep_actions=True,
-        summary_every=25,
-    ),
-    # The original TypeScript design's defaults: 500 chars head-only, window 5, summary every 10.
-    "kb-labs-adr": ContextConfig(name="kb-labs-adr", truncation_mode="head", compact_at=None),
-    # No optimization at all: the baseline.
-    "full": _FULL,
-    # The peers' published strategies, run on our pipeline as published: none of them has a
-    # retrieval tool, so they neither pay for nor benefit from context_retrieve.
-    # Observation masking (Lindenbauer et al., "The Complexity Trap"): keep the last 10 outputs.
-    "masking": _FULL.replace(name="masking", mask_keep_outputs=10),
-    # Anthropic context editing (clear_tool_uses): past 100k input tokens keep the last 3 tool results.
-    "anthropic-clear": _FULL.replace(
-        name="anthropic-clear", clear_trigger_tokens=100_000, clear_keep_outputs=3
-    ),
-    # OpenAI Codex CLI: head+tail 10 KiB / 256 lines per output, auto-compaction at 90% of the window.
-    "codex": _FULL.replace(
-        name="codex",
-        max_output_chars=10 * 1024,
-        max_output_lines=256,
-        truncation_mode="head_tail",
-        compact_at=0.90,
-        compact_keep_iterations=0,
-    ),
-    # Google ADK code agents: head+tail 128+128 lines, 10 KiB; compaction at 70% keeping the last 10
-    # messages (5 iterations of call + result).
-    "adk-code": _FULL.replace(
-        name="adk-code",
-        max_output_chars=10 * 1024,
-        max_output_lines=256,
-        truncation_mode="head_tail",
-        compact_at=0.70,
-        compact_keep_iterations=5,
-    ),
-    # Google ADK events compaction: summarize every 5 invocations with an overlap of 2.
-    "adk-compaction": _FULL.replace(name="adk-compaction", summary_every=5, summary_overlap=2),
-}
-DEFAULT_PRESET = "tiered"
+    def to_policy(self) -> Policy:
+        """The equivalent policy: its steps in the canonical order, the same run settings."""
+        return Policy(
+            self.name,
+            _steps(self),
+            summary_model=self.summary_model,
+            summary_max_tokens=self.summary_max_tokens,
+            summary_timeout_s=self.summary_timeout_s,
+            hard_limit=self.hard_limit,
+            context_window=self.context_window,
+            retrieval=self.retrieval,
+            retrieve_page_tokens=self.retrieve_page_tokens,
+        )
 
 
-def preset(name: str) -> ContextConfig:
-    """The named preset; raises :class:`ConfigurationError` listing the valid names."""
-    try:
-        return PRESETS[name]
-    except KeyError:
+def _steps(c: ContextConfig) -> tuple[Step, ...]:
+    """The steps in the canonical order: run-time steps, then layout, hiding, cutting, clearing."""
+    steps: list[Step] = []
+    if c.dedup:
+        steps.append(Dedup(c.dedup_cache_size))
+    if c.summary_every is not None:
+        steps.append(Summarize(c.summary_every, c.window_iterations or 0, c.summary_overlap))
+    if c.compact_at is not None:
+        steps.append(Compact(c.compact_at, c.compact_keep_iterations))
+    if c.window_keep_actions:
+        steps.append(Elide(c.elide_min_chars))
+    if c.window_iterations is not None and not c.summarizes:
+        steps.append(Window(c.window_iterations))
+    if c.mask_keep_outputs is not None:
+        steps.append(Mask(c.mask_keep_outputs))
+    if c.truncates:
+        steps.append(Truncate(c.max_output_chars, c.max_output_lines, c.truncation_mode))
+    if c.clear_trigger_tokens is not None:
+        steps.append(Clear(c.clear_trigger_tokens, c.clear_keep_outputs))
+    return tuple(steps)
+
+
+def _check_counts(config: ContextConfig) -> None:
+    for name in _POSITIVE_OR_NONE:
+        value = getattr(config, name)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ConfigurationError(
+                f"ContextConfig.{name} must be a positive integer or None, got {value!r}"
+            )
+    for name in _AT_LEAST_ONE:
+        if getattr(config, name) < 1:
+            raise ConfigurationError(f"ContextConfig.{name} must be >= 1")
+    for name in _NOT_NEGATIVE:
+        if getattr(config, name) < 0:
+            raise ConfigurationError(f"ContextConfig.{name} must be >= 0")
+    if config.truncation_mode not in ("head", "head_tail"):
         raise ConfigurationError(
-            f"unknown context policy {name!r}; choose one of {', '.join(PRESETS)}"
-        ) from None
+            f"ContextConfig.truncation_mode must be 'head' or 'head_tail', got {config.truncation_mode!r}"
+        )
+
+
+def _check_shares(config: ContextConfig) -> None:
+    if config.compact_at is not None and not 0 < config.compact_at < 1:
+        raise ConfigurationError("ContextConfig.compact_at must be in (0, 1) or None")
+    if not 0 < config.hard_limit <= 1:
+        raise ConfigurationError("ContextConfig.hard_limit must be in (0, 1]")
+    if config.compact_at is not None and config.compact_at >= config.hard_limit:
+        raise ConfigurationError("ContextConfig.compact_at must be below hard_limit")
+    if config.summary_timeout_s <= 0:
+        raise ConfigurationError("ContextConfig.summary_timeout_s must be > 0")
+    if config.summary_every is not None and config.summary_overlap >= config.summary_every:
+        raise ConfigurationError("ContextConfig.summary_overlap must be smaller than summary_every")

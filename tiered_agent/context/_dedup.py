@@ -1,8 +1,8 @@
 """Tier 1, deduplication: serve a repeated read-only call from a bounded cache.
 
-The agent loop asks :meth:`DedupCache.lookup` before executing a read-only tool
-and :meth:`DedupCache.store` after; any other tool call must :meth:`invalidate`
-the cache (what it changed has to be read fresh). Arguments are compared as
+The batch rules (which calls are looked up, which results are stored, when a
+call invalidates the cache) live in :mod:`._dispatch`, shared by the agent loop
+and the replay. Arguments are compared as
 canonical JSON, so ``{"b": 1, "a": 2}`` and ``{"a": 2, "b": 1}`` are the same
 call; arguments that are not valid JSON are never cached.
 """
@@ -76,6 +76,10 @@ class DedupCache:
         key = self.key(tool_name, arguments)
         if key is not None:
             self._cache[key] = DedupHit(iteration=iteration, tool_call_id=tool_call_id, content=content)
+
+    def remembered(self) -> dict[str, DedupHit]:
+        """A copy of what the cache holds, by key (for tests and debugging; counts nothing)."""
+        return dict(self._cache.items())
 
     def invalidate(self) -> None:
         """Forget everything (a tool with side effects ran)."""

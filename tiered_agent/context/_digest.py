@@ -201,11 +201,20 @@ def _segment_files(segment: list[str]) -> list[tuple[str, str]]:
 
 
 def _program_files(program: str, args: list[str]) -> list[tuple[str, str]]:
+    options, paths = _options_and_paths(program, args)
+    return _categorized(program, options, paths)
+
+
+def _options_and_paths(program: str, args: list[str]) -> tuple[list[str], list[str]]:
+    """The options, and the arguments that look like paths (a grep-like pattern is not one)."""
     options = [a for a in args if a.startswith("-")]
     positional = [a for a in args if not a.startswith("-")]
     if program in _PATTERN_FIRST and not {"-e", "-f"} & set(options) and positional:
         positional = positional[1:]
-    paths = [p for p in positional if _is_path(p)]
+    return options, [p for p in positional if _is_path(p)]
+
+
+def _categorized(program: str, options: list[str], paths: list[str]) -> list[tuple[str, str]]:
     if program in ("sed", "perl") and any(o.startswith("-i") for o in options):
         return [("edited", p) for p in paths]
     if program in ("tee", "touch"):

@@ -1,10 +1,10 @@
-"""The Tier-1 pipeline: one pure function from the full history to the prompt.
+"""Building the prompt: the policy's steps, in order, over the full history; and its validity check.
 
-Steps, in order: window (:mod:`._window`), observation masking
-(:mod:`._masking`), truncation (:mod:`._truncation`), then Anthropic-style
-clearing, which is measured on the prompt as it would be sent (after
-truncation) and, when triggered, re-applies truncation to the outputs it
-keeps. Input messages are never mutated; rewritten ones are new frozen
+:func:`build_prompt` is pure: it starts from the history with the summary (if
+one has landed) standing in for the iterations it covers
+(:func:`~._draft.start`), applies each step of the policy in order
+(:meth:`~.steps.Step.apply`), and returns the prompt with the statistics the
+trace records. Input messages are never mutated; rewritten ones are new frozen
 messages, untouched ones are the same objects.
 """
 
@@ -15,43 +15,33 @@ from collections.abc import Sequence
 from .._messages import Message
 from .._tokens import TokenCounter
 from ._config import ContextConfig
-from ._masking import MaskResult, clear_outputs, mask_outputs
-from ._truncation import truncate_outputs
-from ._types import BuiltPrompt, ContextStats, Summary
-from ._window import select_window
+from ._draft import BuildContext, start
+from ._policy import Policy
+from ._presets import as_policy
+from ._types import BuiltPrompt, Summary
 
 __all__ = ["build_prompt", "validate_pairs"]
 
 
 def build_prompt(
-    history: Sequence[Message], config: ContextConfig, *, summary: Summary | None, counter: TokenCounter
+    history: Sequence[Message],
+    policy: Policy | ContextConfig,
+    *,
+    summary: Summary | None,
+    counter: TokenCounter,
 ) -> BuiltPrompt:
     """The messages to send for the next model call, and what was done to get them.
 
-    ``counter`` is used only when clearing is configured (its per-text cache
-    makes repeated counts cheap).
+    ``counter`` is used only by steps that measure the prompt (``Clear``; its
+    per-message cache makes repeated counts cheap). Raises ValueError on a
+    summary with an invalid range.
     """
-    window = select_window(history, config, summary=summary)
-    masked = MaskResult(window.messages)
-    if config.mask_keep_outputs is not None:
-        masked = mask_outputs(
-            window.messages, keep=config.mask_keep_outputs, retrieval=config.retrieval_active
-        )
-    shown, truncations = truncate_outputs(masked.messages, config, skip=masked.masked)
-    cleared = clear_outputs(masked.messages, shown, config, counter)
-    if cleared is not None and cleared.masked:
-        hidden = masked.masked | cleared.masked
-        masked = MaskResult(cleared.messages, hidden, masked.masked_chars + cleared.masked_chars)
-        shown, truncations = truncate_outputs(masked.messages, config, skip=hidden)
-    stats = ContextStats(
-        truncations=tuple(truncations),
-        masked_outputs=masked.masked_outputs + window.elided_outputs,
-        masked_chars=masked.masked_chars + window.elided_chars,
-        windowed_out=window.windowed_out,
-        summary_range=window.summary_range,
-        shown_iterations=window.shown_iterations,
-    )
-    return BuiltPrompt(tuple(shown), stats)
+    policy = as_policy(policy)
+    context = BuildContext.of(history, summary, counter, retrieval=policy.retrieval_active)
+    draft = start(context)
+    for step in policy.steps:
+        draft = step.apply(draft, context)
+    return draft.built(context)
 
 
 def validate_pairs(messages: Sequence[Message]) -> None:

@@ -1,4 +1,4 @@
-"""Tier 1, truncation: cut long tool outputs, keep the head (or head and tail), say how to get the rest.
+"""Truncate: cut long tool outputs, keep the head (or head and tail), say how to get the rest.
 
 The marker states exactly what was cut and, when ``context_retrieve`` is
 registered, the call that returns the full output::
@@ -6,34 +6,97 @@ registered, the call that returns the full output::
     [... 9,744 of 10,244 chars omitted; full output: context_retrieve(tool_call_id="call_7")]
 
 An output is only cut when the result (kept text + marker) is shorter than the
-original. Results of ``context_retrieve`` itself are never cut: the model asked
-for exactly that text.
+original. Results of ``context_retrieve`` itself are never cut (the model asked
+for exactly that text), nor are outputs an earlier step already hid.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar, Literal
 
-from .._messages import Message
-from ._config import ContextConfig, TruncationMode
-from ._names import RETRIEVE_TOOL_NAME, retrieve_call
-from ._types import Truncation
+from ..._messages import Message
+from .._draft import BuildContext, Draft, with_content
+from .._names import RETRIEVE_TOOL_NAME, retrieve_call
+from .._types import Truncation
+from ._base import Step, require
 
-__all__ = ["count_lines", "truncate_output", "truncate_outputs", "with_content"]
+__all__ = ["Truncate", "TruncationMode", "count_lines", "truncate_output"]
 
-# Messages are frozen and hashable, and a history keeps the same objects from one
-# prompt to the next: caching per message makes rebuilding a long prompt cheap.
-_CACHE_SIZE = 4096
-
-
-@lru_cache(maxsize=_CACHE_SIZE)
-def with_content(message: Message, content: str) -> Message:
-    """``message`` with ``content`` replaced (a new frozen message; cached)."""
-    return dataclasses.replace(message, content=content)
+TruncationMode = Literal["head", "head_tail"]
 
 
+@dataclass(frozen=True, slots=True)
+class Truncate(Step):
+    """Cut tool outputs longer than ``max_chars`` characters or ``max_lines`` lines.
+
+    ``mode="head"`` keeps the start; ``"head_tail"`` keeps half of each budget at
+    each end (the head gets the odd char or line).
+    """
+
+    kind: ClassVar[str] = "truncate"
+    max_chars: int | None = 500
+    max_lines: int | None = None
+    mode: TruncationMode = "head_tail"
+
+    def __post_init__(self) -> None:
+        for name in ("max_chars", "max_lines"):
+            value = getattr(self, name)
+            ok = value is None or (isinstance(value, int) and value >= 1)
+            require(ok, f"Truncate.{name} must be a positive integer or None, got {value!r}")
+        require(
+            self.max_chars is not None or self.max_lines is not None,
+            "Truncate needs max_chars or max_lines",
+        )
+        require(
+            self.mode in ("head", "head_tail"),
+            f"Truncate.mode must be 'head' or 'head_tail', got {self.mode!r}",
+        )
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        shown: dict[int, Message] = {}
+        cuts: dict[int, Truncation] = {}
+        for index, message in enumerate(draft.originals):
+            if message.role != "tool" or not message.content or message.name == RETRIEVE_TOOL_NAME:
+                continue
+            if index in draft.hidden:
+                continue
+            kept, cut = _truncate_message(
+                message, self.max_chars, self.max_lines, self.mode, context.retrieval
+            )
+            if cut is not None:
+                shown[index] = kept
+                cuts[index] = cut
+        return draft.cut(shown, cuts) if cuts else draft
+
+
+@lru_cache(maxsize=4096)
+def _truncate_message(
+    message: Message, max_chars: int | None, max_lines: int | None, mode: TruncationMode, retrieval: bool
+) -> tuple[Message, Truncation | None]:
+    """The message as shown and its cut (memoized: a history keeps the same message objects)."""
+    shown, omitted = truncate_output(
+        message.text,
+        max_chars=max_chars,
+        max_lines=max_lines,
+        mode=mode,
+        tool_call_id=message.tool_call_id,
+        retrieval=retrieval,
+    )
+    if not omitted:
+        return message, None
+    cut = Truncation(
+        tool_call_id=message.tool_call_id or "",
+        iteration=message.iteration,
+        tool_name=message.name or "",
+        original_chars=len(message.text),
+        kept_chars=len(message.text) - omitted,
+    )
+    return with_content(message, shown), cut
+
+
+# --------------------------------------------------------------------------- the text algorithm
 def count_lines(text: str) -> int:
     """Lines of ``text``, separated by ``\\n`` (a trailing newline does not start a new line)."""
     if not text:
@@ -136,57 +199,3 @@ def _join(head: str, marker: str, tail: str) -> str:
     before = "\n" if head and not head.endswith("\n") else ""
     after = f"\n{tail}" if tail else ""
     return f"{head}{before}{marker}{after}"
-
-
-@lru_cache(maxsize=_CACHE_SIZE)
-def _truncate_message(
-    message: Message, max_chars: int | None, max_lines: int | None, mode: TruncationMode, retrieval: bool
-) -> tuple[Message, Truncation | None]:
-    shown, omitted = truncate_output(
-        message.text,
-        max_chars=max_chars,
-        max_lines=max_lines,
-        mode=mode,
-        tool_call_id=message.tool_call_id,
-        retrieval=retrieval,
-    )
-    if not omitted:
-        return message, None
-    cut = Truncation(
-        tool_call_id=message.tool_call_id or "",
-        iteration=message.iteration,
-        tool_name=message.name or "",
-        original_chars=len(message.text),
-        kept_chars=len(message.text) - omitted,
-    )
-    return with_content(message, shown), cut
-
-
-def truncate_outputs(
-    messages: Sequence[Message], config: ContextConfig, *, skip: Collection[int] = ()
-) -> tuple[list[Message], list[Truncation]]:
-    """Apply :func:`truncate_output` to every tool message (by position, except ``skip``).
-
-    ``context_retrieve`` results are left whole. Returns the new message list
-    (untouched messages are the same objects) and one :class:`Truncation` per cut.
-    """
-    out = list(messages)
-    cuts: list[Truncation] = []
-    if not config.truncates:
-        return out, cuts
-    limits = (
-        config.max_output_chars,
-        config.max_output_lines,
-        config.truncation_mode,
-        config.retrieval_active,
-    )
-    for index, message in enumerate(messages):
-        if message.role != "tool" or not message.content or message.name == RETRIEVE_TOOL_NAME:
-            continue
-        if index in skip:
-            continue
-        shown, cut = _truncate_message(message, *limits)
-        if cut is not None:
-            out[index] = shown
-            cuts.append(cut)
-    return out, cuts

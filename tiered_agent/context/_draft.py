@@ -1,0 +1,174 @@
+"""The prompt while a policy's steps shape it: the messages, and what the steps decided about them.
+
+Every prompt starts from the full history with the rolling summary, once one has
+landed, standing in for the iterations it covers: ONE ``user`` message placed
+where they began (:func:`start`). A policy's steps then reshape that
+:class:`Draft` in order; each step is a pure function of the history (in the
+:class:`BuildContext`) and the draft the earlier steps left. :meth:`Draft.built`
+turns the last draft into the prompt and the statistics the trace records.
+
+A draft keeps, per position, the message as shown and the message it stands for
+(``originals``: what a later step measures, cuts or hides), which positions a
+placeholder already replaced (``hidden``, with the chars it hides: no later step
+touches them), and the cuts made so far. A step that drops or moves positions
+carries all of it along, so steps compose in any order and the statistics
+describe the prompt as sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from .._messages import Message
+from .._tokens import TokenCounter
+from ._types import BuiltPrompt, ContextStats, Summary, Truncation
+
+__all__ = ["BuildContext", "Draft", "start", "summary_message", "with_content"]
+
+
+@lru_cache(maxsize=4096)
+def with_content(message: Message, content: str) -> Message:
+    """``message`` with ``content`` replaced (a new frozen message; cached, so rebuilding is cheap)."""
+    return dataclasses.replace(message, content=content)
+
+
+@lru_cache(maxsize=64)
+def summary_message(summary: Summary, iteration: int | None = None) -> Message:
+    """The ``user`` message standing for the iterations ``summary`` covers (the same object per summary)."""
+    return Message(
+        role="user",
+        content=f"[Summary of iterations {summary.first}-{summary.last}]\n{summary.text}",
+        iteration=summary.first if iteration is None else iteration,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BuildContext:
+    """What every step may read: the full history, the landed summary, the token counter."""
+
+    history: Sequence[Message]
+    summary: Summary | None
+    counter: TokenCounter
+    retrieval: bool  # context_retrieve is registered: placeholders and markers name the exact call
+    iterations: tuple[int, ...]  # the iterations (>= 1) present in the history, ascending
+
+    @classmethod
+    def of(
+        cls, history: Sequence[Message], summary: Summary | None, counter: TokenCounter, *, retrieval: bool
+    ) -> BuildContext:
+        iterations = tuple(sorted({m.iteration for m in history if m.iteration > 0}))
+        return cls(history, summary, counter, retrieval, iterations)
+
+    @property
+    def last(self) -> int:
+        """The newest iteration in the history (0 when there is none)."""
+        return self.iterations[-1] if self.iterations else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """The prompt so far (``messages``) and what the steps decided about each position."""
+
+    messages: tuple[Message, ...]
+    originals: tuple[Message, ...]  # per position: the message before outputs were cut or hidden
+    hidden: Mapping[int, int] = field(default_factory=dict)  # position -> chars a placeholder hides
+    cuts: Mapping[int, Truncation] = field(default_factory=dict)  # position -> the cut shown there
+    covered: frozenset[int] = frozenset()  # iterations the summary stands for
+    dropped: frozenset[int] = frozenset()  # iterations left out behind a note
+
+    def hide(self, placeholders: Mapping[int, tuple[Message, int]]) -> Draft:
+        """Show each placeholder at its position (with the chars it hides); those cuts are void."""
+        messages = list(self.messages)
+        for index, (message, _) in placeholders.items():
+            messages[index] = message
+        return dataclasses.replace(
+            self,
+            messages=tuple(messages),
+            hidden={**self.hidden, **{i: chars for i, (_, chars) in placeholders.items()}},
+            cuts={i: c for i, c in self.cuts.items() if i not in placeholders},
+        )
+
+    def cut(self, shown: Mapping[int, Message], cuts: Mapping[int, Truncation]) -> Draft:
+        """Show the cut outputs ``shown`` at their positions and record ``cuts``."""
+        messages = list(self.messages)
+        for index, message in shown.items():
+            messages[index] = message
+        return dataclasses.replace(self, messages=tuple(messages), cuts={**self.cuts, **cuts})
+
+    def splice(
+        self,
+        start: int,
+        stop: int,
+        new: Sequence[Message],
+        originals: Sequence[Message] | None = None,
+        hidden: Mapping[int, int] | None = None,
+    ) -> Draft:
+        """Positions ``start:stop`` replaced by ``new`` (``hidden``: index into ``new`` -> chars hidden)."""
+        shift = len(new) - (stop - start)
+
+        def moved(index: int) -> int | None:
+            return index if index < start else None if index < stop else index + shift
+
+        kept = {m: chars for i, chars in self.hidden.items() if (m := moved(i)) is not None}
+        stand_for = new if originals is None else originals
+        return dataclasses.replace(
+            self,
+            messages=(*self.messages[:start], *new, *self.messages[stop:]),
+            originals=(*self.originals[:start], *stand_for, *self.originals[stop:]),
+            hidden=kept | {start + i: chars for i, chars in (hidden or {}).items()},
+            cuts={m: c for i, c in self.cuts.items() if (m := moved(i)) is not None},
+        )
+
+    def rebuild(self, sources: Sequence[int | Message]) -> Draft:
+        """A draft of ``sources``: positions of this draft (with what was decided there) or new messages."""
+        new_of = {source: j for j, source in enumerate(sources) if isinstance(source, int)}
+        return dataclasses.replace(
+            self,
+            messages=tuple(s if isinstance(s, Message) else self.messages[s] for s in sources),
+            originals=tuple(s if isinstance(s, Message) else self.originals[s] for s in sources),
+            hidden={new_of[i]: chars for i, chars in self.hidden.items() if i in new_of},
+            cuts={new_of[i]: c for i, c in self.cuts.items() if i in new_of},
+        )
+
+    def built(self, context: BuildContext) -> BuiltPrompt:
+        """The prompt, and the statistics of what was done to get it (about what it shows)."""
+        out = self.covered | self.dropped
+        summary = context.summary
+        stats = ContextStats(
+            truncations=tuple(self.cuts[i] for i in sorted(self.cuts)),
+            masked_outputs=len(self.hidden),
+            masked_chars=sum(self.hidden.values()),
+            windowed_out=tuple(k for k in context.iterations if k in out),
+            summary_range=(summary.first, summary.last) if summary is not None and self.covered else None,
+            shown_iterations=tuple(k for k in context.iterations if k not in out),
+        )
+        return BuiltPrompt(self.messages, stats)
+
+
+def start(context: BuildContext) -> Draft:
+    """The history, with the summary (if any) in place of the iterations it covers.
+
+    Raises ValueError on a summary with an invalid range.
+    """
+    history = tuple(context.history)
+    summary = context.summary
+    if summary is None:
+        return Draft(history, history)
+    if not 1 <= summary.first <= summary.last:
+        raise ValueError(f"invalid summary range {summary.first}-{summary.last}")
+    covered = frozenset(k for k in context.iterations if summary.first <= k <= summary.last)
+    if not covered:
+        return Draft(history, history)
+    out: list[Message] = []
+    placed = False
+    for message in history:
+        if message.iteration not in covered:
+            out.append(message)
+        elif not placed:  # where the covered iterations began
+            out.append(summary_message(summary, min(covered)))
+            placed = True
+    messages = tuple(out)
+    return Draft(messages, messages, covered=covered)

@@ -1,0 +1,72 @@
+"""The named policies: ours, the original design, the baseline, and the peers' as published.
+
+Presets are data, a name and its steps (plus run settings); the bench JSON and
+the trace record them as such. ``tiered-agent run --policy NAME`` and
+``Agent(context=NAME)`` pick one by name.
+"""
+
+from __future__ import annotations
+
+from ._config import ContextConfig
+from ._policy import Policy
+from .steps import Clear, Compact, Dedup, Elide, Mask, Summarize, Truncate
+
+__all__ = ["DEFAULT_PRESET", "PRESETS", "as_policy", "preset"]
+
+PRESETS: dict[str, Policy] = {
+    # Our default, tuned on the replay benchmark (benchmarks/tune_tiered.py, README "Benchmark"):
+    # the lowest cached cost at a miss rate no worse than masking. Under prompt caching every
+    # rewrite of the prompt's middle re-sends the tail uncached, so the tuned policy hides little
+    # and rarely: outputs over 8,000 chars are cut (head+tail), and every 25 iterations the outputs
+    # of all but the last iteration are elided behind retrieval placeholders while the agent's own
+    # messages (reasoning and calls) stay, followed by the rolling summary.
+    "tiered": Policy(
+        "tiered",
+        (Dedup(), Summarize(every=25, keep=1), Compact(at=0.70, keep=5), Elide(), Truncate(max_chars=8000)),
+    ),
+    # The original TypeScript design: dedup, 500 chars head-only with retrieval hints, window 5,
+    # a background summary every 10 iterations, context_retrieve.
+    "kb-labs-adr": Policy(
+        "kb-labs-adr", (Dedup(), Summarize(every=10, keep=5), Truncate(max_chars=500, mode="head"))
+    ),
+    # No optimization at all: the baseline.  The peers' policies below run as published, without
+    # context_retrieve (retrieval=False): they neither pay for nor benefit from it.
+    "full": Policy("full", (), retrieval=False),
+    # Observation masking (Lindenbauer et al., "The Complexity Trap"): keep the last 10 outputs.
+    "masking": Policy("masking", (Mask(keep=10),), retrieval=False),
+    # Anthropic context editing (clear_tool_uses): past 100k input tokens keep the last 3 tool results.
+    "anthropic-clear": Policy("anthropic-clear", (Clear(trigger_tokens=100_000, keep=3),), retrieval=False),
+    # OpenAI Codex CLI: head+tail 10 KiB / 256 lines per output, auto-compaction at 90% of the window.
+    "codex": Policy(
+        "codex", (Compact(at=0.90, keep=0), Truncate(max_chars=10 * 1024, max_lines=256)), retrieval=False
+    ),
+    # Google ADK code agents: head+tail 128+128 lines, 10 KiB; compaction at 70% keeping the last 10
+    # messages (5 iterations of call + result).
+    "adk-code": Policy(
+        "adk-code", (Compact(at=0.70, keep=5), Truncate(max_chars=10 * 1024, max_lines=256)), retrieval=False
+    ),
+    # Google ADK events compaction: summarize every 5 invocations with an overlap of 2.
+    "adk-compaction": Policy("adk-compaction", (Summarize(every=5, keep=0, overlap=2),), retrieval=False),
+}
+DEFAULT_PRESET = "tiered"
+
+
+def preset(name: str) -> Policy:
+    """The named preset; raises :class:`ConfigurationError` listing the valid names."""
+    from .._errors import ConfigurationError
+
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ConfigurationError(
+            f"unknown context policy {name!r}; choose one of {', '.join(PRESETS)}"
+        ) from None
+
+
+def as_policy(context: Policy | ContextConfig | str) -> Policy:
+    """A policy from a preset name, a :class:`ContextConfig` or a policy."""
+    if isinstance(context, str):
+        return preset(context)
+    if isinstance(context, ContextConfig):
+        return context.to_policy()
+    return context
