@@ -187,7 +187,9 @@ class _ResumeState:
         if follow_up:
             history.append(Message("user", follow_up, iteration=last.iteration))
         elif last.role == "assistant":
-            raise ConfigurationError(f"{path}: the run already answered; pass follow_up to continue it")
+            raise ConfigurationError(
+                f"{path}: the run already answered; pass follow_up (--follow-up) to continue it"
+            )
         summaries = [e for e in events if isinstance(e, SummaryEvent)]
         latest = max(summaries, key=lambda s: s.last_iteration, default=None)
         summary = (

@@ -62,7 +62,7 @@ def resume_task(options: RunOptions) -> int:
 
 def _main(prepare: Callable[[Console, Console], _Launch]) -> int:
     console = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)  # a sentence is never cut into lines
     try:
         launch = prepare(console, err)
         result, signum = _run_until_signal(launch.start)

@@ -417,5 +417,8 @@ def workspace_tools(
     if allow_shell:
         tools.append(shell_tool(ws.root, timeout_s=shell_timeout_s, pass_env=shell_env))
     elif shell_env:
-        raise ConfigurationError("shell_env only applies to run_shell: pass allow_shell=True as well")
+        raise ConfigurationError(
+            "shell_env (--shell-env) only applies to run_shell: "
+            "enable it with allow_shell=True (--allow-shell)"
+        )
     return tools
