@@ -322,9 +322,9 @@ async def test_resume_of_a_trace_with_a_torn_last_line_keeps_it_aside_and_the_tr
         done.trace_path, follow_up="q2"
     )
     assert again.output == "second"
-    assert done.trace_path.with_name(done.trace_path.name + ".torn").read_bytes() == torn
     history = load_history(done.trace_path)  # was: TraceFormatError, the whole history lost
     assert [m.text for m in history if m.role == "assistant"] == ["", "first", "second"]
+    assert done.trace_path.with_name(done.trace_path.name + ".torn").read_bytes() == torn
 
 
 async def test_the_paid_reply_is_on_disk_before_its_tools_run(tmp_path: Path) -> None:

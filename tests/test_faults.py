@@ -343,8 +343,12 @@ def _cleanup_shell(workspace: Path) -> None:
         pid = int(pid_file.read_text())
         if not _gone(pid):
             os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):  # reaped by init or by the forkserver
-            os.waitpid(pid, os.WNOHANG)
+        waiter = threading.Event()
+        with contextlib.suppress(ChildProcessError):  # not ours to reap (init or the forkserver is)
+            for _ in range(200):  # ours when this process is a subreaper (after in-process run_shell)
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    break
+                waiter.wait(0.01)
 
 
 @pytest.mark.parametrize("trial", range(2))
@@ -471,9 +475,8 @@ SECRETS = {
 }
 
 
-def test_secrets_never_reach_the_trace_the_console_or_the_prompt(
-    server: FakeOpenAIServer, workspace: Path, tmp_path: Path
-) -> None:
+def _secrets_run(server: FakeOpenAIServer, workspace: Path, tmp_path: Path, *extra: str) -> CliResult:
+    """A run whose model reads the environment and a .env file, then leaks a secret in its answer."""
     (workspace / ".env").write_text("".join(f"{k}={v}\n" for k, v in SECRETS.items()))
     leak = f"Leaking: {SECRETS['DB_PASSWORD']} and https://x.example/v1?api-key={SECRETS['OPENAI_API_KEY']}"
     server.script(
@@ -482,24 +485,35 @@ def test_secrets_never_reach_the_trace_the_console_or_the_prompt(
         text_reply(leak),  # a model that hallucinates a secret into its answer
     )
     args = ["run", f"use {SECRETS['GITHUB_TOKEN']}", "--model", MODEL, "--api-base", server.base_url]
-    args += ["--workspace", str(workspace), "--trace-dir", str(tmp_path / "t"), "--allow-shell"]
-    result = run_cli([*args, "--shell-env", "GITHUB_TOKEN"], cwd=tmp_path, env=SECRETS)
+    args += ["--workspace", str(workspace), "--trace-dir", str(tmp_path / "t"), "--allow-shell", *extra]
+    result = run_cli(args, cwd=tmp_path, env=SECRETS)
     assert result.code == 0, result.stderr
     trace = next((tmp_path / "t").glob("*.jsonl")).read_text()
     prompts = json.dumps([r.body for r in server.chat_requests])
+    places = {"trace": trace, "stdout": result.stdout, "stderr": result.stderr, "prompt": prompts}
     for name, value in SECRETS.items():
-        for where, text in (
-            ("trace", trace),
-            ("stdout", result.stdout),
-            ("stderr", result.stderr),
-            ("prompt", prompts),
-        ):
+        for where, text in places.items():
             assert value not in text, f"{name} leaked into the {where}"
+    assert "DB_PASSWORD=[redacted]" in server.chat_requests[2].body["messages"][-1]["content"]
+    assert "Leaking: [redacted] and https://x.example/v1?api-key=[redacted]" in result.stdout
+    return result
+
+
+def test_secrets_never_reach_the_trace_the_console_or_the_prompt(
+    server: FakeOpenAIServer, workspace: Path, tmp_path: Path
+) -> None:
+    _secrets_run(server, workspace, tmp_path)
+    shell_output = server.chat_requests[1].body["messages"][-1]["content"]
+    assert "HOME=" in shell_output and not any(name in shell_output for name in SECRETS)  # never passed
+
+
+def test_shell_env_passes_a_chosen_variable_still_redacted(
+    server: FakeOpenAIServer, workspace: Path, tmp_path: Path
+) -> None:
+    _secrets_run(server, workspace, tmp_path, "--shell-env", "GITHUB_TOKEN")
     shell_output = server.chat_requests[1].body["messages"][-1]["content"]
     assert "GITHUB_TOKEN=[redacted]" in shell_output  # passed on purpose, still never shown
     assert "OPENAI_API_KEY" not in shell_output and "AWS_SECRET" not in shell_output  # not passed
-    assert "DB_PASSWORD=[redacted]" in server.chat_requests[2].body["messages"][-1]["content"]
-    assert "Leaking: [redacted] and https://x.example/v1?api-key=[redacted]" in result.stdout
 
 
 def test_a_key_in_the_api_base_is_redacted_from_the_error_sentence(
