@@ -8,7 +8,10 @@ models. Point litellm at it with ``model="openai/NAME"`` and
 Script entries: a :class:`fakes.ScriptedReply` (``text_reply`` / ``tool_reply``),
 a plain ``str`` (text reply), an :class:`HTTPErrorReply` (see
 :func:`rate_limit_response` and friends), :class:`Slow` (delay, then answer),
-or a callable taking the :class:`HTTPRequest` and returning one of those.
+the faults :class:`RawReply` (any status and body bytes, e.g. a malformed 200),
+:class:`Reset` (the connection is aborted with a TCP reset) and :class:`Hang`
+(no answer until the server closes), or a callable taking the
+:class:`HTTPRequest` and returning one of those.
 An exhausted script answers 400 "script exhausted" (not retried).
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -31,6 +35,9 @@ __all__ = [
     "FakeOpenAIServer",
     "HTTPErrorReply",
     "HTTPRequest",
+    "Hang",
+    "RawReply",
+    "Reset",
     "ServerEntry",
     "Slow",
     "auth_error_response",
@@ -63,6 +70,28 @@ class Slow:
 
     entry: Any
     delay_s: float
+
+
+@dataclass(frozen=True)
+class RawReply:
+    """An answer sent exactly as given: ``body`` bytes (malformed JSON, HTML, nothing) with ``status``."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Abort the connection with a TCP reset instead of answering."""
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Accept the request and never answer (the handler is released when the server closes)."""
+
+
+_Fault = RawReply | Reset | Hang
 
 
 def rate_limit_response(retry_after: float | None = 1) -> HTTPErrorReply:
@@ -107,7 +136,8 @@ class HTTPRequest:
     body: dict[str, Any]
 
 
-ServerEntry = ScriptedReply | str | HTTPErrorReply | Slow | Callable[[HTTPRequest], Any]
+ServerEntry = ScriptedReply | str | HTTPErrorReply | Slow | _Fault | Callable[[HTTPRequest], Any]
+_Answer = tuple[int, dict[str, Any], dict[str, str]] | _Fault
 
 
 class FakeOpenAIServer:
@@ -119,6 +149,7 @@ class FakeOpenAIServer:
         self.respond: Callable[[HTTPRequest], Any] | None = None
         self._script: deque[Any] = deque()
         self._lock = threading.Lock()
+        self.closing = threading.Event()  # releases Hang handlers
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -148,6 +179,7 @@ class FakeOpenAIServer:
         return self
 
     def close(self) -> None:
+        self.closing.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
@@ -168,8 +200,8 @@ class FakeOpenAIServer:
             self.requests.append(request)
             return self._script.popleft() if self._script else self.respond
 
-    def answer(self, request: HTTPRequest) -> tuple[int, dict[str, Any], dict[str, str]]:
-        """(status, JSON body, headers) for one chat completion request."""
+    def answer(self, request: HTTPRequest) -> _Answer:
+        """(status, JSON body, headers) for one chat completion request, or a fault to act out."""
         entry = self._record(request)
         if request.body.get("stream"):
             return _error(HTTPErrorReply(400, "fake server: streaming is not supported"))
@@ -180,7 +212,9 @@ class FakeOpenAIServer:
         return _resolve(entry, request)
 
 
-def _resolve(entry: Any, request: HTTPRequest) -> tuple[int, dict[str, Any], dict[str, str]]:
+def _resolve(entry: Any, request: HTTPRequest) -> _Answer:
+    if isinstance(entry, RawReply | Reset | Hang):
+        return entry
     if isinstance(entry, Slow):
         time.sleep(entry.delay_s)
         return _resolve(entry.entry, request)
@@ -224,15 +258,33 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 server.record(request)
                 self._send(404, HTTPErrorReply(404, f"no route {self.path}").body(), {})
                 return
-            self._send(*server.answer(request))
+            answer = server.answer(request)
+            if isinstance(answer, tuple):
+                self._send(*answer)
+            else:
+                self._fault(answer)
+
+        def _fault(self, fault: _Fault) -> None:
+            if isinstance(fault, Hang):
+                server.closing.wait()
+            elif isinstance(fault, Reset):  # SO_LINGER 0: close() sends RST instead of FIN
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.close()
+                self.close_connection = True
+            else:
+                self._send_raw(fault.status, fault.body, fault.content_type)
 
         def _send(self, status: int, body: dict[str, Any], headers: Mapping[str, str]) -> None:
-            payload = json.dumps(body).encode()
+            self._send_raw(status, json.dumps(body).encode(), "application/json", headers)
+
+        def _send_raw(
+            self, status: int, payload: bytes, content_type: str, headers: Mapping[str, str] | None = None
+        ) -> None:
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
-                for key, value in headers.items():
+                for key, value in (headers or {}).items():
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(payload)

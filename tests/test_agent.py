@@ -10,7 +10,15 @@ import pytest
 from tiered_agent import Agent, ContextConfig, Message, RunLimits, StopReason, tool
 from tiered_agent._errors import ContextWindowExceeded, ModelError
 from tiered_agent._model import ModelReply
-from tiered_agent._trace import ErrorEvent, ModelRequest, RunEnded, ToolResult, load_history, read_trace
+from tiered_agent._trace import (
+    ErrorEvent,
+    MessageEvent,
+    ModelRequest,
+    RunEnded,
+    ToolResult,
+    load_history,
+    read_trace,
+)
 from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
 
 pytestmark = pytest.mark.anyio
@@ -300,3 +308,93 @@ async def test_reads_running_alongside_a_write_are_not_cached(tmp_path: Path) ->
     result = await make_agent(tmp_path, model, tools=[look, bump]).run("x")
     results = [e for e in read_trace(result.trace_path) if isinstance(e, ToolResult)]
     assert [e.dedup_of for e in results] == [None, None, None]
+
+
+async def test_resume_of_a_trace_with_a_torn_last_line_keeps_it_aside_and_the_trace_readable(
+    tmp_path: Path,
+) -> None:
+    model = FunctionModel.scripted([calls(("c1", "read_big", {"name": "x"})), text("first")])
+    done = await make_agent(tmp_path, model).run("q1")
+    torn = b'{"v": 1, "type": "message", "message": {"role": "assistant", "cont'
+    with done.trace_path.open("ab") as f:
+        f.write(torn)  # the process died mid-write
+    again = await make_agent(tmp_path, FunctionModel.scripted([text("second")])).resume(
+        done.trace_path, follow_up="q2"
+    )
+    assert again.output == "second"
+    history = load_history(done.trace_path)  # was: TraceFormatError, the whole history lost
+    assert [m.text for m in history if m.role == "assistant"] == ["", "first", "second"]
+    assert done.trace_path.with_name(done.trace_path.name + ".torn").read_bytes() == torn
+
+
+async def test_the_paid_reply_is_on_disk_before_its_tools_run(tmp_path: Path) -> None:
+    seen: list[bool] = []
+
+    @tool
+    def probe() -> str:
+        """Look at the trace while running."""
+        trace = next(tmp_path.glob("*.jsonl"))
+        seen.append(any('"tool_calls"' in line for line in trace.read_text().splitlines()))
+        return "ok"
+
+    model = FunctionModel.scripted([calls(("c1", "probe", {})), text("done")])
+    await make_agent(tmp_path, model, tools=[probe]).run("x")
+    assert seen == [True]  # a kill -9 during the tool keeps the reply that was paid for
+
+
+async def test_cancellation_keeps_the_finished_results_of_the_batch(tmp_path: Path) -> None:
+    finished = anyio.Event()
+
+    @tool
+    async def fast() -> str:
+        """Return at once."""
+        finished.set()
+        return "fast result"
+
+    @tool
+    async def hang() -> str:
+        """Never return."""
+        await anyio.sleep_forever()
+        return ""
+
+    model = FunctionModel.scripted([calls(("c1", "fast", {}), ("c2", "hang", {}))])
+    agent = make_agent(tmp_path, model, tools=[fast, hang])
+    async with anyio.create_task_group() as group:
+        group.start_soon(agent.run, "x")
+        await finished.wait()  # fast's outcome is recorded in the same step it returns
+        group.cancel_scope.cancel()
+    events = read_trace(next(tmp_path.glob("*.jsonl")))
+    results = {e.message.tool_call_id: e.message.text for e in events if isinstance(e, MessageEvent)}
+    assert results["c1"] == "fast result"  # the step it had executed
+    assert results["c2"].startswith("[interrupted:")
+    kinds = [(e.tool_call_id, e.error_kind) for e in events if isinstance(e, ToolResult)]
+    assert kinds == [("c1", None), ("c2", "interrupted")]
+    assert isinstance(events[-1], RunEnded) and events[-1].stop_reason == "cancelled"
+
+
+async def test_tool_outputs_reach_the_model_and_the_trace_with_secrets_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_from_the_environment_42")
+
+    @tool
+    def leak() -> str:
+        """Print the environment's token."""
+        return "token=ghp_from_the_environment_42"
+
+    model = FunctionModel.scripted([calls(("c1", "leak", {})), text("done")])
+    result = await make_agent(tmp_path, model, tools=[leak]).run("x")
+    assert model.requests[1].messages[-1]["content"] == "token=[redacted]"  # the prompt
+    assert "ghp_from_the_environment_42" not in result.trace_path.read_text()
+
+
+def test_request_timeout_and_retries_configure_the_model() -> None:
+    from tiered_agent import ConfigurationError, LiteLLMModel
+
+    agent = Agent("openai/gpt-4o-mini", request_timeout_s=5, max_retries=0)
+    assert isinstance(agent.model, LiteLLMModel)
+    assert (agent.model.timeout_s, agent.model.retry.max_attempts) == (5, 1)
+    default = Agent("openai/gpt-4o-mini").model
+    assert isinstance(default, LiteLLMModel) and (default.timeout_s, default.retry.max_attempts) == (60, 3)
+    with pytest.raises(ConfigurationError, match="set timeout_s and retry on the LiteLLMModel"):
+        Agent(FunctionModel.scripted([]), request_timeout_s=5)

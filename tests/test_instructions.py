@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from tiered_agent._errors import ConfigurationError
 from tiered_agent._instructions import (
     Instructions,
     build_system_prompt,
@@ -111,3 +113,34 @@ def test_build_system_prompt(tree: dict[str, Path]) -> None:
     prompt = build_system_prompt("You are a coding agent.\n", instructions)
     assert prompt.startswith("You are a coding agent.\n\nInstructions from AGENTS.md files")
     assert prompt.endswith(instructions.text)
+
+
+def deny(monkeypatch: pytest.MonkeyPatch, directory: Path) -> None:
+    """Make ``directory`` unreadable: chmod 000, and for root (who reads anything) the error
+    every other user gets."""
+    directory.chmod(0)
+    if os.geteuid() == 0:
+        real = Path.is_file
+
+        def is_file(self: Path) -> bool:
+            if self.is_relative_to(directory):
+                raise PermissionError(13, "Permission denied", str(self))
+            return real(self)
+
+        monkeypatch.setattr(Path, "is_file", is_file)
+
+
+def test_an_unreadable_global_directory_is_one_configuration_error(
+    tree: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hidden = tree["home"] / ".tiered_agent"
+    deny(monkeypatch, hidden)
+    try:
+        with pytest.raises(ConfigurationError) as caught:
+            load_instructions(tree["sub"], home=tree["home"])
+    finally:
+        hidden.chmod(0o755)
+    assert str(caught.value) == (
+        f"cannot read the instructions in {hidden / 'AGENTS.md'}: Permission denied; "
+        "fix its permissions or move it away"
+    )

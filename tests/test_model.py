@@ -253,7 +253,7 @@ async def test_scripted_provider_restores_litellm() -> None:
 async def test_retries_transient_errors_with_backoff(llm: ScriptedLLM, sleep: SleepRecorder) -> None:
     llm.script(rate_limit_error(retry_after=5), server_error(), timeout_error(), text_reply("finally"))
     with structlog.testing.capture_logs() as logs:
-        reply = await make_model(sleep).complete(USER, [])
+        reply = await make_model(sleep, retry=RetryPolicy(max_attempts=4, jitter=0.0)).complete(USER, [])
     assert reply.message.content == "finally"
     assert reply.attempts == 4
     assert sleep.delays == [5.0, 2.0, 4.0]  # Retry-After wins over 1 s, then 2 s, 4 s

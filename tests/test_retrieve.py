@@ -138,6 +138,14 @@ def test_no_match_lists_what_exists() -> None:
     assert "call_5 (run_shell, iteration 5)" in result.text and "call_6" not in result.text
 
 
+def test_a_miss_echoes_a_huge_topic_capped() -> None:
+    topic = "zzz" + "x" * 1_000_000  # a model pasted a megabyte into topic
+    result = get(topic=topic, tool_call_id="nope")
+    assert result.matched == 0
+    assert len(result.text) < 1_000
+    assert f"topic='zzz{'x' * 196}… [1,000,005 chars]" in result.text
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -126,3 +126,44 @@ def test_schema_and_configuration(tmp_path: Path) -> None:
         shell_tool(tmp_path, timeout_s=0)
     with pytest.raises(ConfigurationError):
         shell_tool(tmp_path, timeout_s=10, max_timeout_s=5)
+
+
+async def test_setsid_descendants_do_not_survive_the_command(tmp_path: Path) -> None:
+    run = shell_tool(tmp_path).fn
+    command = (
+        "setsid sleep 301 > /dev/null 2>&1 & echo $! > a.pid; "  # a new session, still a child of bash
+        "setsid -f sh -c 'echo $$ > b.pid; exec sleep 302' > /dev/null 2>&1; "  # forked away: orphan
+        "(setsid sh -c 'sleep 303 & echo $! > c.pid; wait' > /dev/null 2>&1 &); "  # double fork
+        "while [ ! -s b.pid ] || [ ! -s c.pid ]; do sleep 0.02; done; echo launched"
+    )
+    assert await run(command) == "launched\nexit code: 0"
+    for name in ("a.pid", "b.pid", "c.pid"):
+        assert await _wait_gone(int((tmp_path / name).read_text())), f"{name} survived"
+
+
+async def test_setsid_descendants_are_killed_on_timeout(tmp_path: Path) -> None:
+    run = shell_tool(tmp_path, term_grace_s=0.1).fn
+    with pytest.raises(ToolTimeout):
+        await run("setsid -f sh -c 'echo $$ > d.pid; exec sleep 304'; sleep 30", 1.0)
+    assert await _wait_gone(int((tmp_path / "d.pid").read_text()))
+
+
+async def test_minimal_environment_and_chosen_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-shell-0123456789")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_passed_on_purpose_0123")
+    monkeypatch.setenv("DB_PASSWORD", "hunter2-hunter2")
+    monkeypatch.setenv("MY_TOOL_HOME", "/opt/tool")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    out = await shell_tool(tmp_path).fn("env")
+    names = {line.split("=", 1)[0] for line in out.splitlines() if "=" in line}
+    assert {"PATH", "HOME", "LC_ALL"} <= names
+    assert not {"OPENAI_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "MY_TOOL_HOME"} & names
+    chosen = await shell_tool(tmp_path, pass_env=["GITHUB_TOKEN", "MY_TOOL_*"]).fn("env")
+    assert "GITHUB_TOKEN=ghp_passed_on_purpose_0123" in chosen and "MY_TOOL_HOME=/opt/tool" in chosen
+    assert "OPENAI_API_KEY" not in chosen and "DB_PASSWORD" not in chosen
+    with pytest.raises(ConfigurationError):
+        shell_tool(tmp_path, pass_env="GITHUB_TOKEN")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        shell_tool(tmp_path, pass_env=["NOT A NAME"])

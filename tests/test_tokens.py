@@ -70,3 +70,18 @@ def test_calibration_factor_and_estimate() -> None:
     calibration.observe(None, 1000)  # a provider that reports nothing leaves it unchanged
     calibration.observe(0, 1000)
     assert calibration.factor == pytest.approx(1.25) and calibration.observations == 2
+
+
+def test_calibration_is_bounded_and_never_below_the_local_count() -> None:
+    liar = Calibration()
+    liar.observe(provider_prompt_tokens=50, local_count=35_000)  # a provider that always says "50"
+    assert liar.estimate(841_000) == 841_000  # was 1,201 (factor 0.0014): sent to a 128k model
+    assert liar.estimate(100) == 100
+    boaster = Calibration()
+    boaster.observe(provider_prompt_tokens=100_000, local_count=1_000)  # 100x: clamped to 2x
+    assert boaster.factor == 2.0
+    assert boaster.estimate(1_000) == 2_000 and boaster.estimate(1_500) == 3_000
+    gemini = Calibration()
+    gemini.observe(provider_prompt_tokens=880, local_count=1_000)  # a real tokenizer 12% leaner
+    assert gemini.factor == pytest.approx(0.88)
+    assert gemini.estimate(2_000) == 2_000  # never below the local count

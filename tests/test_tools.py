@@ -524,3 +524,41 @@ async def test_internal_tools_are_never_capped() -> None:
     outcome = await ToolSet([internal], max_output_bytes=10).execute(call("ctx"))
     assert outcome.content == "x" * 50
     assert outcome.error_kind is None
+
+
+async def test_a_reused_call_id_gets_its_own_spill_file(tmp_path: Path) -> None:
+    first, second = "a" * 30, "b" * 30
+    outputs = iter([first, second])
+
+    @tool
+    def produce() -> str:
+        """Produce the next output."""
+        return next(outputs)
+
+    tools = ToolSet([produce], max_output_bytes=10)
+    one = await tools.execute(call("produce", call_id="call_1"), spill_dir=tmp_path)
+    two = await tools.execute(
+        call("produce", call_id="call_1"), spill_dir=tmp_path
+    )  # the model reused the id
+    assert (one.spill_path, two.spill_path) == (tmp_path / "call_1.out", tmp_path / "call_1.2.out")
+    assert one.spill_path.read_text() == first and two.spill_path.read_text() == second
+    assert f"saved at {one.spill_path}]" in one.content and f"saved at {two.spill_path}]" in two.content
+
+
+async def test_a_failed_spill_fails_only_that_call(tmp_path: Path) -> None:
+    blocked = tmp_path / "outputs"
+    blocked.write_text("a file where the spill directory should be")  # like a full or read-only disk
+
+    @tool
+    def blob() -> bytes:
+        """Produce binary output."""
+        return b"\x89PNG\x00\xff" * 5
+
+    tools = ToolSet([_returning("x" * 30), blob], max_output_bytes=10)
+    capped = await tools.execute(call("produce"), spill_dir=blocked)
+    assert (capped.is_error, capped.error_kind, capped.original_bytes) == (True, "spill_failed", 30)
+    assert capped.content.startswith("x" * 10 + "\n\n[output capped: showing the first 10 of 30 bytes; ")
+    assert "saving the full output failed (File exists), so 20 bytes are lost]" in capped.content
+    binary = await tools.execute(call("blob"), spill_dir=blocked)
+    assert (binary.is_error, binary.error_kind) == (True, "spill_failed")
+    assert binary.content == "[binary output, 30 bytes, not shown; saving it failed: File exists]"

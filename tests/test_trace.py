@@ -6,6 +6,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import structlog
 
 from tiered_agent import Message, ToolCall, TraceFormatError, Usage
 from tiered_agent._trace import (
@@ -108,3 +109,149 @@ def test_unknown_schema_version_and_event_type_are_errors(tmp_path: Path) -> Non
     path.write_bytes(b'{"v": 1, "type": "mystery"}\n{"v": 1, "type": "run_end"}\n')
     with pytest.raises(TraceFormatError, match="unknown event type 'mystery'"):
         read_trace(path)
+
+
+# ---------------------------------------------------------------- torn lines, full disks
+TORN = b'{"v": 1, "type": "message", "message": {"role": "tool", "cont'
+
+
+def test_appending_to_a_torn_trace_moves_the_torn_tail_aside_first(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    with TraceWriter(path) as writer:
+        writer.write(EVENTS[1])
+        writer.write(EVENTS[2])
+    with path.open("ab") as f:
+        f.write(TORN)  # a kill mid-write
+    writer = TraceWriter(path).open()
+    writer.write(EVENTS[3])
+    writer.close()
+    assert read_trace(path) == [EVENTS[1], EVENTS[2], EVENTS[3]]  # was: TraceFormatError at line 3
+    assert (tmp_path / "t.jsonl.torn").read_bytes() == TORN  # kept, not dropped
+    assert writer.torn == tmp_path / "t.jsonl.torn"
+    with path.open("ab") as f:  # a second torn tail, this time a complete but unreadable line
+        f.write(b"not json\n")
+    TraceWriter(path).open().close()
+    assert (tmp_path / "t.jsonl.2.torn").read_bytes() == b"not json\n"
+    assert read_trace(path) == [EVENTS[1], EVENTS[2], EVENTS[3]]
+
+
+def test_a_clean_trace_is_left_alone(tmp_path: Path) -> None:
+    from tiered_agent._trace import move_torn_tail
+
+    path = tmp_path / "t.jsonl"
+    with TraceWriter(path) as writer:
+        writer.write(EVENTS[1])
+    before = path.read_bytes()
+    assert move_torn_tail(path) is None and path.read_bytes() == before
+    assert move_torn_tail(tmp_path / "absent.jsonl") is None
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_the_torn_line_warning_is_logged_once_per_file_state(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    with TraceWriter(path) as writer:
+        writer.write(EVENTS[1])
+    with path.open("ab") as f:
+        f.write(TORN)
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(5):
+            read_trace(path)
+            load_history(path)
+    assert [e["event"] for e in logs] == ["trace.torn_last_line"]
+
+
+_FULL_DISK = """
+import resource, sys
+from pathlib import Path
+from tiered_agent._messages import Message
+from tiered_agent._trace import MessageEvent, TraceWriter, read_trace
+from tiered_agent._errors import TraceWriteError
+path = Path(sys.argv[1])
+writer = TraceWriter(path).open()
+writer.write(MessageEvent(Message("user", "small")))
+writer.flush()
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # the disk is full past 4 KB
+writer.write(MessageEvent(Message("tool", "x" * 10_000)))
+try:
+    writer.flush()
+except TraceWriteError as exc:
+    print("raised:", exc)
+writer.write(MessageEvent(Message("user", "the end")))
+writer.close()  # never raises
+print("events:", [e.message.content for e in read_trace(path)])
+print("ends with a newline:", path.read_bytes().endswith(b"\\n"))
+"""
+
+
+def test_a_failed_write_is_cut_back_to_the_last_complete_line_and_raised_once(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "t.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK, str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"raised: cannot write the trace {path}: File too large; "
+        "it keeps every event written before this one",
+        "events: ['small', 'the end']",
+        "ends with a newline: True",
+    ]
+
+
+# ---------------------------------------------------------------- secrets
+def test_secret_looking_environment_names() -> None:
+    from tiered_agent._trace import is_secret_name
+
+    secret = ["OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "GOOGLE_CREDENTIALS"]
+    secret += [
+        "SLACK_BOT_TOKEN",
+        "HF_TOKEN",
+        "NPM_AUTH",
+        "PGPASSWORD",
+        "SMTP_PASS",
+        "MYSQL_PWD",
+        "GITHUB_PAT",
+        "SENTRY_DSN",
+    ]
+    plain = ["PATH", "HOME", "PWD", "OLDPWD", "SSH_AUTH_SOCK", "TIKTOKEN_CACHE_DIR", "TOKENIZERS_PARALLELISM"]
+    plain += ["LANG", "KEYBOARD_LAYOUT", "SHELL", "TERM"]
+    assert [n for n in secret if not is_secret_name(n)] == []
+    assert [n for n in plain if is_secret_name(n)] == []
+
+
+def test_environment_secrets_and_registered_keys_are_redacted_everywhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tiered_agent._trace import register_secret
+
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_abcdefghij0123")
+    monkeypatch.setenv("DB_PASSWORD", "correct horse")
+    monkeypatch.setenv("DEBUG_TOKEN", "1")  # too short to mean anything: left alone
+    monkeypatch.setenv("BUILD_LABEL", "ghp_visible_value")
+    register_secret("my-provider-key-42")
+    text = "token ghp_abcdefghij0123, pw correct horse, key my-provider-key-42, 1, ghp_visible_value"
+    assert redact(text) == "token [redacted], pw [redacted], key [redacted], 1, ghp_visible_value"
+    message = Message(
+        "assistant",
+        "see correct horse",
+        (ToolCall("c1", "run", '{"cmd": "login correct horse"}'),),
+        iteration=3,
+    )
+    assert redact(message) == Message(
+        "assistant", "see [redacted]", (ToolCall("c1", "run", '{"cmd": "login [redacted]"}'),), iteration=3
+    )
+    clean = Message("tool", "nothing here", tool_call_id="c1")
+    assert redact(clean) is clean
+
+
+def test_keys_in_urls_are_redacted() -> None:
+    assert redact("at https://h.example/v1?api-key=abc123&x=1 failed") == (
+        "at https://h.example/v1?api-key=[redacted]&x=1 failed"
+    )
+    assert redact("GET /x?key=AIzaSyA1&token=t0k3n") == "GET /x?key=[redacted]&token=[redacted]"
+    assert redact("postgres://admin:s3cret@db:5432/app") == "postgres://[redacted]@db:5432/app"
+    assert (
+        redact("see https://example.com/a?page=2 and a@b.c") == "see https://example.com/a?page=2 and a@b.c"
+    )

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from tiered_agent import _workspace
-from tiered_agent._errors import PathOutsideWorkspace, ToolError
+from tiered_agent._errors import ConfigurationError, PathOutsideWorkspace, ToolError
 from tiered_agent._messages import ToolCall
 from tiered_agent._tools import Tool, ToolOutcome, ToolSet
 from tiered_agent._workspace import Workspace, workspace_tools
@@ -48,9 +48,18 @@ async def run(ws: Workspace, name: str, **arguments: Any) -> ToolOutcome:
 
 
 def test_construction_has_no_side_effects(tmp_path: Path) -> None:
-    ws = Workspace(tmp_path / "not" / "yet")
-    assert ws.root == (tmp_path / "not" / "yet").resolve()
-    assert not (tmp_path / "not").exists()
+    ws = Workspace(tmp_path)
+    assert ws.root == tmp_path.resolve()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_or_file_root_is_a_configuration_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"workspace root .*/not/yet does not exist"):
+        Workspace(tmp_path / "not" / "yet")
+    assert not (tmp_path / "not").exists()  # nothing created
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigurationError, match="is not a directory"):
+        Workspace(tmp_path / "file")
 
 
 def test_resolve_inside(layout: tuple[Workspace, Path]) -> None:
@@ -218,6 +227,31 @@ def test_read_file_caps_lines_per_call(tmp_path: Path) -> None:
     assert out[0] == "long.txt (lines 1-2000 of 2500)"
     assert len(out) == 2002
     assert out[-1] == "[stopped at 2000 lines; continue with start_line=2001]"
+
+
+def test_read_file_streams_a_large_file(tmp_path: Path) -> None:
+    import tracemalloc
+
+    line = "0123456789abcdef" * 6 + "\n"  # 97 bytes
+    with (tmp_path / "big.log").open("w") as handle:
+        for _ in range(20):
+            handle.write(line * 10_000)  # 19.4 MB, 200,000 lines
+        handle.write("é" * 5_000 + "\r\n" + "tail without newline")
+    read = tools_by_name(Workspace(tmp_path))["read_file"].fn
+    tracemalloc.start()
+    try:
+        out = read("big.log", 199_999, None)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000  # the file is 19 MB: it was never held in memory
+    lines = out.splitlines()
+    assert lines[0] == "big.log (lines 199999-200002 of 200002)"
+    assert lines[1] == "199999\t" + line.rstrip("\n")
+    assert lines[3] == "200001\t" + "é" * 2000 + "… [line cut, 5000 chars]"
+    assert lines[4] == "200002\ttail without newline"
+    first = read("big.log", 1, 2).splitlines()
+    assert first == ["big.log (lines 1-2 of 200002)", "1\t" + line.rstrip("\n"), "2\t" + line.rstrip("\n")]
 
 
 async def test_read_file_start_line_validated(tmp_path: Path) -> None:

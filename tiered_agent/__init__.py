@@ -53,6 +53,7 @@ __all__ = [
     "ToolError",
     "ToolSet",
     "TraceFormatError",
+    "TraceWriteError",
     "Usage",
     "Workspace",
     "load_history",
@@ -115,6 +116,7 @@ if TYPE_CHECKING:
         TieredAgentError,
         ToolError,
         TraceFormatError,
+        TraceWriteError,
     )
     from ._messages import Message, ToolCall, Usage
     from ._model import LiteLLMModel, Model, ModelReply, RetryPolicy

@@ -23,7 +23,14 @@ from ._errors import (
     ModelNotFoundError,
 )
 from ._messages import Message, ToolCall, Usage
-from ._model import LiteLLMModel, Model, ModelReply
+from ._model import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_REQUEST_TIMEOUT_S,
+    LiteLLMModel,
+    Model,
+    ModelReply,
+    RetryPolicy,
+)
 from ._result import IterationStats, RunResult, StopReason
 from ._telemetry import Telemetry, run_observer
 from ._tokens import TokenCounter
@@ -41,6 +48,7 @@ from ._trace import (
     TraceWriter,
     load_history,
     read_trace,
+    redact,
 )
 from .context._config import ContextConfig
 from .context._dispatch import ToolKind
@@ -87,6 +95,8 @@ class Agent:
     Constructing an agent has no side effects: no import of litellm, no file, no task.
     ``mcp_servers`` (see :func:`~tiered_agent.load_mcp_config`) start with each run and
     stop with it; their tools join ``tools`` as ``SERVER__TOOL``.
+    ``request_timeout_s`` (default 60) and ``max_retries`` (default 2) configure the
+    :class:`LiteLLMModel` built from a model string; a :class:`Model` object brings its own.
     """
 
     def __init__(
@@ -102,8 +112,10 @@ class Agent:
         summarizer: Summarizer | None = None,
         telemetry: Telemetry | bool | None = None,
         mcp_servers: Sequence[MCPServerConfig] = (),
+        request_timeout_s: float | None = None,
+        max_retries: int | None = None,
     ) -> None:
-        self.model: Model = LiteLLMModel(model) if isinstance(model, str) else model
+        self.model: Model = _model(model, request_timeout_s, max_retries)
         self.tools = ToolSet(tools)
         self.context = as_policy(context)
         self.system_prompt = system_prompt
@@ -151,6 +163,21 @@ class Agent:
         return await run.execute()
 
 
+def _model(model: str | Model, request_timeout_s: float | None, max_retries: int | None) -> Model:
+    if not isinstance(model, str):
+        if request_timeout_s is not None or max_retries is not None:
+            raise ConfigurationError(
+                "request_timeout_s and max_retries apply to a model string; "
+                "set timeout_s and retry on the LiteLLMModel you pass instead"
+            )
+        return model
+    if max_retries is not None and max_retries < 0:
+        raise ConfigurationError(f"max_retries must be >= 0, got {max_retries}")
+    retries = DEFAULT_MAX_RETRIES if max_retries is None else max_retries
+    timeout = DEFAULT_REQUEST_TIMEOUT_S if request_timeout_s is None else request_timeout_s
+    return LiteLLMModel(model, timeout_s=timeout, retry=RetryPolicy(max_attempts=retries + 1))
+
+
 INTERRUPTED = "[interrupted: the run stopped before this call returned; call it again if you still need it]"
 
 
@@ -175,7 +202,9 @@ class _ResumeState:
         if follow_up:
             history.append(Message("user", follow_up, iteration=last.iteration))
         elif last.role == "assistant":
-            raise ConfigurationError(f"{path}: the run already answered; pass follow_up to continue it")
+            raise ConfigurationError(
+                f"{path}: the run already answered; pass follow_up (--follow-up) to continue it"
+            )
         summaries = [e for e in events if isinstance(e, SummaryEvent)]
         latest = max(summaries, key=lambda s: s.last_iteration, default=None)
         summary = (
@@ -196,18 +225,21 @@ class _ResumeState:
 
 def _answer_interrupted(history: list[Message]) -> list[Message]:
     """The history with an "interrupted" result for every call of the last assistant message left open."""
-    last_assistant = next((m for m in reversed(history) if m.role == "assistant"), None)
-    if last_assistant is None or not last_assistant.tool_calls:
-        return list(history)
-    answered = {
-        m.tool_call_id for m in history if m.role == "tool" and m.iteration == last_assistant.iteration
-    }
+    iteration, calls = _open_calls(history)
     missing = [
-        Message("tool", INTERRUPTED, tool_call_id=c.id, name=c.name, iteration=last_assistant.iteration)
-        for c in last_assistant.tool_calls
-        if c.id not in answered
+        Message("tool", INTERRUPTED, tool_call_id=c.id, name=c.name, iteration=iteration) for c in calls
     ]
     return [*history, *missing]
+
+
+def _open_calls(history: Sequence[Message]) -> tuple[int, list[ToolCall]]:
+    """The iteration of the last assistant message and its tool calls that have no result yet."""
+    last_assistant = next((m for m in reversed(history) if m.role == "assistant"), None)
+    if last_assistant is None or not last_assistant.tool_calls:
+        return 0, []
+    iteration = last_assistant.iteration
+    answered = {m.tool_call_id for m in history if m.role == "tool" and m.iteration == iteration}
+    return iteration, [c for c in last_assistant.tool_calls if c.id not in answered]
 
 
 class _Run:
@@ -226,6 +258,8 @@ class _Run:
         self.history: list[Message] = []
         self.stats: list[IterationStats] = []
         self.usage = Usage()
+        self.spent = 0  # tokens charged against the budget: provider usage, else local counts
+        self.finished: dict[str, ToolOutcome] = {}  # outcomes of the current batch, by call id
         self.empty_replies = 0
         self.manager = ContextManager(
             agent.context,
@@ -234,7 +268,8 @@ class _Run:
             summarizer=agent.summarizer,
             on_event=self.emit,
         )
-        self.tools = agent.tools.with_tools(self.manager.tools(lambda: self.history))
+        tools = agent.tools.with_tools(self.manager.tools(lambda: self.history))
+        self.tools = tools.observed(lambda call, outcome: self.finished.__setitem__(call.id, outcome))
         self.observers = [o for o in (agent.on_event, run_observer(agent.telemetry)) if o is not None]
         self.mcp_servers: tuple[dict[str, Any], ...] = ()  # what run_start records of them
 
@@ -243,13 +278,22 @@ class _Run:
         self.trace.write(event)
         for observe in self.observers:
             observe(event)
+        if isinstance(event, ModelResponse):  # a paid reply reaches the disk before its tools run
+            self.trace.flush()
 
     def append(self, message: Message) -> None:
+        """Add a message to the history (what the model will see) and the trace, secrets redacted."""
+        message = redact(message)
         self.history.append(message)
         self.emit(MessageEvent(message))
 
     # ------------------------------------------------------------------ driver
     async def execute(self) -> RunResult:
+        """Run the loop; whatever ends it (a signal, a full disk), the trace gets its ``run_end``.
+
+        A trace that cannot be written raises :class:`TraceWriteError` once; the trace keeps
+        every complete event written before the failure.
+        """
         self.trace.open()
         try:
             async with self.manager, open_mcp_tools(self.agent.mcp_servers) as mcp:
@@ -264,7 +308,10 @@ class _Run:
         except BaseException as exc:
             self.finish(StopReason.ERROR, None, f"{type(exc).__name__}: {exc}")
             raise
-        return self.finish(reason, output, error)
+        result = self.finish(reason, output, error)
+        if self.trace.error is not None:  # run_end itself could not be written
+            raise self.trace.error
+        return result
 
     def start(self) -> None:
         agent = self.agent
@@ -279,6 +326,7 @@ class _Run:
                     "limits": dataclasses.asdict(agent.limits),
                     "tokenizer": self.counter.encoding_name,
                     "read_only_tools": sorted(t.name for t in self.tools if t.read_only),
+                    "api_base": getattr(agent.model, "api_base", None),
                     **({"mcp_servers": list(self.mcp_servers)} if self.mcp_servers else {}),
                 },
                 tools=self.tools.schemas(),
@@ -306,11 +354,13 @@ class _Run:
     async def loop(self) -> tuple[StopReason, str | None, str | None]:
         first = max((m.iteration for m in self.history), default=0) + 1
         for iteration in range(first, first + self.agent.limits.max_iterations):
+            self.finished.clear()
             try:
                 prepared = await self.manager.prepare(self.history, self.tools.schemas())
                 if self.over_budget(prepared):
                     return StopReason.TOKEN_BUDGET, None, None
                 reply, prepared = await self.call_model(iteration, prepared)
+                self.charge(prepared, reply)
             except (AuthenticationError, ModelNotFoundError):
                 raise  # configuration problems: the developer must see them as exceptions
             except (ModelError, ContextBudgetExceeded) as exc:
@@ -324,7 +374,13 @@ class _Run:
 
     def over_budget(self, prepared: PreparedPrompt) -> bool:
         budget = self.agent.limits.token_budget
-        return budget is not None and self.usage.total_tokens + prepared.estimated_tokens > budget
+        return budget is not None and self.spent + prepared.estimated_tokens > budget
+
+    def charge(self, prepared: PreparedPrompt, reply: ModelReply) -> None:
+        """Count a reply against the budget: the provider's usage, or local counts where it sent none."""
+        prompt = reply.usage.prompt_tokens or prepared.estimated_tokens
+        completion = reply.usage.completion_tokens or self.counter.count_message(reply.message)
+        self.spent += prompt + completion
 
     async def call_model(self, iteration: int, prepared: PreparedPrompt) -> tuple[ModelReply, PreparedPrompt]:
         """One model call; a context-window error compacts once and retries."""
@@ -484,6 +540,8 @@ class _Run:
 
     # ------------------------------------------------------------------ end
     def finish(self, reason: StopReason, output: str | None, error: str | None) -> RunResult:
+        """Close open calls, record ``run_end`` and close the trace (never raises for the trace)."""
+        self.close_open_calls()
         result = RunResult(
             output=output,
             stop_reason=reason,
@@ -506,6 +564,13 @@ class _Run:
         )
         self.trace.close()
         return result
+
+    def close_open_calls(self) -> None:
+        """Give each call of an interrupted batch a result: its outcome if it finished, else "interrupted"."""
+        iteration, calls = _open_calls(self.history)
+        for call in calls:
+            outcome = self.finished.get(call.id) or ToolOutcome.error("interrupted", INTERRUPTED)
+            self.record_tool(iteration, call, outcome, dedup_of=None, duration=0.0)
 
 
 def _unique_ids(calls: Sequence[ToolCall], iteration: int) -> tuple[ToolCall, ...]:

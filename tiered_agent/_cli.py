@@ -5,35 +5,50 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
+from ._defaults import DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT_S
 from .context._presets import PRESETS  # plain frozen dataclasses: cheap to import
 
 __all__ = ["cli", "main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # a signal ends the CLI with 128 + its number
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    """The options of ``tiered-agent run``, as click parsed them."""
+    """The options of ``tiered-agent run`` and ``resume``, as click parsed them.
 
-    task: str
+    For ``resume``, ``trace`` is the trace to continue and ``model`` / ``policy`` may be None:
+    the run's own, from its ``run_start``.
+    """
+
     model: str | None
     api_base: str | None
     workspace: Path
-    trace_dir: Path
     max_iterations: int
     token_budget: int | None
-    policy: str
+    policy: str | None
     summary_model: str | None
     context_window: int | None
     allow_write: bool
     allow_shell: bool
+    shell_env: tuple[str, ...] = ()
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+    task: str = ""
+    trace_dir: Path = Path("traces/runs")
+    trace: Path | None = None
+    follow_up: str | None = None
     otel: bool = False
     mcp_config: Path | None = None
 
@@ -63,7 +78,13 @@ class LazyGroup(click.Group):
 )
 @click.version_option(package_name="tiered-agent")
 @click.option("--log-json", is_flag=True, help="Log as JSON lines on stderr.")
-@click.option("--log-level", default="warning", show_default=True, help="debug, info, warning or error.")
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    default="warning",
+    show_default=True,
+    help="How much to log on stderr.",
+)
 def cli(log_json: bool, log_level: str) -> None:
     """Run autonomous, tool-using LLM tasks with a lean, tiered context."""
     from ._logging import configure_logging
@@ -71,47 +92,101 @@ def cli(log_json: bool, log_level: str) -> None:
     configure_logging(json=log_json, level=log_level)
 
 
+def agent_options(*, resume: bool) -> Callable[[F], F]:
+    """The options ``run`` and ``resume`` share: model, endpoint, policy, limits, tools, timeouts.
+
+    For ``resume`` the model and the policy default to the run's own (its ``run_start``).
+    """
+    model_help = "litellm model string, e.g. openai/gpt-4o-mini."
+    options = [
+        click.option(
+            "--model",
+            envvar=None if resume else "TIERED_AGENT_MODEL",
+            help="litellm model (default: the run's own)." if resume else model_help,
+        ),
+        click.option("--api-base", help="Base URL of an OpenAI-compatible or self-hosted endpoint."),
+        click.option(
+            "--workspace",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=Path("."),
+            show_default=True,
+            help="Root directory the tools may touch.",
+        ),
+        click.option("--max-iterations", type=click.IntRange(min=1), default=30, show_default=True),
+        click.option(
+            "--token-budget", type=click.IntRange(min=1), help="Stop before exceeding this many tokens."
+        ),
+        click.option(
+            "--policy",
+            type=click.Choice(list(PRESETS)),
+            default=None if resume else "tiered",
+            show_default=not resume,
+            help="Context policy (default: the run's own)." if resume else "Context policy.",
+        ),
+        click.option(
+            "--summary-model", help="Cheap litellm model for summaries (default: deterministic digest)."
+        ),
+        click.option(
+            "--context-window",
+            type=click.IntRange(min=1),
+            help="The model's context window in tokens, for models litellm does not know (self-hosted).",
+        ),
+        click.option("--allow-write", is_flag=True, help="Enable write_file and edit_file."),
+        click.option("--allow-shell", is_flag=True, help="Enable run_shell."),
+        click.option(
+            "--shell-env",
+            multiple=True,
+            metavar="NAME",
+            help="Pass this environment variable (or pattern, e.g. 'AWS_*') to run_shell; repeatable. "
+            "By default run_shell sees only PATH, HOME, the locale and the like.",
+        ),
+        click.option(
+            "--request-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=DEFAULT_REQUEST_TIMEOUT_S,
+            show_default=True,
+            metavar="S",
+            help="Seconds before a model request is abandoned (and retried).",
+        ),
+        click.option(
+            "--max-retries",
+            type=click.IntRange(min=0),
+            default=DEFAULT_MAX_RETRIES,
+            show_default=True,
+            metavar="N",
+            help="Retries of a model request after a rate limit, 5xx, timeout or refused connection.",
+        ),
+        click.option(
+            "--mcp-config",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help='MCP servers to start for the run: a {"mcpServers": ...} JSON file '
+            "(Claude Desktop, Cursor).",
+        ),
+        click.option(
+            "--otel",
+            is_flag=True,
+            help="Export OpenTelemetry spans over OTLP/HTTP (standard OTEL_* variables; on by itself when "
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set). Needs the otel extra.",
+        ),
+    ]
+
+    def decorate(command: F) -> F:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
 @cli.command()
 @click.argument("task")
-@click.option("--model", envvar="TIERED_AGENT_MODEL", help="litellm model string, e.g. openai/gpt-4o-mini.")
-@click.option("--api-base", help="Base URL of an OpenAI-compatible or self-hosted endpoint.")
-@click.option(
-    "--workspace",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="Root directory the tools may touch.",
-)
+@agent_options(resume=False)
 @click.option(
     "--trace-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("traces/runs"),
     show_default=True,
     help="Where the JSONL trace is written.",
-)
-@click.option("--max-iterations", type=click.IntRange(min=1), default=30, show_default=True)
-@click.option("--token-budget", type=click.IntRange(min=1), help="Stop before exceeding this many tokens.")
-@click.option(
-    "--policy", type=click.Choice(list(PRESETS)), default="tiered", show_default=True, help="Context policy."
-)
-@click.option("--summary-model", help="Cheap litellm model for summaries (default: deterministic digest).")
-@click.option(
-    "--context-window",
-    type=click.IntRange(min=1),
-    help="The model's context window in tokens, for models litellm does not know (self-hosted).",
-)
-@click.option("--allow-write", is_flag=True, help="Enable write_file and edit_file.")
-@click.option("--allow-shell", is_flag=True, help="Enable run_shell.")
-@click.option(
-    "--otel",
-    is_flag=True,
-    help="Export OpenTelemetry spans over OTLP/HTTP (standard OTEL_* variables; on by itself when "
-    "OTEL_EXPORTER_OTLP_ENDPOINT is set). Needs the otel extra.",
-)
-@click.option(
-    "--mcp-config",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help='MCP servers to start for the run: a {"mcpServers": ...} JSON file (Claude Desktop, Cursor).',
 )
 def run(**options: Any) -> None:
     """Run TASK with a model and the workspace tools; print progress, the answer and the trace path."""
@@ -120,11 +195,58 @@ def run(**options: Any) -> None:
         raise click.UsageError(
             "No model given: pass --model (e.g. openai/gpt-4o-mini) or set TIERED_AGENT_MODEL."
         )
-    if not settings.workspace.is_dir():
-        raise click.UsageError(f"Workspace {settings.workspace} is not a directory.")
-    from ._run_command import run_task
+    _check_workspace(settings)
+    _check_trace_dir(settings.trace_dir)
+    from ._run_command import run_task  # imports litellm's users: only after the cheap checks
 
     sys.exit(run_task(settings))
+
+
+@cli.command()
+@click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--follow-up", metavar="TEXT", help="A new user message (needed if the run had answered).")
+@agent_options(resume=True)
+def resume(**options: Any) -> None:
+    """Continue the run recorded in TRACE (interrupted, killed or finished), appending to it.
+
+    A torn last line (a crash mid-write) is moved to TRACE.torn first, never dropped.
+    """
+    settings = RunOptions(**options)
+    _check_workspace(settings)
+    assert settings.trace is not None
+    _check_trace_file(settings.trace)
+    from ._run_command import resume_task
+
+    sys.exit(resume_task(settings))
+
+
+def _check_workspace(settings: RunOptions) -> None:
+    if not settings.workspace.is_dir():
+        raise click.UsageError(f"Workspace {settings.workspace} is not a directory.")
+
+
+def _check_trace_dir(path: Path) -> None:
+    """Fail in one sentence, before the slow imports, when traces cannot be written to ``path``."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot write traces to {path}: {exc.strerror or exc}.", param_hint="'--trace-dir'"
+        ) from None
+
+
+def _check_trace_file(path: Path) -> None:
+    try:
+        with path.open("ab"):
+            pass
+        with tempfile.TemporaryFile(dir=path.parent):  # room for TRACE.torn and TRACE.outputs
+            pass
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot append to {path}: {exc.strerror or exc}.", param_hint="'TRACE'"
+        ) from None
 
 
 def main() -> None:

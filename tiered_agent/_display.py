@@ -17,6 +17,7 @@ from ._trace import (
     RunStarted,
     SummaryEvent,
     ToolResult,
+    redact,
 )
 
 __all__ = ["RunDisplay"]
@@ -24,7 +25,10 @@ __all__ = ["RunDisplay"]
 
 @dataclass
 class RunDisplay:
-    """Prints, per iteration, the tool calls, prompt tokens against the window, and savings."""
+    """Prints, per iteration, the tool calls, prompt tokens against the window, and savings.
+
+    Every text it prints from the run (calls, errors, the answer) goes through ``redact`` first.
+    """
 
     console: Console
     context_window: int | None = None
@@ -54,14 +58,14 @@ class RunDisplay:
                 f"    [cyan]summary of iterations {event.first_iteration}-{event.last_iteration} landed[/]"
             )
         elif isinstance(event, ErrorEvent):
-            self.console.print(f"    [red]{escape(event.kind)}: {escape(event.message)}[/]")
+            self.console.print(f"    [red]{escape(event.kind)}: {escape(redact(event.message))}[/]")
 
     def _message(self, event: MessageEvent) -> None:
         message = event.message
         if message.role != "assistant" or not message.tool_calls:
             return
         calls = ", ".join(f"{c.name}({_short(c.arguments)})" for c in message.tool_calls)
-        self.console.print(f"    → {escape(calls)}")
+        self.console.print(f"    → {escape(redact(calls))}")
 
     def _response(self, event: ModelResponse) -> None:
         request = self._request
@@ -90,9 +94,10 @@ class RunDisplay:
     def final(self, result: RunResult) -> None:
         self.console.rule()
         if result.output is not None:
-            self.console.print(result.output, markup=False)
+            self.console.print(redact(result.output), markup=False)
         else:
-            self.console.print(f"[red]stopped: {result.stop_reason.value}[/] {escape(result.error or '')}")
+            error = escape(redact(result.error or ""))
+            self.console.print(f"[red]stopped: {result.stop_reason.value}[/] {error}")
         usage = result.usage
         self.console.print(
             f"iterations {len(result.iterations)} · prompt {usage.prompt_tokens:,} · completion "

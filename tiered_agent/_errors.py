@@ -15,7 +15,8 @@ raises one of these::
     │   └── ContextWindowExceeded   the prompt does not fit the model's window
     ├── ContextBudgetExceeded       the safety net refused to send an oversized prompt
     ├── MCPServerError              an MCP server could not be started or reached for the run
-    └── TraceFormatError            a trace or recorded run cannot be read (names file and problem)
+    ├── TraceFormatError            a trace or recorded run cannot be read (names file and problem)
+    └── TraceWriteError             the trace cannot be written (disk full, unwritable directory)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "TieredAgentError",
     "ToolError",
     "TraceFormatError",
+    "TraceWriteError",
 ]
 
 
@@ -77,3 +79,10 @@ class MCPServerError(TieredAgentError):
 
 class TraceFormatError(TieredAgentError, ValueError):
     """A trace or recorded agent run is unreadable; the message names the file and the problem."""
+
+
+class TraceWriteError(TieredAgentError):
+    """The trace cannot be written (an unwritable directory, a full disk); the run stops.
+
+    The trace keeps every complete line written before the failure and no torn one.
+    """

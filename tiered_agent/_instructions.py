@@ -13,6 +13,8 @@ from pathlib import Path
 
 import structlog
 
+from ._errors import ConfigurationError
+
 __all__ = [
     "AGENTS_FILE",
     "DEFAULT_INSTRUCTIONS_CAP_BYTES",
@@ -102,14 +104,20 @@ def _real(path: Path) -> Path:
 
 
 def _read(path: Path) -> str | None:
-    """The file's text, or None when it is absent, unreadable or blank."""
-    if not path.is_file():
-        return None
+    """The file's text, or None when it is absent or blank.
+
+    An instructions file (or its directory, such as ``~/.tiered_agent``) that exists but cannot be
+    read raises :class:`ConfigurationError`: running without the user's rules would be a surprise.
+    """
     try:
+        if not path.is_file():
+            return None
         text = path.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
-        log.warning("instructions_unreadable", path=str(path), error=str(exc))
-        return None
+        raise ConfigurationError(
+            f"cannot read the instructions in {path}: {exc.strerror or exc}; "
+            "fix its permissions or move it away"
+        ) from exc
     return text if text.strip() else None
 
 

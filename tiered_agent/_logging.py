@@ -7,11 +7,19 @@ import sys
 
 import structlog
 
+from ._trace import redact
+
 __all__ = ["configure_logging"]
 
 
+def _redact(logger: object, method: str, event: structlog.typing.EventDict) -> structlog.typing.EventDict:
+    """Log lines pass through the one ``redact``: no key or token reaches the console."""
+    redacted: structlog.typing.EventDict = redact(event)
+    return redacted
+
+
 def configure_logging(*, json: bool = False, level: str = "warning") -> None:
-    """Route structlog (and stdlib logging) to stderr, human-readable or as JSON lines."""
+    """Route structlog (and stdlib logging) to stderr, human-readable or as JSON lines, redacted."""
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         raise ValueError(f"unknown log level {level!r}")
@@ -26,6 +34,7 @@ def configure_logging(*, json: bool = False, level: str = "warning") -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
             structlog.processors.format_exc_info,
+            _redact,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

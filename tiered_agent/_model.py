@@ -9,6 +9,7 @@ key-free message.
 from __future__ import annotations
 
 import email.utils
+import json
 import os
 import random
 import re
@@ -23,6 +24,7 @@ import anyio
 import structlog
 
 from . import _litellm
+from ._defaults import DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT_S
 from ._errors import (
     AuthenticationError,
     ConfigurationError,
@@ -31,9 +33,11 @@ from ._errors import (
     ModelNotFoundError,
 )
 from ._messages import Message, Usage
-from ._trace import redact
+from ._trace import redact, register_secret
 
 __all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_REQUEST_TIMEOUT_S",
     "LiteLLMModel",
     "Model",
     "ModelReply",
@@ -58,6 +62,8 @@ _RETRYABLE = (
 _RESERVED_KWARGS = frozenset({"model", "messages", "tools", "num_retries", "stream", "timeout"})
 _CONTEXT_MARKERS = ("context length", "context_length", "maximum context", "context window")
 _NO_PROVIDER_MARKER = "LLM Provider NOT provided"
+# litellm's words for an HTTP 200 whose body is not a chat completion (it raises a 500 for it)
+_MALFORMED_MARKERS = ("empty or invalid response", "invalid response object", "provider returned 'choices'")
 _MISSING_KEY = re.compile(
     r"missing (?:[\w-]+ )?(?:credentials|api[ _]key)|api_key client option must be set", re.I
 )
@@ -90,7 +96,7 @@ class RetryPolicy:
     counts the first request (1 = never retry).
     """
 
-    max_attempts: int = 4
+    max_attempts: int = DEFAULT_MAX_RETRIES + 1
     initial_delay_s: float = 1.0
     max_delay_s: float = 30.0
     multiplier: float = 2.0
@@ -239,10 +245,12 @@ class _Failure:
 
 
 class LiteLLMModel:
-    """A :class:`Model` over ``litellm.acompletion``; construction has no side effects.
+    """A :class:`Model` over ``litellm.acompletion``; construction does no I/O and imports nothing.
 
-    ``sleep`` replaces ``anyio.sleep`` between retries (tests inject a recorder).
-    ``context_window`` overrides litellm's cost-map value.
+    ``timeout_s`` bounds each request, ``retry`` the attempts (by default a provider that never
+    answers is given up after about 3 minutes). ``sleep`` replaces ``anyio.sleep`` between retries
+    (tests inject a recorder). ``context_window`` overrides litellm's cost-map value. ``api_key``
+    is redacted from every trace, log and error sentence (:func:`~tiered_agent._trace.register_secret`).
     """
 
     name: str
@@ -259,7 +267,7 @@ class LiteLLMModel:
         api_key: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
-        timeout_s: float = 120.0,
+        timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
         retry: RetryPolicy | None = None,
         extra_kwargs: Mapping[str, Any] | None = None,
         context_window: int | None = None,
@@ -278,6 +286,7 @@ class LiteLLMModel:
         self.name = model
         self.api_base = api_base
         self.api_key = api_key
+        register_secret(api_key)
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
@@ -355,6 +364,9 @@ class LiteLLMModel:
             return _Failure(ModelNotFoundError(self._not_found_message()), retryable=False)
         if isinstance(exc, litellm.BadRequestError) and _NO_PROVIDER_MARKER in text:
             return _Failure(ModelNotFoundError(self._no_provider_message()), retryable=False)
+        if _malformed(exc, text):  # the server answered, with garbage: asking again is no fix
+            message = f"Model {self.name!r} sent a reply that is not a chat completion: {text}"
+            return _Failure(ModelError(message), retryable=False)
         retryable = isinstance(exc, tuple(getattr(litellm, n) for n in _RETRYABLE))
         message = f"Model {self.name!r} failed after {attempt} attempt(s): {type(exc).__name__}: {text}"
         return _Failure(ModelError(message), retryable=retryable)
@@ -383,7 +395,7 @@ class LiteLLMModel:
         return f"No valid credentials for model {self.name!r}: {where} or pass api_key."
 
     def _not_found_message(self) -> str:
-        where = f" at {self.api_base}" if self.api_base else ""
+        where = f" at {redact(self.api_base)}" if self.api_base else ""
         return f"The provider{where} does not know model {self.name!r}; check the model name."
 
     def _no_provider_message(self) -> str:
@@ -416,7 +428,7 @@ class LiteLLMModel:
         return float(cost) if isinstance(cost, int | float) else None
 
     def __repr__(self) -> str:
-        return f"LiteLLMModel(name={self.name!r}, api_base={self.api_base!r})"
+        return f"LiteLLMModel(name={self.name!r}, api_base={redact(self.api_base)!r})"
 
 
 # Claude caches a prompt prefix only up to explicit breakpoints (OpenAI and Gemini cache
@@ -433,6 +445,21 @@ def needs_cache_breakpoints(model: str) -> bool:
     """True for Claude models behind providers that cache only at explicit breakpoints."""
     name = model.lower()
     return name.startswith(_EXPLICIT_CACHE_PROVIDERS) and "claude" in name
+
+
+def _malformed(exc: BaseException, text: str) -> bool:
+    """True when the provider's answer could not be read as a chat completion (a malformed 200)."""
+    lowered = text.lower()
+    if any(marker in lowered for marker in _MALFORMED_MARKERS):
+        return True
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, json.JSONDecodeError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _says_context(text: str) -> bool:

@@ -1,6 +1,18 @@
-"""``tiered-agent run``: wire the workspace tools, AGENTS.md, the model and the display, then run."""
+"""``tiered-agent run`` and ``resume``: wire the tools, AGENTS.md, the model and the display, then run.
+
+SIGTERM, SIGINT and SIGHUP cancel the run the same way: the trace gets the paid reply, the
+results of the step that was running (``interrupted`` for calls that had not returned), and its
+``run_end``; the shell's process group is killed. The exit code is then 128 + the signal number.
+"""
 
 from __future__ import annotations
+
+import dataclasses
+import signal
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import anyio
 from rich.console import Console
@@ -9,70 +21,234 @@ from rich.markup import escape
 from ._agent import DEFAULT_SYSTEM_PROMPT, Agent, RunLimits
 from ._cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunOptions
 from ._display import RunDisplay
-from ._errors import AuthenticationError, ConfigurationError, MCPServerError, ModelNotFoundError
+from ._errors import (
+    AuthenticationError,
+    ConfigurationError,
+    MCPServerError,
+    ModelNotFoundError,
+    TraceFormatError,
+    TraceWriteError,
+)
 from ._instructions import build_system_prompt, load_instructions
-from ._model import LiteLLMModel
+from ._model import LiteLLMModel, RetryPolicy
 from ._otel_export import cli_telemetry
+from ._result import RunResult
 from ._telemetry import Telemetry
+from ._trace import Event, RunStarted, iter_trace, redact
 from ._workspace import Workspace, workspace_tools
-from .context._presets import preset
+from .context._policy import Policy
+from .context._presets import PRESETS, preset
 from .mcp._config import load_mcp_config
 
-__all__ = ["run_task"]
+__all__ = ["resume_task", "run_task"]
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_RUN_TOOLS = {"allow_write": "write_file", "allow_shell": "run_shell"}
+
+
+@dataclass
+class _Launch:
+    """A prepared CLI run: how to start it and where its trace is once it started."""
+
+    display: RunDisplay
+    start: Callable[[], Awaitable[RunResult]]
+    trace: Callable[[], Path | None]
 
 
 def run_task(options: RunOptions) -> int:
-    """Run one task from the CLI; returns the exit code (0 answered, 1 failed, 2 bad usage).
+    """Run one task; returns the exit code (0 answered, 1 failed, 2 bad usage, 128+N on signal N)."""
+    return _exporting(options, lambda telemetry: _main(lambda c, e: _prepare_run(options, c, telemetry)))
 
-    With ``--otel`` or an OTLP endpoint in the environment, spans are exported, and flushed
-    before this returns.
-    """
+
+def resume_task(options: RunOptions) -> int:
+    """Continue the run in ``options.trace``; exit codes as :func:`run_task`."""
+    return _exporting(
+        options, lambda telemetry: _main(lambda c, e: _prepare_resume(options, c, e, telemetry))
+    )
+
+
+def _exporting(options: RunOptions, main: Callable[[Telemetry | None], int]) -> int:
+    """Run ``main`` with OpenTelemetry export when ``--otel`` or an OTLP endpoint asks for it;
+    the spans are flushed before this returns."""
     try:
         exporting = cli_telemetry(options.otel)
     except ConfigurationError as exc:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {escape(str(exc))}")
-        return EXIT_USAGE
+        return _error(Console(stderr=True, highlight=False, soft_wrap=True), exc, EXIT_USAGE)
     try:
-        return _run_task(options, exporting.telemetry if exporting else None)
+        return main(exporting.telemetry if exporting else None)
     finally:
         if exporting is not None:
             exporting.shutdown()
 
 
-def _run_task(options: RunOptions, telemetry: Telemetry | None) -> int:
+def _main(prepare: Callable[[Console, Console], _Launch]) -> int:
     console = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)  # a sentence is never cut into lines
     try:
-        if not options.model:
-            raise ConfigurationError("no model given: pass --model or set TIERED_AGENT_MODEL")
-        context = preset(options.policy)
-        if options.summary_model:
-            context = context.replace(summary_model=options.summary_model)
-        ws = Workspace(options.workspace)
-        display = RunDisplay(console)
-        agent = Agent(
-            LiteLLMModel(options.model, api_base=options.api_base, context_window=options.context_window),
-            tools=workspace_tools(ws, allow_write=options.allow_write, allow_shell=options.allow_shell),
-            context=context,
-            system_prompt=build_system_prompt(DEFAULT_SYSTEM_PROMPT, load_instructions(ws.root)),
-            limits=RunLimits(max_iterations=options.max_iterations, token_budget=options.token_budget),
-            trace_dir=options.trace_dir,
-            on_event=display,
-            telemetry=telemetry,
-            mcp_servers=load_mcp_config(options.mcp_config) if options.mcp_config else (),
-        )
-        result = anyio.run(agent.run, options.task, backend="asyncio")
-    except (ConfigurationError, ModelNotFoundError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return EXIT_USAGE
-    except MCPServerError as exc:  # may quote the server's stderr: printed without markup
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        return EXIT_FAILED
-    except AuthenticationError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        err.print("[yellow]cancelled[/]")
-        return EXIT_FAILED
-    display.final(result)
+        launch = prepare(console, err)
+        result, signum = _run_until_signal(launch.start)
+    except (ConfigurationError, ModelNotFoundError, TraceFormatError) as exc:
+        return _error(err, exc, EXIT_USAGE)
+    except (AuthenticationError, TraceWriteError, MCPServerError) as exc:
+        return _error(err, exc, EXIT_FAILED)
+    except KeyboardInterrupt:  # Ctrl-C before the run started
+        err.print("[yellow]interrupted[/]")
+        return 128 + signal.SIGINT
+    if signum is not None or result is None:
+        number = signum or signal.SIGINT
+        path = launch.trace()
+        hint = f"; continue with: tiered-agent resume {path}" if path else ""
+        err.print(f"[yellow]interrupted by {signal.Signals(number).name}[/]{escape(hint)}")
+        return 128 + number
+    launch.display.final(result)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _error(err: Console, exc: Exception, code: int) -> int:
+    err.print(f"[red]error:[/] {escape(redact(str(exc)))}")
+    return code
+
+
+def _run_until_signal(start: Callable[[], Awaitable[RunResult]]) -> tuple[RunResult | None, int | None]:
+    """Run ``start()``; a signal in :data:`_SIGNALS` cancels it. (result, None) or (None, signal)."""
+    outcome: dict[str, Any] = {}
+
+    async def watch(signals: Any, scope: anyio.CancelScope) -> None:
+        async for signum in signals:
+            outcome["signal"] = int(signum)
+            scope.cancel()
+            return
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            with anyio.open_signal_receiver(*_SIGNALS) as signals:
+                group.start_soon(watch, signals, group.cancel_scope)
+                try:
+                    outcome["result"] = await start()
+                except Exception as exc:  # re-raised below as itself, not inside an ExceptionGroup
+                    outcome["error"] = exc
+                finally:
+                    group.cancel_scope.cancel()
+
+    anyio.run(main, backend="asyncio")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result"), outcome.get("signal")
+
+
+# ------------------------------------------------------------------ run
+def _prepare_run(options: RunOptions, console: Console, telemetry: Telemetry | None) -> _Launch:
+    if not options.model:
+        raise ConfigurationError("no model given: pass --model or set TIERED_AGENT_MODEL")
+    context = _with_summary_model(preset(options.policy or "tiered"), options)
+    run_ids: list[str] = []
+    display = RunDisplay(console)
+    agent = _agent(
+        options, options.model, options.api_base, context, _recorder(display, run_ids), telemetry=telemetry
+    )
+
+    def trace() -> Path | None:
+        found = [p for i in run_ids for p in options.trace_dir.glob(f"*-{i}.jsonl")]
+        return found[0] if found else None
+
+    return _Launch(display, lambda: agent.run(options.task), trace)
+
+
+def _recorder(display: RunDisplay, run_ids: list[str]) -> Callable[[Event], None]:
+    def on_event(event: Event) -> None:
+        if isinstance(event, RunStarted):
+            run_ids.append(event.run_id)
+        display(event)
+
+    return on_event
+
+
+# ------------------------------------------------------------------ resume
+def _prepare_resume(
+    options: RunOptions, console: Console, err: Console, telemetry: Telemetry | None
+) -> _Launch:
+    trace = options.trace
+    assert trace is not None
+    started = _last_run_start(trace)
+    same_model = options.model in (None, started.model)
+    model = options.model or started.model
+    recorded_base = started.config.get("api_base")
+    api_base = options.api_base or (recorded_base if same_model and _usable(recorded_base) else None)
+    window = options.context_window or (started.config.get("context_window") if same_model else None)
+    options = dataclasses.replace(options, context_window=window if isinstance(window, int) else None)
+    context = _with_summary_model(_resumed_context(options, started), options)
+    _note_tools(started, options, err)
+    display = RunDisplay(console)
+    agent = _agent(options, model, api_base, context, display, telemetry=telemetry)
+    return _Launch(display, lambda: agent.resume(trace, options.follow_up), lambda: trace)
+
+
+def _last_run_start(trace: Path) -> RunStarted:
+    started = [e for e in iter_trace(trace) if isinstance(e, RunStarted)]
+    if not started:
+        raise ConfigurationError(f"{trace} is not a tiered-agent run trace (it has no run_start)")
+    return started[-1]
+
+
+def _usable(api_base: Any) -> bool:
+    return isinstance(api_base, str) and bool(api_base) and "[redacted]" not in api_base
+
+
+def _resumed_context(options: RunOptions, started: RunStarted) -> Policy:
+    """``--policy`` if given, else the run's own policy (as its ``run_start`` recorded it)."""
+    if options.policy:
+        return preset(options.policy)
+    recorded = started.config.get("context")
+    if isinstance(recorded, Mapping):
+        try:
+            return Policy.from_dict(recorded)
+        except (ConfigurationError, TypeError, ValueError, KeyError):
+            if recorded.get("name") in PRESETS:
+                return preset(str(recorded["name"]))
+    raise ConfigurationError(f"{options.trace} does not record its context policy: pass --policy")
+
+
+def _note_tools(started: RunStarted, options: RunOptions, err: Console) -> None:
+    """Tools are never re-enabled from a trace: say which flags the run had."""
+    used = {str(t.get("function", {}).get("name")) for t in started.tools if isinstance(t, Mapping)}
+    for flag, name in _RUN_TOOLS.items():
+        if name in used and not getattr(options, flag):
+            err.print(
+                f"[yellow]note:[/] the run used {name}; pass --{flag.replace('_', '-')} to enable it again"
+            )
+
+
+# ------------------------------------------------------------------ shared
+def _with_summary_model(context: Policy, options: RunOptions) -> Policy:
+    return context.replace(summary_model=options.summary_model) if options.summary_model else context
+
+
+def _agent(
+    options: RunOptions,
+    model: str,
+    api_base: str | None,
+    context: Policy,
+    on_event: Callable[[Event], None],
+    *,
+    telemetry: Telemetry | None,
+) -> Agent:
+    ws = Workspace(options.workspace)
+    return Agent(
+        LiteLLMModel(
+            model,
+            api_base=api_base,
+            context_window=options.context_window,
+            timeout_s=options.request_timeout,
+            retry=RetryPolicy(max_attempts=options.max_retries + 1),
+        ),
+        tools=workspace_tools(
+            ws, allow_write=options.allow_write, allow_shell=options.allow_shell, shell_env=options.shell_env
+        ),
+        context=context,
+        system_prompt=build_system_prompt(DEFAULT_SYSTEM_PROMPT, load_instructions(ws.root)),
+        limits=RunLimits(max_iterations=options.max_iterations, token_budget=options.token_budget),
+        trace_dir=options.trace_dir,
+        on_event=on_event,
+        telemetry=telemetry,
+        mcp_servers=load_mcp_config(options.mcp_config) if options.mcp_config else (),
+    )

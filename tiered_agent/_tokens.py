@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import tiktoken
 
 __all__ = [
+    "CALIBRATION_BOUNDS",
     "ENCODINGS",
     "MESSAGE_OVERHEAD",
     "PROMPT_OVERHEAD",
@@ -36,6 +37,9 @@ __all__ = [
 ENCODINGS = ("o200k_base", "cl100k_base")
 MESSAGE_OVERHEAD = 3  # OpenAI's documented per-message framing (<|start|>role ... <|end|>)
 PROMPT_OVERHEAD = 3  # the assistant reply primer
+# The provider/local ratio a calibration may learn. Real tokenizers differ from o200k by -20%
+# (Gemini) to +40% (Claude on code); anything outside is a provider that misreports usage.
+CALIBRATION_BOUNDS = (0.5, 2.0)
 _CL100K_FAMILIES = ("gpt-4-", "gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada")
 _O200K_FAMILIES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
 
@@ -143,6 +147,11 @@ class Calibration:
     The floor is dropped when the local count shrank since the last observation
     (a summary landed, a compaction ran): the prompt really got smaller, and
     keeping the old floor would re-trigger compaction on a prompt that fits.
+
+    A provider's figures are not trusted blindly: the factor is clamped to
+    :data:`CALIBRATION_BOUNDS` (and the floor with it), and an estimate is never
+    below the local count, so a provider that under-reports cannot make an
+    oversized prompt look small enough to send.
     """
 
     factor: float = 1.0
@@ -153,11 +162,12 @@ class Calibration:
     def observe(self, provider_prompt_tokens: int | None, local_count: int) -> None:
         if not provider_prompt_tokens or local_count <= 0:
             return
-        self.factor = provider_prompt_tokens / local_count
-        self.provider_last = provider_prompt_tokens
+        low, high = CALIBRATION_BOUNDS
+        self.factor = min(max(provider_prompt_tokens / local_count, low), high)
+        self.provider_last = min(provider_prompt_tokens, round(local_count * high))
         self.local_last = local_count
         self.observations += 1
 
     def estimate(self, local_now: int) -> int:
-        scaled = round(local_now * self.factor)
+        scaled = max(local_now, round(local_now * self.factor))
         return scaled if local_now < self.local_last else max(self.provider_last, scaled)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import re
 import sys
 import typing
@@ -345,6 +346,7 @@ class ToolSet:
         *,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         default_timeout_s: float | None = None,
+        on_outcome: Callable[[ToolCall, ToolOutcome], None] | None = None,
     ) -> None:
         if max_output_bytes <= 0:
             raise ConfigurationError(f"max_output_bytes must be positive, got {max_output_bytes}")
@@ -357,6 +359,7 @@ class ToolSet:
             self._tools[item.name] = item
         self.max_output_bytes = max_output_bytes
         self.default_timeout_s = default_timeout_s
+        self.on_outcome = on_outcome
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -389,10 +392,27 @@ class ToolSet:
             [*self._tools.values(), *added],
             max_output_bytes=self.max_output_bytes,
             default_timeout_s=self.default_timeout_s,
+            on_outcome=self.on_outcome,
+        )
+
+    def observed(self, on_outcome: Callable[[ToolCall, ToolOutcome], None]) -> ToolSet:
+        """A copy that reports every outcome of :meth:`execute` to ``on_outcome`` as soon as it exists
+        (the loop keeps the results of a batch that is interrupted before it is recorded)."""
+        return ToolSet(
+            self._tools.values(),
+            max_output_bytes=self.max_output_bytes,
+            default_timeout_s=self.default_timeout_s,
+            on_outcome=on_outcome,
         )
 
     async def execute(self, call: ToolCall, *, spill_dir: Path | None = None) -> ToolOutcome:
         """Run one call; model mistakes and tool failures come back as an error outcome."""
+        outcome = await self._execute(call, spill_dir)
+        if self.on_outcome is not None:
+            self.on_outcome(call, outcome)
+        return outcome
+
+    async def _execute(self, call: ToolCall, spill_dir: Path | None) -> ToolOutcome:
         found = self._tools.get(call.name)
         if found is None:
             available = ", ".join(self._tools) or "(none)"
@@ -549,46 +569,85 @@ async def _decode_bytes(
     except UnicodeDecodeError:
         pass
     if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
-        text = f"[binary output, {len(data)} bytes, not shown]"
-        path = await _spill(data, call_id, spill_dir)
-        if path is not None:
-            text = f"[binary output, {len(data)} bytes, not shown; saved to {path}]"
-        return ToolOutcome(
-            content=text, error_kind="binary_output", original_bytes=len(data), spill_path=path
-        )
+        return await _binary(data, call_id, spill_dir)
     text = data.decode("utf-8", errors="replace")
     bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
     note = f"\n[output was not valid UTF-8: {bad} undecodable byte sequence(s) shown as U+FFFD]"
     return text + note, "invalid_utf8"
 
 
+async def _binary(data: bytes, call_id: str, spill_dir: Path | None) -> ToolOutcome:
+    text = f"[binary output, {len(data)} bytes, not shown]"
+    try:
+        path = await _spill(data, call_id, spill_dir)
+    except OSError as exc:
+        return _spill_failed(f"{text[:-1]}; saving it failed: {_reason(exc)}]", len(data))
+    if path is not None:
+        text = f"[binary output, {len(data)} bytes, not shown; saved to {path}]"
+    return ToolOutcome(content=text, error_kind="binary_output", original_bytes=len(data), spill_path=path)
+
+
 async def _cap(data: bytes, limit: int, call_id: str, spill_dir: Path | None) -> ToolOutcome:
     head = data[:limit].decode("utf-8", errors="ignore")  # never split a character
-    path = await _spill(data, call_id, spill_dir)
+    shown = f"\n\n[output capped: showing the first {limit} of {len(data)} bytes; "
+    try:
+        path = await _spill(data, call_id, spill_dir)
+    except OSError as exc:
+        note = f"saving the full output failed ({_reason(exc)}), so {len(data) - limit} bytes are lost]"
+        return _spill_failed(head + shown + note, len(data))
     if path is not None:
-        note = (
-            f"\n\n[output capped: showing the first {limit} of {len(data)} bytes; "
-            f"the full output ({len(data)} bytes) is saved at {path}]"
-        )
+        note = f"the full output ({len(data)} bytes) is saved at {path}]"
     else:
-        note = (
-            f"\n\n[output capped: showing the first {limit} of {len(data)} bytes; "
-            f"{len(data) - limit} bytes dropped]"
-        )
+        note = f"{len(data) - limit} bytes dropped]"
     return ToolOutcome(
-        content=head + note, error_kind="output_capped", original_bytes=len(data), spill_path=path
+        content=head + shown + note, error_kind="output_capped", original_bytes=len(data), spill_path=path
     )
 
 
+def _spill_failed(content: str, original_bytes: int) -> ToolOutcome:
+    """Only this call fails when its output cannot be saved (a full disk); the run goes on."""
+    log.warning("tool_spill_failed", detail=content[-200:])
+    return ToolOutcome(
+        content=content, is_error=True, error_kind="spill_failed", original_bytes=original_bytes
+    )
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 async def _spill(data: bytes, call_id: str, spill_dir: Path | None) -> Path | None:
+    """Save ``data`` in a new file of ``spill_dir``; raises OSError when that fails.
+
+    Named after the call id, never overwriting: a model may reuse an id, so a later output
+    goes to ``<id>.2.out`` (``.3``, ...) and every message points to its own content.
+    """
     if spill_dir is None:
         return None
     safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id).lstrip(".") or "call"
-    path = spill_dir / f"{safe_id}.out"
 
-    def write() -> None:
+    def write() -> Path:
         spill_dir.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        for number in range(1, 100_000):
+            path = spill_dir / (f"{safe_id}.out" if number == 1 else f"{safe_id}.{number}.out")
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                continue
+            try:
+                _write_all(fd, data)
+            except OSError:
+                path.unlink(missing_ok=True)  # no truncated copy that claims to be the full output
+                raise
+            finally:
+                os.close(fd)
+            return path
+        raise FileExistsError(f"too many outputs named {safe_id} in {spill_dir}")
 
-    await anyio.to_thread.run_sync(write)
-    return path
+    return await anyio.to_thread.run_sync(write)

@@ -10,18 +10,20 @@ is ``{"v": 1, "type": "<event type>", ...fields}``.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
 import orjson
 import structlog
 
-from ._errors import TraceFormatError
-from ._messages import Message, Usage
+from ._errors import TraceFormatError, TraceWriteError
+from ._messages import Message, ToolCall, Usage
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -38,9 +40,12 @@ __all__ = [
     "TraceWriter",
     "event_from_dict",
     "event_to_dict",
+    "is_secret_name",
     "load_history",
+    "move_torn_tail",
     "read_trace",
     "redact",
+    "register_secret",
 ]
 
 SCHEMA_VERSION = 1
@@ -183,24 +188,114 @@ _EVENT_TYPES: dict[str, type[Any]] = {
 }
 
 # ---------------------------------------------------------------- redaction
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 6  # shorter values ("1", "true", "dev") would redact half of every output
 _SECRET_KEY = re.compile(r"(api[_-]?key|authorization|secret|password|token$|access[_-]?key)", re.I)
 _SECRET_VALUE = re.compile(
     r"(Bearer\s+[A-Za-z0-9._\-]{8,}|\bsk-[A-Za-z0-9_\-]{12,}|\bsk-ant-[A-Za-z0-9_\-]{12,})"
 )
+# Credentials in URLs: query parameters (``?api-key=...``, ``&token=...``) and userinfo (``user:pass@``).
+_URL_QUERY_SECRET = re.compile(
+    r"([?&;](?:api[-_]?key|key|token|access[-_]?token|auth|secret|password|passwd|sig|signature)=)"
+    r"[^&#\s'\"<>]+",
+    re.I,
+)
+_URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.\-]*://)[^/\s@'\"<>]+@", re.I)
+_SECRET_NAME_ENDINGS = (
+    "KEY",
+    "KEYS",
+    "TOKEN",
+    "TOKENS",
+    "SECRET",
+    "SECRETS",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "CREDENTIALS",
+)
+_SECRET_NAME_PARTS = frozenset({"PASS", "PWD", "AUTH", "COOKIE", "DSN", "PAT", "SIGNATURE"})
+_NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "TIKTOKEN_CACHE_DIR", "KEYTIMEOUT"})
+_registered: set[str] = set()
+
+
+def is_secret_name(name: str) -> bool:
+    """True for environment variable names that look like credentials (``OPENAI_API_KEY``,
+    ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``DB_PASSWORD``, ``GOOGLE_CREDENTIALS``, ...)."""
+    upper = name.upper()
+    if upper in _NOT_SECRET_NAMES:
+        return False
+    parts = [part for part in re.split(r"[^A-Z0-9]+", upper) if part]
+    return any(part.endswith(_SECRET_NAME_ENDINGS) or part in _SECRET_NAME_PARTS for part in parts)
+
+
+def register_secret(value: str | None) -> None:
+    """Add a value (an API key given to the runtime) to what :func:`redact` replaces everywhere."""
+    if value and len(value) >= MIN_SECRET_CHARS:
+        _registered.add(value)
+
+
+def _secret_values() -> tuple[str, ...]:
+    """The values to redact now: secret-looking environment variables and registered keys."""
+    found = {value for name, value in os.environ.items() if len(value) >= MIN_SECRET_CHARS and _secret(name)}
+    return tuple(sorted(found | _registered, key=lambda v: (-len(v), v)))
+
+
+@lru_cache(maxsize=4096)
+def _secret(name: str) -> bool:
+    return is_secret_name(name)
+
+
+@lru_cache(maxsize=8)
+def _values_pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
+    return re.compile("|".join(re.escape(v) for v in values)) if values else None
 
 
 def redact(value: Any) -> Any:
-    """A copy of ``value`` with credential-looking keys and values replaced by ``"[redacted]"``."""
+    """A copy of ``value`` with credentials replaced by ``"[redacted]"``: the one redaction used for
+    the trace, the console, the logs, error sentences and the messages the model sees.
+
+    Replaced: the values of mapping keys that name credentials (``api_key``, ``Authorization``, ...);
+    anywhere in a string, the values of environment variables whose name looks secret (see
+    :func:`is_secret_name`; values under :data:`MIN_SECRET_CHARS` characters are left alone) and of
+    every :func:`register_secret`-ed API key, ``sk-...`` and ``Bearer ...`` shapes, and keys in URLs
+    (``?api-key=``, ``&token=``, ``user:password@``). Messages keep their type.
+    """
+    return _redact(value, _values_pattern(_secret_values()))
+
+
+def _redact(value: Any, secrets: re.Pattern[str] | None) -> Any:
+    if isinstance(value, str):
+        return _redact_text(value, secrets)
     if isinstance(value, Mapping):
         return {
-            k: "[redacted]" if isinstance(k, str) and _SECRET_KEY.search(k) and v else redact(v)
+            k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) and v else _redact(v, secrets)
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
-        return [redact(v) for v in value]
-    if isinstance(value, str):
-        return _SECRET_VALUE.sub("[redacted]", value)
+        return [_redact(v, secrets) for v in value]
+    if isinstance(value, Message):
+        return _redact_message(value, secrets)
     return value
+
+
+def _redact_text(text: str, secrets: re.Pattern[str] | None) -> str:
+    if secrets is not None:
+        text = secrets.sub(REDACTED, text)
+    text = _SECRET_VALUE.sub(REDACTED, text)
+    if "=" in text:
+        text = _URL_QUERY_SECRET.sub(rf"\1{REDACTED}", text)
+    if "@" in text:
+        text = _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
+    return text
+
+
+def _redact_message(message: Message, secrets: re.Pattern[str] | None) -> Message:
+    content = None if message.content is None else _redact_text(message.content, secrets)
+    calls = tuple(ToolCall(c.id, c.name, _redact_text(c.arguments, secrets)) for c in message.tool_calls)
+    if content == message.content and calls == message.tool_calls:
+        return message
+    return dataclasses.replace(message, content=content, tool_calls=calls)
 
 
 # ---------------------------------------------------------------- (de)serialization
@@ -237,17 +332,28 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
 class TraceWriter:
     """Appends events to one JSONL file; :meth:`flush` at every iteration boundary.
 
-    Opening the file happens in :meth:`open` (or ``with``), never in ``__init__``.
+    Opening the file happens in :meth:`open` (or ``with``), never in ``__init__``. Opening an
+    existing trace first moves a torn last line aside (:func:`move_torn_tail`), so appending never
+    buries it. A failed write (a full disk) is cut back to the last complete line and raises
+    :class:`TraceWriteError` once; :meth:`close` never raises (it keeps the failure in ``error``).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.torn: Path | None = None  # where open() moved a torn last line, if it did
+        self.error: TraceWriteError | None = None  # the first write failure
         self._file: IO[bytes] | None = None
         self._buffer: list[bytes] = []
+        self._size = 0  # bytes of complete lines in the file
 
     def open(self) -> TraceWriter:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("ab")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.torn = move_torn_tail(self.path)
+            self._file = self.path.open("ab", buffering=0)
+            self._size = self._file.seek(0, os.SEEK_END)
+        except OSError as exc:
+            raise TraceWriteError(f"cannot write the trace {self.path}: {_reason(exc)}") from exc
         return self
 
     def __enter__(self) -> TraceWriter:
@@ -261,42 +367,154 @@ class TraceWriter:
         self._buffer.append(line + b"\n")
 
     def flush(self) -> None:
+        """Write the buffered events; on failure, cut the file back to its last complete line and raise."""
         if self._file is None:
             raise RuntimeError("TraceWriter.flush() before open()")
-        if self._buffer:
-            self._file.write(b"".join(self._buffer))
-            self._buffer.clear()
-        self._file.flush()
+        if not self._buffer:
+            return
+        data = b"".join(self._buffer)
+        self._buffer.clear()
+        try:
+            _write_all(self._file, data)
+        except OSError as exc:
+            self._cut_back()
+            error = TraceWriteError(
+                f"cannot write the trace {self.path}: {_reason(exc)}; "
+                "it keeps every event written before this one"
+            )
+            self.error = self.error or error
+            raise error from exc
+        self._size += len(data)
 
     def close(self) -> None:
-        if self._file is not None:
+        """Flush what is buffered and close; a failure is kept in :attr:`error`, never raised."""
+        if self._file is None:
+            return
+        try:
             self.flush()
+        except TraceWriteError as exc:
+            log.debug("trace.close_failed", path=str(self.path), error=str(exc))
+        finally:
             self._file.close()
             self._file = None
 
+    def _cut_back(self) -> None:
+        assert self._file is not None
+        try:
+            os.ftruncate(self._file.fileno(), self._size)
+        except OSError as exc:  # the torn tail stays; the next open() moves it aside
+            log.warning("trace.cut_back_failed", path=str(self.path), error=_reason(exc))
+
+
+def _write_all(file: IO[bytes], data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = file.write(view)
+        if not written:
+            raise OSError(f"short write ({len(view)} bytes left)")
+        view = view[written:]
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def move_torn_tail(path: Path) -> Path | None:
+    """Move an unreadable last line of the trace at ``path`` (a crash or a full disk mid-write)
+    into ``<path>.torn`` (``<path>.2.torn``, ... if taken) and cut it from the trace, so that new
+    events can be appended after the last complete one. Returns the ``.torn`` file, or None when
+    the trace ends cleanly (or does not exist). The torn bytes are never dropped: they are written
+    to the ``.torn`` file before the trace is cut."""
+    try:
+        handle = path.open("r+b")
+    except FileNotFoundError:
+        return None
+    with handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return None
+        start = _last_line_start(handle, size)
+        handle.seek(start)
+        tail = handle.read()
+        if not tail.strip() or (tail.endswith(b"\n") and _parses(tail)):
+            return None
+        torn = _keep_aside(path, tail)
+        handle.truncate(start)
+    log.warning("trace.torn_tail_moved", path=str(path), torn=str(torn), bytes=len(tail))
+    return torn
+
+
+def _last_line_start(handle: IO[bytes], size: int) -> int:
+    """Offset of the last line, ignoring the file's final byte (its newline, or a torn line's end)."""
+    position = size - 1
+    while position > 0:
+        step = min(1 << 16, position)
+        handle.seek(position - step)
+        index = handle.read(step).rfind(b"\n")
+        if index >= 0:
+            return position - step + index + 1
+        position -= step
+    return 0
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        _parse_line(line)
+    except (ValueError, TypeError, KeyError):
+        return False
+    return True
+
+
+def _keep_aside(path: Path, tail: bytes) -> Path:
+    for number in range(1, 1000):
+        torn = path.with_name(f"{path.name}.torn" if number == 1 else f"{path.name}.{number}.torn")
+        try:
+            with torn.open("xb") as out:
+                out.write(tail)
+        except FileExistsError:
+            continue
+        return torn
+    raise FileExistsError(f"{path}: too many .torn files next to it")
+
+
+def _parse_line(line: bytes) -> Event:
+    data = orjson.loads(line)
+    if not isinstance(data, dict):
+        raise ValueError("line is not a JSON object")
+    version = data.get("v")
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"schema version {version!r}, expected {SCHEMA_VERSION}")
+    return event_from_dict(data)
+
+
+_warned_torn: set[tuple[str, int]] = set()
+
 
 def iter_trace(path: Path) -> Iterator[Event]:
-    """Events of a trace file in order. A torn last line (a crash mid-write) is skipped with a warning."""
+    """Events of a trace file in order. A torn last line (a crash mid-write) is skipped with a
+    warning, logged once per file state however often the trace is read."""
     try:
-        lines = path.read_bytes().splitlines()
+        data = path.read_bytes()
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot read trace ({exc})") from exc
+    lines = data.splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            data = orjson.loads(line)
-            if not isinstance(data, dict):
-                raise ValueError("line is not a JSON object")
-            version = data.get("v")
-            if version != SCHEMA_VERSION:
-                raise ValueError(f"schema version {version!r}, expected {SCHEMA_VERSION}")
-            yield event_from_dict(data)
+            yield _parse_line(line)
         except (ValueError, TypeError, KeyError) as exc:
             if number == len(lines):
-                log.warning("trace.torn_last_line", path=str(path), line=number, error=str(exc))
+                _warn_torn(path, len(data), number, exc)
                 return
             raise TraceFormatError(f"{path}:{number}: {exc}") from exc
+
+
+def _warn_torn(path: Path, size: int, number: int, exc: Exception) -> None:
+    key = (str(path.absolute()), size)
+    if key not in _warned_torn:
+        _warned_torn.add(key)
+        log.warning("trace.torn_last_line", path=str(path), line=number, error=str(exc))
 
 
 def read_trace(path: Path | str) -> list[Event]:

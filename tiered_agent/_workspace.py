@@ -11,14 +11,14 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 from pydantic import Field
 
-from ._errors import PathOutsideWorkspace, ToolError
+from ._errors import ConfigurationError, PathOutsideWorkspace, ToolError
 from ._shell import DEFAULT_SHELL_TIMEOUT_S, shell_tool
 from ._tools import Tool, tool
 
@@ -38,6 +38,9 @@ SEARCH_MAX_FILES = 20_000
 SEARCH_MAX_LINE_CHARS = 300
 _SKIP_DIRS = frozenset({".git"})
 _SNIFF_BYTES = 8192
+_LINE_BYTES = READ_FILE_MAX_LINE_CHARS * 4 + 4  # enough bytes for the characters a line shows
+_COUNT_CHUNK = 1 << 20
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # UTF-8 bytes that do not start a character
 
 Depth = Annotated[int, Field(ge=1, le=10)]
 LineNumber = Annotated[int, Field(ge=1)]
@@ -46,10 +49,17 @@ Count = Annotated[int, Field(ge=0)]
 
 
 class Workspace:
-    """A directory tree the agent's tools may touch; nothing outside it is reachable."""
+    """A directory tree the agent's tools may touch; nothing outside it is reachable.
+
+    The root must be an existing directory (:class:`ConfigurationError` otherwise); nothing is
+    created.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self._root = Path(root).resolve()
+        if not self._root.is_dir():
+            problem = "does not exist" if not self._root.exists() else "is not a directory"
+            raise ConfigurationError(f"workspace root {self._root} {problem}")
 
     @property
     def root(self) -> Path:
@@ -172,7 +182,7 @@ def _search_file(ws: Workspace, path: Path, regex: re.Pattern[str], state: _Sear
                 return
 
 
-def _read_text(ws: Workspace, path: str) -> tuple[Path, str]:
+def _text_file(ws: Workspace, path: str) -> Path:
     real = ws.existing(path)
     if real.is_dir():
         raise ToolError(f"{path!r} is a directory; use list_dir to see its contents")
@@ -180,7 +190,53 @@ def _read_text(ws: Workspace, path: str) -> tuple[Path, str]:
         raise ToolError(
             f"{path!r} is a binary file ({real.stat().st_size} bytes); it cannot be shown as text"
         )
-    return real, real.read_bytes().decode("utf-8", errors="replace")
+    return real
+
+
+def _read_range(path: Path, first: int, last: int) -> tuple[list[str], int]:
+    """Lines ``first..last`` (1-based, inclusive, each cut to READ_FILE_MAX_LINE_CHARS) and the
+    file's number of lines, counted as :func:`_split_lines` does. Streams: memory stays bounded by
+    what is shown, however large the file or long its lines."""
+    shown: list[str] = []
+    total = 0
+    with path.open("rb") as handle:
+        while total < last:
+            head = handle.readline(_LINE_BYTES)
+            if not head:
+                return shown, total
+            total += 1
+            chars, piece, ending = _chars(head), head, head[-2:]
+            while len(piece) == _LINE_BYTES and not piece.endswith(b"\n"):  # a long line: count the rest
+                piece = handle.readline(_LINE_BYTES)
+                chars, ending = chars + _chars(piece), (ending + piece)[-2:]
+            if total >= first:
+                shown.append(_render_line(head, chars, ending))
+        return shown, total + _count_lines(handle)
+
+
+def _chars(data: bytes) -> int:
+    return len(data.translate(None, _CONTINUATION_BYTES))
+
+
+def _render_line(head: bytes, chars: int, ending: bytes) -> str:
+    """One line as read_file shows it: without its line ending, cut past READ_FILE_MAX_LINE_CHARS."""
+    text = head.decode("utf-8", errors="replace")
+    for end in (b"\n", b"\r"):  # as _split_lines: a final "\r" goes with the "\n"
+        if ending.endswith(end):
+            chars, text, ending = chars - 1, text.removesuffix(end.decode()), ending[:-1]
+    if chars <= READ_FILE_MAX_LINE_CHARS:
+        return text
+    return f"{text[:READ_FILE_MAX_LINE_CHARS]}… [line cut, {chars} chars]"
+
+
+def _count_lines(handle: BinaryIO) -> int:
+    """Lines from the handle's position (at a line start) to the end of the file."""
+    count = 0
+    last = b"\n"
+    while chunk := handle.read(_COUNT_CHUNK):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (last != b"\n")
 
 
 # --------------------------------------------------------------------------- tools
@@ -218,21 +274,18 @@ def _read_tools(ws: Workspace) -> list[Tool]:
             start_line: First line to show (1-based).
             end_line: Last line to show, inclusive (default: the end of the file).
         """
-        real, text = _read_text(ws, path)
-        lines = _split_lines(text)
-        total = len(lines)
-        if total == 0:
-            return f"{ws.relative(real)} is empty (0 lines)"
+        real = _text_file(ws, path)
         if end_line is not None and end_line < start_line:
             raise ToolError(f"end_line ({end_line}) is before start_line ({start_line})")
+        wanted = start_line + READ_FILE_MAX_LINES - 1
+        lines, total = _read_range(real, start_line, min(end_line or wanted, wanted))
+        if total == 0:
+            return f"{ws.relative(real)} is empty (0 lines)"
         if start_line > total:
             raise ToolError(f"start_line {start_line} is past the end of {path!r}, which has {total} lines")
-        last = min(end_line or total, total, start_line + READ_FILE_MAX_LINES - 1)
+        last = start_line + len(lines) - 1
         width = len(str(last))
-        body = [
-            f"{number:>{width}}\t{_cut_line(lines[number - 1], READ_FILE_MAX_LINE_CHARS)}"
-            for number in range(start_line, last + 1)
-        ]
+        body = [f"{number:>{width}}\t{line}" for number, line in enumerate(lines, start=start_line)]
         header = f"{ws.relative(real)} (lines {start_line}-{last} of {total})"
         footer = []
         if last < min(end_line or total, total):
@@ -353,12 +406,19 @@ def workspace_tools(
     allow_write: bool = False,
     allow_shell: bool = False,
     shell_timeout_s: float = DEFAULT_SHELL_TIMEOUT_S,
+    shell_env: Sequence[str] = (),
 ) -> list[Tool]:
     """The tools bound to ``ws``: list_dir, read_file, search_text; write_file, edit_file and
-    run_shell only when allowed."""
+    run_shell only when allowed. run_shell sees a minimal environment (PATH, HOME, the locale...,
+    never the runtime's keys) plus the variables named in ``shell_env`` (names or patterns)."""
     tools = _read_tools(ws)
     if allow_write:
         tools.extend(_write_tools(ws))
     if allow_shell:
-        tools.append(shell_tool(ws.root, timeout_s=shell_timeout_s))
+        tools.append(shell_tool(ws.root, timeout_s=shell_timeout_s, pass_env=shell_env))
+    elif shell_env:
+        raise ConfigurationError(
+            "shell_env (--shell-env) only applies to run_shell: "
+            "enable it with allow_shell=True (--allow-shell)"
+        )
     return tools

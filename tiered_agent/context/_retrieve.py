@@ -30,6 +30,7 @@ _SEPARATOR_TOKENS = 1  # the blank line between items
 _RECENT_IDS = 5
 _SPLIT_PRECISION_CHARS = 16
 _GUESS_FILL = 0.9  # aim a little under the page so that most guesses fit
+_ECHO_CHARS = 200
 
 # Sent with every request once something is hidden: every token here is paid at each call.
 RETRIEVE_DESCRIPTION = (
@@ -282,7 +283,15 @@ def _paginate(chunks: Sequence[_Chunk], page_tokens: int) -> list[list[_Chunk]]:
 
 # --------------------------------------------------------------------------- rendering
 def _describe(filters: dict[str, Any]) -> str:
-    return ", ".join(f"{key}={value!r}" for key, value in filters.items())
+    """The filters as the model gave them, each cut to _ECHO_CHARS: a miss never echoes a megabyte."""
+    return ", ".join(f"{key}={_echo(value)}" for key, value in filters.items())
+
+
+def _echo(value: Any) -> str:
+    text = repr(value)
+    if len(text) <= _ECHO_CHARS:
+        return text
+    return f"{text[:_ECHO_CHARS]}… [{len(text):,} chars]"
 
 
 def _navigation(page: int, pages: int) -> str:
