@@ -10,9 +10,9 @@ from tiered_agent._errors import ConfigurationError
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._caching import (
+    CacheSimulator,
     CountedHistory,
     IdCounter,
-    PrefixCache,
     Pricing,
     PromptEncoder,
     common_prefix,
@@ -45,27 +45,28 @@ def test_token_ids_match_the_counter_exactly(counter: IdCounter) -> None:
     assert len(segments[0]) == counter.count_tools(tools)
 
 
-def test_prefix_cache_hand_computed(counter: IdCounter) -> None:
-    cache = PrefixCache(PromptEncoder(counter))
-    assert cache.request([SYSTEM, TASK]) == 0  # first request: nothing cached
+def test_ideal_cache_hand_computed(counter: IdCounter) -> None:
+    cache = CacheSimulator(PromptEncoder(counter))  # ideal: every token of the common prefix
+    assert cache.request([SYSTEM, TASK]).read == 0  # first request: nothing cached
     assert not cache.rewrote
-    assert cache.request([SYSTEM, TASK, ACTION, RESULT]) == 13  # 7 + 6
+    assert cache.request([SYSTEM, TASK, ACTION, RESULT]).read == 13  # 7 + 6
     assert not cache.rewrote  # the previous request is a prefix of this one
-    assert cache.request([SYSTEM, TASK, ACTION, RESULT, GAMMA]) == 34  # 7 + 6 + 13 + 8
+    assert cache.request([SYSTEM, TASK, ACTION, RESULT, GAMMA]).read == 34  # 7 + 6 + 13 + 8
     # diverges inside the last message: 3 framing tokens + "alpha beta" (2 tokens) are shared
-    assert cache.request([SYSTEM, TASK, ACTION, RESULT, DELTA]) == 39
+    assert cache.request([SYSTEM, TASK, ACTION, RESULT, DELTA]).read == 39
     assert cache.rewrote
     # a rewritten start loses everything after the system message's framing tokens
-    assert cache.request([Message("system", "ok"), TASK, ACTION, RESULT, DELTA]) == 3
+    use = cache.request([Message("system", "ok"), TASK, ACTION, RESULT, DELTA])
+    assert (use.read, use.written) == (3, 0)
     assert cache.rewrote
 
 
 def test_tools_come_first_and_are_cached(counter: IdCounter) -> None:
     tools = [{"type": "function", "function": {"name": "bash"}}]
     width = counter.count_tools(tools)
-    cache = PrefixCache(PromptEncoder(counter))
-    assert cache.request([SYSTEM, TASK], tools) == 0
-    assert cache.request([Message("system", "ok"), TASK], tools) == width + 3
+    cache = CacheSimulator(PromptEncoder(counter))
+    assert cache.request([SYSTEM, TASK], tools).read == 0
+    assert cache.request([Message("system", "ok"), TASK], tools).read == width + 3
 
 
 def test_common_prefix_on_segments() -> None:
