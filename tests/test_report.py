@@ -147,7 +147,12 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
         assert set(run) == {"run_id", "steps", "policies"}
         for entry in run["policies"].values():
             assert set(entry) == RUN_POLICY_KEYS
-            assert set(entry["per_step"]) == {"prompt_tokens", "cached_tokens", "cache_write_tokens", "missed"}
+            assert set(entry["per_step"]) == {
+                "prompt_tokens",
+                "cached_tokens",
+                "cache_write_tokens",
+                "missed",
+            }
             assert len(entry["per_step"]["prompt_tokens"]) == run["steps"]
     assert set(document["timing"]) == {"elapsed_seconds", "policies"}
     assert set(document["timing"]["policies"]["tiered"]) == {"steps", "build_ms_median", "build_ms_p99"}
