@@ -18,6 +18,7 @@ from tiered_agent.bench._caching import (
     Pricing,
     PromptEncoder,
     common_prefix,
+    content_blocks,
 )
 
 # o200k_base: "You are terse." = 4 tokens, "Fix bug." = 3, '{"cmd": "ls"}' = 6, "bash" = 1,
@@ -191,6 +192,27 @@ def test_anthropic_lookback_is_twenty_blocks(counter: IdCounter) -> None:
     beyond.request([system, task])
     # 21 blocks after it: only the system prompt's breakpoint finds its entry (1,203)
     assert beyond.request([system, task, *short[:21]]) == CacheUse(1203, 13 + 84)
+
+
+def test_anthropic_lookback_counts_content_blocks(counter: IdCounter) -> None:
+    """An assistant message with text and a tool call is 2 blocks, its result 1: 7 iterations are
+    21 blocks, one more than the lookback reaches."""
+    assert content_blocks(ACTION) == 1 and content_blocks(RESULT) == 1 and content_blocks(SYSTEM) == 1
+    rules = cache_model_for("claude-sonnet-4-5")
+    system, task = _msg("system", 1200), _msg("user", 10)
+
+    def iteration(k: int) -> list[Message]:
+        call = ToolCall(f"c{k}", "bash", "{}")
+        action = Message("assistant", "ok", tool_calls=(call,), iteration=k)
+        return [action, Message("tool", "done", tool_call_id=f"c{k}", name="bash", iteration=k)]
+
+    assert content_blocks(iteration(1)[0]) == 2
+    six = [m for k in range(1, 7) for m in iteration(k)]
+    seven = [*six, *iteration(7)]
+    for history, read in ((six, 1216), (seven, 1203)):
+        cache = CacheSimulator(PromptEncoder(counter), rules)
+        cache.request([system, task])
+        assert cache.request([system, task, *history]).read == read
 
 
 def test_anthropic_minimum_per_model(counter: IdCounter) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "Pricing",
     "PromptEncoder",
     "common_prefix",
+    "content_blocks",
 ]
 
 IDEAL = CACHE_MODELS["ideal"]
@@ -209,6 +210,12 @@ class CacheUse:
 BREAKPOINTS = ("system", "newest message")
 
 
+def content_blocks(message: Message) -> int:
+    """Anthropic content blocks of a message: its text, and one ``tool_use`` per tool call
+    (a tool result is one ``tool_result`` block)."""
+    return max(1, int(bool(message.text)) + len(message.tool_calls))
+
+
 class CacheSimulator:
     """The simulated provider cache of one run: applies a :class:`CacheModel` request by request.
 
@@ -219,8 +226,8 @@ class CacheSimulator:
       the previous request, cut to the model's minimum and increments, times ``1 - miss_rate``
       (``ideal``: every common token);
     - explicit models (``anthropic``): breakpoints on the system prompt and the newest message;
-      a breakpoint reads the longest earlier entry found at its own block boundary or up to
-      ``lookback_blocks`` boundaries before it (a block = the tool schemas, or one message), and a
+      a breakpoint reads an earlier entry found at its own position or at a message boundary at
+      most ``lookback_blocks`` content blocks before it (:func:`content_blocks`), and a
       breakpoint whose prefix reaches the minimum writes an entry; the tokens between what was
       read and the furthest new entry are billed as written.
     """
@@ -255,7 +262,10 @@ class CacheSimulator:
     def _explicit(self, current: list[array[int]], messages: Sequence[Message]) -> CacheUse:
         chain = self._hash_chain(current)
         positions = list(accumulate(len(s) for s in current))
-        read = max((self._lookup(chain, positions, b) for b in self._breakpoints(messages)), default=0)
+        blocks = [0, *(content_blocks(m) for m in messages)]
+        read = max(
+            (self._lookup(chain, positions, blocks, b) for b in self._breakpoints(messages)), default=0
+        )
         new = [
             b
             for b in self._breakpoints(messages)
@@ -274,10 +284,15 @@ class CacheSimulator:
         points.discard(0)
         return sorted(points)[-self.model.max_breakpoints :]
 
-    def _lookup(self, chain: list[int], positions: list[int], breakpoint: int) -> int:
-        for index in range(breakpoint, max(breakpoint - self.model.lookback_blocks, 0) - 1, -1):
+    def _lookup(self, chain: list[int], positions: list[int], blocks: list[int], breakpoint: int) -> int:
+        """The longest entry at a message boundary at most ``lookback_blocks`` content blocks back."""
+        back = 0
+        for index in range(breakpoint, -1, -1):
             if chain[index] in self._entries:
                 return positions[index]
+            back += blocks[index]
+            if back > self.model.lookback_blocks:
+                break
         return 0
 
     def _hash_chain(self, current: list[array[int]]) -> list[int]:
