@@ -20,7 +20,7 @@ import anyio
 from tiered_agent._providers import CACHE_MODELS, CacheModel
 from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._calibration import calibrate, token_scale
-from tiered_agent.bench._importers import load_runs
+from tiered_agent.bench._importers import load_file
 from tiered_agent.bench._metrics import PolicyRunMetrics, validate_caching
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import policy_config, replay_run
@@ -55,7 +55,7 @@ def report(label: str, runs: Sequence[RecordedRun], replays: Sequence[PolicyRunM
 
 def main(argv: Sequence[str]) -> None:
     paths = [Path(p) for p in argv] or sorted(SHARED.glob("mini-swe-agent_gemini-3-pro*"))
-    folders = {p.name: load_runs([p]) for p in paths}
+    folders = {p.name: [r for f in sorted(p.glob("*.traj.json")) for r in load_file(f)] for p in paths}
     runs = [r for rs in folders.values() for r in rs]
     counter = IdCounter("o200k_base")
     scale = token_scale(calibrate(runs, counter), "gemini")
