@@ -27,6 +27,7 @@ import structlog
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
+from .._tokens import TokenCounter
 from ..context._config import PRESETS, ContextConfig
 from ..context._manager import ContextManager
 from ..context._names import RETRIEVE_TOOL_NAME
@@ -462,7 +463,12 @@ def replay_runs(
     """
     started = time.perf_counter()
     unique = _unique_ids(runs)
-    calibration = calibrate(unique, _counter(settings.tokenizer))
+    serial = workers <= 1 or len(unique) <= 1
+    # Serially the replay reuses the token ids the calibration memoized; with workers, the parent
+    # only counts (no id memo kept alive in it).
+    calibration = calibrate(
+        unique, _counter(settings.tokenizer) if serial else TokenCounter(settings.tokenizer)
+    )
     plans = {
         r.run_id: plan_run(r.model, settings.cache_model, settings.price_model, calibration) for r in unique
     }
@@ -474,7 +480,7 @@ def replay_runs(
         if on_progress is not None:
             on_progress(infos[replay.run_id])
 
-    if workers <= 1 or len(unique) <= 1:
+    if serial:
         for run in unique:
             finished(_replay_job(run, policies, settings, plans[run.run_id]))
     else:
