@@ -225,8 +225,7 @@ def test_summarizer_tokens_are_priced_or_make_the_cost_unknown() -> None:
     from fakes import make_usage, scripted_provider, text_reply
 
     run = _run("s", 12)
-    sum5 = policy_config("tiered").replace(name="sum5", summary_every=5, window_iterations=2)
-    policies = {"full": policy_config("full"), "sum5": sum5}
+    policies = {"full": policy_config("full"), "sum5": policy_config("adk-compaction")}  # every 5
     reply = text_reply("Goal: fix it.", make_usage(prompt=300, completion=40))
 
     with scripted_provider(respond=lambda request: reply):
@@ -239,7 +238,7 @@ def test_summarizer_tokens_are_priced_or_make_the_cost_unknown() -> None:
     assert mini is not None
     totals = priced["policies"]["sum5"]["totals"]
     calls = totals["summary_input_tokens"] // 300
-    assert calls == 2
+    assert calls >= 2 and totals["summary_output_tokens"] == 40 * calls
     entry = priced["runs"][0]["policies"]["sum5"]
     steps_only = entry["cost_usd"] - calls * (300 * mini.input + 40 * mini.output)
     # the same replay, had the summarizer been a model litellm does not price
