@@ -467,7 +467,7 @@ def replay_runs(
     # Serially the replay reuses the token ids the calibration memoized; with workers, the parent
     # only counts (no id memo kept alive in it).
     calibration = calibrate(
-        unique, _counter(settings.tokenizer) if serial else TokenCounter(settings.tokenizer)
+        unique, _counter(settings.tokenizer) if serial else TokenCounter(settings.tokenizer, cache_size=4096)
     )
     plans = {
         r.run_id: plan_run(r.model, settings.cache_model, settings.price_model, calibration) for r in unique
