@@ -8,14 +8,17 @@ import pytest
 
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._messages import Message, ToolCall
+from tiered_agent._providers import CACHE_MODELS, cache_model_for
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._caching import (
+    CacheSimulator,
+    CacheUse,
     CountedHistory,
     IdCounter,
-    PrefixCache,
     Pricing,
     PromptEncoder,
     common_prefix,
+    content_blocks,
 )
 
 # o200k_base: "You are terse." = 4 tokens, "Fix bug." = 3, '{"cmd": "ls"}' = 6, "bash" = 1,
@@ -45,27 +48,28 @@ def test_token_ids_match_the_counter_exactly(counter: IdCounter) -> None:
     assert len(segments[0]) == counter.count_tools(tools)
 
 
-def test_prefix_cache_hand_computed(counter: IdCounter) -> None:
-    cache = PrefixCache(PromptEncoder(counter))
-    assert cache.request([SYSTEM, TASK]) == 0  # first request: nothing cached
+def test_ideal_cache_hand_computed(counter: IdCounter) -> None:
+    cache = CacheSimulator(PromptEncoder(counter))  # ideal: every token of the common prefix
+    assert cache.request([SYSTEM, TASK]).read == 0  # first request: nothing cached
     assert not cache.rewrote
-    assert cache.request([SYSTEM, TASK, ACTION, RESULT]) == 13  # 7 + 6
+    assert cache.request([SYSTEM, TASK, ACTION, RESULT]).read == 13  # 7 + 6
     assert not cache.rewrote  # the previous request is a prefix of this one
-    assert cache.request([SYSTEM, TASK, ACTION, RESULT, GAMMA]) == 34  # 7 + 6 + 13 + 8
+    assert cache.request([SYSTEM, TASK, ACTION, RESULT, GAMMA]).read == 34  # 7 + 6 + 13 + 8
     # diverges inside the last message: 3 framing tokens + "alpha beta" (2 tokens) are shared
-    assert cache.request([SYSTEM, TASK, ACTION, RESULT, DELTA]) == 39
+    assert cache.request([SYSTEM, TASK, ACTION, RESULT, DELTA]).read == 39
     assert cache.rewrote
     # a rewritten start loses everything after the system message's framing tokens
-    assert cache.request([Message("system", "ok"), TASK, ACTION, RESULT, DELTA]) == 3
+    use = cache.request([Message("system", "ok"), TASK, ACTION, RESULT, DELTA])
+    assert (use.read, use.written) == (3, 0)
     assert cache.rewrote
 
 
 def test_tools_come_first_and_are_cached(counter: IdCounter) -> None:
     tools = [{"type": "function", "function": {"name": "bash"}}]
     width = counter.count_tools(tools)
-    cache = PrefixCache(PromptEncoder(counter))
-    assert cache.request([SYSTEM, TASK], tools) == 0
-    assert cache.request([Message("system", "ok"), TASK], tools) == width + 3
+    cache = CacheSimulator(PromptEncoder(counter))
+    assert cache.request([SYSTEM, TASK], tools).read == 0
+    assert cache.request([Message("system", "ok"), TASK], tools).read == width + 3
 
 
 def test_common_prefix_on_segments() -> None:
@@ -105,3 +109,123 @@ def test_counted_history_shortcut_matches_a_full_count(counter: IdCounter) -> No
     assert list(history) == messages
     assert counter.count_prompt(history, tools) == TokenCounter("o200k_base").count_prompt(messages, tools)
     assert counter.count_uncached("alpha beta gamma") == 3
+
+
+# ----------------------------------------------------------------------------- provider cache models
+def _words(n: int) -> str:
+    """``n`` o200k tokens exactly ("hello" then " hello" n-1 times)."""
+    return "hello" + " hello" * (n - 1)
+
+
+def _msg(role: str, n: int, iteration: int = 0) -> Message:
+    """A message of ``n`` content tokens, ``n + 3`` with its framing."""
+    return Message(role, _words(n), iteration=iteration)  # type: ignore[arg-type]
+
+
+def test_hand_built_messages_have_the_token_counts_the_expectations_use(counter: IdCounter) -> None:
+    for n in (5, 10, 20, 50, 100, 997, 1200, 2000, 3000):
+        assert counter.count_message(_msg("user", n)) == n + 3
+
+
+def test_gemini_cache_blocks_minimum_and_expected_misses(counter: IdCounter) -> None:
+    cache = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"])
+    system, task = _msg("system", 100), _msg("user", 2000)  # 103 + 2003 = 2106 tokens
+    action, result = _msg("assistant", 500, 1), _msg("tool", 3000, 1)  # 503, 3003
+    assert cache.request([system]).read == 0
+    assert cache.request([system, task]).read == 0  # 103 common tokens: under one block
+    # 2,106 common tokens hold one 2,048-token block, 95.5% of it expected to hit: 1955.84
+    assert cache.request([system, task, action]) == CacheUse(1956, 0)
+    assert cache.request([system, task, action, result]).read == 1956  # 2,609: still one block
+    assert cache.request([system, task, action, result, _msg("user", 5, 2)]).read == 3912  # 5,612: two
+    # a rewrite at the start: nothing
+    assert cache.request([_msg("system", 99), task]).read == 0
+
+
+def test_gemini_block_sizes_are_in_provider_tokens(counter: IdCounter) -> None:
+    """With a scale of 2 provider tokens per replayed token, 1,030 replayed tokens hold one block."""
+    cache = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"], scale=2.0)
+    first = [_msg("system", 20), _msg("user", 1000)]  # 23 + 1003 = 1026 replayed = 2052 provider
+    cache.request(first)
+    # 2048 provider tokens x 0.955 / 2 = 977.92 replayed tokens
+    assert cache.request([*first, _msg("assistant", 5, 1)]).read == 978
+    unscaled = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"])
+    unscaled.request(first)
+    assert unscaled.request([*first, _msg("assistant", 5, 1)]).read == 0  # 1026 < 2048
+    with pytest.raises(ConfigurationError):
+        CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"], scale=0)
+
+
+def test_openai_cache_minimum_and_increments(counter: IdCounter) -> None:
+    cache = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["openai"])
+    system = _msg("system", 997)  # 1000 tokens
+    cache.request([system])
+    assert cache.request([system, _msg("user", 97)]).read == 0  # 1,000 common: under 1,024
+    history = [system, _msg("user", 97)]  # 1,100
+    assert cache.request([*history, _msg("assistant", 197, 1)]).read == 1024  # 1,100 -> 1,024
+    history.append(_msg("assistant", 197, 1))  # 1,300
+    assert cache.request([*history, _msg("tool", 5, 1)]).read == 1280  # 1,300 -> 1,280
+
+
+def test_anthropic_breakpoints_writes_and_rewrites(counter: IdCounter) -> None:
+    cache = CacheSimulator(PromptEncoder(counter), cache_model_for("claude-sonnet-4-5"))
+    system, task = _msg("system", 1200), _msg("user", 10)  # 1203, 13: positions 1203, 1216
+    # first request: nothing to read; the newest-message breakpoint writes everything up to it
+    assert cache.request([system, task]) == CacheUse(0, 1216)
+    action, result = _msg("assistant", 50, 1), _msg("tool", 100, 1)  # 53, 103: positions 1269, 1372
+    # the previous newest-message entry (1,216) is read; what follows up to the new breakpoint is written
+    assert cache.request([system, task, action, result]) == CacheUse(1216, 156)
+    # the tool output is rewritten (masked): the entry at 1,269 never existed, 1,216 is found looking back
+    masked, action2 = _msg("tool", 5, 1), _msg("assistant", 20, 2)  # 8, 23: positions 1277, 1300
+    assert cache.request([system, task, action, masked, action2]) == CacheUse(1216, 84)
+    assert cache.rewrote
+
+
+def test_anthropic_lookback_is_twenty_blocks(counter: IdCounter) -> None:
+    rules = cache_model_for("claude-sonnet-4-5")
+    system, task = _msg("system", 1200), _msg("user", 10)
+    short = [_msg("user" if i % 2 else "assistant", 1, 1) for i in range(25)]  # 4 tokens each
+    within = CacheSimulator(PromptEncoder(counter), rules)
+    within.request([system, task])
+    # 20 blocks after the last entry: found at the edge of the lookback
+    assert within.request([system, task, *short[:20]]) == CacheUse(1216, 80)
+    beyond = CacheSimulator(PromptEncoder(counter), rules)
+    beyond.request([system, task])
+    # 21 blocks after it: only the system prompt's breakpoint finds its entry (1,203)
+    assert beyond.request([system, task, *short[:21]]) == CacheUse(1203, 13 + 84)
+
+
+def test_anthropic_lookback_counts_content_blocks(counter: IdCounter) -> None:
+    """An assistant message with text and a tool call is 2 blocks, its result 1: 7 iterations are
+    21 blocks, one more than the lookback reaches."""
+    assert content_blocks(ACTION) == 1 and content_blocks(RESULT) == 1 and content_blocks(SYSTEM) == 1
+    rules = cache_model_for("claude-sonnet-4-5")
+    system, task = _msg("system", 1200), _msg("user", 10)
+
+    def iteration(k: int) -> list[Message]:
+        call = ToolCall(f"c{k}", "bash", "{}")
+        action = Message("assistant", "ok", tool_calls=(call,), iteration=k)
+        return [action, Message("tool", "done", tool_call_id=f"c{k}", name="bash", iteration=k)]
+
+    assert content_blocks(iteration(1)[0]) == 2
+    six = [m for k in range(1, 7) for m in iteration(k)]
+    seven = [*six, *iteration(7)]
+    for history, read in ((six, 1216), (seven, 1203)):
+        cache = CacheSimulator(PromptEncoder(counter), rules)
+        cache.request([system, task])
+        assert cache.request([system, task, *history]).read == read
+
+
+def test_anthropic_minimum_per_model(counter: IdCounter) -> None:
+    cache = CacheSimulator(PromptEncoder(counter), cache_model_for("claude-haiku-4-5"))  # 4,096
+    system, task = _msg("system", 1200), _msg("user", 10)
+    assert cache.request([system, task]) == CacheUse(0, 0)  # 1,216 < 4,096: no entry written
+    assert cache.request([system, task, _msg("assistant", 3000, 1)]) == CacheUse(0, 4219)
+    assert cache.request([system, task, _msg("assistant", 3000, 1), _msg("tool", 5, 1)]) == CacheUse(4219, 8)
+
+
+def test_pricing_charges_writes_at_the_premium() -> None:
+    pricing = Pricing(cache_discount=0.1, output_price_ratio=4.0)
+    # 100 prompt tokens: 60 read (6.0), 30 written at 1.25 (37.5), 10 uncached; 5 output (20)
+    assert pricing.input_cost(100, 60, 30, 1.25) == pytest.approx(53.5)
+    assert pricing.cost(100, 60, 5, 30, 1.25) == pytest.approx(73.5)
+    assert pricing.cost(100, 60, 5) == pytest.approx(10 + 30 + 6 + 20)  # no writes: as before

@@ -9,7 +9,7 @@ from samples import HAND_RUN
 
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._messages import Message, ToolCall, Usage
-from tiered_agent.bench._caching import IdCounter, PrefixCache, PromptEncoder
+from tiered_agent.bench._caching import CacheSimulator, IdCounter, PromptEncoder
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import (
     ABLATIONS,
@@ -107,7 +107,7 @@ async def _direct(run: RecordedRun, config: Policy, counter: IdCounter) -> list[
     manager = ContextManager(
         config, counter=counter, context_window=128_000, background=False, enforce_hard_limit=False
     )
-    cache = PrefixCache(PromptEncoder(counter))
+    cache = CacheSimulator(PromptEncoder(counter))  # ideal: what replay_run simulates by default
     out = []
     async with manager:
         schemas = [*run.tools, *(t.schema() for t in manager.tools(lambda: run.messages))]
@@ -115,7 +115,7 @@ async def _direct(run: RecordedRun, config: Policy, counter: IdCounter) -> list[
         for k in range(1, last + 1):
             history = [m for m in run.messages if m.iteration < k]
             prepared = await manager.prepare(history, schemas)
-            out.append((prepared.prompt_tokens, cache.request(prepared.built.messages, prepared.tools)))
+            out.append((prepared.prompt_tokens, cache.request(prepared.built.messages, prepared.tools).read))
     return out
 
 

@@ -40,6 +40,9 @@ TOP_KEYS = {
     "validation",
     "fidelity",
     "timing",
+    "calibration",
+    "pricing",
+    "families",
 }
 TOTALS_KEYS = {
     "runs",
@@ -71,6 +74,12 @@ TOTALS_KEYS = {
     "compactions",
     "dedup_hits",
     "truncated_chars",
+    "cache_write_tokens",
+    "calibrated_input_tokens",
+    "calibrated_cached_tokens",
+    "cost_usd",
+    "cost_usd_savings_vs_full",
+    "priced_runs",
 }
 RUN_POLICY_KEYS = (TOTALS_KEYS - {"runs"}) | {"missed_strings", "per_step"}
 
@@ -107,7 +116,7 @@ def document() -> dict[str, Any]:
 
 def test_document_schema_keys(document: dict[str, Any]) -> None:
     assert set(document) == TOP_KEYS
-    assert document["schema_version"] == SCHEMA_VERSION == 1
+    assert document["schema_version"] == SCHEMA_VERSION == 2
     assert set(document["settings"]) == {
         "tokenizer",
         "context_window",
@@ -118,6 +127,9 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
         "summarizer",
         "hard_limit_enforced",
         "cost_unit",
+        "cache_model",
+        "cache_model_default",
+        "price_model",
     }
     assert document["settings"]["context_window"] == 20_000
     assert set(document["inputs"]) == {"paths", "skipped", "run_count", "step_count", "runs"}
@@ -136,7 +148,12 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
         assert set(run) == {"run_id", "steps", "policies"}
         for entry in run["policies"].values():
             assert set(entry) == RUN_POLICY_KEYS
-            assert set(entry["per_step"]) == {"prompt_tokens", "cached_tokens", "missed"}
+            assert set(entry["per_step"]) == {
+                "prompt_tokens",
+                "cached_tokens",
+                "cache_write_tokens",
+                "missed",
+            }
             assert len(entry["per_step"]["prompt_tokens"]) == run["steps"]
     assert set(document["timing"]) == {"elapsed_seconds", "policies"}
     assert set(document["timing"]["policies"]["tiered"]) == {"steps", "build_ms_median", "build_ms_p99"}
@@ -159,6 +176,7 @@ def test_validation_and_fidelity_cover_runs_with_usage(document: dict[str, Any])
         "simulated_cached_share",
         "recorded_cached_share",
         "cached_share_ratio",
+        "cache_models",
         "per_run",
     }
 

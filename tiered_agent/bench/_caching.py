@@ -3,10 +3,13 @@
 Model: a request is one token sequence (tool schemas first, then every message
 as ``[3 framing tokens] + content + per tool call (name + arguments + 3 framing
 tokens) + tool_call_id``, exactly the layout :meth:`TokenCounter.count_message`
-counts). The longest common token prefix with the previous request of the same
-run is a cache hit, billed at ``cache_discount`` of the input price; output
-tokens cost ``output_price_ratio`` times the input price. Costs are in units
-of one uncached input token.
+counts). :class:`CacheSimulator` applies one provider's cache rules
+(:class:`~tiered_agent._providers.CacheModel`: ``ideal`` is every token of the
+longest common prefix with the previous request of the same run) and says how
+many prompt tokens were read from the cache and written to it. :class:`Pricing`
+bills cached tokens at ``cache_discount`` of the input price, written ones at
+the cache model's write premium, output tokens at ``output_price_ratio``:
+costs in units of one uncached input token (dollars: ``_dollars.py``).
 
 Token ids are memoized per text (:class:`IdCounter`) and per message
 (:class:`PromptEncoder`), so a step costs O(new content) plus one comparison
@@ -18,6 +21,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 import orjson
@@ -25,9 +29,23 @@ from cachetools import LRUCache
 
 from .._errors import ConfigurationError
 from .._messages import Message
+from .._providers import CACHE_MODELS, CacheModel
 from .._tokens import PROMPT_OVERHEAD, TokenCounter
 
-__all__ = ["CountedHistory", "IdCounter", "PrefixCache", "Pricing", "PromptEncoder", "common_prefix"]
+__all__ = [
+    "BREAKPOINTS",
+    "IDEAL",
+    "CacheSimulator",
+    "CacheUse",
+    "CountedHistory",
+    "IdCounter",
+    "Pricing",
+    "PromptEncoder",
+    "common_prefix",
+    "content_blocks",
+]
+
+IDEAL = CACHE_MODELS["ideal"]
 
 _ROLE_CODES = {"system": 1, "user": 2, "assistant": 3, "tool": 4}
 # Framing tokens live above the vocabulary so they never equal a real token id.
@@ -179,21 +197,122 @@ def _array_prefix(a: array[int], b: array[int]) -> int:
     return lo
 
 
-class PrefixCache:
-    """The simulated provider cache of one run: remembers the previous request."""
+@dataclass(frozen=True, slots=True)
+class CacheUse:
+    """What the simulated cache billed for one request, in replayed tokens."""
 
-    def __init__(self, encoder: PromptEncoder) -> None:
+    read: int  # prompt tokens served from the cache
+    written: int = 0  # prompt tokens written to the cache (explicit caches bill them at a premium)
+
+
+# Where tiered_agent/_model.py puts Claude's breakpoints (CACHE_BREAKPOINTS): the system prompt
+# and the newest message.
+BREAKPOINTS = ("system", "newest message")
+
+
+def content_blocks(message: Message) -> int:
+    """Anthropic content blocks of a message: its text, and one ``tool_use`` per tool call
+    (a tool result is one ``tool_result`` block)."""
+    return max(1, int(bool(message.text)) + len(message.tool_calls))
+
+
+class CacheSimulator:
+    """The simulated provider cache of one run: applies a :class:`CacheModel` request by request.
+
+    ``scale`` converts replayed tokens into the provider's (its calibration): the model's
+    minimum and block sizes are in provider tokens, the counts returned are in replayed tokens.
+
+    - implicit models (``ideal``, ``gemini``, ``openai``): the longest common token prefix with
+      the previous request, cut to the model's minimum and increments, times ``1 - miss_rate``
+      (``ideal``: every common token);
+    - explicit models (``anthropic``): breakpoints on the system prompt and the newest message;
+      a breakpoint reads an earlier entry found at its own position or at a message boundary at
+      most ``lookback_blocks`` content blocks before it (:func:`content_blocks`), and a
+      breakpoint whose prefix reaches the minimum writes an entry; the tokens between what was
+      read and the furthest new entry are billed as written.
+    """
+
+    def __init__(self, encoder: PromptEncoder, model: CacheModel = IDEAL, scale: float = 1.0) -> None:
+        if scale <= 0:
+            raise ConfigurationError(f"token scale must be positive, got {scale}")
         self.encoder = encoder
+        self.model = model
+        self.scale = 1.0 if model.provider is None else scale
         self._previous: list[array[int]] = []
+        self._chain: list[int] = []  # explicit: hashes of the previous request's segment prefixes
+        self._entries: set[int] = set()  # explicit: prefixes (chain hashes) with a cache entry
+        self._keys: dict[int, tuple[array[int], int]] = {}
         self.rewrote = False  # the last request changed the previous one before its end
 
-    def request(self, messages: Sequence[Message], schemas: Sequence[Mapping[str, Any]] = ()) -> int:
-        """Record a request; return how many of its leading tokens were cached."""
+    def request(self, messages: Sequence[Message], schemas: Sequence[Mapping[str, Any]] = ()) -> CacheUse:
+        """Record a request; return what the provider would bill as read from (and written to) its cache."""
         current = self.encoder.request(messages, schemas)
-        cached = common_prefix(self._previous, current) if self._previous else 0
-        self.rewrote = bool(self._previous) and cached < sum(len(s) for s in self._previous)
+        common = common_prefix(self._previous, current) if self._previous else 0
+        self.rewrote = bool(self._previous) and common < sum(len(s) for s in self._previous)
+        use = self._explicit(current, messages) if self.model.explicit else CacheUse(self._implicit(common))
         self._previous = current
-        return cached
+        return use
+
+    def _implicit(self, common: int) -> int:
+        if self.model.provider is None:
+            return common
+        return min(common, round(self.model.expected_hit(common * self.scale) / self.scale))
+
+    # ---------------------------------------------------------------- explicit breakpoints
+    def _explicit(self, current: list[array[int]], messages: Sequence[Message]) -> CacheUse:
+        chain = self._hash_chain(current)
+        positions = list(accumulate(len(s) for s in current))
+        blocks = [0, *(content_blocks(m) for m in messages)]
+        read = max(
+            (self._lookup(chain, positions, blocks, b) for b in self._breakpoints(messages)), default=0
+        )
+        new = [
+            b
+            for b in self._breakpoints(messages)
+            if positions[b] * self.scale >= self.model.min_tokens and chain[b] not in self._entries
+        ]
+        written = max((positions[b] for b in new), default=read) - read
+        self._entries.update(chain[b] for b in new)
+        return CacheUse(read, max(written, 0))
+
+    def _breakpoints(self, messages: Sequence[Message]) -> list[int]:
+        """Segment indexes of the breakpoints (segment 0 is the tool schemas)."""
+        leading_system = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
+        points = {len(messages)}  # the newest message
+        if leading_system:
+            points.add(leading_system)  # the last system message
+        points.discard(0)
+        return sorted(points)[-self.model.max_breakpoints :]
+
+    def _lookup(self, chain: list[int], positions: list[int], blocks: list[int], breakpoint: int) -> int:
+        """The longest entry at a message boundary at most ``lookback_blocks`` content blocks back."""
+        back = 0
+        for index in range(breakpoint, -1, -1):
+            if chain[index] in self._entries:
+                return positions[index]
+            back += blocks[index]
+            if back > self.model.lookback_blocks:
+                break
+        return 0
+
+    def _hash_chain(self, current: list[array[int]]) -> list[int]:
+        same = 0
+        for a, b in zip(self._previous, current, strict=False):
+            if not (a is b or a == b):
+                break
+            same += 1
+        chain = self._chain[:same]
+        for segment in current[same:]:
+            chain.append(hash((chain[-1] if chain else 0, self._key(segment))))
+        self._chain = chain
+        return chain
+
+    def _key(self, segment: array[int]) -> int:
+        entry = self._keys.get(id(segment))  # identity: the entry keeps the segment alive
+        if entry is None or entry[0] is not segment:
+            entry = (segment, hash(segment.tobytes()))
+            self._keys[id(segment)] = entry
+        return entry[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,14 +328,23 @@ class Pricing:
         if self.output_price_ratio < 0:
             raise ConfigurationError(f"output price ratio must be >= 0, got {self.output_price_ratio}")
 
-    def input_cost(self, prompt_tokens: int, cached_tokens: int) -> float:
-        """Cost of one prompt alone: uncached tokens at 1, cached ones at the discount."""
+    def input_cost(
+        self, prompt_tokens: int, cached_tokens: int, written_tokens: int = 0, write_premium: float = 1.0
+    ) -> float:
+        """Cost of one prompt alone: uncached tokens at 1, cached ones at the discount, tokens
+        written to the cache at ``write_premium``."""
         cached = min(cached_tokens, prompt_tokens)
-        return (prompt_tokens - cached) + cached * self.cache_discount
+        written = min(written_tokens, prompt_tokens - cached)
+        return (prompt_tokens - cached - written) + cached * self.cache_discount + written * write_premium
 
-    def cost(self, prompt_tokens: int, cached_tokens: int, output_tokens: int) -> float:
+    def cost(
+        self,
+        prompt_tokens: int,
+        cached_tokens: int,
+        output_tokens: int,
+        written_tokens: int = 0,
+        write_premium: float = 1.0,
+    ) -> float:
         """Cost of one call in uncached-input-token units."""
-        cached = min(cached_tokens, prompt_tokens)
-        return (
-            (prompt_tokens - cached) + cached * self.cache_discount + output_tokens * self.output_price_ratio
-        )
+        prompt = self.input_cost(prompt_tokens, cached_tokens, written_tokens, write_premium)
+        return prompt + output_tokens * self.output_price_ratio

@@ -24,6 +24,8 @@ __all__ = ["bench"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _TOKENIZERS = ("o200k_base", "cl100k_base")
+# tiered_agent._providers.CACHE_MODEL_NAMES, spelled out so --help does not import the providers module
+_CACHE_MODELS = ("auto", "ideal", "gemini", "openai", "anthropic")
 _PARALLEL_MIN_STEPS = 600  # below this, spawning worker processes costs more than it saves
 
 
@@ -98,6 +100,21 @@ def _policy_names(value: str | None) -> list[str] | None:
     "instead of skipping it with a warning.",
 )
 @click.option(
+    "--cache-model",
+    type=click.Choice(_CACHE_MODELS),
+    default="auto",
+    show_default=True,
+    help="Provider prompt-cache rules to simulate; auto: those of the model each run is priced as "
+    "(--price-model, else its recorded model; unknown models get openai's); ideal: every token of the "
+    "longest common prefix.",
+)
+@click.option(
+    "--price-model",
+    metavar="MODEL",
+    help="Price every run in USD as this litellm model (default: each run as its recorded model, "
+    "where litellm's bundled price map knows it).",
+)
+@click.option(
     "--workers",
     type=click.IntRange(min=0),
     default=0,
@@ -117,16 +134,25 @@ def bench(
     workers: int,
     summary_model: str | None,
     strict: bool,
+    cache_model: str,
+    price_model: str | None,
 ) -> None:
     """Replay recorded agent runs (PATH: files or folders; default: the bundled traces) through the
     context policies and report tokens, cost with prompt caching, and the information each one hid."""
     names = _policy_names(policies_opt)
+    _check_price_model(price_model)
     from .._errors import TieredAgentError
     from ._replay import ReplaySettings
 
     try:
         settings = ReplaySettings(
-            tokenizer, context_window, cache_discount, output_price_ratio, summary_model
+            tokenizer,
+            context_window,
+            cache_discount,
+            output_price_ratio,
+            summary_model,
+            cache_model=cache_model,
+            price_model=price_model,
         )
         _run(paths, names, settings, json_path=json_path, out_dir=out_dir, workers=workers, strict=strict)
     except (TieredAgentError, OSError) as exc:
@@ -135,6 +161,21 @@ def bench(
     except BrokenExecutor:
         click.echo("Error: a replay worker process died (out of memory?); rerun with --workers 1.", err=True)
         sys.exit(EXIT_FAILED)
+
+
+def _check_price_model(price_model: str | None) -> None:
+    """An unknown --price-model is a usage error: one sentence, exit code 2."""
+    if price_model is None:
+        return
+    from .._providers import model_prices
+
+    if model_prices(price_model) is None:
+        click.echo(
+            f"Error: litellm's price map has no model {price_model!r}, so --price-model cannot price "
+            "the runs (try a name such as claude-sonnet-4-5 or gpt-5).",
+            err=True,
+        )
+        sys.exit(EXIT_USAGE)
 
 
 def _run(
@@ -207,12 +248,14 @@ def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir:
     from rich.console import Console
 
     from ._chart import write_chart
-    from ._report import render_markdown, render_table, write_json
+    from ._report import render_family_table, render_markdown, render_table, write_json
 
     console = Console()
     if not console.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
-        console = Console(width=140)
+        console = Console(width=160)
     console.print(render_table(document))
+    if len(document["families"]) > 1:
+        console.print(render_family_table(document))
     out_dir.mkdir(parents=True, exist_ok=True)
     chart = write_chart(document, out_dir / "bench.png")
     report = out_dir / "report.md"

@@ -20,10 +20,12 @@ import orjson
 
 from .._messages import Message, Usage
 from ._caching import Pricing
+from ._pricing import RunCosting
 from ._recorded import RecordedRun
 
 __all__ = [
     "CacheValidation",
+    "CostValidation",
     "Fidelity",
     "PolicyRunMetrics",
     "SalienceIndex",
@@ -36,6 +38,7 @@ __all__ = [
     "salient_candidates",
     "totals",
     "validate_caching",
+    "validate_cost",
 ]
 
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]")
@@ -134,6 +137,7 @@ class StepMetrics:
     over_hard_limit: bool
     truncated_chars: int
     build_seconds: float
+    cache_write_tokens: int = 0  # prompt tokens billed as written to the cache (explicit caches)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +150,7 @@ class PolicyRunMetrics:
     summary_usage: Usage = field(default_factory=Usage)
     dedup_hits: int = 0
     retrieval_active: bool = False
+    cache_write_premium: float = 1.0  # the run's cache model: price of a written token (input = 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +176,11 @@ class Totals:
     compactions: int
     dedup_hits: int
     truncated_chars: int
+    cache_write_tokens: int = 0
+    calibrated_input_tokens: int = 0  # input tokens in each run's provider tokens (token scale applied)
+    calibrated_cached_tokens: int = 0
+    cost_usd: float | None = None  # over the priced runs; None: none priced (or a summarizer unpriced)
+    priced_runs: int = 0
 
     @property
     def input_tokens(self) -> int:
@@ -196,16 +206,64 @@ class Totals:
         return None if self.retrieval_tokens is None else self.input_tokens + self.retrieval_tokens
 
 
-def totals(replays: Iterable[PolicyRunMetrics], pricing: Pricing) -> Totals:
-    """Sum a policy's replays (all runs, or one)."""
+def _unit_costs(items: Sequence[PolicyRunMetrics], pricing: Pricing, summary: Usage) -> tuple[float, float]:
+    """(effective cost, input cost) in uncached-input-token units."""
+    cost = input_cost = float(summary.prompt_tokens)
+    for r in items:
+        for s in r.steps:
+            prompt = pricing.input_cost(
+                s.prompt_tokens, s.cached_tokens, s.cache_write_tokens, r.cache_write_premium
+            )
+            input_cost += prompt
+            cost += prompt + s.output_tokens * pricing.output_price_ratio
+    return cost + summary.completion_tokens * pricing.output_price_ratio, input_cost
+
+
+def _usd(items: Sequence[PolicyRunMetrics], costing: Mapping[str, RunCosting]) -> tuple[float | None, int]:
+    """(USD over the priced runs, how many runs were priced); None when none was, or when a
+    summarizer whose model has no price spent tokens."""
+    total, priced = 0.0, 0
+    for r in items:
+        run = costing.get(r.run_id)
+        if run is None or run.prices is None:
+            continue
+        summary = run.summary_usd(r.summary_usage)
+        if summary is None:
+            return None, 0
+        priced += 1
+        total += summary + sum(
+            run.step_usd(s.step, s.prompt_tokens, s.cached_tokens, s.cache_write_tokens, s.output_tokens)
+            for s in r.steps
+        )
+    return (total if priced else None), priced
+
+
+def _calibrated(items: Sequence[PolicyRunMetrics], costing: Mapping[str, RunCosting]) -> tuple[int, int]:
+    """(prompt tokens, cached tokens) in each run's provider tokens."""
+    prompt = cached = 0.0
+    for r in items:
+        run = costing.get(r.run_id)
+        scale = run.scale if run is not None else 1.0
+        prompt += scale * sum(s.prompt_tokens for s in r.steps)
+        cached += scale * sum(s.cached_tokens for s in r.steps)
+    return round(prompt), round(cached)
+
+
+def totals(
+    replays: Iterable[PolicyRunMetrics],
+    pricing: Pricing,
+    costing: Mapping[str, RunCosting] | None = None,
+) -> Totals:
+    """Sum a policy's replays (all runs, one, or any subset such as a family).
+
+    ``costing`` (per run id) adds the calibrated token totals and the USD cost.
+    """
     items = list(replays)
     steps = [s for r in items for s in r.steps]
     summary = sum((r.summary_usage for r in items), Usage())
-    cost = sum(pricing.cost(s.prompt_tokens, s.cached_tokens, s.output_tokens) for s in steps)
-    input_cost = (
-        sum(pricing.input_cost(s.prompt_tokens, s.cached_tokens) for s in steps) + summary.prompt_tokens
-    )
-    cost += summary.prompt_tokens + summary.completion_tokens * pricing.output_price_ratio
+    cost, input_cost = _unit_costs(items, pricing, summary)
+    calibrated_prompt, calibrated_cached = _calibrated(items, costing or {})
+    cost_usd, priced = _usd(items, costing or {})
     retrieval = any(r.retrieval_active for r in items)
     return Totals(
         runs=len(items),
@@ -227,6 +285,11 @@ def totals(replays: Iterable[PolicyRunMetrics], pricing: Pricing) -> Totals:
         compactions=sum(1 for s in steps if s.compacted),
         dedup_hits=sum(r.dedup_hits for r in items),
         truncated_chars=sum(s.truncated_chars for s in steps),
+        cache_write_tokens=sum(s.cache_write_tokens for s in steps),
+        calibrated_input_tokens=calibrated_prompt + summary.prompt_tokens,
+        calibrated_cached_tokens=calibrated_cached,
+        cost_usd=cost_usd,
+        priced_runs=priced,
     )
 
 
@@ -310,6 +373,45 @@ def validate_caching(
         recorded_share=rec_cached / rec_prompt,
         per_run=tuple(sorted(per_run, key=lambda r: r.run_id)),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class CostValidation:
+    """The replayed ``full`` priced in USD vs the cost the provider recorded, on the same steps."""
+
+    runs: int
+    steps: int
+    recorded_usd: float
+    simulated_usd: float
+
+    @property
+    def ratio(self) -> float:
+        return self.simulated_usd / self.recorded_usd if self.recorded_usd else 0.0
+
+
+def validate_cost(
+    full: Sequence[PolicyRunMetrics],
+    usage: Mapping[str, Sequence[Usage | None]],
+    costing: Mapping[str, RunCosting],
+) -> CostValidation | None:
+    """Check the dollar chain (calibration, cache model, prices) on the steps that recorded a cost;
+    ``full`` holds the runs priced as their recorded model. None when no step recorded a cost."""
+    runs = steps = 0
+    recorded = simulated = 0.0
+    for replay in full:
+        run = costing.get(replay.run_id)
+        pairs = [
+            (s, u) for s, u in _recorded_steps(replay, usage.get(replay.run_id, ())) if u.cost is not None
+        ]
+        if run is None or run.prices is None or not pairs:
+            continue
+        runs, steps = runs + 1, steps + len(pairs)
+        recorded += sum(u.cost or 0.0 for _, u in pairs)
+        simulated += sum(
+            run.step_usd(s.step, s.prompt_tokens, s.cached_tokens, s.cache_write_tokens, s.output_tokens)
+            for s, _ in pairs
+        )
+    return CostValidation(runs, steps, recorded, simulated) if runs else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,8 @@ import structlog
 
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
+from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
+from .._tokens import TokenCounter
 from .._tools import ToolOutcome
 from ..context._dispatch import ToolKind
 from ..context._manager import ContextManager
@@ -39,8 +41,10 @@ from ..context._presets import PRESETS
 from ..context._retrieve import retrieve
 from ..context._summarizer import LLMSummarizer
 from ..context.steps import Dedup
-from ._caching import CountedHistory, IdCounter, PrefixCache, Pricing, PromptEncoder
+from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
+from ._calibration import ProviderCalibration, calibrate
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_strings
+from ._pricing import RunPlan, family_of, plan_run
 from ._recorded import RecordedRun
 
 __all__ = [
@@ -110,6 +114,8 @@ class ReplaySettings:
     cache_discount: float = 0.1
     output_price_ratio: float = 4.0
     summary_model: str | None = None  # None: the deterministic digest (offline, 0 tokens)
+    cache_model: str = "auto"  # a CACHE_MODELS name, or "auto": each run's model picks its provider's
+    price_model: str | None = None  # price every run as this litellm model (None: its recorded model)
 
     def __post_init__(self) -> None:
         if self.context_window < 1:
@@ -117,6 +123,15 @@ class ReplaySettings:
                 f"context window must be a positive number of tokens, got {self.context_window}"
             )
         Pricing(self.cache_discount, self.output_price_ratio)  # validates
+        if self.cache_model not in CACHE_MODEL_NAMES:
+            raise ConfigurationError(
+                f"unknown cache model {self.cache_model!r}; choose from {', '.join(CACHE_MODEL_NAMES)}"
+            )
+        if self.price_model is not None and model_prices(self.price_model) is None:
+            raise ConfigurationError(
+                f"litellm's price map has no model {self.price_model!r}, so it cannot price the runs "
+                "(try a name such as claude-sonnet-4-5 or gpt-5)"
+            )
 
     @property
     def pricing(self) -> Pricing:
@@ -133,14 +148,32 @@ class RunInfo:
     model: str | None
     steps: int
     usage: tuple[Usage | None, ...]
+    family: str = ""
+    cache_model: str = IDEAL.name
+    cache_model_source: str = "--cache-model"
+    provider: str | None = None  # whose tokens the run is scaled to
+    token_scale: float = 1.0  # provider tokens per replayed token
+    price_model: str | None = None  # the litellm cost-map key it is priced as
 
     @property
     def has_usage(self) -> bool:
         return any(u is not None and u.prompt_tokens > 0 for u in self.usage)
 
     @classmethod
-    def of(cls, run: RecordedRun) -> RunInfo:
-        return cls(run.run_id, run.source, run.format, run.model, run.steps, tuple(run.usage))
+    def of(cls, run: RecordedRun, plan: RunPlan | None = None) -> RunInfo:
+        info = cls(
+            run.run_id, run.source, run.format, run.model, run.steps, tuple(run.usage), family_of(run.format)
+        )
+        if plan is None:
+            return info
+        return dataclasses.replace(
+            info,
+            cache_model=plan.cache_model.name,
+            cache_model_source=plan.cache_model_source,
+            provider=plan.provider,
+            token_scale=plan.token_scale,
+            price_model=plan.price_model,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +192,7 @@ class BenchResult:
     runs: tuple[RunInfo, ...]
     replays: tuple[RunReplay, ...]
     elapsed_seconds: float = 0.0
+    calibration: Mapping[str, ProviderCalibration] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- one run, one policy
@@ -238,6 +272,8 @@ class _RunState:
     salience: SalienceIndex
     outputs: tuple[int, ...]
     groups: dict[int, list[Message]]
+    cache_model: CacheModel = IDEAL
+    token_scale: float = 1.0  # provider tokens per replayed token (for the cache model's sizes)
     # Retrieval charges depend on the step, the topic and the dedup settings only: shared by policies.
     retrievals: dict[tuple[Any, ...], int] = field(default_factory=dict)
 
@@ -250,7 +286,9 @@ class _RunState:
         return self.retrievals[key]
 
     @classmethod
-    def of(cls, run: RecordedRun, counter: IdCounter) -> _RunState:
+    def of(
+        cls, run: RecordedRun, counter: IdCounter, cache_model: CacheModel = IDEAL, token_scale: float = 1.0
+    ) -> _RunState:
         return cls(
             run,
             counter,
@@ -258,6 +296,8 @@ class _RunState:
             SalienceIndex(run),
             _step_outputs(run, counter),
             group_by_iteration(run.messages),
+            cache_model,
+            token_scale,
         )
 
 
@@ -278,7 +318,7 @@ async def _replay_policy(
         background=False,
         enforce_hard_limit=False,
     )
-    cache = PrefixCache(state.encoder)
+    cache = CacheSimulator(state.encoder, state.cache_model, state.token_scale)
     history: list[Message] = []
     tokens = _extend(history, state.groups.get(0, ()), counter, 0)
     limit = policy.hard_limit * (manager.context_window or window)
@@ -311,6 +351,7 @@ async def _replay_policy(
         summary_usage=manager.summary_usage,
         dedup_hits=manager.dedup_hits,
         retrieval_active=policy.retrieval_active,
+        cache_write_premium=state.cache_model.write_premium,
     )
 
 
@@ -323,7 +364,7 @@ def _extend(history: list[Message], new: Sequence[Message], counter: IdCounter, 
 async def _step(
     state: _RunState,
     manager: ContextManager,
-    cache: PrefixCache,
+    cache: CacheSimulator,
     history: Sequence[Message],
     schemas: Sequence[Mapping[str, Any]],
     *,
@@ -335,7 +376,8 @@ async def _step(
     prepared = await manager.prepare(history, schemas)
     elapsed = time.perf_counter() - started
     messages = prepared.built.messages
-    cached = cache.request(messages, prepared.tools)
+    use = cache.request(messages, prepared.tools)
+    cached = min(use.read, prepared.prompt_tokens)
     salient = state.salience.salient(iteration)
     missed = missed_strings(salient, messages)
     retrieval = 0
@@ -344,7 +386,7 @@ async def _step(
     return StepMetrics(
         step=step,
         prompt_tokens=prepared.prompt_tokens,
-        cached_tokens=min(cached, prepared.prompt_tokens),
+        cached_tokens=cached,
         output_tokens=state.outputs[step - 1] if step <= len(state.outputs) else 0,
         salient=len(salient),
         missed=missed,
@@ -354,6 +396,7 @@ async def _step(
         over_hard_limit=prepared.estimated_tokens > limit,
         truncated_chars=prepared.built.stats.truncated_chars,
         build_seconds=elapsed,
+        cache_write_tokens=min(use.written, prepared.prompt_tokens - cached),
     )
 
 
@@ -364,9 +407,15 @@ async def replay_run(
     counter: IdCounter,
     context_window: int = 128_000,
     summary_model: str | None = None,
+    cache_model: CacheModel = IDEAL,
+    token_scale: float = 1.0,
 ) -> RunReplay:
-    """Replay one run under every policy (sequentially, sharing the run's token memo)."""
-    state = _RunState.of(run, counter)
+    """Replay one run under every policy (sequentially, sharing the run's token memo).
+
+    ``cache_model`` is the provider cache simulated for every policy; ``token_scale``
+    converts replayed tokens into that provider's (its minimum and block sizes).
+    """
+    state = _RunState.of(run, counter, cache_model, token_scale)
     results = {
         name: await _replay_policy(state, name, policy, context_window, summary_model)
         for name, policy in policies.items()
@@ -384,7 +433,9 @@ def _counter(encoding: str) -> IdCounter:
     return _COUNTERS[encoding]
 
 
-def _replay_job(run: RecordedRun, policies: Mapping[str, Policy], settings: ReplaySettings) -> RunReplay:
+def _replay_job(
+    run: RecordedRun, policies: Mapping[str, Policy], settings: ReplaySettings, plan: RunPlan
+) -> RunReplay:
     """One run in one process (the unit of work of the pool)."""
     counter = _counter(settings.tokenizer)
 
@@ -395,6 +446,8 @@ def _replay_job(run: RecordedRun, policies: Mapping[str, Policy], settings: Repl
             counter=counter,
             context_window=settings.context_window,
             summary_model=settings.summary_model,
+            cache_model=plan.cache_model,
+            token_scale=plan.token_scale,
         )
 
     return anyio.run(main)
@@ -427,7 +480,16 @@ def replay_runs(
     """
     started = time.perf_counter()
     unique = _unique_ids(runs)
-    infos = {r.run_id: RunInfo.of(r) for r in unique}
+    serial = workers <= 1 or len(unique) <= 1
+    # Serially the replay reuses the token ids the calibration memoized; with workers, the parent
+    # only counts (no id memo kept alive in it).
+    calibration = calibrate(
+        unique, _counter(settings.tokenizer) if serial else TokenCounter(settings.tokenizer, cache_size=4096)
+    )
+    plans = {
+        r.run_id: plan_run(r.model, settings.cache_model, settings.price_model, calibration) for r in unique
+    }
+    infos = {r.run_id: RunInfo.of(r, plans[r.run_id]) for r in unique}
     done: dict[str, RunReplay] = {}
 
     def finished(replay: RunReplay) -> None:
@@ -435,11 +497,11 @@ def replay_runs(
         if on_progress is not None:
             on_progress(infos[replay.run_id])
 
-    if workers <= 1 or len(unique) <= 1:
+    if serial:
         for run in unique:
-            finished(_replay_job(run, policies, settings))
+            finished(_replay_job(run, policies, settings, plans[run.run_id]))
     else:
-        _replay_parallel(unique, policies, settings, workers, finished)
+        _replay_parallel(unique, policies, settings, plans, workers=workers, finished=finished)
     order = sorted(infos)
     return BenchResult(
         settings=settings,
@@ -447,6 +509,7 @@ def replay_runs(
         runs=tuple(infos[i] for i in order),
         replays=tuple(done[i] for i in order),
         elapsed_seconds=time.perf_counter() - started,
+        calibration=calibration,
     )
 
 
@@ -468,6 +531,8 @@ def _replay_parallel(
     runs: Sequence[RecordedRun],
     policies: Mapping[str, Policy],
     settings: ReplaySettings,
+    plans: Mapping[str, RunPlan],
+    *,
     workers: int,
     finished: Callable[[RunReplay], None],
 ) -> None:
@@ -477,6 +542,6 @@ def _replay_parallel(
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(_log_level(),)
     ) as pool:
-        futures = [pool.submit(_replay_job, run, policies, settings) for run in ordered]
+        futures = [pool.submit(_replay_job, run, policies, settings, plans[run.run_id]) for run in ordered]
         for future in as_completed(futures):
             finished(future.result())

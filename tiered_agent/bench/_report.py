@@ -14,7 +14,20 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ._metrics import CacheValidation, Fidelity, Totals, fidelity, percentile, totals, validate_caching
+from .._providers import DEFAULT_CACHE_MODEL, ModelPrices, model_prices, price_map_source
+from ._metrics import (
+    CacheValidation,
+    CostValidation,
+    Fidelity,
+    PolicyRunMetrics,
+    Totals,
+    fidelity,
+    percentile,
+    totals,
+    validate_caching,
+    validate_cost,
+)
+from ._pricing import RunCosting
 from ._replay import ABLATIONS, BASELINE, BenchResult
 
 if TYPE_CHECKING:
@@ -26,13 +39,14 @@ __all__ = [
     "build_document",
     "dumps",
     "policies_by_cost",
+    "render_family_table",
     "render_markdown",
     "render_table",
     "strip_timing",
     "write_json",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TIMING_KEY = "timing"
 _MAX_MISSED_LISTED = 20
 
@@ -45,11 +59,23 @@ def _ratio(part: float, whole: float) -> float | None:
     return _r(part / whole) if whole else None
 
 
+def _usd_savings(t: Totals, full: Totals | None) -> float | None:
+    if t.cost_usd is None or full is None or not full.cost_usd or full.priced_runs != t.priced_runs:
+        return None
+    return _r(1 - t.cost_usd / full.cost_usd)
+
+
 def _totals_dict(t: Totals, full: Totals | None) -> dict[str, Any]:
     adjusted = t.retrieval_adjusted_input_tokens
     base_input = full.input_tokens if full else 0
     base_cost = full.effective_cost if full else 0.0
     return {
+        "cache_write_tokens": t.cache_write_tokens,
+        "calibrated_input_tokens": t.calibrated_input_tokens,
+        "calibrated_cached_tokens": t.calibrated_cached_tokens,
+        "cost_usd": None if t.cost_usd is None else _r(t.cost_usd),
+        "cost_usd_savings_vs_full": _usd_savings(t, full),
+        "priced_runs": t.priced_runs,
         "runs": t.runs,
         "steps": t.steps,
         "prompt_tokens": t.prompt_tokens,
@@ -86,7 +112,7 @@ def _totals_dict(t: Totals, full: Totals | None) -> dict[str, Any]:
     }
 
 
-def _validation_dict(v: CacheValidation | None) -> dict[str, Any] | None:
+def _validation_dict(v: CacheValidation | None, cache_models: set[str]) -> dict[str, Any] | None:
     if v is None:
         return None
     return {
@@ -96,6 +122,7 @@ def _validation_dict(v: CacheValidation | None) -> dict[str, Any] | None:
         "simulated_cached_share": _r(v.simulated_share),
         "recorded_cached_share": _r(v.recorded_share),
         "cached_share_ratio": _r(v.share_ratio),
+        "cache_models": sorted(cache_models),
         "per_run": [
             {
                 "run_id": r.run_id,
@@ -106,6 +133,18 @@ def _validation_dict(v: CacheValidation | None) -> dict[str, Any] | None:
             }
             for r in v.per_run
         ],
+    }
+
+
+def _cost_validation_dict(v: CostValidation | None) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    return {
+        "runs": v.runs,
+        "steps": v.steps,
+        "recorded_cost_usd": _r(v.recorded_usd),
+        "simulated_cost_usd": _r(v.simulated_usd),
+        "ratio": _r(v.ratio),
     }
 
 
@@ -143,6 +182,9 @@ def _settings_dict(result: BenchResult) -> dict[str, Any]:
         "summarizer": s.summary_model or "digest",
         "hard_limit_enforced": False,
         "cost_unit": "uncached input token",
+        "cache_model": s.cache_model,
+        "cache_model_default": DEFAULT_CACHE_MODEL,
+        "price_model": s.price_model,
     }
 
 
@@ -162,6 +204,12 @@ def _inputs_dict(
                 "model": r.model,
                 "steps": r.steps,
                 "recorded_usage": r.has_usage,
+                "family": r.family,
+                "cache_model": r.cache_model,
+                "cache_model_source": r.cache_model_source,
+                "provider": r.provider,
+                "token_scale": _r(r.token_scale),
+                "price_model": r.price_model,
             }
             for r in result.runs
         ],
@@ -182,21 +230,24 @@ def _policy_meta(name: str, result: BenchResult) -> dict[str, Any]:
     }
 
 
-def _runs_list(result: BenchResult, names: Sequence[str]) -> list[dict[str, Any]]:
+def _runs_list(
+    result: BenchResult, names: Sequence[str], costing: Mapping[str, RunCosting]
+) -> list[dict[str, Any]]:
     pricing = result.settings.pricing
     out = []
     for replay in result.replays:
-        full = totals([replay.policies[BASELINE]], pricing)
+        full = totals([replay.policies[BASELINE]], pricing, costing)
         policies = {}
         for name in names:
             metrics = replay.policies[name]
-            entry = _totals_dict(totals([metrics], pricing), full)
+            entry = _totals_dict(totals([metrics], pricing, costing), full)
             del entry["runs"]
             missed = sorted({s for step in metrics.steps for s in step.missed})
             entry["missed_strings"] = missed[:_MAX_MISSED_LISTED]
             entry["per_step"] = {
                 "prompt_tokens": [s.prompt_tokens for s in metrics.steps],
                 "cached_tokens": [s.cached_tokens for s in metrics.steps],
+                "cache_write_tokens": [s.cache_write_tokens for s in metrics.steps],
                 "missed": [len(s.missed) for s in metrics.steps],
             }
             policies[name] = entry
@@ -216,6 +267,102 @@ def _timing_dict(result: BenchResult, names: Sequence[str]) -> dict[str, Any]:
     return {"elapsed_seconds": _r(result.elapsed_seconds), "policies": policies}
 
 
+def _costings(result: BenchResult) -> dict[str, RunCosting]:
+    """USD pricing of each run: its model's prices and token scale (see ``_pricing.py``)."""
+    summary = result.settings.summary_model
+    summary_prices = model_prices(summary) if summary else None
+    return {
+        r.run_id: RunCosting.of(
+            r.price_model,
+            scale=r.token_scale,
+            recorded_model=r.model,
+            usage=r.usage,
+            calibration=result.calibration,
+            summary_prices=summary_prices,
+        )
+        for r in result.runs
+    }
+
+
+def _policy_totals(
+    replays: Sequence[Mapping[str, PolicyRunMetrics]],
+    names: Sequence[str],
+    result: BenchResult,
+    costing: Mapping[str, RunCosting],
+) -> dict[str, dict[str, Any]]:
+    """``{name: totals dict}`` over a subset of the runs: the one totals implementation for the
+    pooled numbers and for each family."""
+    pricing = result.settings.pricing
+    per_policy = {n: totals([r[n] for r in replays], pricing, costing) for n in names}
+    return {n: _totals_dict(per_policy[n], per_policy[BASELINE]) for n in names}
+
+
+def _families_dict(
+    result: BenchResult, names: Sequence[str], costing: Mapping[str, RunCosting]
+) -> dict[str, Any]:
+    family = {r.run_id: r.family for r in result.runs}
+    out = {}
+    for name in sorted(set(family.values())):
+        subset = [r for r in result.replays if family[r.run_id] == name]
+        policies = _policy_totals([r.policies for r in subset], names, result, costing)
+        out[name] = {
+            "runs": len(subset),
+            "steps": policies[BASELINE]["steps"],
+            "policies": {n: {"totals": t} for n, t in policies.items()},
+        }
+    return out
+
+
+def _calibration_dict(result: BenchResult) -> dict[str, Any]:
+    measured = {
+        p: {
+            "runs": c.runs,
+            "steps": c.steps,
+            "replayed_prompt_tokens": c.replayed_prompt_tokens,
+            "recorded_prompt_tokens": c.recorded_prompt_tokens,
+            "factor": _r(c.factor),
+            "measured": True,
+        }
+        for p, c in result.calibration.items()
+    }
+    unmeasured = {r.provider for r in result.runs if r.provider and r.provider not in measured}
+    for provider in unmeasured:
+        measured[provider] = {
+            "runs": 0,
+            "steps": 0,
+            "replayed_prompt_tokens": 0,
+            "recorded_prompt_tokens": 0,
+            "factor": 1.0,
+            "measured": False,
+        }
+    return dict(sorted(measured.items()))
+
+
+def _prices_dict(prices: ModelPrices) -> dict[str, Any]:
+    return {
+        "input": prices.input,
+        "output": prices.output,
+        "cache_read": prices.cache_read,
+        "cache_write": prices.cache_write,
+    }
+
+
+def _pricing_dict(result: BenchResult) -> dict[str, Any]:
+    s = result.settings
+    keys = sorted({r.price_model for r in result.runs if r.price_model})
+    summary = model_prices(s.summary_model) if s.summary_model else None
+    return {
+        "source": price_map_source(),
+        "unit": "USD per token",
+        "price_model": s.price_model,
+        "priced_runs": sum(1 for r in result.runs if r.price_model),
+        "unpriced_runs": [r.run_id for r in result.runs if not r.price_model],
+        "models": {k: _prices_dict(p) for k in keys if (p := model_prices(k)) is not None},
+        "summary_model": None if summary is None else summary.model,
+        "summary_model_priced": None if not s.summary_model else summary is not None,
+    }
+
+
 def build_document(
     result: BenchResult, paths: Sequence[str] = (), skipped: Sequence[Mapping[str, str]] = ()
 ) -> dict[str, Any]:
@@ -224,21 +371,35 @@ def build_document(
     ``skipped``: the inputs the importers skipped (``{"path", "reason"}`` each).
     """
     names = sorted(result.policies)
-    pricing = result.settings.pricing
-    per_policy = {n: totals([r.policies[n] for r in result.replays], pricing) for n in names}
-    full = per_policy[BASELINE]
+    costing = _costings(result)
+    pooled = _policy_totals([r.policies for r in result.replays], names, result, costing)
     full_runs = [r.policies[BASELINE] for r in result.replays]
     usage = {r.run_id: r.usage for r in result.runs}
+    as_recorded = {
+        r.run_id
+        for r in result.runs
+        if r.price_model and (p := model_prices(r.model or "")) is not None and p.model == r.price_model
+    }
+    caching = validate_caching(full_runs, usage)
+    validated = {v.run_id for v in caching.per_run} if caching else set()
     return {
         "schema_version": SCHEMA_VERSION,
         "generator": "tiered-agent bench",
         "inputs": _inputs_dict(result, paths, skipped),
         "settings": _settings_dict(result),
-        "policies": {
-            n: _policy_meta(n, result) | {"totals": _totals_dict(per_policy[n], full)} for n in names
+        "calibration": _calibration_dict(result),
+        "pricing": _pricing_dict(result),
+        "policies": {n: _policy_meta(n, result) | {"totals": pooled[n]} for n in names},
+        "families": _families_dict(result, names, costing),
+        "runs": _runs_list(result, names, costing),
+        "validation": {
+            "caching": _validation_dict(
+                caching, {r.cache_model for r in result.runs if r.run_id in validated}
+            ),
+            "cost_usd": _cost_validation_dict(
+                validate_cost([r for r in full_runs if r.run_id in as_recorded], usage, costing)
+            ),
         },
-        "runs": _runs_list(result, names),
-        "validation": {"caching": _validation_dict(validate_caching(full_runs, usage))},
         "fidelity": _fidelity_dict(fidelity(full_runs, usage)),
         TIMING_KEY: _timing_dict(result, names),
     }
@@ -274,6 +435,14 @@ def _share(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
+def _usd(value: float | None, *, compact: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    if compact and abs(value) >= 1000:
+        return "$" + _compact(value)
+    return f"${value:,.2f}"
+
+
 def _compact(value: float) -> str:
     for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= limit:
@@ -300,6 +469,8 @@ def _table_rows(document: Mapping[str, Any], *, compact: bool = False) -> list[l
                 _share(t["miss_rate"]),
                 _pct(t["retrieval_adjusted_savings_vs_full"]),
                 f"{ms['build_ms_median']:.2f}/{ms['build_ms_p99']:.1f}" if ms else "n/a",
+                _usd(t["cost_usd"], compact=compact),
+                _pct(t["cost_usd_savings_vs_full"]),
             ]
         )
     return rows
@@ -316,6 +487,8 @@ TABLE_HEADERS = (
     "miss rate",
     "savings with retrieval",
     "build ms p50/p99",
+    "cost USD",
+    "USD savings",
 )
 _SHORT_HEADERS = (
     "policy",
@@ -328,6 +501,8 @@ _SHORT_HEADERS = (
     "miss",
     "w/ retr.",
     "ms p50/p99",
+    "USD",
+    "USD saved",
 )
 
 
@@ -339,11 +514,11 @@ def render_table(document: Mapping[str, Any]) -> Table:
     table = Table(
         title=(
             f"Replay: {document['inputs']['run_count']} runs, {document['inputs']['step_count']:,} steps, "
-            f"{s['tokenizer']}, nominal window {s['context_window']:,}"
+            f"{s['tokenizer']}, nominal window {s['context_window']:,}, cache model {s['cache_model']}"
         ),
         caption=(
             f"savings vs full; cost: cached input {s['cache_discount']}x, output {s['output_price_ratio']}x "
-            "the input price; miss: salient strings hidden"
+            f"the input price; miss: salient strings hidden; {_usd_caption(document)}"
         ),
         pad_edge=False,
     )
@@ -352,6 +527,41 @@ def render_table(document: Mapping[str, Any]) -> Table:
     for row in _table_rows(document, compact=True):
         table.add_row(*row)
     return table
+
+
+def _usd_caption(document: Mapping[str, Any]) -> str:
+    pricing, inputs = document["pricing"], document["inputs"]
+    if not pricing["priced_runs"]:
+        return "USD: no run priced (--price-model)"
+    model = pricing["price_model"] or "each run's recorded model"
+    return f"USD: {pricing['priced_runs']}/{inputs['run_count']} runs priced as {model}, calibrated tokens"
+
+
+def render_family_table(document: Mapping[str, Any]) -> Table:
+    """Cost savings vs ``full`` per policy and agent family (units, and USD where priced)."""
+    from rich.table import Table
+
+    table = Table(title="Per agent family: cost savings vs full (units / USD)", pad_edge=False)
+    families = document["families"]
+    table.add_column("policy", no_wrap=True)
+    for family, entry in families.items():
+        table.add_column(f"{family} ({entry['runs']})", justify="right")
+    for row in _family_rows(document):
+        table.add_row(*row)
+    return table
+
+
+def _family_rows(document: Mapping[str, Any]) -> list[list[str]]:
+    families = document["families"]
+    rows = []
+    for name in policies_by_cost(document):
+        cells = [name]
+        for entry in families.values():
+            t = entry["policies"][name]["totals"]
+            usd = f" / {_pct(t['cost_usd_savings_vs_full'])}" if t["cost_usd"] is not None else ""
+            cells.append(_pct(t["cost_savings_vs_full"]) + usd)
+        rows.append(cells)
+    return rows
 
 
 def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -372,7 +582,15 @@ def _md_header(document: Mapping[str, Any]) -> list[str]:
         f"`{s['tokenizer']}`; nominal context window {s['context_window']:,} tokens (thresholds such as "
         "compaction at a share of the window depend on it). Savings are relative to `full` (the whole "
         "history every call). Effective cost is in uncached-input-token units: cached prompt tokens at "
-        f"{s['cache_discount']}x, output tokens at {s['output_price_ratio']}x.",
+        f"{s['cache_discount']}x, output tokens at {s['output_price_ratio']}x, tokens written to the cache "
+        "at the cache model's write premium. "
+        f"Cache model: `{s['cache_model']}`"
+        + (
+            f" (each run's own model; unknown models: `{s['cache_model_default']}`)"
+            if s["cache_model"] == "auto"
+            else ""
+        )
+        + f". {_usd_caption(document)} (see Dollars).",
         "",
     ]
 
@@ -423,12 +641,14 @@ def _md_caching(document: Mapping[str, Any]) -> list[str]:
 def _md_validation(document: Mapping[str, Any]) -> list[str]:
     lines = ["## Checks against recorded provider usage", ""]
     v, f = document["validation"]["caching"], document["fidelity"]
+    cost = document["validation"]["cost_usd"]
     if v is None and f is None:
         return [*lines, "No input run recorded provider usage; nothing to check against.", ""]
     if v is not None:
+        models = ", ".join(f"`{m}`" for m in v["cache_models"])
         lines.append(
-            f"- Cache simulation vs recorded `cached_tokens` ({v['runs']} runs, {v['steps']:,} steps, "
-            "`full`): "
+            f"- Cache simulation ({models}) vs recorded `cached_tokens` ({v['runs']} runs, "
+            f"{v['steps']:,} steps, `full`): "
             f"mean absolute error of the per-step cached share {v['mean_abs_error_cached_share']:.3f}; "
             f"total cached share simulated {_share(v['simulated_cached_share'])} vs recorded "
             f"{_share(v['recorded_cached_share'])} (ratio {v['cached_share_ratio']:.3f})."
@@ -440,7 +660,65 @@ def _md_validation(document: Mapping[str, Any]) -> list[str]:
             f"{f['ratio']:.3f} over {f['runs']} runs ({f['steps']:,} steps); farthest run "
             f"`{worst['run_id']}` at {worst['ratio']:.3f}."
         )
+    if cost is not None:
+        lines.append(
+            f"- Dollars: `full` priced as the recorded model ({cost['runs']} runs, {cost['steps']:,} steps) "
+            f"{_usd(cost['simulated_cost_usd'])} vs the recorded cost {_usd(cost['recorded_cost_usd'])} "
+            f"(ratio {cost['ratio']:.3f})."
+        )
     return [*lines, ""]
+
+
+def _md_dollars(document: Mapping[str, Any]) -> list[str]:
+    pricing, calibration = document["pricing"], document["calibration"]
+    lines = ["## Dollars", ""]
+    if not pricing["priced_runs"]:
+        lines += [
+            "No run could be priced: no recorded model is in litellm's price map (use --price-model).",
+            "",
+        ]
+        return lines
+    lines.append(
+        f"Prices: {pricing['source']}, USD per 1M tokens. {_usd_caption(document)}. A policy's `cost USD` "
+        "sums the priced runs; every policy is priced over the same runs."
+    )
+    if pricing["unpriced_runs"]:
+        shown = ", ".join(f"`{r}`" for r in pricing["unpriced_runs"][:8])
+        more = len(pricing["unpriced_runs"]) - 8
+        lines.append(
+            f"Not priced ({len(pricing['unpriced_runs'])} runs: no recorded model, or one litellm does not "
+            f"price): {shown}{f' and {more} more' if more > 0 else ''}."
+        )
+    rows = [
+        [f"`{k}`", *(f"{p[x] * 1e6:.3f}" for x in ("input", "output", "cache_read", "cache_write"))]
+        for k, p in pricing["models"].items()
+    ]
+    lines += ["", *_md_table(["model", "input", "output", "cache read", "cache write"], rows), ""]
+    lines.append(
+        "Calibrated tokens: the dollar figures count each replayed token as `factor` provider tokens "
+        "(recorded / replayed prompt tokens of that provider's runs with recorded usage); every token "
+        "column elsewhere is replayed (uncalibrated) tokens. Factor 1.0 where nothing was measured."
+    )
+    rows = [
+        [f"`{p}`", str(c["runs"]), f"{c['steps']:,}", f"{c['factor']:.4f}", "yes" if c["measured"] else "no"]
+        for p, c in calibration.items()
+    ]
+    lines += ["", *_md_table(["provider", "runs", "steps", "factor", "measured"], rows), ""]
+    return lines
+
+
+def _md_families(document: Mapping[str, Any]) -> list[str]:
+    families = document["families"]
+    headers = ["policy", *(f"{f} ({e['runs']} runs)" for f, e in families.items())]
+    rows = [[f"`{r[0]}`", *r[1:]] for r in _family_rows(document)]
+    return [
+        "## Per agent family",
+        "",
+        "Cost savings vs `full` within each family (uncached-input-token units / USD where priced):",
+        "",
+        *_md_table(headers, rows),
+        "",
+    ]
 
 
 def _md_highlights(document: Mapping[str, Any]) -> list[str]:
@@ -482,8 +760,12 @@ METHOD_NOTES = (
     "Prompt tokens = messages + per-message framing + tool schemas (including `context_retrieve` when a "
     "policy registers it), counted locally. Output tokens per step are the recorded completion tokens "
     "when present, else the assistant message's token count; they are the same for every policy.",
-    "Prompt caching: the longest common token prefix with the previous request of the same run is cached "
-    "(tool schemas first, then messages serialized as role + content + tool calls).",
+    "Prompt caching: each request (tool schemas first, then messages serialized as role + content + tool "
+    "calls) is compared with the previous request of the same run; the cache model's rules decide what "
+    "is billed as read (and, for explicit caches, written): `ideal` every common token; `gemini` whole "
+    "2,048-token blocks, minus an expected 4.5% of missed hits; `openai` from 1,024 tokens in 128-token "
+    "increments; `anthropic` up to breakpoints on the system prompt and the newest message, writes at "
+    "1.25x. Sizes are in provider tokens (replayed tokens x the calibration factor).",
     "Missed information: identifiers, paths and numbers (4+ characters, code-like) of the recorded action "
     "that first appeared in an earlier observation, are absent from the system prompt, task and tool "
     "schemas, and are absent from the prompt the policy built. Miss rate = missed / salient.",
@@ -503,7 +785,8 @@ def render_markdown(document: Mapping[str, Any], chart: str | None = None) -> st
     lines.append("")
     if chart:
         lines += [f"![per-step prompt tokens and totals]({chart})", ""]
-    lines += _md_caching(document) + _md_validation(document) + _md_highlights(document)
+    lines += _md_caching(document) + _md_dollars(document) + _md_families(document)
+    lines += _md_validation(document) + _md_highlights(document)
     summarizer = document["settings"]["summarizer"]
     summaries = (
         "Summaries use the deterministic digest (no model calls, 0 tokens)."

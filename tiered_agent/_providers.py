@@ -1,0 +1,310 @@
+"""What a provider bills: its prompt-cache rules and its per-token prices, without importing litellm.
+
+Runtime-neutral on purpose: the replay benchmark simulates these rules over
+recorded runs (``bench/_caching.py``), and a context policy can read the same
+objects at run time to decide whether compacting pays off.
+
+- :class:`CacheModel`: one provider family's prompt-cache rules in one frozen
+  value (sizes in the provider's own tokens). :data:`CACHE_MODELS` holds
+  ``ideal``, ``gemini``, ``openai`` and ``anthropic``; :func:`cache_model_for`
+  picks the rules of a model name (Claude's minimum depends on the model).
+- :class:`ModelPrices`: USD per token (input, output, cache read, cache write),
+  read by :func:`model_prices` from the cost map bundled with litellm
+  (``model_prices_and_context_window_backup.json``), located with
+  :func:`importlib.util.find_spec` so ``import litellm`` (seconds) is never paid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ._errors import ConfigurationError
+
+__all__ = [
+    "CACHE_MODELS",
+    "CACHE_MODEL_NAMES",
+    "DEFAULT_CACHE_MODEL",
+    "LONG_CONTEXT_THRESHOLD",
+    "PROVIDERS",
+    "CacheModel",
+    "ModelPrices",
+    "anthropic_min_tokens",
+    "cache_model_for",
+    "model_prices",
+    "price_map_source",
+    "provider_of",
+]
+
+PROVIDERS = ("anthropic", "gemini", "openai")
+LONG_CONTEXT_THRESHOLD = 200_000  # litellm's "*_above_200k_tokens" prices apply to longer prompts
+
+
+@dataclass(frozen=True, slots=True)
+class CacheModel:
+    """The prompt-cache rules of one provider family. Sizes are in that provider's tokens.
+
+    *Implicit* models (``explicit=False``) cache any common prefix with the previous
+    request of the conversation; *explicit* ones only the prefix up to a
+    ``cache_control`` breakpoint, and only if an earlier request wrote an entry
+    there (written tokens are billed at ``write_premium``).
+    """
+
+    name: str
+    provider: str | None  # whose tokens the sizes count; None: tokenizer-free (``ideal``)
+    min_tokens: int = 0  # a prefix shorter than this is never cached
+    increment: int = 1  # hits are whole multiples of this many tokens (blocks)
+    explicit: bool = False  # True: cached only up to explicit breakpoints
+    max_breakpoints: int = 0  # breakpoints allowed per request (explicit models)
+    lookback_blocks: int = 0  # content blocks searched back from a breakpoint for an earlier entry
+    write_premium: float = 1.0  # price of a token written to the cache / an uncached input token
+    miss_rate: float = 0.0  # expected share of cacheable prefixes not served; credited as expectation
+    source: str = ""  # where the rules come from
+
+    def cacheable(self, prefix_tokens: float) -> int:
+        """Provider tokens of a common prefix a hit can cover (before misses): 0 below the
+        minimum, else whole increments."""
+        if prefix_tokens < max(self.min_tokens, 1):
+            return 0
+        return int(prefix_tokens // self.increment) * self.increment
+
+    def expected_hit(self, prefix_tokens: float) -> float:
+        """The cacheable part of a prefix, discounted by the miss rate (a deterministic expectation)."""
+        return self.cacheable(prefix_tokens) * (1.0 - self.miss_rate)
+
+
+# Today's simulation: every token of the longest common prefix with the previous request.
+_IDEAL = CacheModel("ideal", None, source="longest common prefix with the previous request, no rules")
+
+# Gemini implicit caching. The docs (https://ai.google.dev/gemini-api/docs/caching) say implicit
+# caching is on by default for Gemini 2.5 and newer, hits need a common prefix with a recent request,
+# and list a minimum input size per model (4,096 for Gemini 3 Pro Preview). The parameters below are
+# fitted on 63 recorded mini-swe-agent runs of gemini-3-pro-preview (4,333 steps, via OpenRouter):
+# - cached_tokens are whole blocks: k x ~2,015 reported tokens, just under k x 2,048; blocks of
+#   2,048 give the lowest per-step error;
+# - the smallest hit is one block, cached on prompts of ~2,200 tokens: the documented 4,096 is not
+#   what these runs were billed, so the minimum is one block;
+# - a hit covers the whole blocks of the prefix shared with the previous request: on an unchanged
+#   OpenRouter endpoint 2,762 of 3,474 steps with a cacheable prefix do, 446 hit an older request's
+#   blocks and 114 nothing; after one of the 721 switches between Google endpoints, 118 got nothing
+#   and 401 hit the last request sent to that endpoint. The misses are credited as an expectation
+#   (4.5% of the cacheable blocks), so the simulation stays deterministic; misses drawn from a hash
+#   of run and step fit worse (per-step MAE ~0.12 instead of 0.099).
+_GEMINI = CacheModel(
+    "gemini",
+    "gemini",
+    min_tokens=2048,
+    increment=2048,
+    miss_rate=0.045,
+    source="fit on 63 recorded Gemini 3 Pro runs; https://ai.google.dev/gemini-api/docs/caching",
+)
+
+# OpenAI automatic caching (https://platform.openai.com/docs/guides/prompt-caching, and the cookbook
+# "Prompt Caching 201"): "works automatically for prompts containing 1024 tokens or more, with cache
+# hits occurring in increments of 128 tokens"; requests are routed by a hash of the prefix to a
+# server that recently processed it. No write fee; the read discount is per model (in the prices).
+_OPENAI = CacheModel(
+    "openai",
+    "openai",
+    min_tokens=1024,
+    increment=128,
+    source="https://platform.openai.com/docs/guides/prompt-caching",
+)
+
+# Anthropic (https://platform.claude.com/docs/en/build-with-claude/prompt-caching): the prefix
+# (tools, system, messages in that order) is cached only up to blocks marked with cache_control, at
+# most 4 breakpoints per request; at each breakpoint the system looks for an earlier entry at most
+# 20 content blocks back; 5-minute cache writes cost 1.25x the base input price, reads 0.1x (the
+# read price comes from the model's prices). Minimum cacheable prefix per model: see
+# anthropic_min_tokens. tiered_agent/_model.py puts the breakpoints on the system prompt and on the
+# newest message; the simulation does the same.
+_ANTHROPIC = CacheModel(
+    "anthropic",
+    "anthropic",
+    min_tokens=1024,
+    explicit=True,
+    max_breakpoints=4,
+    lookback_blocks=20,
+    write_premium=1.25,
+    source="https://platform.claude.com/docs/en/build-with-claude/prompt-caching",
+)
+
+CACHE_MODELS: dict[str, CacheModel] = {m.name: m for m in (_IDEAL, _GEMINI, _OPENAI, _ANTHROPIC)}
+CACHE_MODEL_NAMES = ("auto", *CACHE_MODELS)
+# A run whose model is unknown gets automatic prefix caching: OpenAI's rules are what most
+# OpenAI-compatible endpoints (and the recorded tau-bench/SWE-agent GPT-4o runs) follow.
+DEFAULT_CACHE_MODEL = "openai"
+
+# Minimum cacheable prompt per Claude model, from the table in the prompt-caching docs above
+# ("4096 tokens for Claude Opus 4.6, Claude Opus 4.5 ... 1024 tokens for Claude Sonnet 4.6, Claude
+# Sonnet 4.5, Claude Opus 4.1, Claude Opus 4, Claude Sonnet 4, and Claude Sonnet 3.7 ... 4096 tokens
+# for Claude Haiku 4.5 ... 2048 tokens for Claude Haiku 3.5 and Claude Haiku 3", as quoted in
+# https://github.com/anthropics/anthropic-sdk-python/issues/1194). Other Claude models: 1024.
+_ANTHROPIC_MINIMUMS = (
+    (("opus-4-5", "opus-4.5", "opus-4-6", "opus-4.6", "haiku-4-5", "haiku-4.5"), 4096),
+    (("3-5-haiku", "3-haiku", "haiku-3"), 2048),
+)
+
+
+def _bare(model: str) -> str:
+    """The model's own name: lower case, without a leading ``@`` or any provider/router prefix."""
+    return model.strip().lstrip("@").lower().rsplit("/", 1)[-1]
+
+
+def provider_of(model: str | None) -> str | None:
+    """The provider family whose cache and tokenizer a model name implies (None: unknown).
+
+    ``google/gemini-3-pro-preview``, ``vertex_ai/gemini-2.5-pro`` -> ``gemini``;
+    ``claude-sonnet-4-5``, ``bedrock/anthropic.claude-...`` -> ``anthropic``;
+    ``gpt-5``, ``openai/gpt-4o``, ``o3-mini`` -> ``openai``.
+    """
+    if not model:
+        return None
+    bare = _bare(model)
+    if "claude" in bare:
+        return "anthropic"
+    if bare.startswith("gemini"):
+        return "gemini"
+    if bare.startswith(("gpt-", "gpt5", "chatgpt", "codex", "o1", "o3", "o4")):
+        return "openai"
+    return None
+
+
+def anthropic_min_tokens(model: str) -> int:
+    """The minimum cacheable prefix of a Claude model (see the table above)."""
+    bare = _bare(model)
+    for names, minimum in _ANTHROPIC_MINIMUMS:
+        if any(name in bare for name in names):
+            return minimum
+    return _ANTHROPIC.min_tokens
+
+
+def cache_model_for(model: str | None, default: str = DEFAULT_CACHE_MODEL) -> CacheModel:
+    """The cache rules of ``model``'s provider; ``CACHE_MODELS[default]`` when it is unknown."""
+    provider = provider_of(model)
+    if provider is None or model is None:
+        if default not in CACHE_MODELS:
+            raise ConfigurationError(
+                f"unknown cache model {default!r}; choose from {', '.join(CACHE_MODELS)}"
+            )
+        return CACHE_MODELS[default]
+    rules = CACHE_MODELS[provider]
+    if provider == "anthropic":
+        return dataclasses.replace(rules, min_tokens=anthropic_min_tokens(model))
+    return rules
+
+
+# --------------------------------------------------------------------------- prices
+@dataclass(frozen=True, slots=True)
+class ModelPrices:
+    """USD per token of one litellm model. ``long_context`` applies to prompts over
+    :data:`LONG_CONTEXT_THRESHOLD` tokens when litellm lists such prices."""
+
+    model: str  # the key in litellm's cost map
+    input: float
+    output: float
+    cache_read: float  # litellm's cache_read_input_token_cost, else the input price (no discount)
+    cache_write: float  # cache_creation_input_token_cost, else the input price x the cache's write premium
+    long_context: ModelPrices | None = None
+
+    def for_prompt(self, prompt_tokens: float) -> ModelPrices:
+        """The prices that apply to a prompt of this many (provider) tokens."""
+        if self.long_context is not None and prompt_tokens > LONG_CONTEXT_THRESHOLD:
+            return self.long_context
+        return self
+
+    def cost(self, prompt: float, cached: float, written: float, output: float) -> float:
+        """USD of one call: ``cached`` read and ``written`` tokens are part of ``prompt``."""
+        p = self.for_prompt(prompt)
+        uncached = max(prompt - cached - written, 0.0)
+        return uncached * p.input + cached * p.cache_read + written * p.cache_write + output * p.output
+
+
+def _cost_map_path() -> Path:
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigurationError("litellm is not installed; its bundled cost map prices the models")
+    return Path(next(iter(spec.submodule_search_locations))) / "model_prices_and_context_window_backup.json"
+
+
+@lru_cache(maxsize=1)
+def _cost_map() -> dict[str, Any]:
+    data = orjson.loads(_cost_map_path().read_bytes())
+    return data if isinstance(data, dict) else {}
+
+
+def price_map_source() -> str:
+    """Where the prices come from, with litellm's version."""
+    try:
+        version = metadata.version("litellm")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"litellm {version} model_prices_and_context_window_backup.json"
+
+
+def _candidates(model: str) -> list[str]:
+    """Cost-map keys to try for a recorded or user-given model name, most literal first.
+
+    ``google/gemini-3-pro-preview`` (OpenRouter's name) -> itself, ``gemini-3-pro-preview``,
+    ``gemini/gemini-3-pro-preview``, ``vertex_ai/gemini-3-pro-preview``: the first key litellm
+    prices wins, and the report names it, so no mapping is silent.
+    """
+    name = model.strip().lstrip("@")
+    parts = name.split("/")
+    out = ["/".join(parts[i:]) for i in range(len(parts))]
+    bare = parts[-1]
+    provider = provider_of(name)
+    if provider == "gemini":
+        out += [f"gemini/{bare}", f"vertex_ai/{bare}"]
+    elif provider is not None:
+        out.append(f"{provider}/{bare}")
+    out += [c.lower() for c in out]
+    return list(dict.fromkeys(c for c in out if c))
+
+
+def _number(entry: dict[str, Any], key: str) -> float | None:
+    value = entry.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _prices(key: str, entry: dict[str, Any], suffix: str = "") -> ModelPrices | None:
+    input_price = _number(entry, f"input_cost_per_token{suffix}")
+    output_price = _number(entry, f"output_cost_per_token{suffix}")
+    if input_price is None or output_price is None:
+        return None
+    read = _number(entry, f"cache_read_input_token_cost{suffix}")
+    write = _number(entry, f"cache_creation_input_token_cost{suffix}")
+    long_context = None if suffix else _prices(key, entry, "_above_200k_tokens")
+    return ModelPrices(
+        model=key,
+        input=input_price,
+        output=output_price,
+        cache_read=input_price if read is None else read,
+        cache_write=input_price * _write_premium(key) if write is None else write,
+        long_context=long_context,
+    )
+
+
+def _write_premium(key: str) -> float:
+    provider = provider_of(key)
+    return CACHE_MODELS[provider].write_premium if provider is not None else 1.0
+
+
+@lru_cache(maxsize=256)
+def model_prices(model: str) -> ModelPrices | None:
+    """The USD prices litellm's bundled cost map lists for ``model`` (None: not priced there)."""
+    cost_map = _cost_map()
+    for key in _candidates(model):
+        entry = cost_map.get(key)
+        if isinstance(entry, dict) and entry.get("mode") in (None, "chat", "responses", "completion"):
+            prices = _prices(key, entry)
+            if prices is not None:
+                return prices
+    return None

@@ -1,0 +1,150 @@
+"""Per run: its agent family, the cache rules it is replayed under, its token scale and its prices.
+
+- ``--cache-model auto`` (the default) gives each run the rules of the model it is
+  priced as: ``--price-model`` when given, else its recorded model; a run with no
+  or an unknown model gets :data:`~tiered_agent._providers.DEFAULT_CACHE_MODEL`.
+  The choice and its reason are recorded per run.
+- The token scale converts replayed tokens into the provider's: the calibration
+  (``_calibration.py``) of the provider of the model the run is priced as, else
+  of its cache model's provider; 1.0 when the inputs hold no recorded usage of
+  that provider (the report says so).
+- Dollars: every token count is scaled, then priced with litellm's prices of that
+  model. Recorded completion tokens are already in the recorded provider's tokens:
+  they are divided by that provider's scale first, so pricing a Gemini run as
+  Claude converts them like everything else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .._messages import Usage
+from .._providers import (
+    CACHE_MODELS,
+    DEFAULT_CACHE_MODEL,
+    CacheModel,
+    ModelPrices,
+    anthropic_min_tokens,
+    cache_model_for,
+    model_prices,
+    provider_of,
+)
+from ._calibration import ProviderCalibration, token_scale
+
+__all__ = ["FAMILIES", "RunCosting", "RunPlan", "family_of", "plan_run"]
+
+# Agent family of each recorded-run format: runs of one family share a harness (prompt layout,
+# tools, observation style), so their totals are comparable.
+FAMILIES: dict[str, str] = {
+    "mini-swe-agent": "swe-shell",
+    "swe-agent": "swe-shell",
+    "tau-bench": "tau-bench",
+    "openhands": "openhands",
+    "claude-code": "claude-code",
+    "codex": "codex",
+    "tiered-agent": "tiered-agent",
+}
+
+
+def family_of(fmt: str) -> str:
+    """The agent family of a run format (an unlisted format is its own family)."""
+    return FAMILIES.get(fmt, fmt)
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """How one run is replayed and priced."""
+
+    cache_model: CacheModel
+    cache_model_source: str  # why this cache model: "--cache-model", "recorded model", ...
+    provider: str | None  # whose tokens the run is scaled to
+    token_scale: float  # provider tokens per replayed token
+    price_model: str | None  # the litellm cost-map key it is priced as; None: unpriced
+
+
+def _cache_model(
+    chosen: str, target: str | None, recorded: str | None, priced: bool
+) -> tuple[CacheModel, str]:
+    if chosen != "auto":
+        rules = CACHE_MODELS[chosen]
+        if chosen == "anthropic" and provider_of(target) == "anthropic" and target is not None:
+            rules = dataclasses.replace(rules, min_tokens=anthropic_min_tokens(target))
+        return rules, "--cache-model"
+    if provider_of(target) is not None:
+        return cache_model_for(target), "price model" if priced else "recorded model"
+    reason = "no model recorded" if not recorded else f"unknown model {recorded}"
+    return CACHE_MODELS[DEFAULT_CACHE_MODEL], f"default ({reason})"
+
+
+def plan_run(
+    recorded_model: str | None,
+    cache_model: str,
+    price_model: str | None,
+    calibration: Mapping[str, ProviderCalibration],
+) -> RunPlan:
+    """The plan of a run recorded with ``recorded_model`` under the bench's settings."""
+    target = price_model or recorded_model
+    rules, source = _cache_model(cache_model, target, recorded_model, price_model is not None)
+    provider = provider_of(target) or rules.provider
+    prices = model_prices(target) if target else None
+    return RunPlan(
+        cache_model=rules,
+        cache_model_source=source,
+        provider=provider,
+        token_scale=token_scale(calibration, provider),
+        price_model=prices.model if prices is not None else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RunCosting:
+    """What one run's replayed steps cost in USD (``prices`` None: the run is not priced)."""
+
+    prices: ModelPrices | None
+    scale: float  # provider tokens per replayed token
+    recorded_output_scale: float  # provider tokens per recorded completion token
+    recorded_output_steps: frozenset[int] = frozenset()  # steps whose output tokens were recorded
+    summary_prices: ModelPrices | None = None  # the --summary-model's prices
+
+    @classmethod
+    def of(
+        cls,
+        plan_price_model: str | None,
+        *,
+        scale: float,
+        recorded_model: str | None,
+        usage: Sequence[Usage | None],
+        calibration: Mapping[str, ProviderCalibration],
+        summary_prices: ModelPrices | None = None,
+    ) -> RunCosting:
+        recorded_scale = token_scale(calibration, provider_of(recorded_model))
+        return cls(
+            prices=model_prices(plan_price_model) if plan_price_model else None,
+            scale=scale,
+            recorded_output_scale=scale / recorded_scale,
+            recorded_output_steps=frozenset(
+                i + 1 for i, u in enumerate(usage) if u is not None and u.completion_tokens > 0
+            ),
+            summary_prices=summary_prices,
+        )
+
+    def output_tokens(self, step: int, output: int) -> float:
+        """A step's output tokens in the provider's tokens."""
+        return output * (self.recorded_output_scale if step in self.recorded_output_steps else self.scale)
+
+    def step_usd(self, step: int, prompt: int, cached: int, written: int, output: int) -> float:
+        """USD of one replayed call (0.0 when the run is not priced)."""
+        if self.prices is None:
+            return 0.0
+        s = self.scale
+        return self.prices.cost(prompt * s, cached * s, written * s, self.output_tokens(step, output))
+
+    def summary_usd(self, usage: Usage) -> float | None:
+        """USD of the summarizer's own calls (provider-reported tokens); None: unpriced."""
+        if not usage.prompt_tokens and not usage.completion_tokens:
+            return 0.0
+        if self.summary_prices is None:
+            return None
+        return self.summary_prices.cost(usage.prompt_tokens, usage.cached_tokens, 0, usage.completion_tokens)
