@@ -233,6 +233,7 @@ class _Run:
             context_window=agent.model.context_window(),
             summarizer=agent.summarizer,
             on_event=self.emit,
+            model=agent.model.name,
         )
         self.tools = agent.tools.with_tools(self.manager.tools(lambda: self.history))
         self.observers = [o for o in (agent.on_event, run_observer(agent.telemetry)) if o is not None]

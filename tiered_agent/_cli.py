@@ -94,7 +94,11 @@ def cli(log_json: bool, log_level: str) -> None:
 @click.option(
     "--policy", type=click.Choice(list(PRESETS)), default="tiered", show_default=True, help="Context policy."
 )
-@click.option("--summary-model", help="Cheap litellm model for summaries (default: deterministic digest).")
+@click.option(
+    "--summary-model",
+    help="litellm model that writes the rolling summaries (default: the run's own --model, which reads "
+    "the agent's cached prompt); 'digest' for the deterministic working memory (no model calls).",
+)
 @click.option(
     "--context-window",
     type=click.IntRange(min=1),

@@ -15,10 +15,14 @@ from ._model import LiteLLMModel
 from ._otel_export import cli_telemetry
 from ._telemetry import Telemetry
 from ._workspace import Workspace, workspace_tools
+from .context._policy import Policy
 from .context._presets import preset
+from .context._summarizer import LLMSummarizer
 from .mcp._config import load_mcp_config
 
-__all__ = ["run_task"]
+__all__ = ["DIGEST", "run_task"]
+
+DIGEST = "digest"  # --summary-model value for the deterministic working memory
 
 
 def run_task(options: RunOptions) -> int:
@@ -45,15 +49,14 @@ def _run_task(options: RunOptions, telemetry: Telemetry | None) -> int:
     try:
         if not options.model:
             raise ConfigurationError("no model given: pass --model or set TIERED_AGENT_MODEL")
-        context = preset(options.policy)
-        if options.summary_model:
-            context = context.replace(summary_model=options.summary_model)
+        context, summarizer = _summaries(options, preset(options.policy))
         ws = Workspace(options.workspace)
         display = RunDisplay(console)
         agent = Agent(
             LiteLLMModel(options.model, api_base=options.api_base, context_window=options.context_window),
             tools=workspace_tools(ws, allow_write=options.allow_write, allow_shell=options.allow_shell),
             context=context,
+            summarizer=summarizer,
             system_prompt=build_system_prompt(DEFAULT_SYSTEM_PROMPT, load_instructions(ws.root)),
             limits=RunLimits(max_iterations=options.max_iterations, token_budget=options.token_budget),
             trace_dir=options.trace_dir,
@@ -76,3 +79,17 @@ def _run_task(options: RunOptions, telemetry: Telemetry | None) -> int:
         return EXIT_FAILED
     display.final(result)
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _summaries(options: RunOptions, context: Policy) -> tuple[Policy, LLMSummarizer | None]:
+    """Who writes the run's summaries: the run's own model unless ``--summary-model`` says otherwise
+    (``digest``: the deterministic working memory). The run's model is reached through its
+    ``--api-base``, and rides the agent's prompt cache; another model gets no ``--api-base``."""
+    name = options.summary_model or options.model
+    if not name or name == DIGEST:
+        return context.replace(summary_model=None), None
+    api_base = options.api_base if name == options.model else None
+    summarizer = LLMSummarizer(
+        name, api_base=api_base, max_tokens=context.summary_max_tokens, timeout_s=context.summary_timeout_s
+    )
+    return context.replace(summary_model=name), summarizer

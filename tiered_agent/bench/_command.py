@@ -88,8 +88,8 @@ def _policy_names(value: str | None) -> list[str] | None:
 )
 @click.option(
     "--summary-model",
-    help="Summarize with this litellm model instead of the offline digest; its tokens are counted "
-    "(needs the provider's API key and network).",
+    help="Summarize with this litellm model instead of the offline digest (the default, also "
+    "'digest'); its tokens are counted (needs the provider's API key and network).",
 )
 @click.option(
     "--strict",
@@ -125,9 +125,8 @@ def bench(
     from ._replay import ReplaySettings
 
     try:
-        settings = ReplaySettings(
-            tokenizer, context_window, cache_discount, output_price_ratio, summary_model
-        )
+        model = None if summary_model in (None, "digest") else summary_model  # None: the offline digest
+        settings = ReplaySettings(tokenizer, context_window, cache_discount, output_price_ratio, model)
         _run(paths, names, settings, json_path=json_path, out_dir=out_dir, workers=workers, strict=strict)
     except (TieredAgentError, OSError) as exc:
         click.echo(f"Error: {exc}", err=True)

@@ -22,7 +22,7 @@ from .._messages import Message, Usage
 from ._digest import digest
 from ._policy import Policy
 from ._summarizer import DigestSummarizer, LLMSummarizer, SmartSummarizer, Summarizer
-from ._types import Summary
+from ._types import SentPrompt, Summary
 from .steps import Compact, Summarize
 from .steps._compact import compaction_keep
 
@@ -119,8 +119,11 @@ class Summaries:
         return max(self._queued_through, latest.last if latest else 0)
 
     # ------------------------------------------------------------------ per prompt
-    async def before_prompt(self, history: Sequence[Message], last: int) -> None:
-        """Land what inline mode queued, then queue a rolling summary if :class:`Summarize` says so."""
+    async def before_prompt(
+        self, history: Sequence[Message], last: int, *, prompt: SentPrompt | None = None
+    ) -> None:
+        """Land what inline mode queued, then queue a rolling summary if :class:`Summarize` says so
+        (with ``prompt``, the agent's last one, for a summarizer that rides its cache)."""
         if self._smart is not None and not self._background:
             await self._smart.run_pending()
         if self._smart is None or self._summarize is None:
@@ -130,14 +133,16 @@ class Summaries:
             return
         first, through = due
         snapshot = tuple(m for m in history if m.iteration <= through)
-        self._smart.submit(snapshot, first, through, at_iteration=last)
+        self._smart.submit(snapshot, first, through, at_iteration=last, prompt=prompt)
         self._queued_through = through
 
     def compaction_due(self, tokens: int, context_window: int | None) -> bool:
         """Whether :class:`Compact` wants a prompt of ``tokens`` compacted first."""
         return self._compact is not None and self._compact.due(tokens, context_window)
 
-    async def compact(self, history: Sequence[Message], last: int, *, emergency: bool) -> bool:
+    async def compact(
+        self, history: Sequence[Message], last: int, *, emergency: bool, prompt: SentPrompt | None = None
+    ) -> bool:
         """Summarize synchronously all but the iterations the compaction keeps; False if nothing to do."""
         through = last - compaction_keep(self._compact, emergency=emergency)
         latest = self.latest
@@ -147,7 +152,9 @@ class Summaries:
         snapshot = tuple(m for m in history if m.iteration <= through)
         summary: Summary | None = None
         if self._smart is not None:
-            summary = await self._smart.compact_now(snapshot, covered + 1, through, at_iteration=last)
+            summary = await self._smart.compact_now(
+                snapshot, covered + 1, through, at_iteration=last, prompt=prompt
+            )
         if summary is None:  # no summarizer, or it failed: the digest cannot fail
             summary = digest(self.latest, snapshot, covered + 1, through)
             self._landed(summary)
