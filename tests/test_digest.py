@@ -43,7 +43,8 @@ def history() -> list[Message]:
         "Plan:\n- [ ] read calc.py\n- [ ] fix add()\n- [x] look around",
         (
             call("c1", "read_file", path="src/calc.py"),
-            "src/calc.py (lines 1-4 of 4)\n1\tclass Calc:\n2\t    def add(self, a, b):\n3\t        return a - b\n4\t",
+            "src/calc.py (lines 1-4 of 4)\n1\tclass Calc:\n2\t    def add(self, a, b):\n"
+            "3\t        return a - b\n4\t",
         ),
     )
     messages += turn(
@@ -51,14 +52,21 @@ def history() -> list[Message]:
         "Run the tests.",
         (
             call("c2", "run_shell", command="cd src && python -m pytest tests/test_calc.py -q"),
-            "F\nFAILED tests/test_calc.py::test_add - AssertionError: assert -1 == 3\n1 failed in 0.02s\nexit code: 1",
+            "F\nFAILED tests/test_calc.py::test_add - AssertionError: assert -1 == 3\n"
+            "1 failed in 0.02s\nexit code: 1",
         ),
     )
     messages += turn(
         3,
         "The issue is that `add` subtracts. I'll change `a - b` to `a + b` in src/calc.py.",
-        (call("c3", "edit_file", path="src/calc.py", old="a - b", new="a + b"), "Replaced 1 occurrence(s) in src/calc.py (first at line 3)"),
-        (call("c4", "write_file", path="notes/CHANGES.md", content="fixed add"), "Created notes/CHANGES.md: 9 bytes, 1 lines"),
+        (
+            call("c3", "edit_file", path="src/calc.py", old="a - b", new="a + b"),
+            "Replaced 1 occurrence(s) in src/calc.py (first at line 3)",
+        ),
+        (
+            call("c4", "write_file", path="notes/CHANGES.md", content="fixed add"),
+            "Created notes/CHANGES.md: 9 bytes, 1 lines",
+        ),
     )
     messages += turn(
         4,
@@ -69,7 +77,8 @@ def history() -> list[Message]:
     return messages
 
 
-EXPECTED = """\
+TEST_RUN = "cd src && python -m pytest tests/test_calc.py -q"
+EXPECTED = f"""\
 Working memory of iterations 1-4
 Task: Fix the failing test in calc.py and keep the API stable.
 Files:
@@ -78,7 +87,7 @@ Files:
 - notes/CHANGES.md: created it 3 (written, 1 line)
 - src/util.py: read
 Tests:
-- it 2 $ cd src && python -m pytest tests/test_calc.py -q -> exit 1: 1 failed; failing: tests/test_calc.py::test_add
+- it 2 $ {TEST_RUN} -> exit 1: 1 failed; failing: tests/test_calc.py::test_add
 - it 4 $ pytest -q -> exit 0: 3 passed
 Decisions:
 - it 3: The issue is that `add` subtracts. I'll change `a - b` to `a + b` in src/calc.py.
@@ -117,7 +126,9 @@ def test_digest_rolls_over_previous_range() -> None:
 
 
 def test_digest_carries_previous_text_when_history_lacks_it() -> None:
-    previous = Summary(1, 2, "Working memory of iterations 1-2\nTask: the old goal\nFiles:\n- OLD_FILE.py: read")
+    previous = Summary(
+        1, 2, "Working memory of iterations 1-2\nTask: the old goal\nFiles:\n- OLD_FILE.py: read"
+    )
     recent = [m for m in history() if m.iteration >= 3]
     rolled = digest(previous, recent, 3, 4)
     assert (rolled.first, rolled.last) == (1, 4)

@@ -250,7 +250,14 @@ def _summarizing_run(workspace: Path, tmp_path: Path, *extra: str) -> tuple[list
     traces = tmp_path / "traces"
     with FakeOpenAIServer() as server:
         server.respond = summarizing_model
-        args = ["run", "Explain the retry delay", "--model", "openai/gpt-4o-mini", "--api-base", server.base_url]
+        args = [
+            "run",
+            "Explain the retry delay",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--api-base",
+            server.base_url,
+        ]
         args += ["--workspace", str(workspace), "--trace-dir", str(traces), "--policy", "kb-labs-adr", *extra]
         proc = _cli(args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -258,7 +265,9 @@ def _summarizing_run(workspace: Path, tmp_path: Path, *extra: str) -> tuple[list
     return server.chat_requests, [e for e in events if e["type"] == "summary"]
 
 
-def test_cli_run_summarizes_with_its_own_model_riding_the_cached_prompt(workspace: Path, tmp_path: Path) -> None:
+def test_cli_run_summarizes_with_its_own_model_riding_the_cached_prompt(
+    workspace: Path, tmp_path: Path
+) -> None:
     requests, summaries = _summarizing_run(workspace, tmp_path)
     asked = [r for r in requests if str(r.body["messages"][-1]["content"]).startswith(SUMMARY_REQUEST)]
     agent = [r for r in requests if r not in asked]
@@ -269,7 +278,9 @@ def test_cli_run_summarizes_with_its_own_model_riding_the_cached_prompt(workspac
     assert json.dumps(summary["messages"][:-1]) == json.dumps(agent[9].body["messages"])
     assert json.dumps(summary["tools"]) == json.dumps(agent[9].body["tools"])
     assert "iterations 1-5" in summary["messages"][-1]["content"]
-    assert [(s["first_iteration"], s["last_iteration"], s["model"]) for s in summaries] == [(1, 5, "openai/gpt-4o-mini")]
+    assert [(s["first_iteration"], s["last_iteration"], s["model"]) for s in summaries] == [
+        (1, 5, "openai/gpt-4o-mini")
+    ]
     assert (summaries[0]["input_tokens"], summaries[0]["output_tokens"]) == (1500, 25)
 
 

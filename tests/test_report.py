@@ -282,7 +282,15 @@ def test_summary_model_digest_is_the_offline_digest(tmp_path: Path) -> None:
     traces.mkdir()
     write_run_trace(_run("alpha", 12), traces / "alpha.jsonl")
     json_path = tmp_path / "bench.json"
-    args = [str(traces), "--policies", "kb-labs-adr", "--out", str(tmp_path / "out"), "--json", str(json_path)]
+    args = [
+        str(traces),
+        "--policies",
+        "kb-labs-adr",
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+        str(json_path),
+    ]
     result = CliRunner().invoke(bench, [*args, "--summary-model", "digest"])
     assert result.exit_code == 0, result.output
     document = orjson.loads(json_path.read_bytes())

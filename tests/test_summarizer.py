@@ -13,8 +13,8 @@ from anyio import wait_all_tasks_blocked
 from tiered_agent._errors import ModelError
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent.context._digest import digest
-from tiered_agent.context._names import RETRIEVE_TOOL_NAME
 from tiered_agent.context._memory_render import SECTIONS
+from tiered_agent.context._names import RETRIEVE_TOOL_NAME
 from tiered_agent.context._summarizer import (
     DigestSummarizer,
     LLMSummarizer,

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from fakes import FAKE_MODEL, RecordedRequest, ScriptedReply, make_usage, scripted_provider, text_reply, tool_reply
+from fakes import (
+    FAKE_MODEL,
+    RecordedRequest,
+    ScriptedReply,
+    make_usage,
+    scripted_provider,
+    text_reply,
+    tool_reply,
+)
 
 from tiered_agent import Agent, LiteLLMModel, Policy, tool
 from tiered_agent._errors import ModelError
@@ -51,7 +59,9 @@ def agent_reply(request: RecordedRequest) -> ScriptedReply:
     """Six iterations of tool calls, then an answer (summary requests answered separately)."""
     n = sum(1 for m in request.messages if m["role"] == "assistant")
     if n < 6:
-        return tool_reply([(f"call_{n + 1}", "count", {"path": f"f{n + 1}.txt"})], make_usage(prompt=2000 + n))
+        return tool_reply(
+            [(f"call_{n + 1}", "count", {"path": f"f{n + 1}.txt"})], make_usage(prompt=2000 + n)
+        )
     return text_reply("all counted", make_usage(prompt=2100))
 
 
@@ -115,7 +125,10 @@ async def test_the_second_summary_folds_the_first_shown_in_the_prompt(tmp_path: 
     instruction = second.messages[-1]["content"]
     # The first summary (1-2) landed before the 6th prompt was built: it is in the prompt, not repeated.
     assert any(MEMORY in str(m.get("content")) for m in second.messages[:-1])
-    assert "iterations 1-5" in instruction and "previous working memory shown above (iterations 1-2)" in instruction
+    assert (
+        "iterations 1-5" in instruction
+        and "previous working memory shown above (iterations 1-2)" in instruction
+    )
     assert MEMORY not in instruction
 
 
@@ -134,9 +147,10 @@ async def test_a_reply_that_calls_a_tool_is_a_failed_summary() -> None:
     history = three_iterations()
     prompt = SentPrompt(tuple(history), (count.schema(),), FAKE_MODEL)
     summarizer = LLMSummarizer(FAKE_MODEL, api_key="sk-test")
-    with scripted_provider(tool_reply([("x1", "count", {"path": "f4.txt"})])):
-        with pytest.raises(ModelError, match=r"called a tool \(count\) instead of writing the summary"):
-            await summarizer.summarize(None, history, 1, 3, prompt=prompt)
+    reply = tool_reply([("x1", "count", {"path": "f4.txt"})])
+    failed = pytest.raises(ModelError, match=r"called a tool \(count\) instead of writing the summary")
+    with scripted_provider(reply), failed:
+        await summarizer.summarize(None, history, 1, 3, prompt=prompt)
     assert summarizer.usage.requests == 1  # the wasted request is counted
 
 
@@ -181,7 +195,9 @@ def test_the_instruction_adds_what_the_prompt_does_not_show() -> None:
     assert "Previous working memory (iterations 1-1), to fold in:\nPREVIOUS MEMORY" in text
     assert "Iterations not shown above:\n[it 3] call count (c3)" in text and "f3.txt: 3 lines" in text
     assert "f2.txt: 2 lines" not in text  # iteration 2 is in the prompt already
-    shown = SentPrompt((*history[:6], Message("user", "[Summary]\nPREVIOUS MEMORY", iteration=1)), (), FAKE_MODEL)
+    shown = SentPrompt(
+        (*history[:6], Message("user", "[Summary]\nPREVIOUS MEMORY", iteration=1)), (), FAKE_MODEL
+    )
     text = memory_request(shown, previous, history, 2, 3)
     assert "PREVIOUS MEMORY" not in text and "folding in the previous working memory shown above" in text
 
@@ -230,7 +246,9 @@ async def test_claude_summary_reads_the_cache_where_the_agent_wrote_it() -> None
         summarizer = LLMSummarizer(
             model, api_base=f"http://127.0.0.1:{server.server_address[1]}", api_key="sk-ant-test-not-real"
         )
-        summary = await summarizer.summarize(None, history, 1, 1, prompt=SentPrompt(history, (count.schema(),), model))
+        summary = await summarizer.summarize(
+            None, history, 1, 1, prompt=SentPrompt(history, (count.schema(),), model)
+        )
     finally:
         server.shutdown()
         server.server_close()

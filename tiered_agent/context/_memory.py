@@ -45,7 +45,15 @@ _THOUGHT_CHARS = 200
 _FINISH_CHARS = 300
 _RESULT_CHARS = 120
 _FACT_CHARS = 360
-_KEEP = {"requests": 40, "decisions": 40, "commands": 40, "tests": 6, "errors": 20, "actions": 40, "facts": 30}
+_KEEP = {
+    "requests": 40,
+    "decisions": 40,
+    "commands": 40,
+    "tests": 6,
+    "errors": 20,
+    "actions": 40,
+    "facts": 30,
+}
 _MAX_FILES = 80
 _MAX_EDIT_NOTES = 3
 _MAX_SEARCH_PATHS = 10  # a search hitting more files than this touches none of them
@@ -231,14 +239,19 @@ class _Builder:
         if facts.kind == "think" and facts.text.strip():
             self.decisions.append((it, decision(facts.text) or shorten(facts.text, _THOUGHT_CHARS)))
         elif facts.kind == "finish":
-            self.finished = (it, shorten(f"{facts.name}: {facts.text}" if facts.text else facts.name, _FINISH_CHARS))
+            self.finished = (
+                it,
+                shorten(f"{facts.name}: {facts.text}" if facts.text else facts.name, _FINISH_CHARS),
+            )
         if facts.todo is not None:
             self.todo = facts.todo
 
     def _tool(self, message: Message) -> None:
         call = self.calls.get(message.tool_call_id or "")
         if call is None:
-            call = CallFacts(message.tool_call_id or "", message.name or "tool", "lookup", message.name or "tool")
+            call = CallFacts(
+                message.tool_call_id or "", message.name or "tool", "lookup", message.name or "tool"
+            )
         if call.kind == "retrieve":
             return  # old content brought back: not news
         out = output_facts(call, message)

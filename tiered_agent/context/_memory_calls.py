@@ -19,6 +19,7 @@ Memoized per call.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,18 +37,49 @@ from ._names import RETRIEVE_TOOL_NAME
 __all__ = ["CallFacts", "call_facts"]
 
 _COMMAND_KEYS = ("command", "cmd", "script")
-_PATH_KEYS = ("path", "file_path", "filepath", "file", "filename", "target_file", "notebook_path", "file_name")
+_PATH_KEYS = (
+    "path",
+    "file_path",
+    "filepath",
+    "file",
+    "filename",
+    "target_file",
+    "notebook_path",
+    "file_name",
+)
 _TEXT_KEYS = ("file_text", "content", "text", "contents", "new_source")
 _EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "append"})
 _SWE_COMMANDS = frozenset(
-    {"open", "goto", "scroll_up", "scroll_down", "create", "edit", "insert", "find_file", "search_dir",
-     "search_file", "submit"}  # fmt: skip
+    {
+        "open",
+        "goto",
+        "scroll_up",
+        "scroll_down",
+        "create",
+        "edit",
+        "insert",
+        "find_file",
+        "search_dir",
+        "search_file",
+        "submit",
+    }
 )
-_READ = frozenset({"read_file", "read", "view", "open", "view_file", "readfile", "cat", "open_file", "notebookread"})
+_READ = frozenset(
+    {"read_file", "read", "view", "open", "view_file", "readfile", "cat", "open_file", "notebookread"}
+)
 _WRITE = frozenset({"write_file", "write", "create", "create_file", "writefile", "notebookwrite"})
 _EDIT = frozenset(
-    {"edit_file", "edit", "multiedit", "str_replace", "replace", "insert", "replace_in_file", "notebookedit",
-     "search_replace"}  # fmt: skip
+    {
+        "edit_file",
+        "edit",
+        "multiedit",
+        "str_replace",
+        "replace",
+        "insert",
+        "replace_in_file",
+        "notebookedit",
+        "search_replace",
+    }
 )
 _PATCH = frozenset({"apply_patch", "patch", "apply_diff"})
 _SEARCH = frozenset(
@@ -159,7 +191,9 @@ def _edit_note(old: Any, new: Any) -> str:
 def _written(path: str, content: Any, verb: str = "written") -> Touch:
     lines = str(content or "").splitlines()
     defs = definitions(numbered_positions(lines, 1))
-    return Touch(path, "written", note=f"{verb}, {len(lines)} line{'s' if len(lines) != 1 else ''}", defs=defs)
+    return Touch(
+        path, "written", note=f"{verb}, {len(lines)} line{'s' if len(lines) != 1 else ''}", defs=defs
+    )
 
 
 def _read(path: str, start: int | None, end: int | None) -> tuple[Touch, View]:
@@ -228,7 +262,14 @@ def _swe_text(name: str, command: str) -> CallFacts:
     args = words[1:]
     if name in ("open", "goto", "scroll_up", "scroll_down"):
         path = args[0] if name == "open" and args else ""
-        return CallFacts("", name, "file", shorten(first, _LABEL_CHARS), touches=(Touch(path, "read"),), view=View(path or None))
+        return CallFacts(
+            "",
+            name,
+            "file",
+            shorten(first, _LABEL_CHARS),
+            touches=(Touch(path, "read"),),
+            view=View(path or None),
+        )
     if name == "create" and args:
         return CallFacts("", name, "file", shorten(first, _LABEL_CHARS), touches=(Touch(args[0], "written"),))
     if name in ("edit", "insert"):
@@ -255,11 +296,15 @@ def _swe_function(name: str, args: Mapping[str, Any]) -> CallFacts | None:
         return CallFacts("", name, "file", _label(name, args), touches=(Touch("", "read"),), view=View(None))
     if name == "edit" and ("search" in args or "replace" in args):
         note = _edit_note(args.get("search"), args.get("replace"))
-        return CallFacts("", name, "file", _label(name, args), touches=(Touch(_path_of(args), "edited", (), note),))
+        return CallFacts(
+            "", name, "file", _label(name, args), touches=(Touch(_path_of(args), "edited", (), note),)
+        )
     if name == "insert" and "text" in args and not _path_of(args):
         line = _int(args.get("line"))
         lines = ((line, line),) if line is not None else ()
-        return CallFacts("", name, "file", _label(name, args), touches=(Touch("", "edited", lines, "insert"),))
+        return CallFacts(
+            "", name, "file", _label(name, args), touches=(Touch("", "edited", lines, "insert"),)
+        )
     return None
 
 
@@ -303,9 +348,10 @@ def _named(name: str, lower: str, args: Mapping[str, Any]) -> CallFacts:
         return _editor(name, args, str(args["command"]))
     if command is not None:
         return _shell(name, command)
-    facts = _swe_function(lower, args) or _file_tool(name, lower, args)
-    if facts is not None:
-        return facts
+    return _swe_function(lower, args) or _file_tool(name, lower, args) or _other(name, lower, args)
+
+
+def _other(name: str, lower: str, args: Mapping[str, Any]) -> CallFacts:
     if lower in _SEARCH or lower == "search":
         return CallFacts("", name, "search", _label(name, args), view=View(None))
     if lower in _LISTING:
@@ -313,7 +359,9 @@ def _named(name: str, lower: str, args: Mapping[str, Any]) -> CallFacts:
     if lower.startswith(_LOOKUP_PREFIXES):
         return CallFacts("", name, "lookup", _label(name, args))
     # An action's arguments are what was done: shown in full, compacted.
-    return CallFacts("", name, "action", shorten(f"{name}({compact_value(args, _ACTION_CHARS)})", _ACTION_CHARS))
+    return CallFacts(
+        "", name, "action", shorten(f"{name}({compact_value(args, _ACTION_CHARS)})", _ACTION_CHARS)
+    )
 
 
 @lru_cache(maxsize=8192)
@@ -322,7 +370,4 @@ def call_facts(call: ToolCall) -> CallFacts:
     args = _arguments(call)
     lower = call.name.lower()
     facts = _special(call.name, lower, args) or _named(call.name, lower, args)
-    return CallFacts(
-        call.id, call.name, facts.kind, facts.label, facts.command, facts.touches, facts.view, facts.quiet,
-        facts.test, facts.text, facts.todo,
-    )  # fmt: skip
+    return dataclasses.replace(facts, id=call.id, name=call.name)

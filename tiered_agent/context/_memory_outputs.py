@@ -164,7 +164,9 @@ def _seen(view: View | None, text: str, head: list[str], open_file: str | None) 
     if view is None:
         return ()
     hits = grep_hits(lines)
-    return tuple(Seen(p, merge_ranges((n, n) for n, _ in found), definitions(found)) for p, found in hits.items())
+    return tuple(
+        Seen(p, merge_ranges((n, n) for n, _ in found), definitions(found)) for p, found in hits.items()
+    )
 
 
 # --------------------------------------------------------------------------- tests

@@ -25,7 +25,10 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("Task", "the task in one or two sentences"),
     ("Constraints", "rules the task sets (what must not be changed, formats)"),
     ("User requests", "later requests and answers of the user, with the facts they gave (ids, names)"),
-    ("Files", "one line per file: path; edits with line numbers; line ranges read; definitions seen with line"),
+    (
+        "Files",
+        "one line per file: path; edits with line numbers; line ranges read; definitions seen with line",
+    ),
     ("Tests", "last test commands with exit code and pass/fail counts, failing tests"),
     ("Errors", "errors still open (command or tool, the telling error line)"),
     ("Commands", "other commands run, with exit code and a one-line result"),
@@ -143,10 +146,14 @@ def _used(text: str, since: int, mentioned: Mapping[str, int]) -> int:
     return sum(1 for word in words if mentioned.get(word, -1) > since)
 
 
-def _by_use(title: str, entries: list[tuple[int, str]], memory: Memory, weight: float, sep: str = " ") -> _Section:
+def _by_use(
+    title: str, entries: list[tuple[int, str]], memory: Memory, weight: float, sep: str = " "
+) -> _Section:
     """A chronological section that first loses the entries whose ids the agent did not use later."""
     items = _last(entries, len(entries), sep)
-    ranks = [(min(_used(text.partition(": ")[2] or text, it, memory.mentioned), 3), it) for it, text in entries]
+    ranks: list[tuple[int, ...]] = [
+        (min(_used(text.partition(": ")[2] or text, it, memory.mentioned), 3), it) for it, text in entries
+    ]
     return _Section(title, items, weight, 2, ranks=ranks)
 
 
@@ -180,10 +187,14 @@ def _join(head: list[str], sections: list[_Section]) -> str:
 def _fit(head: list[str], sections: list[_Section], limit: int) -> str:
     text = _join(head, sections)
     while len(text) > limit:
-        candidates = [s for s in sections if len(s.items) > s.minimum] or [s for s in sections if s.items]
-        if not candidates:
-            return text[: limit - 1] + "…"
-        victim = max(candidates, key=lambda s: (len(s.render()) / s.weight, s.title))
+        above = [s for s in sections if len(s.items) > s.minimum]
+        if above:  # the section largest for its weight gives up its least relevant item
+            victim = max(above, key=lambda s: (len(s.render()) / s.weight, s.title))
+        else:  # all at their minimum: the least important section goes first
+            left = [s for s in sections if s.items]
+            if not left:
+                return text[: limit - 1] + "…"
+            victim = min(left, key=lambda s: (s.weight, -len(s.render()), s.title))
         victim.drop()
         text = _join(head, sections)
     return text

@@ -38,7 +38,22 @@ _READ_PROGS = frozenset(
 )
 # Programs that only look at or move files: their effect shows under the files, not as a command.
 _QUIET_PROGS = _READ_PROGS | {
-    *("ls", "find", "tree", "pwd", "cd", "echo", "printf", "which", "true", "rm", "cp", "mv", "mkdir", "touch"),
+    *(
+        "ls",
+        "find",
+        "tree",
+        "pwd",
+        "cd",
+        "echo",
+        "printf",
+        "which",
+        "true",
+        "rm",
+        "cp",
+        "mv",
+        "mkdir",
+        "touch",
+    ),
     *("tee", "chmod", ""),
 }
 _PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "sed", "awk"})
@@ -227,7 +242,9 @@ def _recursive(program: str, options: list[str]) -> bool:
     """A search over directories (``grep -r``, ``rg``): its hits name the files, its arguments do not."""
     if program == "rg":
         return True
-    return program in _PATTERN_FIRST and any(o in ("-r", "-R", "--recursive") or (o[1:2] != "-" and "r" in o.lower()) for o in options)
+    return program in _PATTERN_FIRST and any(
+        o in ("-r", "-R", "--recursive") or (o[1:2] != "-" and "r" in o.lower()) for o in options
+    )
 
 
 # --------------------------------------------------------------------------- the view
@@ -240,7 +257,9 @@ def _start_line(segments: list[_Segment]) -> int | None:
     first = segments[0]
     if first.program == "cat" and len(segments) == 1:
         return 1
-    if first.program == "head" and all(_HEAD_COUNT.match(a) or a == "-n" or a.isdigit() or _is_path(a) for a in first.args):
+    if first.program == "head" and all(
+        _HEAD_COUNT.match(a) or a == "-n" or a.isdigit() or _is_path(a) for a in first.args
+    ):
         return 1
     return None
 

@@ -48,16 +48,18 @@ _CHANGE_VERBS = (
     r"|rewrite|move|insert|handle|convert|decode|encode|wrap|override|book|cancel|refund|transfer|upgrade"
     r"|downgrade|switch|apply)\w*"
 )
+_I_WILL = r"I(?:'ll| will| need to| should| am going to|'m going to| can just| can)"
+_WE_WILL = r"we (?:need to|should|must|will|can)"
 _CHANGE = re.compile(
-    r"\b(?:I(?:'ll| will| need to| should| am going to|'m going to| can just| can)|we (?:need to|should|must|will"
-    r"|can)|let(?:'s| me)|(?:so|then),? I|the (?:solution|approach|plan) is to|next,? I)\s+(?:\w+\s+){0,3}?"
-    + _CHANGE_VERBS
-    + r"\b|\bto fix (?:this|it|the)\b|\bthe fix (?:is|should|will)\b|\binstead of\b",
+    rf"\b(?:{_I_WILL}|{_WE_WILL}|let(?:'s| me)|(?:so|then),? I|the (?:solution|approach|plan) is to|next,? I)"
+    rf"\s+(?:\w+\s+){{0,3}}?{_CHANGE_VERBS}\b"
+    r"|\bto fix (?:this|it|the)\b|\bthe fix (?:is|should|will)\b|\binstead of\b",
     re.I,
 )
 _CODEISH = re.compile(r"`[^`]+`|\w+\(|\b\w+_\w+\b|\b[a-z]+[A-Z]\w*\b|[\w-]+\.\w{1,4}\b|\b\d{2,}\b")
 _CONSTRAINT = re.compile(
-    r"\b(?:do not|don't|must not|never|should not|shouldn't|cannot|can't|avoid|only|without|must|required?)\b",
+    r"\b(?:do not|don't|must not|never|should not|shouldn't|cannot|can't|avoid|only|without|must"
+    r"|required?)\b",
     re.I,
 )
 _NEGATIVE = re.compile(r"\b(?:do not|don't|must not|never|should not|shouldn't|avoid|without)\b", re.I)
@@ -71,10 +73,10 @@ _CONTEXT_BLOCK = re.compile(
     r"^<(?:environment_context|user_instructions|system-reminder|permissions instructions)>|^Caveat:", re.I
 )
 _ROUTINE = re.compile(
-    r"\b(?:I(?:'ll| will| need to| should| am going to|'m going to)?|we (?:need to|should|will)|let(?:'s| me))"
-    r"\s+(?:now\s+|first\s+|also\s+|then\s+)?(?:verify|check|run|re-run|rerun|test|look|see|examine|inspect"
-    r"|read|view|explore|investigate|try|confirm|search|find|list|open|locate|understand|start|create a"
-    r"|write a|reproduce)\b",
+    r"\b(?:I(?:'ll| will| need to| should| am going to|'m going to)?|we (?:need to|should|will)"
+    r"|let(?:'s| me))\s+(?:now\s+|first\s+|also\s+|then\s+)?(?:verify|check|run|re-run|rerun|test|look"
+    r"|see|examine|inspect|read|view|explore|investigate|try|confirm|search|find|list|open|locate|understand"
+    r"|start|create a|write a|reproduce)\b",
     re.I,
 )
 _TAG_LINE = re.compile(r"^\s*</?[\w-]+>\s*$", re.M)
@@ -142,7 +144,7 @@ def _sentences(text: str) -> list[str]:
 
 
 def _kind(sentence: str) -> str | None:
-    """"finding", "change", or None for a sentence that is neither (or a question)."""
+    """ "finding", "change", or None for a sentence that is neither (or a question)."""
     if sentence.endswith("?"):
         return None
     if _FINDING.search(sentence):
@@ -184,7 +186,8 @@ def constraints(text: str, limit: int = 3) -> tuple[str, ...]:
     prohibitions first, in the order written."""
     lines = [line.strip(" -*#>") for line in text.splitlines() if _CONSTRAINT.search(line)]
     lines = [line for line in lines if 12 < len(line) <= 160]
-    ordered = [line for line in lines if _NEGATIVE.search(line)] + [l for l in lines if not _NEGATIVE.search(l)]
+    negative = [line for line in lines if _NEGATIVE.search(line)]
+    ordered = negative + [line for line in lines if line not in negative]
     return tuple(dict.fromkeys(ordered))[:limit]
 
 
@@ -217,7 +220,9 @@ def _compact(value: Any, key: str = "", depth: int = 0) -> str:
         if depth > 0 and all(_leaf(v) for _, v in items):
             return " ".join(_scalar(k, v) for k, v in items)
         separator = "; " if depth == 0 else ", "
-        parts = [f"{k} {_compact(v, k, depth + 1)}" if not _leaf(v) else _labelled(k, v, depth) for k, v in items]
+        parts = [
+            f"{k} {_compact(v, k, depth + 1)}" if not _leaf(v) else _labelled(k, v, depth) for k, v in items
+        ]
         return separator.join(parts)
     if isinstance(value, list):
         inner = [_compact(item, key, depth + 1) for item in value]

@@ -158,7 +158,9 @@ def summary_messages(
     if goal:
         parts.append(f"Goal (the task):\n{goal}")
     if previous is not None:
-        parts.append(f"Previous working memory (iterations {previous.first}-{previous.last}):\n{previous.text}")
+        parts.append(
+            f"Previous working memory (iterations {previous.first}-{previous.last}):\n{previous.text}"
+        )
     parts.append(f"New iterations {first}-{last}:\n{render_range(snapshot, first, last)}")
     system = SUMMARY_SYSTEM_PROMPT.format(sections=_sections(), words=_words(max_tokens))
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
@@ -186,12 +188,14 @@ def memory_request(
     if previous is not None:
         scope = f"Write the working memory of iterations {previous.first}-{last} of the work above"
         if previous_shown:
-            scope += f", folding in the previous working memory shown above (iterations {previous.first}-{previous.last})"
+            shown_range = f"iterations {previous.first}-{previous.last}"
+            scope += f", folding in the previous working memory shown above ({shown_range})"
     if later:
         scope += f"; leave out the last {later} assistant turn{'s' if later > 1 else ''} and their results"
     extra: list[str] = []
     if previous is not None and not previous_shown:
-        extra.append(f"Previous working memory (iterations {previous.first}-{previous.last}), to fold in:\n{previous.text}")
+        covered = f"iterations {previous.first}-{previous.last}"
+        extra.append(f"Previous working memory ({covered}), to fold in:\n{previous.text}")
     missing = {k for k in range(first, last + 1) if k not in shown}
     if missing:
         rendered = render_range([m for m in snapshot if m.iteration in missing], min(missing), max(missing))
@@ -319,13 +323,17 @@ class LLMSummarizer:
         self.usage += reply.usage
         if reply.message.tool_calls:
             names = ", ".join(call.name for call in reply.message.tool_calls)
-            raise ModelError(f"summary model {self.model!r} called a tool ({names}) instead of writing the summary")
+            raise ModelError(
+                f"summary model {self.model!r} called a tool ({names}) instead of writing the summary"
+            )
         text = reply.message.text.strip()
         if not text:
             raise ModelError(f"summary model {self.model!r} returned an empty reply")
         lo = min(previous.first, first) if previous is not None else first
         usage = reply.usage
-        return Summary(lo, last, _stamped(lo, last, text), self.model, usage.prompt_tokens, usage.completion_tokens)
+        return Summary(
+            lo, last, _stamped(lo, last, text), self.model, usage.prompt_tokens, usage.completion_tokens
+        )
 
 
 _SUMMARY_BREAKPOINTS: tuple[dict[str, Any], ...] = (
@@ -531,7 +539,9 @@ class SmartSummarizer:
             with anyio.fail_after(self.timeout_s):
                 if self._takes_prompt:
                     summarize: Any = self.summarizer.summarize
-                    summary = await summarize(previous, job.snapshot, first, job.last, prompt=job.prompt)
+                    summary: Summary = await summarize(
+                        previous, job.snapshot, first, job.last, prompt=job.prompt
+                    )
                 else:
                     summary = await self.summarizer.summarize(previous, job.snapshot, first, job.last)
             if not summary.text.strip():
