@@ -406,3 +406,11 @@ def test_bundled_runs_digest_within_bounds(family: str) -> None:
         assert len(summary.text) <= MAX_DIGEST_CHARS and summary.text.startswith(
             "Working memory of iterations 1-"
         )
+
+
+def test_an_overlapping_range_folds_on_and_equals_one_pass() -> None:
+    history = long_run(40)
+    summary = digest(None, history, 1, 10)
+    for last in (15, 20, 25):  # adk-compaction: every 5, re-covering the last 2
+        summary = digest(summary, history, summary.last - 1, last)
+    assert summary.text == digest(None, history, 1, 25).text

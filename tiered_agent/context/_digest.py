@@ -2,8 +2,9 @@
 :class:`~._types.Summary`. No model call; the same input gives the same text.
 
 A digest folds on from the previous one when that one holds its working memory and
-ends just before ``first``; otherwise it folds the history from the previous
-summary's first iteration. When the history no longer holds those iterations (and
+reaches ``first - 1`` or beyond (an overlap re-covers nothing: the memory of ``1..b``
+is the same however it was folded); otherwise it folds the history from the
+previous summary's first iteration. When the history no longer holds those iterations (and
 the previous summary has no working memory, say an LLM's or one read from a trace),
 the previous text is carried as "Earlier". Nothing after ``last`` is ever read.
 """
@@ -61,8 +62,9 @@ def digest(
         raise ValueError(f"invalid digest range {first}..{last}")
     state = previous.state if previous is not None and isinstance(previous.state, Memory) else None
     earlier = None
-    if state is not None and state.last == first - 1:
-        memory = fold(state, messages, first, last)
+    if state is not None and first - 1 <= state.last < last:
+        # An overlap (first <= state.last) re-covers iterations the memory holds already: fold on.
+        memory = fold(state, messages, state.last + 1, last)
     else:
         lo = min(previous.first, first) if previous is not None else first
         memory = fold(None, messages, lo, last)

@@ -37,7 +37,7 @@ from ._memory_text import (
     task_text,
 )
 
-__all__ = ["FileNote", "Memory", "TestRun", "fold"]
+__all__ = ["FileNote", "Memory", "TestRun", "fold", "prime"]
 
 _TASK_CHARS = 400
 _REQUEST_CHARS = 220
@@ -266,7 +266,8 @@ class _Builder:
         if call.test or out.test is not None:
             self._test(call, out, it)
         elif out.failed:
-            self._error(call.label, it, _result(call.label, out))
+            if out.error or not call.quiet:  # a search that found nothing (exit 1, no output) is no error
+                self._error(call.label, it, _result(call.label, out))
             return
         elif not call.quiet:
             self.commands.append((it, _result(call.label, out)))
@@ -400,3 +401,13 @@ def fold(memory: Memory | None, messages: Sequence[Message], first: int, last: i
         if first <= it <= last or (it == 0 and not builder.task and message.role == "user"):
             builder.add(message)
     return builder.freeze(min(base.first, first), last)
+
+
+def prime(messages: Sequence[Message]) -> None:
+    """Parse the calls and outputs among ``messages`` now (memoized), for a later :func:`fold`."""
+    calls: dict[str, CallFacts] = {}
+    for message in messages:
+        for call in message.tool_calls:
+            calls[call.id] = call_facts(call)
+        if message.role == "tool" and message.tool_call_id in calls:
+            output_facts(calls[message.tool_call_id], message)

@@ -10,6 +10,7 @@ and classes among such lines (``class Session``, ``def request``, ``func Open``,
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ _DEFINITION = re.compile(
     r"(?:async\s+)?(def|class|function|func|fn|interface|struct|enum|trait)\s+"
     r"(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)"
 )
+_DEFINITION_HINT = re.compile(r"\b(?:def|class|function|func|fn|interface|struct|enum|trait)\s")
 _PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+?)\s*$")
 _DIFF_FILE = re.compile(r"^\+\+\+ (?:b/)?(.+?)\s*$")
 _DIFF_OLD_FILE = re.compile(r"^--- (?:a/)?(.+?)\s*$")
@@ -68,7 +70,9 @@ class View:
 def merge_ranges(ranges: Iterable[tuple[int, int]]) -> Lines:
     """Sorted, overlapping or adjacent ranges joined."""
     merged: list[tuple[int, int]] = []
-    for first, last in sorted(ranges):
+    ranges = list(ranges)
+    ordered = ranges if all(a <= b for a, b in itertools.pairwise(ranges)) else sorted(ranges)
+    for first, last in ordered:
         if merged and first <= merged[-1][1] + 1:
             merged[-1] = (merged[-1][0], max(merged[-1][1], last))
         else:
@@ -103,8 +107,10 @@ def grep_hits(lines: Sequence[str]) -> dict[str, list[tuple[int, str]]]:
     return hits
 
 
-def definitions(lines: Iterable[tuple[int, str]]) -> tuple[tuple[str, int], ...]:
+def definitions(lines: Sequence[tuple[int, str]]) -> tuple[tuple[str, int], ...]:
     """Functions and classes among numbered code lines; a method as ``Class.method``."""
+    if not _DEFINITION_HINT.search("\n".join(text for _, text in lines)):
+        return ()
     found: list[tuple[str, int]] = []
     classes: list[tuple[int, str]] = []  # (indent, name) of the enclosing classes
     for number, text in lines:

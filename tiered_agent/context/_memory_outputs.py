@@ -35,12 +35,13 @@ _EXIT_TEXT = re.compile(
 )
 _ERROR_LINE = re.compile(r"^\s*(?:[\w.]*(?:Error|Exception)\b|(?:error|fatal|failed)\b)", re.I)
 _EXCEPTION_LINE = re.compile(r"^[\w.]*(?:Error|Exception):", re.M)
-_FIRST_LINE_ERROR = re.compile(r"^\s*(?:error|fatal|exception)\b|\btimed out\b", re.I)
-_NOISE = re.compile(
-    r"<warning>.*?</warning>|</?(?:output|output_head|output_tail)>|\x1b\[[0-9;?]*[A-Za-z]|\[\?2004[hl]"
-    r"|^\[The command completed with exit code -?\d+\.\]$|^\(Current directory: .*\)$|^bash-\$\s*$"
-    r"|^exit code: -?\d+$",
-    re.S | re.M,
+_FIRST_LINE_ERROR = re.compile(r"^\s*(?:error|fatal|exception)\b", re.I)
+_TAGS = re.compile(r"<warning>.*?</warning>|</?(?:output|output_head|output_tail)>", re.S)  # mini-swe-agent
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[\?2004[hl]")  # terminal escapes (OpenHands)
+_FOOTERS = re.compile(  # OpenHands', SWE-agent's and our own last lines
+    r"^(?:\[The command completed with exit code -?\d+\.\]|\(Current directory: .*\)|bash-\$\s*"
+    r"|exit code: -?\d+)$",
+    re.M,
 )
 _ELIDED = re.compile(r"<elided_chars>.*?</elided_chars>", re.S)
 _OPEN_FILE = re.compile(r"^\(Open file: (.+?)\)$", re.M)
@@ -57,6 +58,10 @@ _UNITTEST_END = re.compile(r"^(OK(?: \(.*\))?|FAILED \(.*\))\s*$", re.M)
 _OTHER_SUMMARY = re.compile(r"^(?:Tests?:\s+.*total|test result: .*|(?:ok|FAIL)\s+\S+.*)$", re.M)
 _FAILED_TEST = re.compile(r"^(?:FAILED|ERROR) (\S+::\S+)|^(?:FAIL|ERROR): (\w+ \([\w.]+\))", re.M)
 _OUTCOME_CHARS = 100
+_EDGE_CHARS = 400
+_OUTCOME_LINES = 5
+_WORDS = re.compile(r"[A-Za-z0-9_]{2,}")
+_HEADER_HINTS = ("[File: ", "Here's the result of running", " (lines ")
 _ERROR_CHARS = 160
 
 
@@ -94,11 +99,14 @@ class OutputFacts:
 
 # --------------------------------------------------------------------------- exit codes and errors
 def parse_exit_code(output: str) -> int | None:
-    """The exit code reported in a command's output (``<returncode>N</returncode>``, ``exit code: N``)."""
-    tags = _RETURNCODE_TAG.findall(output)
-    if tags:
-        return int(tags[-1])
-    texts = _EXIT_TEXT.findall(output)
+    """The exit code reported in a command's output (``<returncode>N</returncode>``, ``exit code: N``),
+    looked for where harnesses put it: the first and the last lines."""
+    if "<returncode>" in output:
+        tags = _RETURNCODE_TAG.findall(output)
+        if tags:
+            return int(tags[-1])
+    ends = output if len(output) <= 2 * _EDGE_CHARS else f"{output[:_EDGE_CHARS]}\n{output[-_EDGE_CHARS:]}"
+    texts = _EXIT_TEXT.findall(ends)
     return int(texts[-1]) if texts else None
 
 
@@ -106,17 +114,19 @@ def looks_like_error(output: str, exit_code: int | None = None) -> bool:
     """True for a failed command, a traceback, or an output that starts like an error."""
     if exit_code not in (None, 0):
         return True
-    if "Traceback (most recent call last)" in output or _EXCEPTION_LINE.search(output):
+    if "Traceback (most recent call last)" in output:
+        return True
+    if ("Error" in output or "Exception" in output) and _EXCEPTION_LINE.search(output):
         return True
     first = next((line for line in output.splitlines() if line.strip()), "")
-    return bool(_FIRST_LINE_ERROR.match(first))
+    return bool(_FIRST_LINE_ERROR.match(first)) or "timed out" in first.lower()
 
 
 def error_line(output: str) -> str:
     """The most telling line of an error output: the last error-looking line, else the last line
     that is not just the exit code."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    if lines and "timed out" in lines[0]:
+    if lines and "timed out" in lines[0].lower():
         return lines[0]
     for line in reversed(lines):
         if _ERROR_LINE.match(line):
@@ -126,19 +136,37 @@ def error_line(output: str) -> str:
 
 
 # --------------------------------------------------------------------------- cleaning
+def _denoise(text: str) -> str:
+    if "<" in text:
+        text = _TAGS.sub("", text)
+    if "\x1b" in text or "[?2004" in text:
+        text = _ESCAPES.sub("", text)
+    if "exit code" in text or "(Current directory" in text or "bash-$" in text:
+        text = _FOOTERS.sub("", text)
+    return text.strip("\n")
+
+
 def _clean(text: str) -> tuple[str, list[str], str | None]:
     """(cleaned text, lines before any elision, the SWE-agent open file)."""
-    open_file = _OPEN_FILE.findall(text)
-    text = _OPEN_FILE.sub("", _RETURNCODE_TAG.sub("", text))
-    head = _ELIDED.split(text, 1)[0]
-    cleaned = _NOISE.sub("", _ELIDED.sub("\n", text)).strip("\n")
-    head_lines = _NOISE.sub("", head).strip("\n").splitlines()
-    return cleaned, head_lines, open_file[-1].strip() if open_file else None
+    open_file = _OPEN_FILE.findall(text) if "(Open file: " in text else []
+    if open_file:
+        text = _OPEN_FILE.sub("", text)
+    if "<returncode>" in text:
+        text = _RETURNCODE_TAG.sub("", text)
+    if "<elided_chars>" in text:
+        head = _denoise(_ELIDED.split(text, 1)[0]).splitlines()
+        return _denoise(_ELIDED.sub("\n", text)), head, open_file[-1].strip() if open_file else None
+    cleaned = _denoise(text)
+    return cleaned, cleaned.splitlines(), open_file[-1].strip() if open_file else None
 
 
 def _header_path(text: str) -> str | None:
+    """The file a view's first lines name (SWE-agent's window, OpenHands' view, our read_file)."""
+    top = text[:_EDGE_CHARS]
+    if not any(hint in top for hint in _HEADER_HINTS):
+        return None
     for header in _HEADERS:
-        found = header.search(text)
+        found = header.search(top)
         if found:
             return found.group(1).strip()
     return None
@@ -154,8 +182,7 @@ def _seen_one(path: str, lines: Sequence[str], head: Sequence[str], start: int |
     return Seen(path, merge_ranges((n, n) for n, _ in shown), definitions(shown))
 
 
-def _seen(view: View | None, text: str, head: list[str], open_file: str | None) -> tuple[Seen, ...]:
-    header = _header_path(text)
+def _seen(view: View | None, text: str, head: list[str], header: str | None) -> tuple[Seen, ...]:
     path = header or (view.path if view is not None else None)
     lines = text.splitlines()
     if path:
@@ -201,32 +228,38 @@ def test_result(text: str, code: int | None) -> TestResult | None:
 
 # --------------------------------------------------------------------------- one output
 def _outcome(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return shorten(lines[-1], _OUTCOME_CHARS) if lines else ""
+    """The last line that says something (a closing brace does not), among the last few."""
+    for line in reversed(text.rstrip().rsplit("\n", _OUTCOME_LINES)):
+        if len(_WORDS.findall(line)) >= 1 and sum(c.isalnum() for c in line) >= 3:
+            return shorten(line, _OUTCOME_CHARS)
+    return ""
+
+
+def _compact_result(kind: str, text: str) -> str:
+    if kind not in ("lookup", "action", "other"):
+        return ""
+    return compact_json(text) or shorten(" | ".join(text.splitlines()[:3]), 200)
 
 
 @lru_cache(maxsize=8192)
 def output_facts(call: CallFacts | None, message: Message) -> OutputFacts:
     """What a tool output says (see the module docstring)."""
-    raw = message.text
-    code = parse_exit_code(raw)
-    text, head, open_file = _clean(raw)
+    code = parse_exit_code(message.text)
+    text, head, open_file = _clean(message.text)
     failed = looks_like_error(text, code)
-    edited = _EDITED_AT.search(text)
     kind = call.kind if call is not None else "other"
-    test = test_result(text, code) if call is not None and (call.test or kind == "shell") else None
-    compact = ""
-    if kind in ("lookup", "action", "other"):
-        compact = compact_json(text) or shorten(" | ".join(text.splitlines()[:3]), 200)
+    viewing = call is not None and kind in ("file", "shell", "search")
+    header = _header_path(text) if viewing else None
+    edited = _EDITED_AT.search(text) if kind == "file" else None
     return OutputFacts(
         code=code,
         failed=failed,
         error=shorten(error_line(text), _ERROR_CHARS) if failed else "",
         outcome="" if failed else _outcome(text),
-        seen=_seen(call.view if call else None, text, head, open_file) if not failed else (),
-        open_file=open_file or _header_path(text) if kind == "file" else open_file,
+        seen=_seen(call.view, text, head, header) if call is not None and viewing and not failed else (),
+        open_file=open_file or (header if kind == "file" else None),
         edited_line=int(edited.group(1)) if edited else None,
-        test=test,
-        todo=latest_todo([text]),
-        compact=compact,
+        test=test_result(text, code) if call is not None and (call.test or kind == "shell") else None,
+        todo=latest_todo([text]) if "[" in text else None,
+        compact=_compact_result(kind, text),
     )

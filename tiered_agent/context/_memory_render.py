@@ -18,7 +18,7 @@ from ._memory_text import identifiers
 
 __all__ = ["MAX_MEMORY_CHARS", "SECTIONS", "header", "render"]
 
-MAX_MEMORY_CHARS = 3_000
+MAX_MEMORY_CHARS = 2_000  # ~500 tokens, the LLM summary's default budget
 
 # (title, what it holds): the structure both the digest and an LLM summarizer write.
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -85,7 +85,9 @@ def _defs(note: FileNote, mentioned: Mapping[str, int]) -> str:
     def relevant(item: tuple[str, int]) -> tuple[bool, int]:
         return (item[0].rsplit(".", 1)[-1] not in mentioned, item[1])
 
-    chosen = sorted(note.defs, key=relevant)[: _LIMITS["defs"]]
+    qualified = {name.rsplit(".", 1)[-1] for name, _ in note.defs if "." in name}
+    named = [d for d in note.defs if "." in d[0] or d[0] not in qualified]  # `m` is shown as `Class.m`
+    chosen = sorted(named, key=relevant)[: _LIMITS["defs"]]
     return ", ".join(f"{name} {line}" if line else name for name, line in sorted(chosen, key=lambda d: d[1]))
 
 
@@ -97,8 +99,14 @@ def _edits(note: FileNote) -> str:
 
 
 def _rank(note: FileNote) -> tuple[int, int, str]:
-    """Edited files first, then files created, read, and deleted; the most recent first in each."""
-    group = 3 if note.deleted is not None else (0 if note.edit_count else (1 if note.written else 2))
+    """Files the run changed but did not create first (the code being fixed), then the files it
+    created, read, and deleted; the most recent first in each group."""
+    if note.deleted is not None:
+        group = 3
+    elif note.written is not None:
+        group = 1
+    else:
+        group = 0 if note.edit_count else 2
     return (group, -note.last, note.path)
 
 

@@ -212,6 +212,9 @@ def _segment_touches(segment: _Segment, body: list[str]) -> list[Touch]:
             continue
         if operator == "<":
             touches.append(Touch(target, "read"))
+        elif operator == ">>":
+            lines = f", {len(body)} lines" if body else ""
+            touches.append(Touch(target, "edited", note=f"appended{lines}"))
         elif body:
             touches.append(_body_touch(target, body, "heredoc"))
         else:

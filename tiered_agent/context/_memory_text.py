@@ -8,6 +8,7 @@ line 428 ...``); routine narration (``Let me look at the file.``) is not one.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -138,34 +139,41 @@ def structured_todo(args: Mapping[str, Any]) -> Todo | None:
 
 
 # --------------------------------------------------------------------------- sentences
-def _sentences(text: str) -> list[str]:
-    cleaned = _MARKUP.sub(" ", text)
-    return [s.strip(" -*#>") for s in _SENTENCE.split(cleaned) if len(s.strip()) > 12]
+def _sentence_at(text: str, ends: list[int], position: int) -> tuple[int, str]:
+    """The sentence of ``text`` around ``position``: (its index, its text)."""
+    index = bisect.bisect_right(ends, position)
+    begin = ends[index - 1] if index else 0
+    end = ends[index] if index < len(ends) else len(text)
+    return index, text[begin:end].strip(" \n-*#>")
 
 
-def _kind(sentence: str) -> str | None:
-    """ "finding", "change", or None for a sentence that is neither (or a question)."""
-    if sentence.endswith("?"):
-        return None
-    if _FINDING.search(sentence):
-        return "finding"
-    if _CHANGE.search(sentence) and not _ROUTINE.search(sentence):
-        return "change"
-    return None
+def _candidates(text: str) -> dict[str, tuple[int, int, str]]:
+    """The best sentence of each kind: kind -> (0 if it names code else 1, index, sentence)."""
+    kinds = (("finding", _FINDING), ("change", _CHANGE))
+    matches = [(kind, m.start()) for kind, pattern in kinds for m in pattern.finditer(text)]
+    if not matches:
+        return {}
+    ends = [m.end() for m in _SENTENCE.finditer(text)]
+    best: dict[str, tuple[int, int, str]] = {}
+    for kind, position in matches:
+        if kind in best and best[kind][0] == 0:
+            continue  # already the first sentence of this kind that names code
+        index, sentence = _sentence_at(text, ends, position)
+        if len(sentence) <= 12 or sentence.endswith("?"):
+            continue
+        if kind == "change" and (_ROUTINE.search(sentence) or _FINDING.search(sentence)):
+            continue
+        candidate = (0 if _CODEISH.search(sentence) else 1, index, sentence)
+        best[kind] = min(best.get(kind, candidate), candidate)
+    return best
 
 
 @lru_cache(maxsize=8192)
 def decision(text: str, limit: int = 220) -> str | None:
     """What an agent message decided: its best finding and its best intended change (the ones that
     name code first), in the order written; None when it states neither."""
-    if not (_FINDING.search(text) or _CHANGE.search(text)):
-        return None
-    best: dict[str, tuple[int, int, str]] = {}  # kind -> (-names code, position, sentence)
-    for position, sentence in enumerate(_sentences(text)):
-        kind = _kind(sentence)
-        if kind is not None:
-            candidate = (0 if _CODEISH.search(sentence) else 1, position, sentence)
-            best[kind] = min(best.get(kind, candidate), candidate)
+    cleaned = _MARKUP.sub(" ", text)
+    best = _candidates(cleaned)
     if not best:
         return None
     chosen = sorted(best.values(), key=lambda item: item[1])

@@ -30,6 +30,8 @@ __all__ = ["Summaries"]
 
 log = structlog.get_logger(__name__)
 
+CHARS_PER_TOKEN = 4  # the digest's character bound per token of the policy's summary budget
+
 
 class Summaries:
     """Summary state of one run. Use ``async with`` so the background worker runs and is awaited."""
@@ -92,9 +94,14 @@ class Summaries:
                 max_tokens=self.policy.summary_max_tokens,
                 timeout_s=self.policy.summary_timeout_s,
             )
-        return DigestSummarizer()
+        return DigestSummarizer(max_chars=self._digest_chars)
 
     # ------------------------------------------------------------------ state
+    @property
+    def _digest_chars(self) -> int:
+        """The digest's bound: the policy's summary budget (``summary_max_tokens``) in characters."""
+        return self.policy.summary_max_tokens * CHARS_PER_TOKEN
+
     @property
     def latest(self) -> Summary | None:
         """The newest summary that has landed (background, compaction, or resumed)."""
@@ -128,6 +135,8 @@ class Summaries:
             await self._smart.run_pending()
         if self._smart is None or self._summarize is None:
             return
+        if isinstance(self._smart.summarizer, DigestSummarizer):
+            self._smart.summarizer.prime(_newest(history, last))  # spread the parsing over the iterations
         due = self._summarize.due(last, self._covered_through())
         if due is None:
             return
@@ -156,7 +165,7 @@ class Summaries:
                 snapshot, covered + 1, through, at_iteration=last, prompt=prompt
             )
         if summary is None:  # no summarizer, or it failed: the digest cannot fail
-            summary = digest(self.latest, snapshot, covered + 1, through)
+            summary = digest(self.latest, snapshot, covered + 1, through, max_chars=self._digest_chars)
             self._landed(summary)
             if self._smart is not None:
                 self._smart.seed(summary)
@@ -168,3 +177,13 @@ class Summaries:
     def _landed(self, summary: Summary) -> None:
         if self._on_summary is not None:
             self._on_summary(summary)
+
+
+def _newest(history: Sequence[Message], last: int) -> list[Message]:
+    """The messages of iteration ``last`` (at the end of the history)."""
+    newest: list[Message] = []
+    for message in reversed(history):
+        if message.iteration < last:
+            break
+        newest.append(message)
+    return newest[::-1]

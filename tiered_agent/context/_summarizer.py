@@ -24,7 +24,8 @@ import structlog
 
 from .._errors import ConfigurationError, ModelError
 from .._messages import Message, Usage
-from ._digest import digest
+from ._digest import MAX_DIGEST_CHARS, digest
+from ._memory import prime
 from ._memory_render import SECTIONS, header
 from ._names import RETRIEVE_TOOL_NAME
 from ._types import SentPrompt, Summary
@@ -85,12 +86,28 @@ class Summarizer(Protocol):
 
 
 class DigestSummarizer:
-    """The deterministic digest as a :class:`Summarizer` (no model call, no tokens)."""
+    """The deterministic digest as a :class:`Summarizer` (no model call, no tokens), at most
+    ``max_chars`` characters.
+
+    :meth:`prime` parses an iteration's messages as they arrive (memoized), so that a summary
+    folds warm facts instead of parsing every new iteration at once.
+    """
+
+    max_chars: int = MAX_DIGEST_CHARS
+
+    def __init__(self, *, max_chars: int = MAX_DIGEST_CHARS) -> None:
+        if max_chars < 1:
+            raise ConfigurationError(f"DigestSummarizer: max_chars must be >= 1, got {max_chars}")
+        self.max_chars = max_chars
 
     async def summarize(
         self, previous: Summary | None, snapshot: Sequence[Message], first: int, last: int
     ) -> Summary:
-        return digest(previous, snapshot, first, last)
+        return digest(previous, snapshot, first, last, max_chars=self.max_chars)
+
+    def prime(self, messages: Sequence[Message]) -> None:
+        """Parse the messages of one iteration ahead of the summary that will read them."""
+        prime(messages)
 
 
 # --------------------------------------------------------------------------- LLM summarizer
