@@ -234,22 +234,31 @@ def test_cli_context_window_for_a_model_litellm_does_not_know(workspace: Path, t
 SUMMARY_REQUEST = "[Working memory request."
 
 
-def summarizing_model(request: HTTPRequest) -> object:
-    """Eleven iterations of tool calls, then an answer; a summary request gets a working memory."""
-    messages = request.body["messages"]
-    if messages[-1]["role"] == "user" and str(messages[-1]["content"]).startswith(SUMMARY_REQUEST):
-        return text_reply("Task: explain\nFiles:\n- notes.txt: read 1", make_usage(1500, 25, cached=1400))
-    n = sum(1 for m in messages if m["role"] == "assistant")
-    usage = make_usage(prompt=900 + 50 * n, completion=30)
-    if n < 11:
-        return tool_reply([(f"c{n}", "read_file", {"path": "notes.txt", "end_line": 1 + n % 2})], usage)
-    return text_reply("The retry delay doubles each attempt.", usage)
+class SummarizingModel:
+    """Eleven iterations of tool calls, then an answer; a summary request gets a working memory.
+
+    Agent requests are counted here: once a summary lands, the prompt holds fewer messages.
+    """
+
+    def __init__(self) -> None:
+        self.agent_requests = 0
+
+    def __call__(self, request: HTTPRequest) -> object:
+        messages = request.body["messages"]
+        if messages[-1]["role"] == "user" and str(messages[-1]["content"]).startswith(SUMMARY_REQUEST):
+            return text_reply("Task: explain\nFiles:\n- notes.txt: read 1", make_usage(1500, 25, cached=1400))
+        n = self.agent_requests
+        self.agent_requests += 1
+        usage = make_usage(prompt=900 + 50 * n, completion=30)
+        if n < 11:
+            return tool_reply([(f"c{n}", "read_file", {"path": "notes.txt", "end_line": 1 + n % 2})], usage)
+        return text_reply("The retry delay doubles each attempt.", usage)
 
 
 def _summarizing_run(workspace: Path, tmp_path: Path, *extra: str) -> tuple[list[HTTPRequest], list[dict]]:
     traces = tmp_path / "traces"
     with FakeOpenAIServer() as server:
-        server.respond = summarizing_model
+        server.respond = SummarizingModel()
         args = [
             "run",
             "Explain the retry delay",
