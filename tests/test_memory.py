@@ -106,7 +106,7 @@ def test_mini_swe_agent() -> None:
         "Files:\n"
         "- requests/sessions.py: edited it 3 (sed 428s/builtin_str(method)/to_native_string(method)/); "
         "changed lines 428; read 423-428; defs Session 423, Session.request 425\n"
-        "- check.py: created it 4 (heredoc, 3 lines); defs main 2\n"
+        "- check.py: created it 4 (heredoc, 3 lines)\n"
         "Tests:\n"
         "- it 5 $ python -m pytest test_requests.py -q -> exit 0: 8 passed\n"
         "Errors:\n"
@@ -390,8 +390,8 @@ def test_determinism_and_nothing_after_last() -> None:
 
 
 def test_a_small_bound_keeps_the_task_and_the_edited_files_first() -> None:
-    text = digest(None, mini_swe_agent(), 1, 5, max_chars=420).text
-    assert len(text) <= 420
+    text = digest(None, mini_swe_agent(), 1, 5, max_chars=330).text
+    assert len(text) <= 330
     assert "Task: method = builtin_str(method) problem" in text
     assert "requests/sessions.py: edited it 3" in text and "check.py" not in text
 

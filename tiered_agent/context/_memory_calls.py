@@ -94,7 +94,7 @@ _LOOKUP_PREFIXES = (
 )  # fmt: skip
 _SHELLS = frozenset({"bash", "sh", "zsh"})
 _LABEL_CHARS = 110
-_ACTION_CHARS = 300
+_ACTION_CHARS = 240
 _EDIT_CHARS = 40
 
 

@@ -98,15 +98,19 @@ def _edits(note: FileNote) -> str:
     return f"{note.edit_count} edits, last {shown}"
 
 
-def _rank(note: FileNote) -> tuple[int, int, str]:
-    """Files the run changed but did not create first (the code being fixed), then the files it
-    created, read, and deleted; the most recent first in each group."""
+def _rank(note: FileNote, mentioned: Mapping[str, int]) -> tuple[int, int, str]:
+    """The code being changed first (files edited that the run did not create), then the files
+    read whose definitions the agent went on to name, the files the run created, other files
+    read, and files deleted; the most recent first in each group."""
     if note.deleted is not None:
-        group = 3
+        group = 4
     elif note.written is not None:
-        group = 1
+        group = 2
+    elif note.edit_count:
+        group = 0
     else:
-        group = 0 if note.edit_count else 2
+        named = any(mentioned.get(name.rsplit(".", 1)[-1], -1) > note.first for name, _ in note.defs)
+        group = 1 if named else 3
     return (group, -note.last, note.path)
 
 
@@ -124,7 +128,7 @@ def _file_line(note: FileNote, mentioned: Mapping[str, int]) -> str:
         parts.append(f"changed lines {_ranges(note.edited)}")
     if note.read:
         parts.append(f"{'hits' if note.searched else 'read'} {_ranges(note.read)}")
-    if note.defs:
+    if note.defs and note.written is None:  # the code map of the files the run found, not wrote
         parts.append(f"defs {_defs(note, mentioned)}")
     if not parts:
         parts.append("searched" if note.searched else "read")
@@ -142,9 +146,9 @@ def _last(items: Iterable[tuple[int, str]], limit: int, sep: str = " ") -> list[
 
 
 def _files(memory: Memory) -> _Section:
-    notes = sorted(memory.files, key=_rank)[: _LIMITS["files"]]
+    notes = sorted(memory.files, key=lambda note: _rank(note, memory.mentioned))[: _LIMITS["files"]]
     items = [_file_line(note, memory.mentioned) for note in notes]
-    return _Section("Files", items, 3.0, 3, ranks=[(-i,) for i in range(len(items))])
+    return _Section("Files", items, 3.5, 3, ranks=[(-i,) for i in range(len(items))])
 
 
 def _used(text: str, since: int, mentioned: Mapping[str, int]) -> int:
@@ -160,7 +164,7 @@ def _by_use(
     """A chronological section that first loses the entries whose ids the agent did not use later."""
     items = _last(entries, len(entries), sep)
     ranks: list[tuple[int, ...]] = [
-        (min(_used(text.partition(": ")[2] or text, it, memory.mentioned), 3), it) for it, text in entries
+        (_used(text.partition(": ")[2] or text, it, memory.mentioned), it) for it, text in entries
     ]
     return _Section(title, items, weight, 2, ranks=ranks)
 
@@ -175,7 +179,7 @@ def _sections(memory: Memory) -> list[_Section]:
         _Section("Commands", _last(memory.commands, _LIMITS["commands"]), 1.5, 1),
         _Section("Actions", _last(memory.actions, _LIMITS["actions"]), 2.5, 2),
         _by_use("Facts", [entry for _, entry in memory.facts][-_LIMITS["facts"] :], memory, 2.0),
-        _Section("Decisions", _last(memory.decisions, _LIMITS["decisions"], ": "), 2.0, 2),
+        _Section("Decisions", _last(memory.decisions, _LIMITS["decisions"], ": "), 1.8, 1),
     ]
     if memory.todo is not None:
         open_items, done = memory.todo

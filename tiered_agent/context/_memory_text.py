@@ -169,7 +169,7 @@ def _candidates(text: str) -> dict[str, tuple[int, int, str]]:
 
 
 @lru_cache(maxsize=8192)
-def decision(text: str, limit: int = 220) -> str | None:
+def decision(text: str, limit: int = 200) -> str | None:
     """What an agent message decided: its best finding and its best intended change (the ones that
     name code first), in the order written; None when it states neither."""
     cleaned = _MARKUP.sub(" ", text)
