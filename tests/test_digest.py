@@ -33,6 +33,7 @@ def turn(iteration: int, text: str | None, *calls_and_outputs: tuple[ToolCall, s
 
 
 def history() -> list[Message]:
+    """A run with our own workspace tools (read_file, run_shell, edit_file, write_file, bash)."""
     messages = [
         Message("system", "You are an agent.", iteration=0),
         Message("user", "Fix the failing test in calc.py and keep the API stable.", iteration=0),
@@ -40,84 +41,98 @@ def history() -> list[Message]:
     messages += turn(
         1,
         "Plan:\n- [ ] read calc.py\n- [ ] fix add()\n- [x] look around",
-        (call("c1", "read_file", path="src/calc.py"), "def add(a, b):\n    return a - b\n"),
+        (
+            call("c1", "read_file", path="src/calc.py"),
+            "src/calc.py (lines 1-4 of 4)\n1\tclass Calc:\n2\t    def add(self, a, b):\n"
+            "3\t        return a - b\n4\t",
+        ),
     )
     messages += turn(
         2,
         "Run the tests.",
         (
             call("c2", "run_shell", command="cd src && python -m pytest tests/test_calc.py -q"),
-            "F\nTraceback (most recent call last):\n  File 'x'\nAssertionError: assert -1 == 3\nexit code: 1",
+            "F\nFAILED tests/test_calc.py::test_add - AssertionError: assert -1 == 3\n"
+            "1 failed in 0.02s\nexit code: 1",
         ),
     )
     messages += turn(
         3,
-        "The sign is wrong; fix it.",
-        (call("c3", "edit_file", path="src/calc.py", old="a - b", new="a + b"), "edited"),
-        (call("c4", "write_file", path="notes/CHANGES.md", content="fixed add"), "written"),
+        "The issue is that `add` subtracts. I'll change `a - b` to `a + b` in src/calc.py.",
+        (
+            call("c3", "edit_file", path="src/calc.py", old="a - b", new="a + b"),
+            "Replaced 1 occurrence(s) in src/calc.py (first at line 3)",
+        ),
+        (
+            call("c4", "write_file", path="notes/CHANGES.md", content="fixed add"),
+            "Created notes/CHANGES.md: 9 bytes, 1 lines",
+        ),
     )
     messages += turn(
         4,
         "Re-run.\n- [x] read calc.py\n- [ ] run full suite",
-        (call("c5", "run_shell", command="pytest -q"), "<returncode>0</returncode>\n3 passed"),
+        (call("c5", "run_shell", command="pytest -q"), "<returncode>0</returncode>\n3 passed in 0.05s"),
         (call("c6", "bash", command="grep -n add src/util.py | head -3 > /tmp/out.txt"), "ok"),
     )
     return messages
 
 
-def test_digest_lists_goal_files_commands_errors_todo_and_tools() -> None:
+TEST_RUN = "cd src && python -m pytest tests/test_calc.py -q"
+EXPECTED = f"""\
+Working memory of iterations 1-4
+Task: Fix the failing test in calc.py and keep the API stable.
+Files:
+- src/calc.py: edited it 3 (a - b → a + b); changed lines 3; read 1-4; defs Calc 1, Calc.add 2
+- /tmp/out.txt: created it 4
+- notes/CHANGES.md: created it 3 (written, 1 line)
+- src/util.py: read
+Tests:
+- it 2 $ {TEST_RUN} -> exit 1: 1 failed; failing: tests/test_calc.py::test_add
+- it 4 $ pytest -q -> exit 0: 3 passed
+Decisions:
+- it 3: The issue is that `add` subtracts. I'll change `a - b` to `a + b` in src/calc.py.
+Todo (1 open, 1 done):
+- [ ] run full suite"""
+
+
+def test_digest_is_the_working_memory_of_the_range() -> None:
     summary = digest(None, history(), 1, 4)
-    text = summary.text
     assert (summary.first, summary.last, summary.model) == (1, 4, None)
-    assert "Goal: Fix the failing test in calc.py and keep the API stable." in text
-    assert "Files read: src/calc.py, tests/test_calc.py, src/util.py" in text
-    assert "Files written: notes/CHANGES.md, /tmp/out.txt" in text
-    assert "Files edited: src/calc.py" in text
-    assert "[it 2] $ cd src && python -m pytest tests/test_calc.py -q -> exit 1" in text
-    assert "[it 4] $ pytest -q -> exit 0" in text
-    assert "[it 4] $ grep -n add src/util.py | head -3 > /tmp/out.txt -> ok" in text
-    assert "[it 2 run_shell] AssertionError: assert -1 == 3" in text
-    # the latest todo list wins: one open, one done
-    assert "Open tasks (1 open, 1 done):\n- [ ] run full suite" in text
-    assert "fix add()" not in text.split("Open tasks")[1]
-    assert "Tools used: run_shell x2, bash x1, edit_file x1, read_file x1, write_file x1" in text
-    # the last two thoughts only
-    assert "[it 3] The sign is wrong; fix it." in text
-    assert "[it 4] Re-run." in text
-    assert "[it 2] Run the tests." not in text
+    assert summary.text == EXPECTED
 
 
 def test_digest_is_deterministic() -> None:
-    assert digest(None, history(), 1, 4) == digest(None, list(history()), 1, 4)
+    assert digest(None, history(), 1, 4).text == digest(None, list(history()), 1, 4).text
 
 
 def test_digest_never_reads_after_last() -> None:
     messages = history() + turn(
         5,
-        "SECRET_THOUGHT_5",
+        "SECRET_THOUGHT_5: I'll fix LATE.txt",
         (call("c9", "run_shell", command="cat LATE.txt"), "ValueError: SECRET_OUTPUT_5"),
     )
-    text = digest(None, messages, 1, 3).text
-    for later in ("SECRET", "LATE.txt", "pytest -q ->", "src/util.py", "run full suite", "Re-run"):
-        assert later not in text
-    assert digest(None, messages, 1, 3).last == 3
-    assert "Digest of iterations 1-3." in text
+    for summary in (digest(None, messages, 1, 3), digest(digest(None, messages, 1, 2), messages, 3, 3)):
+        for later in ("SECRET", "LATE.txt", "pytest -q ->", "src/util.py", "run full suite", "Re-run"):
+            assert later not in summary.text
+        assert summary.last == 3 and summary.text.startswith("Working memory of iterations 1-3\n")
 
 
 def test_digest_rolls_over_previous_range() -> None:
     previous = digest(None, history(), 1, 2)
     rolled = digest(previous, history(), 3, 4)
     assert (rolled.first, rolled.last) == (1, 4)
-    assert "tests/test_calc.py" in rolled.text  # iteration 2, recomputed from the history
+    assert rolled.text == EXPECTED  # folding on from 1-2 is the same as reading 1-4 at once
     assert "Earlier" not in rolled.text
 
 
 def test_digest_carries_previous_text_when_history_lacks_it() -> None:
-    previous = Summary(1, 2, "Digest of iterations 1-2.\nGoal: the old goal\nFiles read: OLD_FILE.py")
+    previous = Summary(
+        1, 2, "Working memory of iterations 1-2\nTask: the old goal\nFiles:\n- OLD_FILE.py: read"
+    )
     recent = [m for m in history() if m.iteration >= 3]
     rolled = digest(previous, recent, 3, 4)
     assert (rolled.first, rolled.last) == (1, 4)
-    assert "Goal: the old goal" in rolled.text
+    assert "Task: the old goal" in rolled.text
     assert "Earlier (iterations 1-2):" in rolled.text and "OLD_FILE.py" in rolled.text
 
 
@@ -127,13 +142,13 @@ def test_digest_is_bounded_and_keeps_the_most_recent_items() -> None:
         messages += turn(
             i,
             f"thought {i}",
-            (call(f"c{i}", "run_shell", command=f"cat dir/file_{i:03d}.py"), f"Error: failure number {i}"),
+            (call(f"c{i}", "run_shell", command=f"python dir/job_{i:03d}.py"), f"Error: failure number {i}"),
         )
     text = digest(None, messages, 1, 120).text
     assert len(text) <= MAX_DIGEST_CHARS
-    assert "dir/file_120.py" in text and "failure number 120" in text and "[it 120] $ cat" in text
-    assert "dir/file_001.py" not in text and "failure number 1\n" not in text
-    assert "run_shell x120" in text
+    assert "python dir/job_120.py -> error: Error: failure number 120" in text
+    assert "job_001.py" not in text and "failure number 1\n" not in text
+    assert text.splitlines()[1].startswith("Task: task task")
     assert len(digest(None, messages, 1, 120, max_chars=600).text) <= 600
 
 
@@ -142,13 +157,13 @@ def test_digest_ignores_retrieved_old_content() -> None:
         5, None, (call("r1", RETRIEVE_TOOL_NAME, iteration="2"), "ValueError: OLD\n- [ ] stale todo")
     )
     text = digest(None, messages, 5, 5).text
-    assert "OLD" not in text and "stale todo" not in text and "Open tasks" not in text
-    assert f"Tools used: {RETRIEVE_TOOL_NAME} x1" in text
+    assert "OLD" not in text and "stale todo" not in text and "Todo" not in text
+    assert text.endswith("No activity recorded in this range.")
 
 
 def test_digest_of_an_empty_range_and_invalid_range() -> None:
     text = digest(None, [Message("user", "do it", iteration=0)], 1, 3).text
-    assert text == "Digest of iterations 1-3.\nGoal: do it\nNo activity recorded in this range."
+    assert text == "Working memory of iterations 1-3\nTask: do it\nNo activity recorded in this range."
     with pytest.raises(ValueError):
         digest(None, [], 5, 4)
 
@@ -187,9 +202,8 @@ def test_shell_files_categories() -> None:
         ("read", "c.txt"),
         ("written", "d/e.txt"),
     ]
-    assert shell_files("grep -rn foo.bar src/ | wc -l") == [("read", "src/")]
-    assert shell_files("cat > new.py <<'EOF'\nimport os.path\nEOF\npython new.py") == [
-        ("written", "new.py"),
-        ("read", "new.py"),
-    ]
+    assert shell_files("grep -rn foo.bar src/ | wc -l") == []  # a recursive search: its hits name the files
+    assert shell_files("grep -n foo.bar src/a.py 2>&1 | head") == [("read", "src/a.py")]
+    # running a script is not reading it
+    assert shell_files("cat > new.py <<'EOF'\nimport os.path\nEOF\npython new.py") == [("written", "new.py")]
     assert shell_files("ls -la && echo hi > /dev/null") == []

@@ -229,3 +229,72 @@ def test_cli_context_window_for_a_model_litellm_does_not_know(workspace: Path, t
         proc = _cli([*args, "--context-window", "8000", "--workspace", str(workspace)], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "prompt 2,000 tok (25.0% of 8,000;" in proc.stdout
+
+
+SUMMARY_REQUEST = "[Working memory request."
+
+
+class SummarizingModel:
+    """Eleven iterations of tool calls, then an answer; a summary request gets a working memory.
+
+    Agent requests are counted here: once a summary lands, the prompt holds fewer messages.
+    """
+
+    def __init__(self) -> None:
+        self.agent_requests = 0
+
+    def __call__(self, request: HTTPRequest) -> object:
+        messages = request.body["messages"]
+        if messages[-1]["role"] == "user" and str(messages[-1]["content"]).startswith(SUMMARY_REQUEST):
+            return text_reply("Task: explain\nFiles:\n- notes.txt: read 1", make_usage(1500, 25, cached=1400))
+        n = self.agent_requests
+        self.agent_requests += 1
+        usage = make_usage(prompt=900 + 50 * n, completion=30)
+        if n < 11:
+            return tool_reply([(f"c{n}", "read_file", {"path": "notes.txt", "end_line": 1 + n % 2})], usage)
+        return text_reply("The retry delay doubles each attempt.", usage)
+
+
+def _summarizing_run(workspace: Path, tmp_path: Path, *extra: str) -> tuple[list[HTTPRequest], list[dict]]:
+    traces = tmp_path / "traces"
+    with FakeOpenAIServer() as server:
+        server.respond = SummarizingModel()
+        args = [
+            "run",
+            "Explain the retry delay",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--api-base",
+            server.base_url,
+        ]
+        args += ["--workspace", str(workspace), "--trace-dir", str(traces), "--policy", "kb-labs-adr", *extra]
+        proc = _cli(args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in next(traces.glob("*.jsonl")).read_text().splitlines()]
+    return server.chat_requests, [e for e in events if e["type"] == "summary"]
+
+
+def test_cli_run_summarizes_with_its_own_model_riding_the_cached_prompt(
+    workspace: Path, tmp_path: Path
+) -> None:
+    requests, summaries = _summarizing_run(workspace, tmp_path)
+    asked = [r for r in requests if str(r.body["messages"][-1]["content"]).startswith(SUMMARY_REQUEST)]
+    agent = [r for r in requests if r not in asked]
+    assert len(asked) == 1 and len(agent) == 12  # kb-labs-adr: a summary of 1-5 queued after iteration 10
+    summary = asked[0].body
+    assert summary["model"] == "gpt-4o-mini"  # the run's own model, at its --api-base
+    # the 10th prompt the agent sent, byte for byte, then the instruction
+    assert json.dumps(summary["messages"][:-1]) == json.dumps(agent[9].body["messages"])
+    assert json.dumps(summary["tools"]) == json.dumps(agent[9].body["tools"])
+    assert "iterations 1-5" in summary["messages"][-1]["content"]
+    assert [(s["first_iteration"], s["last_iteration"], s["model"]) for s in summaries] == [
+        (1, 5, "openai/gpt-4o-mini")
+    ]
+    assert (summaries[0]["input_tokens"], summaries[0]["output_tokens"]) == (1500, 25)
+
+
+def test_cli_summary_model_digest_makes_no_summary_request(workspace: Path, tmp_path: Path) -> None:
+    requests, summaries = _summarizing_run(workspace, tmp_path, "--summary-model", "digest")
+    assert not [r for r in requests if str(r.body["messages"][-1]["content"]).startswith(SUMMARY_REQUEST)]
+    assert [(s["first_iteration"], s["last_iteration"], s["model"]) for s in summaries] == [(1, 5, None)]
+    assert summaries[0]["text"].startswith("Working memory of iterations 1-5\nTask: Explain the retry delay")

@@ -288,10 +288,32 @@ def test_command_writes_report_chart_and_json(tmp_path: Path) -> None:
     assert document["settings"]["tokenizer"] == "cl100k_base"
     assert document["settings"]["cache_discount"] == 0.25
     assert document["settings"]["output_price_ratio"] == 5.0
+    assert document["settings"]["summarizer"] == "digest"  # offline unless --summary-model names a model
     assert document["inputs"]["run_count"] == 1
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# Replay benchmark")
     assert (out / "bench.png").read_bytes()[:4] == b"\x89PNG"
     assert "tiered" in result.output
+
+
+def test_summary_model_digest_is_the_offline_digest(tmp_path: Path) -> None:
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    write_run_trace(_run("alpha", 12), traces / "alpha.jsonl")
+    json_path = tmp_path / "bench.json"
+    args = [
+        str(traces),
+        "--policies",
+        "kb-labs-adr",
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+        str(json_path),
+    ]
+    result = CliRunner().invoke(bench, [*args, "--summary-model", "digest"])
+    assert result.exit_code == 0, result.output
+    document = orjson.loads(json_path.read_bytes())
+    assert document["settings"]["summarizer"] == "digest"
+    assert document["policies"]["kb-labs-adr"]["totals"]["summary_input_tokens"] == 0
 
 
 def test_command_fails_with_one_sentence_on_a_bad_file(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from anyio import wait_all_tasks_blocked
 from tiered_agent._errors import ModelError
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent.context._digest import digest
+from tiered_agent.context._memory_render import SECTIONS
 from tiered_agent.context._names import RETRIEVE_TOOL_NAME
 from tiered_agent.context._summarizer import (
     DigestSummarizer,
@@ -311,10 +312,12 @@ def test_summary_messages_hold_goal_previous_and_only_the_new_range() -> None:
     )
     previous = Summary(1, 4, "PREVIOUS SUMMARY TEXT")
     system, user = summary_messages(previous, history, 5, 6, max_tokens=500)
-    assert "goal" in system["content"] and "open tasks" in system["content"]
+    assert "working memory" in system["content"]
+    for title, _ in SECTIONS:  # the same structure as the deterministic working memory
+        assert f"\n{title}: " in system["content"]
     content = user["content"]
     assert "Goal (the task):\nthe task" in content
-    assert "Previous summary (iterations 1-4):\nPREVIOUS SUMMARY TEXT" in content
+    assert "Previous working memory (iterations 1-4):\nPREVIOUS SUMMARY TEXT" in content
     assert "New iterations 5-6:" in content
     assert "[it 5] run_shell result (call_5): output 5" in content
     assert "step_6.py" in content and "retrieved stuff" not in content
@@ -324,11 +327,11 @@ def test_summary_messages_hold_goal_previous_and_only_the_new_range() -> None:
 
 async def test_llm_summarizer_through_litellm_mock_records_tokens() -> None:
     summarizer = LLMSummarizer(
-        "openai/gpt-4o-mini", max_tokens=200, timeout_s=5, mock_response="Goal: x. Done: y."
+        "openai/gpt-4o-mini", max_tokens=200, timeout_s=5, mock_response="Task: x.\nDecisions:\n- it 5: y."
     )
     previous = Summary(1, 4, "old")
     summary = await summarizer.summarize(previous, make_history(8), 5, 8)
-    assert summary.text == "Goal: x. Done: y."
+    assert summary.text == "Working memory of iterations 1-8\nTask: x.\nDecisions:\n- it 5: y."
     assert (summary.first, summary.last, summary.model) == (1, 8, "openai/gpt-4o-mini")
     assert summary.input_tokens > 0 and summary.output_tokens > 0
     assert summarizer.usage.requests == 1

@@ -267,6 +267,7 @@ class _Run:
             context_window=agent.model.context_window(),
             summarizer=agent.summarizer,
             on_event=self.emit,
+            model=agent.model.name,
         )
         tools = agent.tools.with_tools(self.manager.tools(lambda: self.history))
         self.tools = tools.observed(lambda call, outcome: self.finished.__setitem__(call.id, outcome))

@@ -124,7 +124,10 @@ def agent_options(*, resume: bool) -> Callable[[F], F]:
             help="Context policy (default: the run's own)." if resume else "Context policy.",
         ),
         click.option(
-            "--summary-model", help="Cheap litellm model for summaries (default: deterministic digest)."
+            "--summary-model",
+            help="litellm model that writes the rolling summaries (default: the run's own --model, which "
+            "reads the agent's cached prompt); 'digest' for the deterministic working memory "
+            "(no model calls).",
         ),
         click.option(
             "--context-window",

@@ -38,9 +38,12 @@ from ._trace import Event, RunStarted, iter_trace, redact
 from ._workspace import Workspace, workspace_tools
 from .context._policy import Policy
 from .context._presets import PRESETS, preset
+from .context._summarizer import LLMSummarizer
 from .mcp._config import load_mcp_config
 
-__all__ = ["resume_task", "run_task"]
+__all__ = ["DIGEST", "resume_task", "run_task"]
+
+DIGEST = "digest"  # --summary-model value for the deterministic working memory
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _RUN_TOOLS = {"allow_write": "write_file", "allow_shell": "run_shell"}
@@ -140,7 +143,7 @@ def _run_until_signal(start: Callable[[], Awaitable[RunResult]]) -> tuple[RunRes
 def _prepare_run(options: RunOptions, console: Console, telemetry: Telemetry | None) -> _Launch:
     if not options.model:
         raise ConfigurationError("no model given: pass --model or set TIERED_AGENT_MODEL")
-    context = _with_summary_model(preset(options.policy or "tiered"), options)
+    context = preset(options.policy or "tiered")
     run_ids: list[str] = []
     display = RunDisplay(console)
     agent = _agent(
@@ -176,7 +179,7 @@ def _prepare_resume(
     api_base = options.api_base or (recorded_base if same_model and _usable(recorded_base) else None)
     window = options.context_window or (started.config.get("context_window") if same_model else None)
     options = dataclasses.replace(options, context_window=window if isinstance(window, int) else None)
-    context = _with_summary_model(_resumed_context(options, started), options)
+    context = _resumed_context(options, started)
     _note_tools(started, options, err)
     display = RunDisplay(console)
     agent = _agent(options, model, api_base, context, display, telemetry=telemetry)
@@ -219,8 +222,20 @@ def _note_tools(started: RunStarted, options: RunOptions, err: Console) -> None:
 
 
 # ------------------------------------------------------------------ shared
-def _with_summary_model(context: Policy, options: RunOptions) -> Policy:
-    return context.replace(summary_model=options.summary_model) if options.summary_model else context
+def _summaries(
+    options: RunOptions, model: str, api_base: str | None, context: Policy
+) -> tuple[Policy, LLMSummarizer | None]:
+    """Who writes the run's summaries: the run's own model unless ``--summary-model`` says otherwise
+    (``digest``: the deterministic working memory). The run's model is reached through its
+    ``--api-base``, and rides the agent's prompt cache; another model gets no ``--api-base``."""
+    name = options.summary_model or model
+    if name == DIGEST:
+        return context.replace(summary_model=None), None
+    base = api_base if name == model else None
+    summarizer = LLMSummarizer(
+        name, api_base=base, max_tokens=context.summary_max_tokens, timeout_s=context.summary_timeout_s
+    )
+    return context.replace(summary_model=name), summarizer
 
 
 def _agent(
@@ -233,6 +248,7 @@ def _agent(
     telemetry: Telemetry | None,
 ) -> Agent:
     ws = Workspace(options.workspace)
+    context, summarizer = _summaries(options, model, api_base, context)
     return Agent(
         LiteLLMModel(
             model,
@@ -245,6 +261,7 @@ def _agent(
             ws, allow_write=options.allow_write, allow_shell=options.allow_shell, shell_env=options.shell_env
         ),
         context=context,
+        summarizer=summarizer,
         system_prompt=build_system_prompt(DEFAULT_SYSTEM_PROMPT, load_instructions(ws.root)),
         limits=RunLimits(max_iterations=options.max_iterations, token_budget=options.token_budget),
         trace_dir=options.trace_dir,

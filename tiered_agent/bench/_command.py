@@ -90,8 +90,8 @@ def _policy_names(value: str | None) -> list[str] | None:
 )
 @click.option(
     "--summary-model",
-    help="Summarize with this litellm model instead of the offline digest; its tokens are counted "
-    "(needs the provider's API key and network).",
+    help="Summarize with this litellm model instead of the offline digest (the default, also "
+    "'digest'); its tokens are counted (needs the provider's API key and network).",
 )
 @click.option(
     "--strict",
@@ -145,12 +145,13 @@ def bench(
     from ._replay import ReplaySettings
 
     try:
+        model = None if summary_model in (None, "digest") else summary_model  # None: the offline digest
         settings = ReplaySettings(
             tokenizer,
             context_window,
             cache_discount,
             output_price_ratio,
-            summary_model,
+            model,
             cache_model=cache_model,
             price_model=price_model,
         )

@@ -31,6 +31,7 @@ __all__ = [
     "Policy",
     "PreparedPrompt",
     "RetrievalResult",
+    "SentPrompt",
     "SmartSummarizer",
     "Step",
     "Summarize",
@@ -73,6 +74,7 @@ _LOCATIONS = {
     "BuiltPrompt": "._types",
     "ContextStats": "._types",
     "Summary": "._types",
+    "SentPrompt": "._types",
     "Truncation": "._types",
 }
 _LOCATIONS.update(
@@ -92,7 +94,7 @@ if TYPE_CHECKING:
     from ._presets import PRESETS, as_policy, preset
     from ._retrieve import RetrievalResult, make_retrieve_tool, retrieve
     from ._summarizer import DigestSummarizer, LLMSummarizer, SmartSummarizer, Summarizer
-    from ._types import BuiltPrompt, ContextStats, Summary, Truncation
+    from ._types import BuiltPrompt, ContextStats, SentPrompt, Summary, Truncation
     from .steps import Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
     from .steps._truncate import truncate_output
 

@@ -33,7 +33,7 @@ from ._presets import as_policy
 from ._retrieve import make_retrieve_tool
 from ._summaries import Summaries
 from ._summarizer import Summarizer
-from ._types import BuiltPrompt, Summary
+from ._types import BuiltPrompt, SentPrompt, Summary
 from .steps import Dedup
 
 __all__ = ["ContextManager", "PreparedPrompt"]
@@ -76,8 +76,11 @@ class ContextManager:
         background: bool = True,
         enforce_hard_limit: bool = True,
         on_event: Callable[[Event], None] | None = None,
+        model: str | None = None,
     ) -> None:
         self.policy = as_policy(policy)
+        self.model = model  # the model the prompts go to: a summarizer of the same model rides its cache
+        self._sent: SentPrompt | None = None
         self.counter = counter
         self.context_window = self.policy.context_window or context_window
         self.calibration = Calibration()
@@ -160,10 +163,12 @@ class ContextManager:
         """Build the next prompt from the full ``history`` (see the module docstring)."""
         last = max((m.iteration for m in history), default=0)
         self._iteration = last + 1
-        await self.summaries.before_prompt(history, last)
+        await self.summaries.before_prompt(history, last, prompt=self._sent)
         prepared = self._build(history, tool_schemas)
         due = force_compact or self.summaries.compaction_due(prepared.estimated_tokens, self.context_window)
-        if due and await self.summaries.compact(history, last, emergency=force_compact):
+        # After a context-window error the last prompt is the one that did not fit: not to be re-sent.
+        ride = None if force_compact else self._sent
+        if due and await self.summaries.compact(history, last, emergency=force_compact, prompt=ride):
             prepared = self._build(history, tool_schemas, compacted=True)
         limit = self.policy.hard_limit
         if (
@@ -176,6 +181,7 @@ class ContextManager:
                 f"{limit:.0%} of the {self.context_window:,}-token context window, "
                 "even after compaction; refusing to send it"
             )
+        self._sent = SentPrompt(prepared.built.messages, prepared.tools, self.model)
         return prepared
 
     def observe_usage(self, provider_prompt_tokens: int | None, local_prompt_tokens: int) -> None:

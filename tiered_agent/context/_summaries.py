@@ -22,13 +22,15 @@ from .._messages import Message, Usage
 from ._digest import digest
 from ._policy import Policy
 from ._summarizer import DigestSummarizer, LLMSummarizer, SmartSummarizer, Summarizer
-from ._types import Summary
+from ._types import SentPrompt, Summary
 from .steps import Compact, Summarize
 from .steps._compact import compaction_keep
 
 __all__ = ["Summaries"]
 
 log = structlog.get_logger(__name__)
+
+CHARS_PER_TOKEN = 4  # the digest's character bound per token of the policy's summary budget
 
 
 class Summaries:
@@ -92,9 +94,14 @@ class Summaries:
                 max_tokens=self.policy.summary_max_tokens,
                 timeout_s=self.policy.summary_timeout_s,
             )
-        return DigestSummarizer()
+        return DigestSummarizer(max_chars=self._digest_chars)
 
     # ------------------------------------------------------------------ state
+    @property
+    def _digest_chars(self) -> int:
+        """The digest's bound: the policy's summary budget (``summary_max_tokens``) in characters."""
+        return self.policy.summary_max_tokens * CHARS_PER_TOKEN
+
     @property
     def latest(self) -> Summary | None:
         """The newest summary that has landed (background, compaction, or resumed)."""
@@ -119,25 +126,32 @@ class Summaries:
         return max(self._queued_through, latest.last if latest else 0)
 
     # ------------------------------------------------------------------ per prompt
-    async def before_prompt(self, history: Sequence[Message], last: int) -> None:
-        """Land what inline mode queued, then queue a rolling summary if :class:`Summarize` says so."""
+    async def before_prompt(
+        self, history: Sequence[Message], last: int, *, prompt: SentPrompt | None = None
+    ) -> None:
+        """Land what inline mode queued, then queue a rolling summary if :class:`Summarize` says so
+        (with ``prompt``, the agent's last one, for a summarizer that rides its cache)."""
         if self._smart is not None and not self._background:
             await self._smart.run_pending()
         if self._smart is None or self._summarize is None:
             return
+        if isinstance(self._smart.summarizer, DigestSummarizer):
+            self._smart.summarizer.prime(_newest(history, last))  # spread the parsing over the iterations
         due = self._summarize.due(last, self._covered_through())
         if due is None:
             return
         first, through = due
         snapshot = tuple(m for m in history if m.iteration <= through)
-        self._smart.submit(snapshot, first, through, at_iteration=last)
+        self._smart.submit(snapshot, first, through, at_iteration=last, prompt=prompt)
         self._queued_through = through
 
     def compaction_due(self, tokens: int, context_window: int | None) -> bool:
         """Whether :class:`Compact` wants a prompt of ``tokens`` compacted first."""
         return self._compact is not None and self._compact.due(tokens, context_window)
 
-    async def compact(self, history: Sequence[Message], last: int, *, emergency: bool) -> bool:
+    async def compact(
+        self, history: Sequence[Message], last: int, *, emergency: bool, prompt: SentPrompt | None = None
+    ) -> bool:
         """Summarize synchronously all but the iterations the compaction keeps; False if nothing to do."""
         through = last - compaction_keep(self._compact, emergency=emergency)
         latest = self.latest
@@ -147,9 +161,11 @@ class Summaries:
         snapshot = tuple(m for m in history if m.iteration <= through)
         summary: Summary | None = None
         if self._smart is not None:
-            summary = await self._smart.compact_now(snapshot, covered + 1, through, at_iteration=last)
+            summary = await self._smart.compact_now(
+                snapshot, covered + 1, through, at_iteration=last, prompt=prompt
+            )
         if summary is None:  # no summarizer, or it failed: the digest cannot fail
-            summary = digest(self.latest, snapshot, covered + 1, through)
+            summary = digest(self.latest, snapshot, covered + 1, through, max_chars=self._digest_chars)
             self._landed(summary)
             if self._smart is not None:
                 self._smart.seed(summary)
@@ -161,3 +177,13 @@ class Summaries:
     def _landed(self, summary: Summary) -> None:
         if self._on_summary is not None:
             self._on_summary(summary)
+
+
+def _newest(history: Sequence[Message], last: int) -> list[Message]:
+    """The messages of iteration ``last`` (at the end of the history)."""
+    newest: list[Message] = []
+    for message in reversed(history):
+        if message.iteration < last:
+            break
+        newest.append(message)
+    return newest[::-1]

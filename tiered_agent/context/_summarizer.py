@@ -1,7 +1,9 @@
 """Tier 2 summaries: the summarizers, and the background worker that runs them.
 
-* :class:`DigestSummarizer` wraps the deterministic :func:`~._digest.digest` (no LLM, cannot fail).
-* :class:`LLMSummarizer` asks a litellm model for a rolling summary.
+* :class:`DigestSummarizer` wraps the deterministic :func:`~._digest.digest`, the structured
+  working memory (no LLM, cannot fail).
+* :class:`LLMSummarizer` asks a litellm model for the working memory, riding the agent's own
+  cached prompt when it is the same model.
 * :class:`SmartSummarizer` runs either in the background, one job at a time, in
   FIFO order, over immutable snapshots of the history, so that the agent never
   waits for a summary unless it must (:meth:`SmartSummarizer.compact_now`).
@@ -12,6 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -21,17 +24,21 @@ import structlog
 
 from .._errors import ConfigurationError, ModelError
 from .._messages import Message, Usage
-from ._digest import digest
+from ._digest import MAX_DIGEST_CHARS, digest
+from ._memory import prime
+from ._memory_render import SECTIONS, header
 from ._names import RETRIEVE_TOOL_NAME
-from ._types import Summary
+from ._types import SentPrompt, Summary
 
 __all__ = [
+    "MEMORY_REQUEST",
     "SUMMARY_SYSTEM_PROMPT",
     "DigestSummarizer",
     "LLMSummarizer",
     "SmartSummarizer",
     "Summarizer",
     "SummaryJob",
+    "memory_request",
     "render_range",
     "summary_messages",
 ]
@@ -45,21 +52,33 @@ _OUTPUT_CHARS = 1_500
 _RENDER_CHARS = 48_000
 
 SUMMARY_SYSTEM_PROMPT = """\
-You maintain the running summary of an autonomous agent's work, so that it can continue \
-after older iterations are removed from its context. Merge the previous summary (if any) \
-with the new iterations into one updated summary. Keep, concisely:
-- the goal;
-- decisions taken and why;
-- files and functions read, created or changed (exact paths and names);
-- commands run and their outcomes (exit codes, test results);
-- errors that matter, and whether they were fixed;
-- open tasks / the todo list, and the next step.
-Drop chit-chat and raw outputs; keep exact identifiers, paths and numbers. \
-Reply with the summary only, as short sections or bullet lists, in at most {words} words."""
+You maintain the working memory of an autonomous agent, so that it can continue after older \
+iterations are removed from its context. Merge the previous working memory (if any) with the new \
+iterations into one updated working memory, as these sections, in this order, each a title line \
+followed by "- " items (omit empty sections):
+{sections}
+Keep exact paths, line numbers, identifiers, ids, amounts, commands, exit codes and test counts; \
+drop chit-chat and raw outputs. Reply with the working memory only, starting with "Task:", in at \
+most {words} words."""
+
+# Appended to the agent's own last prompt (see LLMSummarizer): the one message that differs.
+MEMORY_REQUEST = """\
+[Working memory request. This turn is not part of the task: do not call any tool.]
+{scope}
+{extra}Write it as these sections, in this order, each a title line followed by "- " items (omit \
+empty sections):
+{sections}
+Keep exact paths, line numbers, identifiers, ids, amounts, commands, exit codes and test counts; \
+no raw outputs, no chit-chat. Reply with the working memory only, starting with "Task:", in at most \
+{words} words."""
 
 
 class Summarizer(Protocol):
-    """Turns a range of iterations (plus the previous summary) into a new rolling summary."""
+    """Turns a range of iterations (plus the previous summary) into a new rolling summary.
+
+    A summarizer whose ``summarize`` also takes ``prompt`` gets the agent's last prompt
+    (:class:`~._types.SentPrompt`, or None before the first one), as :class:`LLMSummarizer` does.
+    """
 
     async def summarize(
         self, previous: Summary | None, snapshot: Sequence[Message], first: int, last: int
@@ -67,12 +86,28 @@ class Summarizer(Protocol):
 
 
 class DigestSummarizer:
-    """The deterministic digest as a :class:`Summarizer` (no model call, no tokens)."""
+    """The deterministic digest as a :class:`Summarizer` (no model call, no tokens), at most
+    ``max_chars`` characters.
+
+    :meth:`prime` parses an iteration's messages as they arrive (memoized), so that a summary
+    folds warm facts instead of parsing every new iteration at once.
+    """
+
+    max_chars: int = MAX_DIGEST_CHARS
+
+    def __init__(self, *, max_chars: int = MAX_DIGEST_CHARS) -> None:
+        if max_chars < 1:
+            raise ConfigurationError(f"DigestSummarizer: max_chars must be >= 1, got {max_chars}")
+        self.max_chars = max_chars
 
     async def summarize(
         self, previous: Summary | None, snapshot: Sequence[Message], first: int, last: int
     ) -> Summary:
-        return digest(previous, snapshot, first, last)
+        return digest(previous, snapshot, first, last, max_chars=self.max_chars)
+
+    def prime(self, messages: Sequence[Message]) -> None:
+        """Parse the messages of one iteration ahead of the summary that will read them."""
+        prime(messages)
 
 
 # --------------------------------------------------------------------------- LLM summarizer
@@ -123,44 +158,123 @@ def render_range(snapshot: Sequence[Message], first: int, last: int, *, limit: i
     return text or "(no activity in this range)"
 
 
+def _words(max_tokens: int) -> int:
+    return max(50, int(max_tokens * 0.6))
+
+
+def _sections() -> str:
+    return "\n".join(f"{title}: {what}" for title, what in SECTIONS)
+
+
 def summary_messages(
     previous: Summary | None, snapshot: Sequence[Message], first: int, last: int, *, max_tokens: int = 500
 ) -> list[dict[str, str]]:
-    """The chat request asking a model for the updated summary."""
+    """The standalone request asking a model for the updated working memory (no cache to ride)."""
     parts: list[str] = []
     goal = _goal(snapshot)
     if goal:
         parts.append(f"Goal (the task):\n{goal}")
     if previous is not None:
-        parts.append(f"Previous summary (iterations {previous.first}-{previous.last}):\n{previous.text}")
+        parts.append(
+            f"Previous working memory (iterations {previous.first}-{previous.last}):\n{previous.text}"
+        )
     parts.append(f"New iterations {first}-{last}:\n{render_range(snapshot, first, last)}")
-    words = max(50, int(max_tokens * 0.6))
-    return [
-        {"role": "system", "content": SUMMARY_SYSTEM_PROMPT.format(words=words)},
-        {"role": "user", "content": "\n\n".join(parts)},
-    ]
+    system = SUMMARY_SYSTEM_PROMPT.format(sections=_sections(), words=_words(max_tokens))
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def _reply_text(response: Any) -> str:
+def memory_request(
+    prompt: SentPrompt,
+    previous: Summary | None,
+    snapshot: Sequence[Message],
+    first: int,
+    last: int,
+    *,
+    max_tokens: int = 500,
+) -> str:
+    """The instruction appended to the agent's last prompt: the working memory of ``first..last``.
+
+    What the prompt does not show is added: the previous working memory when the prompt was
+    built before it landed, and the iterations of the range it does not hold (with ``keep=0``,
+    the newest one). Iterations after ``last`` that it shows are named, to be left out.
+    """
+    shown = {m.iteration for m in prompt.messages if m.role in ("assistant", "tool")}
+    later = len({m.iteration for m in prompt.messages if m.role == "assistant" and m.iteration > last})
+    previous_shown = previous is not None and any(previous.text in m.text for m in prompt.messages)
+    scope = f"Write the working memory of iterations {first}-{last} of the work above"
+    if previous is not None:
+        scope = f"Write the working memory of iterations {previous.first}-{last} of the work above"
+        if previous_shown:
+            shown_range = f"iterations {previous.first}-{previous.last}"
+            scope += f", folding in the previous working memory shown above ({shown_range})"
+    if later:
+        scope += f"; leave out the last {later} assistant turn{'s' if later > 1 else ''} and their results"
+    extra: list[str] = []
+    if previous is not None and not previous_shown:
+        covered = f"iterations {previous.first}-{previous.last}"
+        extra.append(f"Previous working memory ({covered}), to fold in:\n{previous.text}")
+    missing = {k for k in range(first, last + 1) if k not in shown}
+    if missing:
+        rendered = render_range([m for m in snapshot if m.iteration in missing], min(missing), max(missing))
+        extra.append(f"Iterations not shown above:\n{rendered}")
+    return MEMORY_REQUEST.format(
+        scope=scope + ".",
+        extra="".join(f"{part}\n\n" for part in extra),
+        sections=_sections(),
+        words=_words(max_tokens),
+    )
+
+
+def _stamped(first: int, last: int, text: str) -> str:
+    """The reply under the working memory's range line (a range line of the model's own replaced)."""
+    lines = text.strip().splitlines()
+    if lines and lines[0].lower().startswith("working memory"):
+        lines = lines[1:]
+    return "\n".join([header(first, last), *lines]).strip()
+
+
+def _accepts_prompt(summarizer: Summarizer) -> bool:
+    """Whether ``summarizer.summarize`` takes the agent's last prompt (``prompt=``)."""
     try:
-        content = response.choices[0].message.content
-    except (AttributeError, IndexError, TypeError):
-        return ""
-    return content if isinstance(content, str) else ""
-
-
-def _usage_of(response: Any) -> tuple[int, int]:
-    usage = getattr(response, "usage", None)
-    return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+        return "prompt" in inspect.signature(summarizer.summarize).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class LLMSummarizer:
-    """A rolling summary written by a litellm model.
+    """A rolling working memory written by a litellm model.
 
+    When the agent's last prompt was sent to this same model (``prompt.model == model``),
+    the request *is* that prompt, byte for byte (messages and tool schemas), plus one
+    instruction message (:func:`memory_request`): the provider serves the prefix from the
+    cache the agent's own request just filled, so its input is billed as cache reads.
+    What keeps such a request a cache hit:
+
+    * OpenAI caches prompts of 1,024+ tokens automatically; a hit needs an exact prefix
+      match, and the cached prefix covers messages *and* tools, so the tool list must be
+      identical (https://platform.openai.com/docs/guides/prompt-caching; cookbook
+      "Prompt Caching 201").
+    * Anthropic caches up to explicit breakpoints, in the order tools → system → messages;
+      changing the tools invalidates everything, and changing ``tool_choice`` (or images,
+      or thinking parameters) invalidates the message blocks
+      (https://platform.claude.com/docs/en/build-with-claude/prompt-caching,
+      https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-use-with-prompt-caching).
+      So this request sends the same tools and no ``tool_choice``, and puts its
+      breakpoints on the system prompt and on the last message of the agent's prompt
+      (``index=-2``), where the agent's request wrote the cache: a read, and no write for
+      the instruction (Claude Code's compaction does the same).
+    * Gemini 2.5+ caches implicitly, best effort, for prompts above a minimum size
+      (1,024-4,096 tokens by model), when requests share a prefix within a short time
+      (https://ai.google.dev/gemini-api/docs/caching).
+
+    Hence no ``tool_choice`` to forbid tools: a reply that calls a tool is a failed summary
+    (:class:`ModelError`; the worker retries at the next trigger and never stores it), as
+    are a failed request and an empty reply. Without a prompt from the same model (none
+    sent yet, or another model whose cache this one cannot read), the standalone request
+    of :func:`summary_messages` is sent instead. ``usage`` counts every request, with the
+    provider's cached and cache-write tokens (:func:`~tiered_agent._model.map_usage`).
     Extra keyword arguments go to ``litellm.acompletion`` unchanged (tests pass
-    ``mock_response=``). A failed request or an empty reply raises
-    :class:`ModelError`; it is never returned as a summary. ``usage`` counts
-    every request, including those whose reply was unusable.
+    ``mock_response=``); pass the agent model's own (reasoning, thinking) to keep its cache.
     """
 
     def __init__(
@@ -176,39 +290,73 @@ class LLMSummarizer:
             raise ConfigurationError("LLMSummarizer needs a model name")
         if max_tokens < 1 or timeout_s <= 0:
             raise ConfigurationError("LLMSummarizer: max_tokens must be >= 1 and timeout_s > 0")
+        from .._model import LiteLLMModel, RetryPolicy, needs_cache_breakpoints
+
         self.model = model
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
         self.api_base = api_base
         self.completion_kwargs = completion_kwargs
+        extra = dict(completion_kwargs)
+        if needs_cache_breakpoints(model):
+            extra.setdefault("cache_control_injection_points", [dict(p) for p in _SUMMARY_BREAKPOINTS])
+        # One attempt: a failed summary is retried at the next trigger, not here.
+        self._client = LiteLLMModel(
+            model,
+            api_base=api_base,
+            max_tokens=max_tokens,
+            timeout_s=timeout_s,
+            retry=RetryPolicy(max_attempts=1),
+            extra_kwargs=extra,
+            cache_breakpoints=False,
+        )
         self.usage = Usage()
 
-    async def summarize(
-        self, previous: Summary | None, snapshot: Sequence[Message], first: int, last: int
-    ) -> Summary:
-        from .._litellm import import_litellm
+    def request(
+        self,
+        previous: Summary | None,
+        snapshot: Sequence[Message],
+        first: int,
+        last: int,
+        prompt: SentPrompt | None = None,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The messages and tools this summarizer sends for ``first..last``."""
+        if prompt is None or prompt.model != self.model:
+            return summary_messages(previous, snapshot, first, last, max_tokens=self.max_tokens), []
+        instruction = memory_request(prompt, previous, snapshot, first, last, max_tokens=self.max_tokens)
+        messages = [m.to_openai() for m in prompt.messages]
+        return [*messages, {"role": "user", "content": instruction}], [dict(t) for t in prompt.tools]
 
-        litellm = import_litellm()
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": summary_messages(previous, snapshot, first, last, max_tokens=self.max_tokens),
-            "max_tokens": self.max_tokens,
-            "timeout": self.timeout_s,
-            **self.completion_kwargs,
-        }
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
-        try:
-            response = await litellm.acompletion(**kwargs)
-        except Exception as exc:
-            raise ModelError(f"summary model {self.model!r} failed: {type(exc).__name__}: {exc}") from exc
-        input_tokens, output_tokens = _usage_of(response)
-        self.usage += Usage(prompt_tokens=input_tokens, completion_tokens=output_tokens, requests=1)
-        text = _reply_text(response).strip()
+    async def summarize(
+        self,
+        previous: Summary | None,
+        snapshot: Sequence[Message],
+        first: int,
+        last: int,
+        prompt: SentPrompt | None = None,
+    ) -> Summary:
+        messages, tools = self.request(previous, snapshot, first, last, prompt)
+        reply = await self._client.complete(messages, tools)  # ModelError on failure
+        self.usage += reply.usage
+        if reply.message.tool_calls:
+            names = ", ".join(call.name for call in reply.message.tool_calls)
+            raise ModelError(
+                f"summary model {self.model!r} called a tool ({names}) instead of writing the summary"
+            )
+        text = reply.message.text.strip()
         if not text:
             raise ModelError(f"summary model {self.model!r} returned an empty reply")
         lo = min(previous.first, first) if previous is not None else first
-        return Summary(lo, last, text, self.model, input_tokens, output_tokens)
+        usage = reply.usage
+        return Summary(
+            lo, last, _stamped(lo, last, text), self.model, usage.prompt_tokens, usage.completion_tokens
+        )
+
+
+_SUMMARY_BREAKPOINTS: tuple[dict[str, Any], ...] = (
+    {"location": "message", "role": "system"},
+    {"location": "message", "index": -2},  # the agent's last message: where its own request wrote the cache
+)
 
 
 # --------------------------------------------------------------------------- background worker
@@ -220,6 +368,7 @@ class SummaryJob:
     first: int
     last: int
     at_iteration: int
+    prompt: SentPrompt | None = None  # the agent's last prompt when the job was queued
 
 
 class SmartSummarizer:
@@ -252,6 +401,7 @@ class SmartSummarizer:
         if max_queue < 1:
             raise ConfigurationError(f"SmartSummarizer: max_queue must be >= 1, got {max_queue}")
         self.summarizer = summarizer
+        self._takes_prompt = _accepts_prompt(summarizer)
         self.timeout_s = timeout_s
         self.background = background
         self.on_summary = on_summary
@@ -287,13 +437,21 @@ class SmartSummarizer:
         return own if isinstance(own, Usage) else self._landed_usage
 
     # ------------------------------------------------------------------ queueing
-    def submit(self, snapshot: tuple[Message, ...], first: int, last: int, at_iteration: int) -> None:
-        """Queue a job over an immutable snapshot; returns at once."""
+    def submit(
+        self,
+        snapshot: tuple[Message, ...],
+        first: int,
+        last: int,
+        at_iteration: int,
+        *,
+        prompt: SentPrompt | None = None,
+    ) -> None:
+        """Queue a job over an immutable snapshot (and the agent's last prompt); returns at once."""
         if self._closed:
             raise RuntimeError("SmartSummarizer is closed")
         if first < 0 or last < first:
             raise ValueError(f"invalid summary range {first}..{last}")
-        job = SummaryJob(tuple(snapshot), first, last, at_iteration)
+        job = SummaryJob(tuple(snapshot), first, last, at_iteration, prompt)
         try:
             self._send.send_nowait(job)
         except anyio.WouldBlock:
@@ -366,12 +524,18 @@ class SmartSummarizer:
             processed += 1
 
     async def compact_now(
-        self, snapshot: tuple[Message, ...], first: int, last: int, at_iteration: int
+        self,
+        snapshot: tuple[Message, ...],
+        first: int,
+        last: int,
+        at_iteration: int,
+        *,
+        prompt: SentPrompt | None = None,
     ) -> Summary | None:
         """Summarize now (the safety net), after any running job; None when it fails or times out."""
         if first < 0 or last < first:
             raise ValueError(f"invalid summary range {first}..{last}")
-        return await self._process(SummaryJob(tuple(snapshot), first, last, at_iteration))
+        return await self._process(SummaryJob(tuple(snapshot), first, last, at_iteration, prompt))
 
     async def _process(self, job: SummaryJob) -> Summary | None:
         async with self._lock:
@@ -390,7 +554,13 @@ class SmartSummarizer:
     async def _attempt(self, previous: Summary | None, job: SummaryJob, first: int) -> Summary | None:
         try:
             with anyio.fail_after(self.timeout_s):
-                summary = await self.summarizer.summarize(previous, job.snapshot, first, job.last)
+                if self._takes_prompt:
+                    summarize: Any = self.summarizer.summarize
+                    summary: Summary = await summarize(
+                        previous, job.snapshot, first, job.last, prompt=job.prompt
+                    )
+                else:
+                    summary = await self.summarizer.summarize(previous, job.snapshot, first, job.last)
             if not summary.text.strip():
                 raise ModelError("the summarizer returned an empty summary")
         except Exception as exc:  # TimeoutError included; cancellation (BaseException) propagates

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._messages import Message
 
-__all__ = ["BuiltPrompt", "ContextStats", "Summary", "Truncation"]
+__all__ = ["BuiltPrompt", "ContextStats", "SentPrompt", "Summary", "Truncation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +22,22 @@ class Summary:
     input_tokens: int = 0
     output_tokens: int = 0
     created_at_iteration: int = 0
+    # The deterministic digest's structured working memory (``_memory.Memory``), which the next
+    # digest folds on from; not part of the value (equality, hash) and not traced.
+    state: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SentPrompt:
+    """The last request the agent sent: its messages and tool schemas, and the model they went to.
+
+    An LLM summarizer of the same model sends these again, byte for byte, plus one instruction,
+    so that the provider serves them from its prompt cache.
+    """
+
+    messages: tuple[Message, ...]
+    tools: tuple[Mapping[str, Any], ...] = ()
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
