@@ -1,12 +1,22 @@
-"""Per-iteration overhead of the agent loop itself, excluding the model.
+"""Per-iteration overhead of the agent loop itself, excluding the model, per 100-iteration bucket.
 
-The model is a FunctionModel that answers instantly with one read-only tool
-call per iteration (the tool reads a real file from a temporary workspace).
+The model is a FunctionModel that answers at once with one read-only tool
+call per iteration (the tool reads a real file from a temporary workspace, 40
+files in turn, so the dedup cache serves most reads after iteration 40). Like a
+real network call it suspends once (``anyio.sleep(0)``), so background work
+(the summarizer) gets the event loop there, as it would during a real model
+call. Its context window is 1M tokens so that ``full`` runs every iteration
+too (128k stops it at ~67 with its hard limit).
 Overhead of iteration k = time from the model's reply at k-1 to the model
 request at k: tool dispatch and execution, dedup, history and trace appends,
 the trace flush, and building + counting the next prompt.
 
-    python benchmarks/loop_overhead.py [--iterations 150] [--policy tiered]
+For each policy it prints the median, p99 and max per bucket of 100 iterations
+(2-101, 102-201, 202-301, ...), the overall max, and where each background
+summary landed: in the overhead of iteration k (the time is charged to it), or
+during a model call (then it costs the loop nothing).
+
+    python benchmarks/loop_overhead.py [--iterations 301] [--policy tiered,kb-labs-adr,full]
 """
 
 from __future__ import annotations
@@ -15,14 +25,38 @@ import argparse
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
 from tiered_agent import Agent, RunLimits, Workspace, workspace_tools
 from tiered_agent._logging import configure_logging
-from tiered_agent._trace import Event, ModelRequest, ModelResponse
+from tiered_agent._messages import Message
+from tiered_agent._trace import Event, ModelRequest, ModelResponse, SummaryEvent
 from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
+
+BUCKET = 100
+WINDOW = 1_000_000
+
+
+@dataclass(frozen=True)
+class Landing:
+    """Where a summary landed: in the overhead of ``iteration`` (True) or during its model call."""
+
+    covers: tuple[int, int]
+    iteration: int
+    in_overhead: bool
+
+
+@dataclass(frozen=True)
+class Measured:
+    policy: str
+    iterations: int
+    overhead_ms: dict[int, float]  # iteration -> overhead before its model request
+    landings: tuple[Landing, ...]
+    total_s: float
+    savings: float
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -30,25 +64,43 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def measure(iterations: int, policy: str) -> dict[str, float]:
+def _workspace(root: Path) -> None:
+    root.mkdir()
+    for i in range(40):
+        (root / f"f{i}.py").write_text("".join(f"x_{i}_{n} = {n}  # some code\n" for n in range(120)))
+
+
+def _landing(summary: SummaryEvent, at: float, stamps: list[tuple[str, int, float]]) -> Landing:
+    """The interval of the loop a summary event fell in."""
+    before = [(kind, it) for kind, it, t in stamps if t <= at]
+    kind, it = before[-1] if before else ("model_response", 0)
+    # After a reply (k-1), before the next request: the overhead of k. After a request: its model call.
+    if kind == "model_response":
+        return Landing((summary.first_iteration, summary.last_iteration), it + 1, True)
+    return Landing((summary.first_iteration, summary.last_iteration), it, False)
+
+
+async def measure(iterations: int, policy: str) -> Measured:
     stamps: list[tuple[str, int, float]] = []
+    summaries: list[tuple[SummaryEvent, float]] = []
 
     def on_event(event: Event) -> None:
         if isinstance(event, ModelRequest | ModelResponse):
             stamps.append((event.type, event.iteration, time.perf_counter()))
+        elif isinstance(event, SummaryEvent):
+            summaries.append((event, time.perf_counter()))
 
-    def reply(request: AgentRequest) -> object:
+    async def reply(request: AgentRequest) -> Message:
+        await anyio.sleep(0)  # a real model call suspends: background work runs here
         if request.index + 1 >= iterations:
             return text("done")
         return calls((f"c{request.index}", "read_file", {"path": f"f{request.index % 40}.py"}))
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "ws"
-        root.mkdir()
-        for i in range(40):
-            (root / f"f{i}.py").write_text("".join(f"x_{i}_{n} = {n}  # some code\n" for n in range(120)))
+        _workspace(root)
         agent = Agent(
-            FunctionModel(reply),
+            FunctionModel(reply, window=WINDOW),
             tools=workspace_tools(Workspace(root)),
             context=policy,
             limits=RunLimits(max_iterations=iterations),
@@ -59,32 +111,70 @@ async def measure(iterations: int, policy: str) -> dict[str, float]:
         result = await agent.run("benchmark")
         total = time.perf_counter() - started
     responses = {it: t for kind, it, t in stamps if kind == "model_response"}
-    overheads = [
-        t - responses[it - 1] for kind, it, t in stamps if kind == "model_request" and it - 1 in responses
-    ]
-    ms = [o * 1000 for o in overheads]
-    return {
-        "iterations": len(result.iterations),
-        "median_ms": statistics.median(ms),
-        "p99_ms": percentile(ms, 0.99),
-        "max_ms": max(ms),
-        "total_s": total,
-        "savings": result.savings,
+    overhead = {
+        it: (t - responses[it - 1]) * 1000
+        for kind, it, t in stamps
+        if kind == "model_request" and it - 1 in responses
     }
+    landings = tuple(_landing(event, at, stamps) for event, at in summaries)
+    return Measured(policy, len(result.iterations), overhead, landings, total, result.savings)
+
+
+def buckets(overhead: dict[int, float]) -> list[tuple[str, list[float]]]:
+    """Iterations 2-101, 102-201, ...: the overhead values of each bucket."""
+    out: list[tuple[str, list[float]]] = []
+    last = max(overhead, default=1)
+    start = 2
+    while start <= last:
+        stop = min(start + BUCKET - 1, last)
+        out.append((f"{start}-{stop}", [overhead[k] for k in range(start, stop + 1) if k in overhead]))
+        start += BUCKET
+    return out
+
+
+def report(measured: Measured) -> str:
+    lines = [
+        f"policy={measured.policy} iterations={measured.iterations} whole run {measured.total_s:.2f} s, "
+        f"prompt savings vs full history {measured.savings:.1%}",
+        f"  {'iterations':>10} {'median ms':>10} {'p99 ms':>8} {'max ms':>8}",
+    ]
+    for name, values in buckets(measured.overhead_ms):
+        if values:
+            lines.append(
+                f"  {name:>10} {statistics.median(values):10.2f} {percentile(values, 0.99):8.2f} "
+                f"{max(values):8.2f}"
+            )
+    values = list(measured.overhead_ms.values())
+    worst = max(measured.overhead_ms, key=lambda k: measured.overhead_ms[k])
+    lines.append(
+        f"  {'all':>10} {statistics.median(values):10.2f} {percentile(values, 0.99):8.2f} "
+        f"{max(values):8.2f}  (max at iteration {worst})"
+    )
+    for landing in measured.landings:
+        first, last = landing.covers
+        if landing.iteration not in measured.overhead_ms and landing.iteration > 1:
+            where = "after the last model call (the run's end waits for it)"
+        elif landing.in_overhead:
+            cost = measured.overhead_ms.get(landing.iteration, 0.0)
+            where = f"in the overhead of iteration {landing.iteration} ({cost:.2f} ms)"
+        else:
+            after = measured.overhead_ms.get(landing.iteration + 1)
+            where = f"during the model call of iteration {landing.iteration}" + (
+                "" if after is None else f"; overhead of the next iteration {after:.2f} ms"
+            )
+        lines.append(f"  summary {first}-{last} landed {where}")
+    return "\n".join(lines)
 
 
 def main() -> None:
     configure_logging(level="warning")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=150)
-    parser.add_argument("--policy", default="tiered")
+    parser.add_argument("--iterations", type=int, default=301)
+    parser.add_argument("--policy", default="tiered,kb-labs-adr,full", help="comma-separated presets")
     args = parser.parse_args()
-    stats = anyio.run(measure, args.iterations, args.policy, backend="asyncio")
-    print(
-        f"policy={args.policy} iterations={stats['iterations']} loop overhead per iteration: "
-        f"median {stats['median_ms']:.2f} ms, p99 {stats['p99_ms']:.2f} ms, max {stats['max_ms']:.2f} ms; "
-        f"whole run {stats['total_s']:.2f} s; prompt savings vs full history {stats['savings']:.1%}"
-    )
+    for policy in args.policy.split(","):
+        measured = anyio.run(measure, args.iterations, policy.strip(), backend="asyncio")
+        print(report(measured))
 
 
 if __name__ == "__main__":
