@@ -1,20 +1,25 @@
 """Per-iteration overhead of the agent loop itself, excluding the model, per 100-iteration bucket.
 
-The model is a FunctionModel that answers at once with one read-only tool
-call per iteration (the tool reads a real file from a temporary workspace, 40
-files in turn, so the dedup cache serves most reads after iteration 40). Like a
-real network call it suspends once (``anyio.sleep(0)``), so background work
-(the summarizer) gets the event loop there, as it would during a real model
-call. Its context window is 1M tokens so that ``full`` runs every iteration
-too (128k stops it at ~67 with its hard limit).
+The model answers at once with one read-only tool call per iteration (the tool
+reads a real file from a temporary workspace, 40 files in turn, so the dedup
+cache serves most reads after iteration 40). Like a real network call it
+suspends (three ``anyio.sleep(0)``), so background work (the summarizer) gets
+the event loop there, as it would during a real model call. It keeps nothing
+(``FunctionModel`` keeps every prompt, which would charge the garbage
+collector of a long run to the loop), and its context window is 1M tokens so
+that ``full`` runs every iteration too (128k stops it at ~67 with its hard
+limit).
+
 Overhead of iteration k = time from the model's reply at k-1 to the model
-request at k: tool dispatch and execution, dedup, history and trace appends,
-the trace flush, and building + counting the next prompt.
+being called at k: tool dispatch and execution, dedup, history and trace
+appends, the trace flush, building and counting the next prompt, and turning
+it into the request's message dicts.
 
 For each policy it prints the median, p99 and max per bucket of 100 iterations
 (2-101, 102-201, 202-301, ...), the overall max, and where each background
 summary landed: in the overhead of iteration k (the time is charged to it), or
-during a model call (then it costs the loop nothing).
+during a model call (then it costs the loop nothing; the next iteration pays
+for the prompt's rewrite).
 
     python benchmarks/loop_overhead.py [--iterations 301] [--policy tiered,kb-labs-adr,full]
 """
@@ -25,19 +30,23 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from tiered_agent import Agent, RunLimits, Workspace, workspace_tools
 from tiered_agent._logging import configure_logging
-from tiered_agent._messages import Message
-from tiered_agent._trace import Event, ModelRequest, ModelResponse, SummaryEvent
-from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
+from tiered_agent._messages import Message, Usage
+from tiered_agent._model import ModelReply
+from tiered_agent._trace import Event, SummaryEvent
+from tiered_agent.testing import calls, text
 
 BUCKET = 100
 WINDOW = 1_000_000
+SUSPENSIONS = 3  # a network call suspends many times; the summarizer needs a few to land
 
 
 @dataclass(frozen=True)
@@ -73,11 +82,33 @@ def _workspace(root: Path) -> None:
 def _landing(summary: SummaryEvent, at: float, stamps: list[tuple[str, int, float]]) -> Landing:
     """The interval of the loop a summary event fell in."""
     before = [(kind, it) for kind, it, t in stamps if t <= at]
-    kind, it = before[-1] if before else ("model_response", 0)
-    # After a reply (k-1), before the next request: the overhead of k. After a request: its model call.
-    if kind == "model_response":
+    kind, it = before[-1] if before else ("reply", 0)
+    # After a reply (k-1), before the next call: the overhead of k. After a call: its model time.
+    if kind == "reply":
         return Landing((summary.first_iteration, summary.last_iteration), it + 1, True)
     return Landing((summary.first_iteration, summary.last_iteration), it, False)
+
+
+@dataclass
+class InstantModel:
+    """A model that answers at once (after one suspension) and keeps nothing; stamps each call."""
+
+    reply: Callable[[int], Message]
+    stamps: list[tuple[str, int, float]]
+    name: str = "bench/gpt-4o"
+    calls: int = 0
+
+    def context_window(self) -> int | None:
+        return WINDOW
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        self.calls += 1
+        self.stamps.append(("call", self.calls, time.perf_counter()))
+        for _ in range(SUSPENSIONS):  # a real model call suspends: background work runs here
+            await anyio.sleep(0)
+        message = self.reply(self.calls)
+        self.stamps.append(("reply", self.calls, time.perf_counter()))
+        return ModelReply(message, Usage(completion_tokens=1, requests=1), "stop", self.name)
 
 
 async def measure(iterations: int, policy: str) -> Measured:
@@ -85,22 +116,19 @@ async def measure(iterations: int, policy: str) -> Measured:
     summaries: list[tuple[SummaryEvent, float]] = []
 
     def on_event(event: Event) -> None:
-        if isinstance(event, ModelRequest | ModelResponse):
-            stamps.append((event.type, event.iteration, time.perf_counter()))
-        elif isinstance(event, SummaryEvent):
+        if isinstance(event, SummaryEvent):
             summaries.append((event, time.perf_counter()))
 
-    async def reply(request: AgentRequest) -> Message:
-        await anyio.sleep(0)  # a real model call suspends: background work runs here
-        if request.index + 1 >= iterations:
+    def reply(number: int) -> Message:
+        if number >= iterations:
             return text("done")
-        return calls((f"c{request.index}", "read_file", {"path": f"f{request.index % 40}.py"}))
+        return calls((f"c{number}", "read_file", {"path": f"f{number % 40}.py"}))
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "ws"
         _workspace(root)
         agent = Agent(
-            FunctionModel(reply, window=WINDOW),
+            InstantModel(reply, stamps),
             tools=workspace_tools(Workspace(root)),
             context=policy,
             limits=RunLimits(max_iterations=iterations),
@@ -110,11 +138,9 @@ async def measure(iterations: int, policy: str) -> Measured:
         started = time.perf_counter()
         result = await agent.run("benchmark")
         total = time.perf_counter() - started
-    responses = {it: t for kind, it, t in stamps if kind == "model_response"}
+    replies = {it: t for kind, it, t in stamps if kind == "reply"}
     overhead = {
-        it: (t - responses[it - 1]) * 1000
-        for kind, it, t in stamps
-        if kind == "model_request" and it - 1 in responses
+        it: (t - replies[it - 1]) * 1000 for kind, it, t in stamps if kind == "call" and it - 1 in replies
     }
     landings = tuple(_landing(event, at, stamps) for event, at in summaries)
     return Measured(policy, len(result.iterations), overhead, landings, total, result.savings)
@@ -150,20 +176,22 @@ def report(measured: Measured) -> str:
         f"  {'all':>10} {statistics.median(values):10.2f} {percentile(values, 0.99):8.2f} "
         f"{max(values):8.2f}  (max at iteration {worst})"
     )
-    for landing in measured.landings:
-        first, last = landing.covers
-        if landing.iteration not in measured.overhead_ms and landing.iteration > 1:
-            where = "after the last model call (the run's end waits for it)"
-        elif landing.in_overhead:
-            cost = measured.overhead_ms.get(landing.iteration, 0.0)
-            where = f"in the overhead of iteration {landing.iteration} ({cost:.2f} ms)"
-        else:
-            after = measured.overhead_ms.get(landing.iteration + 1)
-            where = f"during the model call of iteration {landing.iteration}" + (
-                "" if after is None else f"; overhead of the next iteration {after:.2f} ms"
-            )
-        lines.append(f"  summary {first}-{last} landed {where}")
+    if measured.landings:
+        lines.append("  summaries landed (ms = overhead of the iteration that paid for it):")
+        lines.extend(f"    {_where(landing, measured.overhead_ms)}" for landing in measured.landings)
     return "\n".join(lines)
+
+
+def _where(landing: Landing, overhead: dict[int, float]) -> str:
+    first, last = landing.covers
+    it = landing.iteration
+    if it not in overhead and it > 1:
+        return f"{first}-{last}: after the last model call (the run's end waits for it)"
+    if landing.in_overhead:
+        return f"{first}-{last}: in the overhead of iteration {it}, {overhead.get(it, 0.0):.2f} ms"
+    after = overhead.get(it + 1)
+    paid = "" if after is None else f"; iteration {it + 1} rebuilds the prompt, {after:.2f} ms"
+    return f"{first}-{last}: during the model call of iteration {it}{paid}"
 
 
 def main() -> None:
