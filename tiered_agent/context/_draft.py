@@ -57,10 +57,18 @@ class BuildContext:
 
     @classmethod
     def of(
-        cls, history: Sequence[Message], summary: Summary | None, counter: TokenCounter, *, retrieval: bool
+        cls,
+        history: Sequence[Message],
+        summary: Summary | None,
+        counter: TokenCounter,
+        *,
+        retrieval: bool,
+        iterations: Sequence[int] | None = None,
     ) -> BuildContext:
-        iterations = tuple(sorted({m.iteration for m in history if m.iteration > 0}))
-        return cls(history, summary, counter, retrieval, iterations)
+        """``iterations``: the history's iterations if the caller keeps them (else found here)."""
+        if iterations is None:
+            iterations = sorted({m.iteration for m in history if m.iteration > 0})
+        return cls(history, summary, counter, retrieval, tuple(iterations))
 
     @property
     def last(self) -> int:
@@ -145,7 +153,8 @@ class Draft:
             summary_range=(summary.first, summary.last) if summary is not None and self.covered else None,
             shown_iterations=tuple(k for k in context.iterations if k not in out),
         )
-        return BuiltPrompt(self.messages, stats)
+        cut = tuple((self.originals[i], self.messages[i]) for i in sorted(self.cuts))
+        return BuiltPrompt(self.messages, stats, cut)
 
 
 def start(context: BuildContext) -> Draft:

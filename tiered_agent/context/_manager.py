@@ -20,7 +20,7 @@ from typing import Any
 
 from .._errors import ContextBudgetExceeded
 from .._messages import Message, ToolCall, Usage
-from .._tokens import Calibration, TokenCounter
+from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool
 from .._trace import Event, RetrievalEvent, SummaryEvent
 from ._config import ContextConfig
@@ -33,6 +33,7 @@ from ._presets import as_policy
 from ._retrieve import make_retrieve_tool
 from ._summaries import Summaries
 from ._summarizer import Summarizer
+from ._tally import HistoryTally, PromptTally
 from ._types import BuiltPrompt, Summary
 from .steps import Dedup
 
@@ -89,6 +90,8 @@ class ContextManager:
             self.policy, summarizer=summarizer, background=background, on_summary=self._summary_landed
         )
         self._iteration = 0
+        self._history = HistoryTally(counter)  # the counterfactual, counted once per message
+        self._prompts = PromptTally(counter)
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> ContextManager:
@@ -157,8 +160,13 @@ class ContextManager:
         *,
         force_compact: bool = False,
     ) -> PreparedPrompt:
-        """Build the next prompt from the full ``history`` (see the module docstring)."""
-        last = max((m.iteration for m in history), default=0)
+        """Build the next prompt from the full ``history`` (see the module docstring).
+
+        ``history`` grows by appending from one call to the next (anything else is
+        counted from scratch): the per-call work is in what was appended.
+        """
+        self._history.update(history)
+        last = self._history.last_iteration
         self._iteration = last + 1
         await self.summaries.before_prompt(history, last)
         prepared = self._build(history, tool_schemas)
@@ -184,22 +192,25 @@ class ContextManager:
     def _build(
         self, history: Sequence[Message], tool_schemas: Sequence[Mapping[str, Any]], compacted: bool = False
     ) -> PreparedPrompt:
-        built = build_prompt(history, self.policy, summary=self.summary, counter=self.counter)
+        built = build_prompt(
+            history,
+            self.policy,
+            summary=self.summary,
+            counter=self.counter,
+            iterations=self._history.iterations,
+        )
         tools = tuple(tool_schemas)
-        local = self.counter.count_prompt(built.messages, tools)
+        count_tools = self.counter.count_tools
+        local = PROMPT_OVERHEAD + self._prompts.messages_tokens(built.messages) + count_tools(tools)
         # The counterfactual is the unmanaged prompt: full history, no context_retrieve schema.
-        full = self.counter.count_prompt(history, [t for t in tool_schemas if not _is_retrieve(t)])
-        cut = self._truncated_tokens(history, built)
+        unmanaged = [t for t in tool_schemas if not _is_retrieve(t)]
+        full = PROMPT_OVERHEAD + self._history.tokens + count_tools(unmanaged)
+        cut = self._truncated_tokens(built)
         return PreparedPrompt(built, local, full, self.calibration.estimate(local), compacted, cut, tools)
 
-    def _truncated_tokens(self, history: Sequence[Message], built: BuiltPrompt) -> int:
-        ids = {t.tool_call_id for t in built.stats.truncations}
-        if not ids:
-            return 0
+    def _truncated_tokens(self, built: BuiltPrompt) -> int:
         count = self.counter.count_text
-        original = sum(count(m.text) for m in history if m.role == "tool" and m.tool_call_id in ids)
-        shown = sum(count(m.text) for m in built.messages if m.role == "tool" and m.tool_call_id in ids)
-        return original - shown
+        return sum(count(original.text) - count(shown.text) for original, shown in built.cut)
 
     # ------------------------------------------------------------------ events
     def _summary_landed(self, summary: Summary) -> None:

@@ -29,15 +29,20 @@ def build_prompt(
     *,
     summary: Summary | None,
     counter: TokenCounter,
+    iterations: Sequence[int] | None = None,
 ) -> BuiltPrompt:
     """The messages to send for the next model call, and what was done to get them.
 
     ``counter`` is used only by steps that measure the prompt (``Clear``; its
-    per-message cache makes repeated counts cheap). Raises ValueError on a
-    summary with an invalid range.
+    per-message cache makes repeated counts cheap). ``iterations``: the
+    iterations (>= 1) in the history, ascending, when the caller keeps them
+    (the context manager does; otherwise they are found here). Raises
+    ValueError on a summary with an invalid range.
     """
     policy = as_policy(policy)
-    context = BuildContext.of(history, summary, counter, retrieval=policy.retrieval_active)
+    context = BuildContext.of(
+        history, summary, counter, retrieval=policy.retrieval_active, iterations=iterations
+    )
     draft = start(context)
     for step in policy.steps:
         draft = step.apply(draft, context)

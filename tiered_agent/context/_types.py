@@ -81,3 +81,5 @@ class BuiltPrompt:
 
     messages: tuple[Message, ...]
     stats: ContextStats = field(default_factory=ContextStats)
+    # Per truncation (in the order of ``stats.truncations``): the output and how it is shown.
+    cut: tuple[tuple[Message, Message], ...] = ()
