@@ -29,6 +29,8 @@ def _find_all(text: str, literal: str) -> Iterator[int]:
 def sub_at(pattern: re.Pattern[str], anchors: tuple[str, ...], repl: str, text: str) -> str:
     """``pattern.sub(repl, text)`` for a pattern whose every match is non-empty and starts with one of
     ``anchors`` (lookbehinds such as ``\\b`` still see the characters before it)."""
+    if not any(anchor in text for anchor in anchors):
+        return text
     starts = sorted({p for anchor in anchors for p in _find_all(text, anchor)})
     parts: list[str] = []
     end = 0

@@ -18,15 +18,19 @@ describe the prompt as sent.
 from __future__ import annotations
 
 import dataclasses
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
+from operator import attrgetter
 
 from .._messages import Message
 from .._tokens import TokenCounter
+from ._duplicates import OutputRef
 from ._types import BuiltPrompt, ContextStats, Summary, Truncation
 
-__all__ = ["BuildContext", "Draft", "start", "summary_message", "with_content"]
+__all__ = ["BuildContext", "Draft", "HistoryFacts", "start", "summary_message", "with_content"]
 
 
 @lru_cache(maxsize=4096)
@@ -46,6 +50,29 @@ def summary_message(summary: Summary, iteration: int | None = None) -> Message:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryFacts:
+    """What the context manager keeps up to date about the history, so no step rescans it per prompt.
+
+    ``iterations``: the iterations (>= 1) present, ascending; ``ordered``: the
+    iterations never decrease along the history (the loop's and the replay's
+    histories), so an iteration range is one slice of it; ``duplicates``: tool
+    outputs that repeat an earlier one (see :mod:`.._duplicates`), each to the
+    first of them.
+    """
+
+    iterations: tuple[int, ...] = ()
+    ordered: bool = False
+    duplicates: Mapping[OutputRef, OutputRef] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, history: Sequence[Message]) -> HistoryFacts:
+        """The facts found by scanning ``history`` (for callers that do not keep them); no duplicates."""
+        iterations = tuple(sorted({m.iteration for m in history if m.iteration > 0}))
+        ordered = all(a.iteration <= b.iteration for a, b in pairwise(history))
+        return cls(iterations, ordered)
+
+
+@dataclass(frozen=True, slots=True)
 class BuildContext:
     """What every step may read: the full history, the landed summary, the token counter."""
 
@@ -53,7 +80,7 @@ class BuildContext:
     summary: Summary | None
     counter: TokenCounter
     retrieval: bool  # context_retrieve is registered: placeholders and markers name the exact call
-    iterations: tuple[int, ...]  # the iterations (>= 1) present in the history, ascending
+    facts: HistoryFacts
 
     @classmethod
     def of(
@@ -63,17 +90,32 @@ class BuildContext:
         counter: TokenCounter,
         *,
         retrieval: bool,
-        iterations: Sequence[int] | None = None,
+        facts: HistoryFacts | None = None,
     ) -> BuildContext:
-        """``iterations``: the history's iterations if the caller keeps them (else found here)."""
-        if iterations is None:
-            iterations = sorted({m.iteration for m in history if m.iteration > 0})
-        return cls(history, summary, counter, retrieval, tuple(iterations))
+        """``facts``: the history's facts if the caller keeps them (else found here)."""
+        return cls(history, summary, counter, retrieval, HistoryFacts.of(history) if facts is None else facts)
+
+    @property
+    def iterations(self) -> tuple[int, ...]:
+        """The iterations (>= 1) present in the history, ascending."""
+        return self.facts.iterations
 
     @property
     def last(self) -> int:
         """The newest iteration in the history (0 when there is none)."""
         return self.iterations[-1] if self.iterations else 0
+
+    def span(self, first: int, last: int) -> tuple[int, int] | None:
+        """The slice of the history holding iterations ``first..last`` when it is ordered, else None."""
+        if not self.facts.ordered:
+            return None
+        return (
+            bisect_left(self.history, first, key=_iteration),
+            bisect_right(self.history, last, key=_iteration),
+        )
+
+
+_iteration = attrgetter("iteration")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,16 +210,24 @@ def start(context: BuildContext) -> Draft:
         return Draft(history, history)
     if not 1 <= summary.first <= summary.last:
         raise ValueError(f"invalid summary range {summary.first}-{summary.last}")
-    covered = frozenset(k for k in context.iterations if summary.first <= k <= summary.last)
+    iterations = context.iterations
+    covered = frozenset(
+        iterations[bisect_left(iterations, summary.first) : bisect_right(iterations, summary.last)]
+    )
     if not covered:
         return Draft(history, history)
+    stand_in = summary_message(summary, min(covered))
+    span = context.span(summary.first, summary.last)
+    if span is not None:  # the covered iterations are one run of the history
+        messages = (*history[: span[0]], stand_in, *history[span[1] :])
+        return Draft(messages, messages, covered=covered)
     out: list[Message] = []
     placed = False
     for message in history:
         if message.iteration not in covered:
             out.append(message)
         elif not placed:  # where the covered iterations began
-            out.append(summary_message(summary, min(covered)))
+            out.append(stand_in)
             placed = True
     messages = tuple(out)
     return Draft(messages, messages, covered=covered)

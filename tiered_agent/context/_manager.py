@@ -26,6 +26,8 @@ from .._trace import Event, RetrievalEvent, SummaryEvent
 from ._config import ContextConfig
 from ._dedup import DedupCache
 from ._dispatch import Dispatched, Execute, ToolKind, dispatch_calls
+from ._draft import HistoryFacts
+from ._duplicates import DuplicateIndex
 from ._names import RETRIEVE_TOOL_NAME
 from ._pipeline import build_prompt
 from ._policy import Policy
@@ -86,6 +88,7 @@ class ContextManager:
         self._on_event = on_event
         dedup = self.policy.find(Dedup)
         self._dedup = DedupCache(dedup.cache_size) if dedup else None
+        self._duplicates = DuplicateIndex() if dedup else None  # what the Dedup step points to
         self.summaries = Summaries(
             self.policy, summarizer=summarizer, background=background, on_summary=self._summary_landed
         )
@@ -136,7 +139,9 @@ class ContextManager:
         iteration: int,
     ) -> tuple[Dispatched, ...]:
         """Serve one reply's tool calls: :func:`~._dispatch.dispatch_calls` over this run's dedup cache."""
-        return await dispatch_calls(self._dedup, calls, kind, execute, iteration=iteration)
+        return await dispatch_calls(
+            self._dedup, calls, kind, execute, iteration=iteration, duplicates=self._duplicates
+        )
 
     # ------------------------------------------------------------------ prompts
     @property
@@ -192,13 +197,10 @@ class ContextManager:
     def _build(
         self, history: Sequence[Message], tool_schemas: Sequence[Mapping[str, Any]], compacted: bool = False
     ) -> PreparedPrompt:
-        built = build_prompt(
-            history,
-            self.policy,
-            summary=self.summary,
-            counter=self.counter,
-            iterations=self._history.iterations,
-        )
+        tally = self._history
+        links = self._duplicates.links if self._duplicates is not None else {}
+        facts = HistoryFacts(tally.iterations, tally.ordered, links)
+        built = build_prompt(history, self.policy, summary=self.summary, counter=self.counter, facts=facts)
         tools = tuple(tool_schemas)
         count_tools = self.counter.count_tools
         local = PROMPT_OVERHEAD + self._prompts.messages_tokens(built.messages) + count_tools(tools)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from .._messages import Message
 from .._tokens import TokenCounter
 from ._config import ContextConfig
-from ._draft import BuildContext, start
+from ._draft import BuildContext, HistoryFacts, start
 from ._policy import Policy
 from ._presets import as_policy
 from ._types import BuiltPrompt, Summary
@@ -29,20 +29,18 @@ def build_prompt(
     *,
     summary: Summary | None,
     counter: TokenCounter,
-    iterations: Sequence[int] | None = None,
+    facts: HistoryFacts | None = None,
 ) -> BuiltPrompt:
     """The messages to send for the next model call, and what was done to get them.
 
     ``counter`` is used only by steps that measure the prompt (``Clear``; its
-    per-message cache makes repeated counts cheap). ``iterations``: the
-    iterations (>= 1) in the history, ascending, when the caller keeps them
-    (the context manager does; otherwise they are found here). Raises
-    ValueError on a summary with an invalid range.
+    per-message cache makes repeated counts cheap). ``facts``: what the
+    caller keeps about the history (the context manager does; otherwise they
+    are found here, and no output counts as a duplicate). Raises ValueError on
+    a summary with an invalid range.
     """
     policy = as_policy(policy)
-    context = BuildContext.of(
-        history, summary, counter, retrieval=policy.retrieval_active, iterations=iterations
-    )
+    context = BuildContext.of(history, summary, counter, retrieval=policy.retrieval_active, facts=facts)
     draft = start(context)
     for step in policy.steps:
         draft = step.apply(draft, context)

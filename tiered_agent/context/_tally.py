@@ -33,7 +33,7 @@ def common_prefix(old: Sequence[Message], new: Sequence[Message]) -> int:
 
 
 class HistoryTally:
-    """The running token count of an append-only history, and the iterations in it."""
+    """The running token count of an append-only history, the iterations in it, and their order."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self._counter = counter
@@ -43,10 +43,12 @@ class HistoryTally:
         self.length = 0  # messages counted
         self.tokens = 0  # their tokens, framing included (TokenCounter.count_message)
         self.last_iteration = 0  # the newest iteration (0: none yet)
+        self.ordered = True  # the iterations never decrease along the history
         self._seen: set[int] = set()
         self._iterations: list[int] = []  # ascending, > 0
         self._frozen: tuple[int, ...] = ()
         self._ends: tuple[Message, Message] | None = None  # the first and last counted messages
+        self._previous: int | None = None  # the iteration of the last message counted
 
     @property
     def iterations(self) -> tuple[int, ...]:
@@ -73,6 +75,9 @@ class HistoryTally:
     def _add(self, message: Message) -> None:
         self.tokens += self._counter.count_message(message)
         iteration = message.iteration
+        if self._previous is not None and iteration < self._previous:
+            self.ordered = False
+        self._previous = iteration
         self.last_iteration = max(self.last_iteration, iteration)
         if iteration > 0 and iteration not in self._seen:
             self._seen.add(iteration)
