@@ -10,9 +10,10 @@ turns the last draft into the prompt and the statistics the trace records.
 A draft keeps, per position, the message as shown and the message it stands for
 (``originals``: what a later step measures, cuts or hides), which positions a
 placeholder already replaced (``hidden``, with the chars it hides: no later step
-touches them), and the cuts made so far. A step that drops or moves positions
-carries all of it along, so steps compose in any order and the statistics
-describe the prompt as sent.
+touches them), the cuts made so far, and the duplicates shown as a pointer to an
+identical output above (``pointers``; set last, see :meth:`~.steps.Step.finish`).
+A step that drops or moves positions carries all of it along, so steps compose
+in any order and the statistics describe the prompt as sent.
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ class Draft:
     cuts: Mapping[int, Truncation] = field(default_factory=dict)  # position -> the cut shown there
     covered: frozenset[int] = frozenset()  # iterations the summary stands for
     dropped: frozenset[int] = frozenset()  # iterations left out behind a note
+    pointers: Mapping[int, int] = field(default_factory=dict)  # position -> chars a dedup pointer hides
 
     def hide(self, placeholders: Mapping[int, tuple[Message, int]]) -> Draft:
         """Show each placeholder at its position (with the chars it hides); those cuts are void."""
@@ -139,6 +141,7 @@ class Draft:
             messages=tuple(messages),
             hidden={**self.hidden, **{i: chars for i, (_, chars) in placeholders.items()}},
             cuts={i: c for i, c in self.cuts.items() if i not in placeholders},
+            pointers={i: c for i, c in self.pointers.items() if i not in placeholders},
         )
 
     def cut(self, shown: Mapping[int, Message], cuts: Mapping[int, Truncation]) -> Draft:
@@ -146,7 +149,24 @@ class Draft:
         messages = list(self.messages)
         for index, message in shown.items():
             messages[index] = message
-        return dataclasses.replace(self, messages=tuple(messages), cuts={**self.cuts, **cuts})
+        return dataclasses.replace(
+            self,
+            messages=tuple(messages),
+            cuts={**self.cuts, **cuts},
+            pointers={i: c for i, c in self.pointers.items() if i not in shown},
+        )
+
+    def point(self, pointers: Mapping[int, tuple[Message, int]]) -> Draft:
+        """Show each dedup pointer at its position (with the chars it spares); those cuts are void."""
+        messages = list(self.messages)
+        for index, (message, _) in pointers.items():
+            messages[index] = message
+        return dataclasses.replace(
+            self,
+            messages=tuple(messages),
+            cuts={i: c for i, c in self.cuts.items() if i not in pointers},
+            pointers={**self.pointers, **{i: chars for i, (_, chars) in pointers.items()}},
+        )
 
     def splice(
         self,
@@ -170,6 +190,7 @@ class Draft:
             originals=(*self.originals[:start], *stand_for, *self.originals[stop:]),
             hidden=kept | {start + i: chars for i, chars in (hidden or {}).items()},
             cuts={m: c for i, c in self.cuts.items() if (m := moved(i)) is not None},
+            pointers={m: c for i, c in self.pointers.items() if (m := moved(i)) is not None},
         )
 
     def rebuild(self, sources: Sequence[int | Message]) -> Draft:
@@ -181,6 +202,7 @@ class Draft:
             originals=tuple(s if isinstance(s, Message) else self.originals[s] for s in sources),
             hidden={new_of[i]: chars for i, chars in self.hidden.items() if i in new_of},
             cuts={new_of[i]: c for i, c in self.cuts.items() if i in new_of},
+            pointers={new_of[i]: c for i, c in self.pointers.items() if i in new_of},
         )
 
     def built(self, context: BuildContext) -> BuiltPrompt:
@@ -194,6 +216,8 @@ class Draft:
             windowed_out=tuple(k for k in context.iterations if k in out),
             summary_range=(summary.first, summary.last) if summary is not None and self.covered else None,
             shown_iterations=tuple(k for k in context.iterations if k not in out),
+            pointed_outputs=len(self.pointers),
+            pointed_chars=sum(self.pointers.values()),
         )
         cut = tuple((self.originals[i], self.messages[i]) for i in sorted(self.cuts))
         return BuiltPrompt(self.messages, stats, cut)

@@ -18,7 +18,6 @@ can show as a pointer to an identical output still shown above.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from ._dedup import DedupCache
@@ -26,13 +25,9 @@ from ._dedup import DedupCache
 __all__ = ["DuplicateIndex", "OutputRef"]
 
 
-@dataclass(frozen=True, slots=True)
-class OutputRef:
-    """A tool output of the history: the iteration and the id of its call (an id is unique within
-    its iteration, not always across the run)."""
-
-    iteration: int
-    tool_call_id: str
+# A tool output of the history: ``(iteration, tool_call_id)`` (a call id is unique within its
+# iteration, not always across a run).
+OutputRef = tuple[int, str]
 
 
 class DuplicateIndex:
@@ -50,7 +45,7 @@ class DuplicateIndex:
             key = DedupCache.key(tool, arguments)
             if key is None:
                 continue
-            ref = OutputRef(iteration, call_id)
+            ref = (iteration, call_id)
             first = self._first.setdefault((key, output), ref)
             if first != ref:
                 self._links[ref] = first

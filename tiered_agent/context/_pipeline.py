@@ -3,9 +3,10 @@
 :func:`build_prompt` is pure: it starts from the history with the summary (if
 one has landed) standing in for the iterations it covers
 (:func:`~._draft.start`), applies each step of the policy in order
-(:meth:`~.steps.Step.apply`), and returns the prompt with the statistics the
-trace records. Input messages are never mutated; rewritten ones are new frozen
-messages, untouched ones are the same objects.
+(:meth:`~.steps.Step.apply`), then lets each finish it
+(:meth:`~.steps.Step.finish`: the dedup pointers), and returns the prompt with
+the statistics the trace records. Input messages are never mutated; rewritten
+ones are new frozen messages, untouched ones are the same objects.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def build_prompt(
     draft = start(context)
     for step in policy.steps:
         draft = step.apply(draft, context)
+    for step in policy.steps:
+        draft = step.finish(draft, context)
     return draft.built(context)
 
 
