@@ -8,8 +8,12 @@ from hypothesis import strategies as st
 
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
+from tiered_agent.context._draft import HistoryFacts
 from tiered_agent.context._manager import ContextManager
+from tiered_agent.context._pipeline import build_prompt
+from tiered_agent.context._presets import PRESETS
 from tiered_agent.context._tally import HistoryTally, PromptTally, common_prefix
+from tiered_agent.context._types import Summary
 
 COUNTER = TokenCounter("o200k_base")
 WORDS = ["alpha", "beta gamma", "def f(x):\n    return x", "", "ünïcode ✓", "x" * 40, "1 2 3 4 5"]
@@ -65,6 +69,7 @@ def test_the_history_tally_equals_a_full_recount(plan: list[tuple[str, list[Mess
         tally.update(history)
         assert (tally.tokens, tally.iterations, tally.last_iteration) == recount(history)
         assert tally.length == len(history)
+        assert tally.ordered == HistoryFacts.of(history).ordered
 
 
 @settings(max_examples=200, deadline=None)
@@ -130,3 +135,29 @@ def test_message_hash_is_kept_and_survives_pickling() -> None:
     restored = pickle.loads(pickle.dumps(message))
     assert restored == message and hash(restored) == hash(message)
     assert Message("tool", "other", tool_call_id="c1", name="read", iteration=2) != message
+
+
+def _run_history(iterations: int) -> list[Message]:
+    history = [Message("system", "sys"), Message("user", "task")]
+    for k in range(1, iterations + 1):
+        call = ToolCall(f"c{k}", "read", f'{{"p": {k}}}')
+        history.append(Message("assistant", f"step {k}", (call,), iteration=k))
+        history.append(
+            Message("tool", f"output {k} " * (40 + k * 7), tool_call_id=call.id, name="read", iteration=k)
+        )
+    return history
+
+
+@pytest.mark.parametrize("name", ["tiered", "kb-labs-adr", "adk-compaction"])
+def test_an_ordered_history_is_sliced_exactly_as_a_scan_would_filter_it(name: str) -> None:
+    history = _run_history(30)
+    assert HistoryFacts.of(history).ordered
+    for first, last in [(1, 24), (3, 9), (1, 30), (25, 25)]:
+        summary = Summary(first, last, f"summary of {first}-{last}")
+        for end in (len(history), len(history) - 6, 40):  # a rolling range: Elide's memo is reused
+            prefix = history[:end]
+            facts = HistoryFacts.of(prefix)
+            fast = build_prompt(prefix, PRESETS[name], summary=summary, counter=COUNTER, facts=facts)
+            slow_facts = HistoryFacts(facts.iterations, ordered=False)  # forces the scans
+            slow = build_prompt(prefix, PRESETS[name], summary=summary, counter=COUNTER, facts=slow_facts)
+            assert fast == slow

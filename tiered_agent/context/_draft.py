@@ -23,8 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import pairwise
-from operator import attrgetter
+from operator import attrgetter, le
 
 from .._messages import Message
 from .._tokens import TokenCounter
@@ -50,6 +49,9 @@ def summary_message(summary: Summary, iteration: int | None = None) -> Message:
     )
 
 
+_iteration = attrgetter("iteration")
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryFacts:
     """What the context manager keeps up to date about the history, so no step rescans it per prompt.
@@ -68,9 +70,9 @@ class HistoryFacts:
     @classmethod
     def of(cls, history: Sequence[Message]) -> HistoryFacts:
         """The facts found by scanning ``history`` (for callers that do not keep them); no duplicates."""
-        iterations = tuple(sorted({m.iteration for m in history if m.iteration > 0}))
-        ordered = all(a.iteration <= b.iteration for a, b in pairwise(history))
-        return cls(iterations, ordered)
+        numbers = list(map(_iteration, history))
+        ordered = all(map(le, numbers, numbers[1:]))
+        return cls(tuple(sorted({k for k in numbers if k > 0})), ordered)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +116,6 @@ class BuildContext:
             bisect_left(self.history, first, key=_iteration),
             bisect_right(self.history, last, key=_iteration),
         )
-
-
-_iteration = attrgetter("iteration")
 
 
 @dataclass(frozen=True, slots=True)
