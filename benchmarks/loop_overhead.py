@@ -26,15 +26,19 @@ noise of a shared machine goes, what the loop does at that iteration stays (ever
 it). ``max cpu ms`` is the process's CPU time in the slowest iteration of the bucket.
 
 ``--lines`` sets the size of each file read (120 lines, 3.3 kB; 20000 lines is 0.6 MB, for the cost
-of large outputs: redaction, the trace, truncation).
+of large outputs: redaction, the trace, truncation). ``--heap litellm`` imports litellm first, as
+a live run does (its ~300k objects make every full garbage collection a stall of ~200 ms, at an
+iteration that differs from run to run: see the slowest single iteration); ``--heap cli`` imports
+it as the CLI does (``settle_heap_on_import``: frozen out of the collector's way).
 
     python benchmarks/loop_overhead.py [--iterations 301] [--policy tiered,kb-labs-adr,full] [--repeat 3]
-                                       [--lines 120]
+                                       [--lines 120] [--heap bare|litellm|cli]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import tempfile
 import time
@@ -215,6 +219,27 @@ def _where(landing: Landing, overhead: dict[int, float]) -> str:
     return f"{first}-{last}: during the model call of iteration {it}{paid}"
 
 
+class FullCollections:
+    """The garbage collector's full (generation 2) collections while recording, with their pauses."""
+
+    def __init__(self) -> None:
+        self.pauses_ms: list[float] = []
+        self._started = 0.0
+        gc.callbacks.append(self._observe)
+
+    def _observe(self, phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses_ms.append((time.perf_counter() - self._started) * 1000)
+
+    def take(self) -> list[float]:
+        pauses, self.pauses_ms = self.pauses_ms, []
+        return pauses
+
+
 def main() -> None:
     configure_logging(level="warning")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -222,13 +247,32 @@ def main() -> None:
     parser.add_argument("--policy", default="tiered,kb-labs-adr,full", help="comma-separated presets")
     parser.add_argument("--repeat", type=int, default=3, help="runs per policy; per iteration the fastest")
     parser.add_argument("--lines", type=int, default=120, help="lines per file read (about 27 chars each)")
+    parser.add_argument(
+        "--heap",
+        choices=("bare", "litellm", "cli"),
+        default="bare",
+        help="bare: no litellm; litellm: imported first, as in a live run; cli: imported as the CLI does",
+    )
     args = parser.parse_args()
+    if args.heap != "bare":
+        from tiered_agent._litellm import import_litellm, settle_heap_on_import
+
+        if args.heap == "cli":
+            settle_heap_on_import()
+        import_litellm()
+    collections = FullCollections()
     for policy in args.policy.split(","):
+        collections.take()
         runs = [
             anyio.run(measure, args.iterations, policy.strip(), args.lines, backend="asyncio")
             for _ in range(args.repeat)
         ]
         print(report(fastest(runs)))
+        pauses = collections.take()
+        longest = f", the longest {max(pauses):.1f} ms" if pauses else ""
+        print(f"  full garbage collections during the {len(runs)} runs: {len(pauses)}{longest}")
+        slowest = max(((r.overhead_ms[k], k) for r in runs for k in r.overhead_ms), default=(0.0, 0))
+        print(f"  slowest single iteration of the {len(runs)} runs: {slowest[0]:.2f} ms (at {slowest[1]})")
 
 
 if __name__ == "__main__":
