@@ -23,6 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import filterfalse
 from operator import attrgetter, le
 
 from .._messages import Message
@@ -212,9 +213,9 @@ class Draft:
             truncations=tuple(self.cuts[i] for i in sorted(self.cuts)),
             masked_outputs=len(self.hidden),
             masked_chars=sum(self.hidden.values()),
-            windowed_out=tuple(k for k in context.iterations if k in out),
+            windowed_out=tuple(filter(out.__contains__, context.iterations)),
             summary_range=(summary.first, summary.last) if summary is not None and self.covered else None,
-            shown_iterations=tuple(k for k in context.iterations if k not in out),
+            shown_iterations=tuple(filterfalse(out.__contains__, context.iterations)),
             pointed_outputs=len(self.pointers),
             pointed_chars=sum(self.pointers.values()),
         )
