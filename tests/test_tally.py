@@ -54,7 +54,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(steps)
 def test_the_history_tally_equals_a_full_recount(plan: list[tuple[str, list[Message]]]) -> None:
     tally = HistoryTally(COUNTER)
@@ -72,7 +72,7 @@ def test_the_history_tally_equals_a_full_recount(plan: list[tuple[str, list[Mess
         assert tally.ordered == HistoryFacts.of(history).ordered
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(messages(), max_size=8), max_size=20), st.data())
 def test_the_prompt_tally_equals_a_full_recount(prompts: list[list[Message]], data: st.DataObject) -> None:
     tally = PromptTally(COUNTER)
