@@ -164,7 +164,14 @@ async def test_dedup_serves_identical_read_only_calls_and_a_write_invalidates(tm
     result = await make_agent(tmp_path, model, tools=[look, change]).run("x")
     assert executed == ["a", "a"]  # c2 served from the cache, c4 executed again after the write
     second = next(m for m in model.requests[2].messages if m.get("tool_call_id") == "c2")["content"]
-    assert "already called in iteration 1" in second
+    # the prompt points to c1's output, still shown above; the history keeps what was served
+    assert second == "[same output as iteration 1 (tool_call_id=c1), shown above]"
+    served = next(m for m in load_history(result.trace_path) if m.tool_call_id == "c2")
+    assert (
+        served.text
+        == "[already called in iteration 1 (tool_call_id=c1); same arguments, cached result:]\n"
+        + ("content of a v1")
+    )
     results = [e for e in read_trace(result.trace_path) if isinstance(e, ToolResult)]
     assert [e.dedup_of for e in results] == [None, "c1", None, None]
     assert sum(i.dedup_hits for i in result.iterations) == 1

@@ -370,9 +370,10 @@ def test_cli_mcp_config_end_to_end(tmp_path: Path, background: Any) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the repeated add is served from the dedup cache, and the prompt points to the first result
     answer = (
-        "The MCP tools answered: 5 | 3 | [already called in iteration 1 (tool_call_id=call_0_0); "
-        "same arguments, cached result:] 5 | noted (1 note(s) kept) | MCP tools work offline"
+        "The MCP tools answered: 5 | 3 | [same output as iteration 1 (tool_call_id=call_0_0), shown above] | "
+        "noted (1 note(s) kept) | MCP tools work offline"
     )
     assert answer in proc.stdout
     assert "Traceback" not in proc.stderr

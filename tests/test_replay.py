@@ -184,7 +184,7 @@ async def test_miss_rate_on_the_hand_run(counter: IdCounter) -> None:
 def test_replay_is_deterministic_across_workers() -> None:
     runs = [_synthetic_run(f"run{i}", 6 + 3 * i, output_chars=800) for i in range(4)] + [HAND_RUN]
     policies = resolve_policies(["tiered", "masking", "tiered:dedup-only"])
-    settings = ReplaySettings(context_window=4000)  # small window: compaction thresholds are crossed
+    settings = ReplaySettings(context_window=2500)  # small window: compaction thresholds are crossed
     one = build_document(replay_runs(runs, policies, settings, workers=1), ["memory"])
     two = build_document(replay_runs(list(reversed(runs)), policies, settings, workers=2), ["memory"])
     assert strip_timing(one) == strip_timing(two)

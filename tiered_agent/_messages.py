@@ -9,7 +9,7 @@ that number, so a tool call and its result can never be separated.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = ["Message", "Role", "ToolCall", "Usage", "group_by_iteration", "to_openai"]
@@ -45,7 +45,11 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One chat message. ``name`` is the tool name on ``tool`` messages."""
+    """One chat message. ``name`` is the tool name on ``tool`` messages.
+
+    Its hash is computed once and kept: messages are the keys of the context
+    pipeline's memos and token counts, looked up many times per prompt.
+    """
 
     role: Role
     content: str | None = None
@@ -53,6 +57,27 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     iteration: int = 0
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        cached = self._hash
+        if cached is None:
+            cached = hash(
+                (self.role, self.content, self.tool_calls, self.tool_call_id, self.name, self.iteration)
+            )
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __reduce__(self) -> tuple[type[Message], tuple[Any, ...]]:
+        # Rebuilt from its fields: a hash kept in one process is not valid in another.
+        return Message, (
+            self.role,
+            self.content,
+            self.tool_calls,
+            self.tool_call_id,
+            self.name,
+            self.iteration,
+        )
 
     def to_openai(self) -> dict[str, Any]:
         """The message as litellm / OpenAI expect it (no runtime-only fields)."""

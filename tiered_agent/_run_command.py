@@ -30,6 +30,7 @@ from ._errors import (
     TraceWriteError,
 )
 from ._instructions import build_system_prompt, load_instructions
+from ._litellm import settle_heap_on_import
 from ._model import LiteLLMModel, RetryPolicy
 from ._otel_export import cli_telemetry
 from ._result import RunResult
@@ -85,6 +86,7 @@ def _exporting(options: RunOptions, main: Callable[[Telemetry | None], int]) -> 
 
 
 def _main(prepare: Callable[[Console, Console], _Launch]) -> int:
+    settle_heap_on_import()  # this process is ours: litellm's objects need no garbage collection
     console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)  # a sentence is never cut into lines
     try:

@@ -24,6 +24,7 @@ import structlog
 
 from ._errors import TraceFormatError, TraceWriteError
 from ._messages import Message, ToolCall, Usage
+from ._scrub import CleanTexts, sub_around, sub_at
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -194,6 +195,7 @@ _SECRET_KEY = re.compile(r"(api[_-]?key|authorization|secret|password|token$|acc
 _SECRET_VALUE = re.compile(
     r"(Bearer\s+[A-Za-z0-9._\-]{8,}|\bsk-[A-Za-z0-9_\-]{12,}|\bsk-ant-[A-Za-z0-9_\-]{12,})"
 )
+_SECRET_VALUE_STARTS = ("Bearer", "sk-")  # every match of _SECRET_VALUE starts with one of these
 # Credentials in URLs: query parameters (``?api-key=...``, ``&token=...``) and userinfo (``user:pass@``).
 _URL_QUERY_SECRET = re.compile(
     r"([?&;](?:api[-_]?key|key|token|access[-_]?token|auth|secret|password|passwd|sig|signature)=)"
@@ -201,6 +203,9 @@ _URL_QUERY_SECRET = re.compile(
     re.I,
 )
 _URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.\-]*://)[^/\s@'\"<>]+@", re.I)
+# Its parts before and after "://", for sub_around (which finds "://" first).
+_SCHEME_CHAR = re.compile(r"[a-z0-9+.\-]", re.I)
+_USERINFO_REST = re.compile(r"[^/\s@'\"<>]+@", re.I)
 _SECRET_NAME_ENDINGS = (
     "KEY",
     "KEYS",
@@ -235,10 +240,21 @@ def register_secret(value: str | None) -> None:
         _registered.add(value)
 
 
-def _secret_values() -> tuple[str, ...]:
+def _secret_values() -> frozenset[str]:
     """The values to redact now: secret-looking environment variables and registered keys."""
-    found = {value for name, value in os.environ.items() if len(value) >= MIN_SECRET_CHARS and _secret(name)}
-    return tuple(sorted(found | _registered, key=lambda v: (-len(v), v)))
+    return _env_secrets(_environ_key()) | _registered
+
+
+def _environ_key() -> tuple[tuple[Any, Any], ...]:
+    """The environment as it is now, cheaply (os.environ decodes every item when iterated)."""
+    data = getattr(os.environ, "_data", None)  # CPython: the encoded dict behind os.environ
+    return tuple(data.items()) if isinstance(data, dict) else tuple(os.environ.items())
+
+
+@lru_cache(maxsize=4)
+def _env_secrets(environ: tuple[tuple[Any, Any], ...]) -> frozenset[str]:
+    """The secret values of the environment ``environ`` stands for (the cache key: read it once)."""
+    return frozenset(v for name, v in os.environ.items() if len(v) >= MIN_SECRET_CHARS and _secret(name))
 
 
 @lru_cache(maxsize=4096)
@@ -246,9 +262,19 @@ def _secret(name: str) -> bool:
     return is_secret_name(name)
 
 
+@dataclass(frozen=True, slots=True)
+class _Secrets:
+    """What :func:`redact` replaces now: the secret values (longest first) and their pattern."""
+
+    values: tuple[str, ...]
+    pattern: re.Pattern[str] | None
+
+
 @lru_cache(maxsize=8)
-def _values_pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
-    return re.compile("|".join(re.escape(v) for v in values)) if values else None
+def _secrets_of(values: frozenset[str]) -> _Secrets:
+    ordered = tuple(sorted(values, key=lambda v: (-len(v), v)))
+    pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
+    return _Secrets(ordered, pattern)
 
 
 def redact(value: Any) -> Any:
@@ -260,11 +286,19 @@ def redact(value: Any) -> Any:
     :func:`is_secret_name`; values under :data:`MIN_SECRET_CHARS` characters are left alone) and of
     every :func:`register_secret`-ed API key, ``sk-...`` and ``Bearer ...`` shapes, and keys in URLs
     (``?api-key=``, ``&token=``, ``user:password@``). Messages keep their type.
+
+    A long text this function returned is remembered (by identity) as clean, so redacting it again
+    under the same secrets (the trace writing a message the history already holds) costs nothing.
     """
-    return _redact(value, _values_pattern(_secret_values()))
+    return _redact(value, _secrets_of(_secret_values()))
 
 
-def _redact(value: Any, secrets: re.Pattern[str] | None) -> Any:
+_SCALARS = frozenset({int, float, bool, type(None)})
+_CLEAN_MIN_CHARS = 1024  # shorter texts are redacted again rather than remembered
+_clean = CleanTexts()
+
+
+def _redact(value: Any, secrets: _Secrets) -> Any:
     if isinstance(value, str):
         return _redact_text(value, secrets)
     if isinstance(value, Mapping):
@@ -273,24 +307,39 @@ def _redact(value: Any, secrets: re.Pattern[str] | None) -> Any:
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
+        if set(map(type, value)) <= _SCALARS:  # numbers (a prompt record's iterations): nothing to do
+            return list(value)
         return [_redact(v, secrets) for v in value]
     if isinstance(value, Message):
         return _redact_message(value, secrets)
     return value
 
 
-def _redact_text(text: str, secrets: re.Pattern[str] | None) -> str:
-    if secrets is not None:
-        text = secrets.sub(REDACTED, text)
-    text = _SECRET_VALUE.sub(REDACTED, text)
-    if "=" in text:
-        text = _URL_QUERY_SECRET.sub(rf"\1{REDACTED}", text)
-    if "@" in text:
-        text = _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
+def _redact_text(text: str, secrets: _Secrets) -> str:
+    if len(text) < _CLEAN_MIN_CHARS:
+        return _scrub_text(text, secrets)
+    if _clean.known(text, secrets):
+        return text
+    text = _scrub_text(text, secrets)
+    _clean.add(text, secrets)
     return text
 
 
-def _redact_message(message: Message, secrets: re.Pattern[str] | None) -> Message:
+def _scrub_text(text: str, secrets: _Secrets) -> str:
+    # Each substitution as ``pattern.sub`` over the whole text would do it (see _scrub), in this order.
+    if secrets.pattern is not None and any(v in text for v in secrets.values):
+        text = secrets.pattern.sub(REDACTED, text)
+    text = sub_at(_SECRET_VALUE, _SECRET_VALUE_STARTS, REDACTED, text)
+    if "=" in text:
+        text = _URL_QUERY_SECRET.sub(rf"\1{REDACTED}", text)
+    if "@" in text:
+        text = sub_around(
+            _URL_USERINFO, "://", rf"\1{REDACTED}@", text, lead=_SCHEME_CHAR, follow=_USERINFO_REST
+        )
+    return text
+
+
+def _redact_message(message: Message, secrets: _Secrets) -> Message:
     content = None if message.content is None else _redact_text(message.content, secrets)
     calls = tuple(ToolCall(c.id, c.name, _redact_text(c.arguments, secrets)) for c in message.tool_calls)
     if content == message.content and calls == message.tool_calls:

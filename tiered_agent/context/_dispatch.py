@@ -19,6 +19,10 @@ the replay returns the recorded observations. The rules, in call order:
    are remembered, in call order (of two identical calls, the later one is
    the one remembered), unless the batch held a call that is not read-only: a
    read that ran alongside a write may have seen either state.
+5. **And** every successful read-only result (served or executed) is shown to
+   the run's :class:`~._duplicates.DuplicateIndex`, which links an output
+   identical to an earlier one of the same call to it (the prompt may then
+   point to the earlier one instead of repeating it).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from dataclasses import dataclass
 
 from .._messages import ToolCall
 from .._tools import ToolOutcome
-from ._dedup import DedupCache
+from ._dedup import DedupCache, DedupHit
+from ._duplicates import DuplicateIndex
 
 __all__ = ["Dispatched", "Execute", "ToolKind", "dispatch_calls"]
 
@@ -43,11 +48,13 @@ class ToolKind:
 
 @dataclass(frozen=True, slots=True)
 class Dispatched:
-    """One call's result as the model receives it; ``dedup_of`` names the earlier call served instead."""
+    """One call's result as the model receives it; ``dedup_of`` names the earlier call served instead
+    (``hit``: what the cache held)."""
 
     call: ToolCall
     outcome: ToolOutcome
     dedup_of: str | None = None
+    hit: DedupHit | None = None
 
 
 # Runs ``calls[i]`` for each given index (in any order, concurrently if it likes) and
@@ -62,6 +69,7 @@ async def dispatch_calls(
     execute: Execute,
     *,
     iteration: int,
+    duplicates: DuplicateIndex | None = None,
 ) -> tuple[Dispatched, ...]:
     """Serve ``calls`` (one reply, in call order) by the module's rules; ``cache=None``: no dedup."""
     kinds = [kind(call) for call in calls]
@@ -74,6 +82,8 @@ async def dispatch_calls(
         served[index] = Dispatched(calls[index], outcome)
     results = tuple(r for r in served if r is not None)
     _remember(cache, results, kinds, iteration)
+    if duplicates is not None:
+        duplicates.observe(iteration, _reads(results, kinds))
     return results
 
 
@@ -91,7 +101,7 @@ def _serve_from_cache(
         hit = None if kind.internal else cache.lookup(call.name, call.arguments)
         if hit is not None:
             outcome = ToolOutcome(content=cache.render_hit(hit), is_error=False)
-            served[index] = Dispatched(call, outcome, dedup_of=hit.tool_call_id)
+            served[index] = Dispatched(call, outcome, dedup_of=hit.tool_call_id, hit=hit)
     return served
 
 
@@ -105,3 +115,12 @@ def _remember(
         if result.dedup_of is None and not kind.internal and not result.outcome.is_error:
             call = result.call
             cache.store(call.name, call.arguments, iteration, call.id, result.outcome.content)
+
+
+def _reads(results: Sequence[Dispatched], kinds: Sequence[ToolKind]) -> list[tuple[str, str, str, str]]:
+    """Rule 5: the successful read-only results, with the output each repeats or holds."""
+    return [
+        (r.call.id, r.call.name, r.call.arguments, r.hit.content if r.hit else r.outcome.content)
+        for r, kind in zip(results, kinds, strict=True)
+        if kind.read_only and not kind.internal and not r.outcome.is_error
+    ]

@@ -10,23 +10,28 @@ turns the last draft into the prompt and the statistics the trace records.
 A draft keeps, per position, the message as shown and the message it stands for
 (``originals``: what a later step measures, cuts or hides), which positions a
 placeholder already replaced (``hidden``, with the chars it hides: no later step
-touches them), and the cuts made so far. A step that drops or moves positions
-carries all of it along, so steps compose in any order and the statistics
-describe the prompt as sent.
+touches them), the cuts made so far, and the duplicates shown as a pointer to an
+identical output above (``pointers``; set last, see :meth:`~.steps.Step.finish`).
+A step that drops or moves positions carries all of it along, so steps compose
+in any order and the statistics describe the prompt as sent.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import filterfalse
+from operator import attrgetter, le
 
 from .._messages import Message
 from .._tokens import TokenCounter
+from ._duplicates import OutputRef
 from ._types import BuiltPrompt, ContextStats, Summary, Truncation
 
-__all__ = ["BuildContext", "Draft", "start", "summary_message", "with_content"]
+__all__ = ["BuildContext", "Draft", "HistoryFacts", "start", "summary_message", "with_content"]
 
 
 @lru_cache(maxsize=4096)
@@ -45,6 +50,32 @@ def summary_message(summary: Summary, iteration: int | None = None) -> Message:
     )
 
 
+_iteration = attrgetter("iteration")
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFacts:
+    """What the context manager keeps up to date about the history, so no step rescans it per prompt.
+
+    ``iterations``: the iterations (>= 1) present, ascending; ``ordered``: the
+    iterations never decrease along the history (the loop's and the replay's
+    histories), so an iteration range is one slice of it; ``duplicates``: tool
+    outputs that repeat an earlier one (see :mod:`.._duplicates`), each to the
+    first of them.
+    """
+
+    iterations: tuple[int, ...] = ()
+    ordered: bool = False
+    duplicates: Mapping[OutputRef, OutputRef] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, history: Sequence[Message]) -> HistoryFacts:
+        """The facts found by scanning ``history`` (for callers that do not keep them); no duplicates."""
+        numbers = list(map(_iteration, history))
+        ordered = all(map(le, numbers, numbers[1:]))
+        return cls(tuple(sorted({k for k in numbers if k > 0})), ordered)
+
+
 @dataclass(frozen=True, slots=True)
 class BuildContext:
     """What every step may read: the full history, the landed summary, the token counter."""
@@ -53,19 +84,39 @@ class BuildContext:
     summary: Summary | None
     counter: TokenCounter
     retrieval: bool  # context_retrieve is registered: placeholders and markers name the exact call
-    iterations: tuple[int, ...]  # the iterations (>= 1) present in the history, ascending
+    facts: HistoryFacts
 
     @classmethod
     def of(
-        cls, history: Sequence[Message], summary: Summary | None, counter: TokenCounter, *, retrieval: bool
+        cls,
+        history: Sequence[Message],
+        summary: Summary | None,
+        counter: TokenCounter,
+        *,
+        retrieval: bool,
+        facts: HistoryFacts | None = None,
     ) -> BuildContext:
-        iterations = tuple(sorted({m.iteration for m in history if m.iteration > 0}))
-        return cls(history, summary, counter, retrieval, iterations)
+        """``facts``: the history's facts if the caller keeps them (else found here)."""
+        return cls(history, summary, counter, retrieval, HistoryFacts.of(history) if facts is None else facts)
+
+    @property
+    def iterations(self) -> tuple[int, ...]:
+        """The iterations (>= 1) present in the history, ascending."""
+        return self.facts.iterations
 
     @property
     def last(self) -> int:
         """The newest iteration in the history (0 when there is none)."""
         return self.iterations[-1] if self.iterations else 0
+
+    def span(self, first: int, last: int) -> tuple[int, int] | None:
+        """The slice of the history holding iterations ``first..last`` when it is ordered, else None."""
+        if not self.facts.ordered:
+            return None
+        return (
+            bisect_left(self.history, first, key=_iteration),
+            bisect_right(self.history, last, key=_iteration),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +129,7 @@ class Draft:
     cuts: Mapping[int, Truncation] = field(default_factory=dict)  # position -> the cut shown there
     covered: frozenset[int] = frozenset()  # iterations the summary stands for
     dropped: frozenset[int] = frozenset()  # iterations left out behind a note
+    pointers: Mapping[int, int] = field(default_factory=dict)  # position -> chars a dedup pointer hides
 
     def hide(self, placeholders: Mapping[int, tuple[Message, int]]) -> Draft:
         """Show each placeholder at its position (with the chars it hides); those cuts are void."""
@@ -89,6 +141,7 @@ class Draft:
             messages=tuple(messages),
             hidden={**self.hidden, **{i: chars for i, (_, chars) in placeholders.items()}},
             cuts={i: c for i, c in self.cuts.items() if i not in placeholders},
+            pointers={i: c for i, c in self.pointers.items() if i not in placeholders},
         )
 
     def cut(self, shown: Mapping[int, Message], cuts: Mapping[int, Truncation]) -> Draft:
@@ -96,7 +149,24 @@ class Draft:
         messages = list(self.messages)
         for index, message in shown.items():
             messages[index] = message
-        return dataclasses.replace(self, messages=tuple(messages), cuts={**self.cuts, **cuts})
+        return dataclasses.replace(
+            self,
+            messages=tuple(messages),
+            cuts={**self.cuts, **cuts},
+            pointers={i: c for i, c in self.pointers.items() if i not in shown},
+        )
+
+    def point(self, pointers: Mapping[int, tuple[Message, int]]) -> Draft:
+        """Show each dedup pointer at its position (with the chars it spares); those cuts are void."""
+        messages = list(self.messages)
+        for index, (message, _) in pointers.items():
+            messages[index] = message
+        return dataclasses.replace(
+            self,
+            messages=tuple(messages),
+            cuts={i: c for i, c in self.cuts.items() if i not in pointers},
+            pointers={**self.pointers, **{i: chars for i, (_, chars) in pointers.items()}},
+        )
 
     def splice(
         self,
@@ -120,6 +190,7 @@ class Draft:
             originals=(*self.originals[:start], *stand_for, *self.originals[stop:]),
             hidden=kept | {start + i: chars for i, chars in (hidden or {}).items()},
             cuts={m: c for i, c in self.cuts.items() if (m := moved(i)) is not None},
+            pointers={m: c for i, c in self.pointers.items() if (m := moved(i)) is not None},
         )
 
     def rebuild(self, sources: Sequence[int | Message]) -> Draft:
@@ -131,6 +202,7 @@ class Draft:
             originals=tuple(s if isinstance(s, Message) else self.originals[s] for s in sources),
             hidden={new_of[i]: chars for i, chars in self.hidden.items() if i in new_of},
             cuts={new_of[i]: c for i, c in self.cuts.items() if i in new_of},
+            pointers={new_of[i]: c for i, c in self.pointers.items() if i in new_of},
         )
 
     def built(self, context: BuildContext) -> BuiltPrompt:
@@ -141,11 +213,14 @@ class Draft:
             truncations=tuple(self.cuts[i] for i in sorted(self.cuts)),
             masked_outputs=len(self.hidden),
             masked_chars=sum(self.hidden.values()),
-            windowed_out=tuple(k for k in context.iterations if k in out),
+            windowed_out=tuple(filter(out.__contains__, context.iterations)),
             summary_range=(summary.first, summary.last) if summary is not None and self.covered else None,
-            shown_iterations=tuple(k for k in context.iterations if k not in out),
+            shown_iterations=tuple(filterfalse(out.__contains__, context.iterations)),
+            pointed_outputs=len(self.pointers),
+            pointed_chars=sum(self.pointers.values()),
         )
-        return BuiltPrompt(self.messages, stats)
+        cut = tuple((self.originals[i], self.messages[i]) for i in sorted(self.cuts))
+        return BuiltPrompt(self.messages, stats, cut)
 
 
 def start(context: BuildContext) -> Draft:
@@ -159,16 +234,24 @@ def start(context: BuildContext) -> Draft:
         return Draft(history, history)
     if not 1 <= summary.first <= summary.last:
         raise ValueError(f"invalid summary range {summary.first}-{summary.last}")
-    covered = frozenset(k for k in context.iterations if summary.first <= k <= summary.last)
+    iterations = context.iterations
+    covered = frozenset(
+        iterations[bisect_left(iterations, summary.first) : bisect_right(iterations, summary.last)]
+    )
     if not covered:
         return Draft(history, history)
+    stand_in = summary_message(summary, min(covered))
+    span = context.span(summary.first, summary.last)
+    if span is not None:  # the covered iterations are one run of the history
+        messages = (*history[: span[0]], stand_in, *history[span[1] :])
+        return Draft(messages, messages, covered=covered)
     out: list[Message] = []
     placed = False
     for message in history:
         if message.iteration not in covered:
             out.append(message)
         elif not placed:  # where the covered iterations began
-            out.append(summary_message(summary, min(covered)))
+            out.append(stand_in)
             placed = True
     messages = tuple(out)
     return Draft(messages, messages, covered=covered)

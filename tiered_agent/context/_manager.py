@@ -20,12 +20,14 @@ from typing import Any
 
 from .._errors import ContextBudgetExceeded
 from .._messages import Message, ToolCall, Usage
-from .._tokens import Calibration, TokenCounter
+from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool
 from .._trace import Event, RetrievalEvent, SummaryEvent
 from ._config import ContextConfig
 from ._dedup import DedupCache
 from ._dispatch import Dispatched, Execute, ToolKind, dispatch_calls
+from ._draft import HistoryFacts
+from ._duplicates import DuplicateIndex
 from ._names import RETRIEVE_TOOL_NAME
 from ._pipeline import build_prompt
 from ._policy import Policy
@@ -33,6 +35,7 @@ from ._presets import as_policy
 from ._retrieve import make_retrieve_tool
 from ._summaries import Summaries
 from ._summarizer import Summarizer
+from ._tally import HistoryTally, PromptTally
 from ._types import BuiltPrompt, SentPrompt, Summary
 from .steps import Dedup
 
@@ -88,10 +91,13 @@ class ContextManager:
         self._on_event = on_event
         dedup = self.policy.find(Dedup)
         self._dedup = DedupCache(dedup.cache_size) if dedup else None
+        self._duplicates = DuplicateIndex() if dedup else None  # what the Dedup step points to
         self.summaries = Summaries(
             self.policy, summarizer=summarizer, background=background, on_summary=self._summary_landed
         )
         self._iteration = 0
+        self._history = HistoryTally(counter)  # the counterfactual, counted once per message
+        self._prompts = PromptTally(counter)
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> ContextManager:
@@ -136,7 +142,9 @@ class ContextManager:
         iteration: int,
     ) -> tuple[Dispatched, ...]:
         """Serve one reply's tool calls: :func:`~._dispatch.dispatch_calls` over this run's dedup cache."""
-        return await dispatch_calls(self._dedup, calls, kind, execute, iteration=iteration)
+        return await dispatch_calls(
+            self._dedup, calls, kind, execute, iteration=iteration, duplicates=self._duplicates
+        )
 
     # ------------------------------------------------------------------ prompts
     @property
@@ -160,8 +168,13 @@ class ContextManager:
         *,
         force_compact: bool = False,
     ) -> PreparedPrompt:
-        """Build the next prompt from the full ``history`` (see the module docstring)."""
-        last = max((m.iteration for m in history), default=0)
+        """Build the next prompt from the full ``history`` (see the module docstring).
+
+        ``history`` grows by appending from one call to the next (anything else is
+        counted from scratch): the per-call work is in what was appended.
+        """
+        self._history.update(history)
+        last = self._history.last_iteration
         self._iteration = last + 1
         await self.summaries.before_prompt(history, last, prompt=self._sent)
         prepared = self._build(history, tool_schemas)
@@ -190,22 +203,22 @@ class ContextManager:
     def _build(
         self, history: Sequence[Message], tool_schemas: Sequence[Mapping[str, Any]], compacted: bool = False
     ) -> PreparedPrompt:
-        built = build_prompt(history, self.policy, summary=self.summary, counter=self.counter)
+        tally = self._history
+        links = self._duplicates.links if self._duplicates is not None else {}
+        facts = HistoryFacts(tally.iterations, tally.ordered, links)
+        built = build_prompt(history, self.policy, summary=self.summary, counter=self.counter, facts=facts)
         tools = tuple(tool_schemas)
-        local = self.counter.count_prompt(built.messages, tools)
+        count_tools = self.counter.count_tools
+        local = PROMPT_OVERHEAD + self._prompts.messages_tokens(built.messages) + count_tools(tools)
         # The counterfactual is the unmanaged prompt: full history, no context_retrieve schema.
-        full = self.counter.count_prompt(history, [t for t in tool_schemas if not _is_retrieve(t)])
-        cut = self._truncated_tokens(history, built)
+        unmanaged = [t for t in tool_schemas if not _is_retrieve(t)]
+        full = PROMPT_OVERHEAD + self._history.tokens + count_tools(unmanaged)
+        cut = self._truncated_tokens(built)
         return PreparedPrompt(built, local, full, self.calibration.estimate(local), compacted, cut, tools)
 
-    def _truncated_tokens(self, history: Sequence[Message], built: BuiltPrompt) -> int:
-        ids = {t.tool_call_id for t in built.stats.truncations}
-        if not ids:
-            return 0
+    def _truncated_tokens(self, built: BuiltPrompt) -> int:
         count = self.counter.count_text
-        original = sum(count(m.text) for m in history if m.role == "tool" and m.tool_call_id in ids)
-        shown = sum(count(m.text) for m in built.messages if m.role == "tool" and m.tool_call_id in ids)
-        return original - shown
+        return sum(count(original.text) - count(shown.text) for original, shown in built.cut)
 
     # ------------------------------------------------------------------ events
     def _summary_landed(self, summary: Summary) -> None:

@@ -3,9 +3,10 @@
 :func:`build_prompt` is pure: it starts from the history with the summary (if
 one has landed) standing in for the iterations it covers
 (:func:`~._draft.start`), applies each step of the policy in order
-(:meth:`~.steps.Step.apply`), and returns the prompt with the statistics the
-trace records. Input messages are never mutated; rewritten ones are new frozen
-messages, untouched ones are the same objects.
+(:meth:`~.steps.Step.apply`), then lets each finish it
+(:meth:`~.steps.Step.finish`: the dedup pointers), and returns the prompt with
+the statistics the trace records. Input messages are never mutated; rewritten
+ones are new frozen messages, untouched ones are the same objects.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from .._messages import Message
 from .._tokens import TokenCounter
 from ._config import ContextConfig
-from ._draft import BuildContext, start
+from ._draft import BuildContext, HistoryFacts, start
 from ._policy import Policy
 from ._presets import as_policy
 from ._types import BuiltPrompt, Summary
@@ -29,18 +30,23 @@ def build_prompt(
     *,
     summary: Summary | None,
     counter: TokenCounter,
+    facts: HistoryFacts | None = None,
 ) -> BuiltPrompt:
     """The messages to send for the next model call, and what was done to get them.
 
     ``counter`` is used only by steps that measure the prompt (``Clear``; its
-    per-message cache makes repeated counts cheap). Raises ValueError on a
-    summary with an invalid range.
+    per-message cache makes repeated counts cheap). ``facts``: what the
+    caller keeps about the history (the context manager does; otherwise they
+    are found here, and no output counts as a duplicate). Raises ValueError on
+    a summary with an invalid range.
     """
     policy = as_policy(policy)
-    context = BuildContext.of(history, summary, counter, retrieval=policy.retrieval_active)
+    context = BuildContext.of(history, summary, counter, retrieval=policy.retrieval_active, facts=facts)
     draft = start(context)
     for step in policy.steps:
         draft = step.apply(draft, context)
+    for step in policy.steps:
+        draft = step.finish(draft, context)
     return draft.built(context)
 
 

@@ -65,6 +65,8 @@ class ContextStats:
     windowed_out: tuple[int, ...] = ()  # iterations not shown verbatim (covered by the summary)
     summary_range: tuple[int, int] | None = None
     shown_iterations: tuple[int, ...] = ()
+    pointed_outputs: int = 0  # duplicate outputs shown as a pointer to an identical one above (dedup)
+    pointed_chars: int = 0
 
     @property
     def truncated_chars(self) -> int:
@@ -89,7 +91,13 @@ class ContextStats:
             "windowed_out": list(self.windowed_out),
             "summary_range": list(self.summary_range) if self.summary_range else None,
             "shown_iterations": list(self.shown_iterations),
-        }
+        } | self._pointers()
+
+    def _pointers(self) -> dict[str, int]:
+        """Recorded only when a pointer was shown: the records of prompts without one are unchanged."""
+        if not self.pointed_outputs:
+            return {}
+        return {"dedup_pointers": self.pointed_outputs, "dedup_pointer_chars": self.pointed_chars}
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,3 +106,5 @@ class BuiltPrompt:
 
     messages: tuple[Message, ...]
     stats: ContextStats = field(default_factory=ContextStats)
+    # Per truncation (in the order of ``stats.truncations``): the output and how it is shown.
+    cut: tuple[tuple[Message, Message], ...] = ()

@@ -3,7 +3,7 @@
 ==============  =====================  ==========================================================
 step            file                   what it does
 ==============  =====================  ==========================================================
-``Dedup``       ``_dedup.py``          identical read-only calls served from a cache (at dispatch)
+``Dedup``       ``_dedup.py``          identical read-only calls served from a cache; repeats as pointers
 ``Summarize``   ``_summarize.py``      every N iterations, a rolling summary of all but the last K
 ``Compact``     ``_compact.py``        past a share of the window, summarize now (safety net)
 ``Elide``       ``_elide.py``          the summary's range keeps the agent's messages, outputs go

@@ -4,9 +4,10 @@ A step is a frozen dataclass (validated on construction, so a bad value fails
 where it is written) with a ``kind`` (its name in the bench JSON and the trace)
 and, for steps that reshape the prompt, :meth:`Step.apply`: a pure function of
 the history (in the :class:`~.._draft.BuildContext`) and the draft the earlier
-steps left. Steps that act elsewhere (the dedup cache at tool dispatch, the
-timing of summaries and compaction in :class:`~.._manager.ContextManager`)
-leave the draft unchanged.
+steps left; and :meth:`Step.finish`, applied after every step's ``apply``, for
+a rewrite that must hold in the prompt as sent. Steps that act elsewhere (the
+dedup cache at tool dispatch, the timing of summaries and compaction in
+:class:`~.._manager.ContextManager`) leave the draft unchanged.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ class Step:
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
         """Reshape the prompt; the default leaves it unchanged."""
+        return draft
+
+    def finish(self, draft: Draft, context: BuildContext) -> Draft:
+        """Rewrite the prompt once every step has applied (in step order); the default leaves it.
+
+        For a decision that depends on the final prompt (``Dedup``: a pointer to an output only
+        while that output is shown verbatim), so that no later step can make it wrong.
+        """
         return draft
 
     def to_dict(self) -> dict[str, Any]:

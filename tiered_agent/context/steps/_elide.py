@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from ..._messages import Message
 from .._draft import BuildContext, Draft, summary_message, with_content
+from .._tally import common_prefix
 from ._base import Step, require
 from ._mask import output_placeholder
 
@@ -39,33 +40,56 @@ class Elide(Step):
         summary = context.summary
         if summary is None or not draft.covered:
             return draft
-        at = _position(draft, summary_message(summary, min(draft.covered)))
+        first, last = min(draft.covered), max(draft.covered)
+        at = _position(draft, summary_message(summary, first), context.span(first, last))
         if at is None:  # an earlier step already reshaped the covered range
             return draft
-        originals = [m for m in context.history if m.iteration in draft.covered]
-        placeholders = self._placeholders(originals, context.retrieval)
-        shown = [placeholders.get(i, m) for i, m in enumerate(originals)]
-        hidden = {i: len(originals[i].text) - len(p.text) for i, p in placeholders.items()}
-        after = summary_message(summary, max(draft.covered))  # after the covered range
+        originals = _covered(context, draft.covered, first, last)
+        shown, hidden = _elided(originals, self.min_chars, context.retrieval)
+        after = summary_message(summary, last)  # after the covered range
         return draft.splice(at, at + 1, [*shown, after], [*originals, after], hidden)
 
-    def _placeholders(self, messages: list[Message], retrieval: bool) -> dict[int, Message]:
-        """Index -> placeholder, for the outputs this step hides."""
-        out: dict[int, Message] = {}
-        for index, message in enumerate(messages):
-            if message.role == "tool":
-                placeholder = _placeholder(message, self.min_chars, retrieval)
-                if placeholder is not None:
-                    out[index] = placeholder
-        return out
 
-
-def _position(draft: Draft, stand_in: Message) -> int | None:
+def _position(draft: Draft, stand_in: Message, span: tuple[int, int] | None) -> int | None:
     """Where the summary stands in the draft (compared in full only for user messages of its iteration)."""
+    if span is not None and span[0] < len(draft.messages) and draft.messages[span[0]] is stand_in:
+        return span[0]  # where start() put it
     for index, message in enumerate(draft.messages):
         if message.iteration == stand_in.iteration and message.role == "user" and message == stand_in:
             return index
     return None
+
+
+def _covered(context: BuildContext, covered: frozenset[int], first: int, last: int) -> tuple[Message, ...]:
+    """The messages of the covered iterations, in history order."""
+    span = context.span(first, last)
+    if span is not None:
+        return tuple(context.history[span[0] : span[1]])
+    return tuple(m for m in context.history if m.iteration in covered)
+
+
+# The last elision per (min_chars, retrieval): a rolling summary's range only grows, and the
+# messages it covered before are the same objects, so only the newly covered ones are looked at.
+_last: dict[tuple[int, bool], tuple[tuple[Message, ...], tuple[Message, ...], dict[int, int]]] = {}
+
+
+def _elided(
+    originals: tuple[Message, ...], min_chars: int, retrieval: bool
+) -> tuple[tuple[Message, ...], dict[int, int]]:
+    """The covered messages as shown (long outputs as placeholders) and, by index, the chars hidden."""
+    before, shown_before, hidden_before = _last.get((min_chars, retrieval), ((), (), {}))
+    shared = common_prefix(before, originals)
+    shown = list(shown_before[:shared])
+    hidden = {i: chars for i, chars in hidden_before.items() if i < shared}
+    for index in range(shared, len(originals)):
+        message = originals[index]
+        placeholder = _placeholder(message, min_chars, retrieval) if message.role == "tool" else None
+        shown.append(message if placeholder is None else placeholder)
+        if placeholder is not None:
+            hidden[index] = len(message.text) - len(placeholder.text)
+    result = tuple(shown)
+    _last[(min_chars, retrieval)] = (originals, result, hidden)
+    return result, hidden
 
 
 @lru_cache(maxsize=8192)

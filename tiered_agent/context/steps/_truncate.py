@@ -57,10 +57,13 @@ class Truncate(Step):
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
         shown: dict[int, Message] = {}
         cuts: dict[int, Truncation] = {}
+        # A text of at most this many chars has at most as many lines: it is never cut.
+        uncut = min(limit for limit in (self.max_chars, self.max_lines) if limit is not None)
+        hidden = draft.hidden
         for index, message in enumerate(draft.originals):
-            if message.role != "tool" or not message.content or message.name == RETRIEVE_TOOL_NAME:
+            if message.role != "tool" or not message.content or len(message.content) <= uncut:
                 continue
-            if index in draft.hidden:
+            if message.name == RETRIEVE_TOOL_NAME or index in hidden:
                 continue
             kept, cut = _truncate_message(
                 message, self.max_chars, self.max_lines, self.mode, context.retrieval
