@@ -24,6 +24,7 @@ from functools import lru_cache
 
 from .._messages import Message
 from .._tokens import TokenCounter
+from ._schedule import AgingSchedule
 from ._types import BuiltPrompt, ContextStats, Summary, Truncation
 
 __all__ = ["BuildContext", "Draft", "start", "summary_message", "with_content"]
@@ -47,20 +48,29 @@ def summary_message(summary: Summary, iteration: int | None = None) -> Message:
 
 @dataclass(frozen=True, slots=True)
 class BuildContext:
-    """What every step may read: the full history, the landed summary, the token counter."""
+    """What every step may read: the full history, the landed summary, the aging schedule, the counter."""
 
     history: Sequence[Message]
     summary: Summary | None
     counter: TokenCounter
     retrieval: bool  # context_retrieve is registered: placeholders and markers name the exact call
     iterations: tuple[int, ...]  # the iterations (>= 1) present in the history, ascending
+    schedule: AgingSchedule = field(
+        default_factory=AgingSchedule
+    )  # which iterations aged when (Age reads it)
 
     @classmethod
     def of(
-        cls, history: Sequence[Message], summary: Summary | None, counter: TokenCounter, *, retrieval: bool
+        cls,
+        history: Sequence[Message],
+        summary: Summary | None,
+        counter: TokenCounter,
+        *,
+        retrieval: bool,
+        schedule: AgingSchedule | None = None,
     ) -> BuildContext:
         iterations = tuple(sorted({m.iteration for m in history if m.iteration > 0}))
-        return cls(history, summary, counter, retrieval, iterations)
+        return cls(history, summary, counter, retrieval, iterations, schedule or AgingSchedule())
 
     @property
     def last(self) -> int:
@@ -78,6 +88,7 @@ class Draft:
     cuts: Mapping[int, Truncation] = field(default_factory=dict)  # position -> the cut shown there
     covered: frozenset[int] = frozenset()  # iterations the summary stands for
     dropped: frozenset[int] = frozenset()  # iterations left out behind a note
+    shows_summary: bool = False  # the summary is shown although every iteration it covers is too (aged)
 
     def hide(self, placeholders: Mapping[int, tuple[Message, int]]) -> Draft:
         """Show each placeholder at its position (with the chars it hides); those cuts are void."""
@@ -142,7 +153,11 @@ class Draft:
             masked_outputs=len(self.hidden),
             masked_chars=sum(self.hidden.values()),
             windowed_out=tuple(k for k in context.iterations if k in out),
-            summary_range=(summary.first, summary.last) if summary is not None and self.covered else None,
+            summary_range=(
+                (summary.first, summary.last)
+                if summary is not None and (self.covered or self.shows_summary)
+                else None
+            ),
             shown_iterations=tuple(k for k in context.iterations if k not in out),
         )
         return BuiltPrompt(self.messages, stats)

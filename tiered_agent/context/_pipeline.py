@@ -18,6 +18,7 @@ from ._config import ContextConfig
 from ._draft import BuildContext, start
 from ._policy import Policy
 from ._presets import as_policy
+from ._schedule import AgingSchedule
 from ._types import BuiltPrompt, Summary
 
 __all__ = ["build_prompt", "validate_pairs"]
@@ -29,15 +30,17 @@ def build_prompt(
     *,
     summary: Summary | None,
     counter: TokenCounter,
+    schedule: AgingSchedule | None = None,
 ) -> BuiltPrompt:
     """The messages to send for the next model call, and what was done to get them.
 
     ``counter`` is used only by steps that measure the prompt (``Clear``; its
-    per-message cache makes repeated counts cheap). Raises ValueError on a
-    summary with an invalid range.
+    per-message cache makes repeated counts cheap). ``schedule`` is the run's
+    aging schedule (which iterations the ``Age`` step shows aged; None: none).
+    Raises ValueError on a summary with an invalid range.
     """
     policy = as_policy(policy)
-    context = BuildContext.of(history, summary, counter, retrieval=policy.retrieval_active)
+    context = BuildContext.of(history, summary, counter, retrieval=policy.retrieval_active, schedule=schedule)
     draft = start(context)
     for step in policy.steps:
         draft = step.apply(draft, context)

@@ -119,13 +119,20 @@ class Summaries:
         return max(self._queued_through, latest.last if latest else 0)
 
     # ------------------------------------------------------------------ per prompt
-    async def before_prompt(self, history: Sequence[Message], last: int) -> None:
-        """Land what inline mode queued, then queue a rolling summary if :class:`Summarize` says so."""
+    async def before_prompt(
+        self, history: Sequence[Message], last: int, *, aged_through: int | None = None
+    ) -> None:
+        """Land what inline mode queued, then queue a rolling summary if :class:`Summarize` says so
+        (``aged_through``: the policy ages iterations, and these have aged; see ``due_aged``)."""
         if self._smart is not None and not self._background:
             await self._smart.run_pending()
         if self._smart is None or self._summarize is None:
             return
-        due = self._summarize.due(last, self._covered_through())
+        covered = self._covered_through()
+        if aged_through is None:
+            due = self._summarize.due(last, covered)
+        else:
+            due = self._summarize.due_aged(aged_through, covered)
         if due is None:
             return
         first, through = due
