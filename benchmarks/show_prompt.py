@@ -83,11 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         run = _pick(load_file(args.runfile), args.run)
         settings = ReplaySettings(cache_model=args.cache_model, price_model=args.price_model)
-        prepared, full = anyio.run(prompt_at, run, policy, args.step, settings)
+        prepared = anyio.run(prompt_at, run, policy, args.step, settings)
     except ConfigurationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    messages = prepared.built.messages
+    messages, full = prepared.built.messages, prepared.counterfactual_tokens
     steps = min(args.step, run.steps)
     print(
         f"{run.run_id} · policy {policy.name} · model call {steps} of {run.steps} · "

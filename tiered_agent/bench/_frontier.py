@@ -42,25 +42,43 @@ def _panels(document: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return panels
 
 
+_FLOOR = -25.0  # percent: policies costing more than this are drawn on the bottom edge
+
+
+def _labels(points: Mapping[str, tuple[float, float]]) -> dict[tuple[float, float], list[str]]:
+    """Names grouped by nearby points (within ~1 point of miss rate, ~3 of savings), so labels do
+    not pile up; the group is labeled at its first point."""
+    groups: dict[tuple[float, float], list[str]] = {}
+    for name, (miss, saved) in sorted(points.items(), key=lambda kv: (kv[1], kv[0])):
+        near = next((k for k in groups if abs(k[0] - miss) < 1.0 and abs(k[1] - saved) < 3.0), None)
+        groups.setdefault(near or (miss, saved), []).append(name)
+    return groups
+
+
 def _draw(ax: Any, title: str, policies: Mapping[str, Any], highlight: Sequence[str]) -> None:
-    points = {name: _point(entry["totals"]) for name, entry in policies.items()}
-    edge = frontier(points)
+    exact = {name: _point(entry["totals"]) for name, entry in policies.items()}
+    points = {name: (miss, max(saved, _FLOOR)) for name, (miss, saved) in exact.items()}
+    edge = frontier(exact)
     ax.plot([points[n][0] for n in edge], [points[n][1] for n in edge], "--", color="grey", linewidth=0.8)
     for name, (miss, saved) in sorted(points.items()):
         star = name in highlight
         ax.scatter(
             miss,
             saved,
-            s=90 if star else 24,
-            marker="*" if star else "o",
+            s=110 if star else 24,
+            marker="*" if star else ("v" if exact[name][1] < _FLOOR else "o"),
             color="tab:red" if star else ("black" if name == BASELINE else "tab:blue"),
             zorder=3,
         )
-        ax.annotate(name, (miss, saved), fontsize=6, xytext=(3, 2), textcoords="offset points")
-    ax.axvline(GOAL_MISS, color="tab:green", linewidth=0.6, linestyle=":")
-    ax.axhline(GOAL_SAVED, color="tab:green", linewidth=0.6, linestyle=":")
+    for (miss, saved), names in _labels(points).items():
+        shown = [n if exact[n][1] >= _FLOOR else f"{n} ({exact[n][1]:+.0f}%)" for n in names]
+        text = ", ".join(shown[:4]) + (f" +{len(shown) - 4}" if len(shown) > 4 else "")
+        ax.annotate(text, (miss, saved), fontsize=6.5, xytext=(4, 3), textcoords="offset points")
+    ax.axvline(GOAL_MISS, color="tab:green", linewidth=0.7, linestyle=":")
+    ax.axhline(GOAL_SAVED, color="tab:green", linewidth=0.7, linestyle=":")
     ax.axhline(0, color="black", linewidth=0.5)
-    ax.set_title(title, fontsize=9)
+    ax.set_ylim(_FLOOR - 3, max(55.0, max(p[1] for p in points.values()) + 5))
+    ax.set_title(title, fontsize=10)
     ax.set_xlabel("miss rate (% of salient strings hidden)", fontsize=8)
     ax.set_ylabel("input cost saved vs full (%)", fontsize=8)
     ax.tick_params(labelsize=7)
@@ -75,10 +93,15 @@ def write_frontier(document: Mapping[str, Any], path: Path, highlight: Sequence[
     import matplotlib.pyplot as plt
 
     panels = _panels(document)
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.4), squeeze=False)
+    columns = min(2, len(panels))
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(7.0 * columns, 5.0 * rows), squeeze=False)
     try:
-        for ax, (title, policies) in zip(axes[0], panels, strict=True):
+        flat = [ax for row in axes for ax in row]
+        for ax, (title, policies) in zip(flat, panels, strict=False):
             _draw(ax, title, policies, highlight)
+        for ax in flat[len(panels) :]:
+            ax.set_axis_off()
         fig.suptitle("Input cost saved vs information hidden (upper left is better)", fontsize=10)
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)

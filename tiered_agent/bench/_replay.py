@@ -19,8 +19,9 @@ import dataclasses
 import logging
 import multiprocessing
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,7 @@ __all__ = [
     "available_policies",
     "policy_config",
     "prompt_at",
+    "replay_prompts",
     "replay_run",
     "replay_runs",
     "resolve_policies",
@@ -449,11 +451,11 @@ async def replay_run(
     return RunReplay(run.run_id, state.outputs, results)
 
 
-async def prompt_at(
-    run: RecordedRun, policy: Policy, step: int, settings: ReplaySettings = ReplaySettings()
-) -> tuple[PreparedPrompt, int]:
-    """The prompt ``policy`` builds for model call ``step`` of ``run`` (the last one if the run is
-    shorter), replayed as the bench does; with the full history's token count at that step."""
+async def replay_prompts(
+    run: RecordedRun, policy: Policy, settings: ReplaySettings = ReplaySettings()
+) -> AsyncGenerator[PreparedPrompt, None]:
+    """Every prompt ``policy`` builds for ``run``, model call by model call, replayed as the bench
+    does (the same manager calls and dispatch; cache and price terms from the run's plan)."""
     counter = _counter(settings.tokenizer)
     plan = plan_run(run.model, settings.cache_model, settings.price_model, {})
     manager = ContextManager(
@@ -467,21 +469,30 @@ async def prompt_at(
     groups = group_by_iteration(run.messages)
     history: list[Message] = list(groups.get(0, ()))
     kind = _tool_kinds(run)
-    found: PreparedPrompt | None = None
     async with manager:
         schemas = [*run.tools, *(t.schema() for t in manager.tools(lambda: history))]
-        done = 0
         for iteration in sorted(i for i in groups if i > 0):
             group = groups[iteration]
             if any(m.role == "assistant" for m in group):
-                found = await manager.prepare(history, schemas)
-                done += 1
-                if done == step:
-                    break
+                yield await manager.prepare(history, schemas)
             history.extend(await _observations(manager, group, kind, iteration))
+
+
+async def prompt_at(
+    run: RecordedRun, policy: Policy, step: int, settings: ReplaySettings = ReplaySettings()
+) -> PreparedPrompt:
+    """The prompt ``policy`` builds for model call ``step`` of ``run`` (the last one if the run is
+    shorter)."""
+    found: PreparedPrompt | None = None
+    done = 0
+    async with aclosing(replay_prompts(run, policy, settings)) as prompts:
+        async for prepared in prompts:
+            found, done = prepared, done + 1
+            if done == step:
+                break
     if found is None:
         raise ConfigurationError(f"run {run.run_id} has no model call")
-    return found, found.counterfactual_tokens
+    return found
 
 
 # --------------------------------------------------------------------------- many runs

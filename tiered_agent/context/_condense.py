@@ -52,7 +52,7 @@ def _call(call: ToolCall) -> str:
 
 
 def _outcome(output: str) -> str:
-    lines = output.count("\n") + 1 if output.strip() else 0
+    lines = len(output.splitlines()) if output.strip() else 0
     code = parse_exit_code(output)
     status = f"exit {code}" if code is not None else ""
     if looks_like_error(output, code):

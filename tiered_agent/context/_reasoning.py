@@ -23,17 +23,27 @@ __all__ = ["MORE", "ReasoningMode", "cut_arguments", "first_sentence", "shorten_
 
 ReasoningMode = Literal["first", "novel", "keep"]
 MORE = "[...]"
-_SENTENCE_END = re.compile(r"(?<=[A-Za-z)\]`'\"][.!?])\s+|\n+")
+_SENTENCE_END = re.compile(r"(?<=[A-Za-z0-9)\]`'\"][.!?])\s+|\n+")
 _FIRST_CHARS = 300
 _LABEL = re.compile(r"^[#*\w ]{1,24}:$")
+_MARKER = re.compile(r"^(?:\d{1,3}|[a-z])[.)]$")
 
 
 def split_sentences(text: str) -> list[str]:
     """Sentences and lines of ``text`` (a line break always ends one); empty pieces dropped.
 
-    A leading label alone on its line (``THOUGHT:``) joins the sentence after it.
+    A leading label alone on its line (``THOUGHT:``) joins the sentence after it, and so does a
+    list marker (``1.``).
     """
-    pieces = [piece.strip() for piece in _SENTENCE_END.split(text) if piece.strip()]
+    pieces: list[str] = []
+    for piece in _SENTENCE_END.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if pieces and _MARKER.match(pieces[-1]):  # "1." of a numbered list starts the next sentence
+            pieces[-1] = f"{pieces[-1]} {piece}"
+        else:
+            pieces.append(piece)
     if len(pieces) > 1 and _LABEL.match(pieces[0]):
         pieces[:2] = [f"{pieces[0]} {pieces[1]}"]
     return pieces

@@ -72,8 +72,8 @@ class Age(Step):
     line_chars: int = 240
     reasoning: ReasoningMode = "first"
     max_arg_chars: int = 200
-    condense_after: int | None = 6
-    chunk: int = 3
+    condense_after: int | None = 10
+    chunk: int = 5
     keep_referred: int = 8
     every: int | None = None
 
