@@ -4,12 +4,17 @@ property, the break-even rule on hand-computed numbers, and live loop vs replay.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
-from tiered_agent import Message, Policy, ToolCall
+from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall
 from tiered_agent._providers import CACHE_MODELS, ModelPrices
 from tiered_agent._tokens import TokenCounter
+from tiered_agent._tools import Tool, ToolOutcome, ToolSet
+from tiered_agent.bench._importers import load_runs
+from tiered_agent.bench._recorded import RecordedRun
+from tiered_agent.bench._replay import ReplaySettings, replay_prompts
 from tiered_agent.context._aged import AgedStyle, age_batch, preamble
 from tiered_agent.context._aging import AgingState, schedule_from_records
 from tiered_agent.context._breakeven import CacheTerms
@@ -18,11 +23,13 @@ from tiered_agent.context._jsonform import json_fields
 from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._novel import novel_lines
 from tiered_agent.context._pipeline import build_prompt, validate_pairs
+from tiered_agent.context._presets import PRESETS
 from tiered_agent.context._reasoning import cut_arguments, shorten_reasoning, split_sentences
 from tiered_agent.context._refs import refs
 from tiered_agent.context._schedule import AgingSchedule, Epoch
 from tiered_agent.context._types import Summary
 from tiered_agent.context.steps import Age, Compact, Dedup, Truncate
+from tiered_agent.testing import FunctionModel, text
 
 pytestmark = pytest.mark.anyio
 
@@ -40,7 +47,9 @@ def step(k: int, thought: str, command: str, output: str) -> list[Message]:
     ]
 
 
-LISTING = "\n".join(f"{n:4d}\tdef helper_{n}(value):" if n % 5 == 0 else f"{n:4d}\t    pass" for n in range(1, 41))
+LISTING = "\n".join(
+    f"{n:4d}\tdef helper_{n}(value):" if n % 5 == 0 else f"{n:4d}\t    pass" for n in range(1, 41)
+)
 
 
 def story(last: int) -> list[Message]:
@@ -48,11 +57,17 @@ def story(last: int) -> list[Message]:
     out = [SYSTEM, TASK]
     for k in range(1, last + 1):
         if k % 4 == 1:
-            out += step(k, f"I will read cli/main.py part {k}. It has helpers.", "nl -ba cli/main.py", LISTING)
+            out += step(
+                k, f"I will read cli/main.py part {k}. It has helpers.", "nl -ba cli/main.py", LISTING
+            )
         elif k % 4 == 2:
-            out += step(k, "Search the callers.", "grep -rn parse_args", f"cli/main.py:{k}0: parse_args(argv)")
+            out += step(
+                k, "Search the callers.", "grep -rn parse_args", f"cli/main.py:{k}0: parse_args(argv)"
+            )
         elif k % 4 == 3:
-            out += step(k, "Run the test.", "pytest tests/test_cli.py", f"FAILED tests/test_cli.py::test_{k}\n" * 30)
+            out += step(
+                k, "Run the test.", "pytest tests/test_cli.py", f"FAILED tests/test_cli.py::test_{k}\n" * 30
+            )
         else:
             out += step(k, "Edit it.", f"sed -i 's/x/y/' cli/main.py # {k}", "")
     return out
@@ -115,7 +130,10 @@ def test_long_arguments_are_cut_and_stay_json() -> None:
 
 def test_a_condensed_note_is_one_line_per_iteration_plus_referred_lines() -> None:
     chunk = [(k, tuple(m for m in story(3) if m.iteration == k)) for k in (1, 2, 3)]
-    assert condensed_line(*chunk[0]) == "1. I will read cli/main.py part 1. → bash: nl -ba cli/main.py → 40 lines"
+    assert (
+        condensed_line(*chunk[0])
+        == "1. I will read cli/main.py part 1. → bash: nl -ba cli/main.py → 40 lines"
+    )
     assert condensed_line(*chunk[2]) == "3. Run the test. → bash: pytest tests/test_cli.py → 30 lines"
     later = (Message("assistant", "helper_35 is the one.", iteration=4),)
     note = condensed_note(chunk, retrieval=True, later=later, referred=2)
@@ -136,7 +154,8 @@ def test_an_aged_batch_elides_outputs_supersedes_reruns_and_shortens_reasoning()
     forms = age_batch(style, (SYSTEM, TASK), groups, 1, 6)
     assert sorted(forms) == [1, 2, 3, 4, 5, 6]
     assert forms[3][1].text == (
-        '[superseded: the same call ran again in iteration 7; full output: context_retrieve(tool_call_id="call_3")]'
+        "[superseded: the same call ran again in iteration 7; "
+        'full output: context_retrieve(tool_call_id="call_3")]'
     )
     listing = forms[5][1].text.splitlines()
     assert listing[0] == (
@@ -159,7 +178,9 @@ def test_the_age_step_shows_what_the_schedule_says() -> None:
     validate_pairs(built.messages)
     messages = built.messages
     assert messages[:3] == (SYSTEM, TASK, preamble(age.style(True)))
-    assert messages[3].text.startswith('[Iterations 1-3, one line each; full text: context_retrieve(iteration="1-3")]')
+    assert messages[3].text.startswith(
+        '[Iterations 1-3, one line each; full text: context_retrieve(iteration="1-3")]'
+    )
     assert [m.iteration for m in messages[4:]] == [4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12]
     assert messages[-4:] == tuple(history[-4:])  # the window (11, 12) verbatim
     assert messages[11].text.startswith("[superseded")  # iteration 7's test run, re-run in 11 (batch 2)
@@ -177,7 +198,9 @@ def test_the_summary_follows_the_aged_iterations_and_stands_for_the_rest() -> No
     built = build_prompt(history, policy, summary=summary, counter=COUNTER, schedule=schedule)
     validate_pairs(built.messages)
     iterations = [m.iteration for m in built.messages]
-    summary_at = next(i for i, m in enumerate(built.messages) if m.text.startswith("[Summary of iterations 1-8]"))
+    summary_at = next(
+        i for i, m in enumerate(built.messages) if m.text.startswith("[Summary of iterations 1-8]")
+    )
     assert iterations[summary_at - 1] == 6 and iterations[summary_at + 1] == 9  # after the aged ones
     assert not any(m.iteration in (7, 8) and m.role != "user" for m in built.messages)  # behind the summary
     assert built.messages[summary_at].iteration == 8  # tagged with the last iteration it covers
@@ -200,7 +223,9 @@ async def test_the_prompt_is_append_only_between_epochs() -> None:
             if "aging_epoch" in prepared.record():
                 epochs += 1
             elif previous is not None:
-                assert messages[: len(previous)] == previous, f"rewritten at iteration {last} without an epoch"
+                assert messages[: len(previous)] == previous, (
+                    f"rewritten at iteration {last} without an epoch"
+                )
             previous = messages
     schedule = manager.schedule
     assert schedule is not None and epochs == len(schedule.epochs) >= 3 and schedule.condensed >= 6
@@ -289,7 +314,10 @@ def test_the_rule_rents_until_the_rent_reaches_the_rewrite_cost(terms: CacheTerm
 
 def test_dearer_reads_age_sooner_and_explicit_caches_later() -> None:
     history = _listing_history(40)
-    dear, cheap = _first_epoch(CacheTerms(read=0.5), history)[0], _first_epoch(CacheTerms(read=0.05), history)[0]
+    dear, cheap = (
+        _first_epoch(CacheTerms(read=0.5), history)[0],
+        _first_epoch(CacheTerms(read=0.05), history)[0],
+    )
     implicit = _first_epoch(CacheTerms(read=0.1), history)[0]
     explicit = _first_epoch(CacheTerms(read=0.1, write=1.25, explicit=True), history)[0]
     assert None not in (dear, cheap, implicit, explicit)
@@ -307,3 +335,49 @@ async def test_compaction_still_works_with_aging() -> None:
     validate_pairs(prepared.built.messages)
     assert prepared.prompt_tokens < 0.95 * 4_000
     assert dataclasses.replace(prepared.built.stats).summary_range == (1, 28)
+
+
+# ----------------------------------------------------------------------------- live loop vs replay
+TRACES = Path(__file__).resolve().parents[1] / "traces"
+
+
+def _recorded_tools(run: RecordedRun, monkeypatch: pytest.MonkeyPatch) -> list[Tool]:
+    """The run's tools; executing a call returns its recorded observation."""
+    observations = {m.tool_call_id: m.text for m in run.messages if m.role == "tool"}
+
+    async def play(self: ToolSet, call: ToolCall, *, spill_dir: Path | None = None) -> ToolOutcome:
+        return ToolOutcome(observations.get(call.id, "[no recorded observation]"))
+
+    monkeypatch.setattr(ToolSet, "execute", play)
+    names = dict.fromkeys(c.name for m in run.messages for c in m.tool_calls)
+    return [Tool(n, "recorded", {"type": "object"}, print) for n in names]
+
+
+async def test_the_live_loop_and_the_replay_build_the_same_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
+    actions = [
+        dataclasses.replace(m, iteration=0) for m in run.messages if m.role == "assistant" and m.tool_calls
+    ]
+    model = FunctionModel.scripted(
+        [*actions, text("done")]
+    )  # "function-model/gpt-4o": OpenAI rules, 4o prices
+    agent = Agent(
+        model,
+        tools=_recorded_tools(run, monkeypatch),
+        context="tiered",
+        limits=RunLimits(max_iterations=len(actions) + 1),
+        trace_dir=tmp_path,
+    )
+    result = await agent.run(run.task)
+    assert result.output == "done"
+    traced = load_runs([result.trace_path], strict=True).runs[0]
+    settings = ReplaySettings(cache_model="openai", price_model="gpt-4o")  # the live agent's terms
+    replayed = [p async for p in replay_prompts(traced, PRESETS["tiered"], settings)]
+    assert len(replayed) == len(model.requests) == len(actions) + 1
+    for request, prepared in zip(model.requests, replayed, strict=True):
+        assert request.messages == prepared.messages, f"call {request.index + 1} differs"
+        assert request.tools == [dict(t) for t in prepared.tools]
+    shown = "\n".join(m["content"] or "" for m in model.requests[-1].messages)
+    assert "[older output:" in shown and "[Iterations 1-" in shown  # aged and condensed by then

@@ -341,7 +341,7 @@ async def _replay_policy(
     steps: list[StepMetrics] = []
     kind = _tool_kinds(run)
     async with manager:
-        schemas = [*run.tools, *(t.schema() for t in manager.tools(lambda: history))]
+        schemas = _schemas(run, manager, history)
         for iteration in sorted(i for i in state.groups if i > 0):
             group = state.groups[iteration]
             if any(m.role == "assistant" for m in group):
@@ -369,6 +369,13 @@ async def _replay_policy(
         retrieval_active=policy.retrieval_active,
         cache_write_premium=state.cache_model.write_premium,
     )
+
+
+def _schemas(run: RecordedRun, manager: ContextManager, history: list[Message]) -> list[Mapping[str, Any]]:
+    """The run's tool schemas, with ``context_retrieve`` as the policy registers it (a trace of this
+    runtime records the schema it ran with: it is not counted twice)."""
+    own = [t for t in run.tools if t.get("function", {}).get("name") != RETRIEVE_TOOL]
+    return [*own, *(t.schema() for t in manager.tools(lambda: history))]
 
 
 def _extend(history: list[Message], new: Sequence[Message], counter: IdCounter, tokens: int) -> int:
@@ -470,7 +477,7 @@ async def replay_prompts(
     history: list[Message] = list(groups.get(0, ()))
     kind = _tool_kinds(run)
     async with manager:
-        schemas = [*run.tools, *(t.schema() for t in manager.tools(lambda: history))]
+        schemas = _schemas(run, manager, history)
         for iteration in sorted(i for i in groups if i > 0):
             group = groups[iteration]
             if any(m.role == "assistant" for m in group):

@@ -9,7 +9,8 @@ prompt stays a pure function of (history, schedule, summary), and between two
 epochs the aged part never changes (the prompt is append-only there).
 
 * a tool output: superseded by a later identical call → one note naming that
-  iteration; else short outputs whole, longer ones by :func:`~._novel.novel_lines`
+  iteration; a ``context_retrieve`` result (a copy of older history) → one note;
+  else short outputs whole, longer ones by :func:`~._novel.novel_lines`
   (JSON written on long lines one field per line, :mod:`._jsonform`) under a
   header with the exact ``context_retrieve`` call;
 * an assistant message: reasoning shortened (:mod:`._reasoning`), calls kept,
@@ -204,8 +205,6 @@ def _age_assistant(style: AgedStyle, message: Message, seen: set[str]) -> Messag
 def _hint(style: AgedStyle, message: Message) -> str:
     if not style.retrieval:
         return ""
-    if message.role == "tool" and message.name == RETRIEVE_TOOL_NAME:
-        return "; repeat the call for the rest"
     if message.role == "tool" and message.tool_call_id:
         return f"; full output: {retrieve_call('tool_call_id', message.tool_call_id)}"
     return f"; full text: {retrieve_call('iteration', str(message.iteration))}"
@@ -214,6 +213,10 @@ def _hint(style: AgedStyle, message: Message) -> str:
 def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: int | None) -> Message:
     text = message.text
     what = "output" if message.role == "tool" else "message"
+    if message.role == "tool" and message.name == RETRIEVE_TOOL_NAME:  # a copy of older history
+        lines = len(text.splitlines())
+        note = f"[context_retrieve result, {lines:,} lines; repeat the call to see it again]"
+        return with_content(message, note) if len(note) < len(text) else message
     if superseded is not None:
         note = f"[superseded: the same call ran again in iteration {superseded}{_hint(style, message)}]"
         return with_content(message, note) if len(note) < len(text) else message

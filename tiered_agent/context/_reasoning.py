@@ -36,8 +36,8 @@ def split_sentences(text: str) -> list[str]:
     list marker (``1.``).
     """
     pieces: list[str] = []
-    for piece in _SENTENCE_END.split(text):
-        piece = piece.strip()
+    for raw in _SENTENCE_END.split(text):
+        piece = raw.strip()
         if not piece:
             continue
         if pieces and _MARKER.match(pieces[-1]):  # "1." of a numbered list starts the next sentence

@@ -180,7 +180,7 @@ def _assemble(
     hidden: dict[int, int] = {}
     for k in sorted(forms):
         for shown, original in zip(forms[k], groups[k], strict=True):
-            if shown is not original and shown.role != "assistant":
+            if shown is not original and shown.role == "tool":
                 hidden[len(messages)] = max(len(original.text) - len(shown.text), 0)
             messages.append(shown)
             originals.append(original)
