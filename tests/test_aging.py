@@ -203,7 +203,7 @@ def test_the_summary_follows_the_aged_iterations_and_stands_for_the_rest() -> No
     )
     assert iterations[summary_at - 1] == 6 and iterations[summary_at + 1] == 9  # after the aged ones
     assert not any(m.iteration in (7, 8) and m.role != "user" for m in built.messages)  # behind the summary
-    assert built.messages[summary_at].iteration == 8  # tagged with the last iteration it covers
+    assert built.messages[summary_at].iteration == 0  # not part of any iteration shown
     assert built.stats.summary_range == (1, 8)
     assert built.stats.windowed_out == (7, 8)
 

@@ -184,8 +184,9 @@ def _assemble(
                 hidden[len(messages)] = max(len(original.text) - len(shown.text), 0)
             messages.append(shown)
             originals.append(original)
-    if stand_in is not None:
-        after = summary_message(summary, max(draft.covered)) if summary is not None else stand_in
+    if stand_in is not None and summary is not None:
+        # after the aged iterations; tagged 0 like the note: no iteration it covers is left whole
+        after = summary_message(summary, 0)
         messages.append(after)
         originals.append(after)
     offset = len(messages)
