@@ -96,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(str(t.get("function", {}).get("name")) for t in prepared.tools)
     )
     record = prepared.record()
-    if "aged_through" in record:
-        aged, condensed = record["aged_through"], record["condensed_through"]
+    if "aging" in record:
+        aged, condensed = record["aging"]["through"], record["aging"]["condensed"]
         print(f"aged through iteration {aged}, condensed through {condensed}")
     for message in messages:
         print(render(message, args.max_chars))

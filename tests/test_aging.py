@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall
+from tiered_agent._agent import _ResumeState, _Run
 from tiered_agent._providers import CACHE_MODELS, ModelPrices
 from tiered_agent._tokens import TokenCounter
 from tiered_agent._tools import Tool, ToolOutcome, ToolSet
+from tiered_agent._trace import ModelRequest, read_trace
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_prompts
@@ -220,7 +222,7 @@ async def test_the_prompt_is_append_only_between_epochs() -> None:
             prepared = await manager.prepare([m for m in history if m.iteration < last])
             messages = prepared.built.messages
             validate_pairs(messages)
-            if "aging_epoch" in prepared.record():
+            if "epoch" in prepared.record()["aging"]:
                 epochs += 1
             elif previous is not None:
                 assert messages[: len(previous)] == previous, (
@@ -232,8 +234,11 @@ async def test_the_prompt_is_append_only_between_epochs() -> None:
 
 
 def test_epochs_round_trip_through_trace_records() -> None:
-    records = [{"aged_through": 0}, {"aging_epoch": {"at": 8, "through": 6, "condensed": 0}}, {"x": 1}]
-    records.append({"aging_epoch": {"at": 12, "through": 10, "condensed": 3}})
+    epoch = {"at": 8, "through": 6, "condensed": 0}
+    records = [{"aging": {"through": 0}}, {"aging": {"through": 6, "epoch": epoch}}, {"x": 1}]
+    records.append(
+        {"aging": {"through": 10, "condensed": 3, "epoch": {"at": 12, "through": 10, "condensed": 3}}}
+    )
     assert schedule_from_records(records) == AgingSchedule((Epoch(8, 6), Epoch(12, 10, 3)))
     with pytest.raises(ValueError, match="must not go back"):
         AgingSchedule((Epoch(12, 10), Epoch(13, 9)))
@@ -381,3 +386,28 @@ async def test_the_live_loop_and_the_replay_build_the_same_prompts(
         assert request.tools == [dict(t) for t in prepared.tools]
     shown = "\n".join(m["content"] or "" for m in model.requests[-1].messages)
     assert "[older output:" in shown and "[Iterations 1-" in shown  # aged and condensed by then
+
+
+async def test_resume_rebuilds_the_schedule_from_the_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
+    actions = [
+        dataclasses.replace(m, iteration=0) for m in run.messages if m.role == "assistant" and m.tool_calls
+    ]
+    agent = Agent(
+        FunctionModel.scripted(actions),
+        tools=_recorded_tools(run, monkeypatch),
+        context="tiered",
+        limits=RunLimits(max_iterations=40),  # stops before the script ends: a run to resume
+        trace_dir=tmp_path,
+    )
+    result = await agent.run(run.task)
+    live = _Run(agent, run.task, _ResumeState.load(result.trace_path, None))
+    live.restore(live.resumed)  # type: ignore[arg-type]
+    schedule = live.manager.schedule
+    assert schedule is not None and len(schedule.epochs) >= 2
+    requests = [e for e in read_trace(result.trace_path) if isinstance(e, ModelRequest)]
+    decided = [Epoch(**r.context["aging"]["epoch"]) for r in requests if "epoch" in r.context["aging"]]
+    assert schedule.epochs == tuple(decided)
+    assert schedule.through == requests[-1].context["aging"]["through"]

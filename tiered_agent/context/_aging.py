@@ -86,13 +86,12 @@ class AgingState:
         return self.schedule
 
     def record(self) -> dict[str, Any]:
-        """What the trace records: how far iterations aged, and the epoch decided for this prompt
-        (resume rebuilds the schedule from those, :func:`schedule_from_records`)."""
-        record: dict[str, Any] = {
-            "aged_through": self.schedule.through,
-            "condensed_through": self.schedule.condensed,
-        }
-        return record if self.new_epoch is None else record | {"aging_epoch": self.new_epoch.to_dict()}
+        """What the trace records under ``aging``: how far iterations aged and were condensed, and
+        the epoch decided for this prompt (resume rebuilds the schedule, :func:`schedule_from_records`)."""
+        aging: dict[str, Any] = {"through": self.schedule.through, "condensed": self.schedule.condensed}
+        if self.new_epoch is not None:
+            aging["epoch"] = self.new_epoch.to_dict()
+        return {"aging": aging}
 
     # ------------------------------------------------------------------ the rule
     def _decide(
@@ -208,10 +207,11 @@ class AgingState:
 
 
 def schedule_from_records(records: Sequence[Mapping[str, Any]]) -> AgingSchedule:
-    """The schedule a run's trace records describe (their ``aging_epoch`` entries, deduplicated)."""
+    """The schedule a run's trace records describe (their ``aging.epoch`` entries, deduplicated)."""
     epochs: list[Epoch] = []
     for record in records:
-        data = record.get("aging_epoch")
+        aging = record.get("aging")
+        data = aging.get("epoch") if isinstance(aging, Mapping) else None
         if isinstance(data, Mapping):
             epoch = Epoch(int(data["at"]), int(data["through"]), int(data.get("condensed", 0)))
             if not epochs or epoch != epochs[-1]:
