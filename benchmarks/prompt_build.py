@@ -4,10 +4,14 @@ The history is a real recorded run (the bundled 145-step django__django-16560
 mini-swe-agent run) continued to 150 iterations by repeating its last steps
 with fresh call ids. For each iteration k = 1..150 we time
 
-* ``build``: the pure Tier-1 pipeline, ``build_prompt(history[:k])``, and
+* ``build``: the pure pipeline, ``build_prompt(history[:k])`` with the summary
+  and the aging schedule the run's manager had at that step (what the live loop
+  passes it), and
 * ``prepare``: the whole per-iteration context step of the live loop
-  (``ContextManager.prepare``: summary trigger, build, counting the prompt
-  and the full-history counterfactual, safety-net check),
+  (``ContextManager.prepare``: summary trigger, aging decision, build, counting
+  the prompt and the full-history counterfactual, safety-net check), with the
+  run's model (``google/gemini-3-pro-preview``: its cache and prices decide
+  when iterations age),
 
 after one warm-up pass (the live loop sees each message once, so a cold
 pass would charge tokenization of every message to every iteration). Each
@@ -35,6 +39,8 @@ from tiered_agent.bench._importers import load_runs
 from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._pipeline import build_prompt
 from tiered_agent.context._presets import PRESETS
+from tiered_agent.context._schedule import AgingSchedule
+from tiered_agent.context._types import Summary
 
 RUN = Path(__file__).resolve().parents[1] / "traces" / "mini-swe-agent" / "django__django-16560.jsonl"
 
@@ -71,24 +77,40 @@ def prefixes(history: list[Message], iterations: int) -> list[list[Message]]:
     return [[m for m in history if m.iteration < k] for k in range(1, iterations + 1)]
 
 
-async def time_prepare(name: str, steps: list[list[Message]], counter: TokenCounter) -> list[float]:
+State = tuple[Summary | None, AgingSchedule | None]
+MODEL = "google/gemini-3-pro-preview"  # the recorded run's model
+
+
+async def time_prepare(
+    name: str, steps: list[list[Message]], counter: TokenCounter
+) -> tuple[list[float], list[State]]:
+    """Per step: the time of ``prepare``, and the summary and schedule the manager had."""
     config = PRESETS[name]
     times: list[float] = []
+    states: list[State] = []
     async with ContextManager(
-        config, counter=counter, context_window=128_000, background=False, enforce_hard_limit=False
+        config,
+        counter=counter,
+        context_window=128_000,
+        background=False,
+        enforce_hard_limit=False,
+        model=MODEL,
     ) as manager:
         for history in steps:
             started = time.perf_counter()
             await manager.prepare(history)
             times.append((time.perf_counter() - started) * 1000)
-    return times
+            states.append((manager.summary, manager.schedule))
+    return times, states
 
 
-def time_build(name: str, steps: list[list[Message]], counter: TokenCounter) -> list[float]:
+def time_build(
+    name: str, steps: list[list[Message]], states: list[State], counter: TokenCounter
+) -> list[float]:
     times = []
-    for history in steps:
+    for history, (summary, schedule) in zip(steps, states, strict=True):
         started = time.perf_counter()
-        build_prompt(history, PRESETS[name], summary=None, counter=counter)
+        build_prompt(history, PRESETS[name], summary=summary, counter=counter, schedule=schedule)
         times.append((time.perf_counter() - started) * 1000)
     return times
 
@@ -108,11 +130,11 @@ def main() -> None:
     )
     print(f"{'policy':16} {'build median':>13} {'build p99':>10} {'prepare median':>15} {'prepare p99':>12}")
     for name in PRESETS:
-        time_build(name, steps, counter)  # warm-up: tokenization and truncation caches
-        anyio.run(time_prepare, name, steps, counter, backend="asyncio")
-        build = fastest([time_build(name, steps, counter) for _ in range(args.repeat)])
+        _, states = anyio.run(time_prepare, name, steps, counter, backend="asyncio")  # warm-up
+        time_build(name, steps, states, counter)  # warm-up: tokenization, truncation and aging memos
+        build = fastest([time_build(name, steps, states, counter) for _ in range(args.repeat)])
         prepare = fastest(
-            [anyio.run(time_prepare, name, steps, counter, backend="asyncio") for _ in range(args.repeat)]
+            [anyio.run(time_prepare, name, steps, counter, backend="asyncio")[0] for _ in range(args.repeat)]
         )
         print(
             f"{name:16} {statistics.median(build):10.3f} ms {percentile(build, 0.99):7.3f} ms "

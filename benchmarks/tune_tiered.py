@@ -1,69 +1,148 @@
-"""Tune the `tiered` preset on recorded runs: replay candidate configurations, print cost and miss rate.
+"""Tune the `tiered` preset on recorded runs: replay candidate policies, print per-family tables,
+draw the frontier (input cost saved vs miss rate of every preset and candidate).
 
-Uses the same replay as `tiered-agent bench` (the live ContextManager); candidates are
-flat `ContextConfig`s (the convenience that builds a policy's steps) around `tiered`.
-The goal set by the replay-benchmark issue:
-the lowest cached cost at a miss rate no worse than `masking`.
+Uses the same replay as `tiered-agent bench` (the live ContextManager, the provider-true cache
+model `auto`, each run's own prices); candidates are Policies, i.e. step lists around the default.
 
-    python benchmarks/tune_tiered.py [PATH ...]      (default: ../shared/trajectories)
+    python benchmarks/tune_tiered.py [PATH ...] [--half A|B] [--out DIR] [--workers 2] [--only NAME,...]
+
+PATH defaults to ../shared/trajectories. ``--half A`` (or ``B``) replays only that half of the
+runs of every family (a stable hash of the run id splits them): tune on A, report B. The
+frontier chart goes to DIR/frontier.png (default bench-out/tune/), the bench JSON next to it.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
+import dataclasses
+import hashlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tiered_agent._logging import configure_logging
+from tiered_agent.bench._frontier import write_frontier
 from tiered_agent.bench._importers import load_runs
+from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_runs, resolve_policies
-from tiered_agent.bench._report import build_document
+from tiered_agent.bench._report import build_document, write_json
 from tiered_agent.context._config import ContextConfig
 from tiered_agent.context._policy import Policy
+from tiered_agent.context._presets import PRESETS
+from tiered_agent.context.steps import Age, Summarize
 
-# `tiered` as a flat configuration: 8,000-char cuts, window 1 with elision, summary every 25.
-KEEP = ContextConfig(
-    name="tiered", max_output_chars=8000, window_iterations=1, window_keep_actions=True, summary_every=25
-)
+DEFAULT = PRESETS["tiered"]
+
+
+def _with_age(name: str, **changes: Any) -> Policy:
+    """The default with its Age step changed."""
+    steps = tuple(dataclasses.replace(s, **changes) if isinstance(s, Age) else s for s in DEFAULT.steps)
+    return DEFAULT.replace(name=name, steps=steps)
+
+
+# The previous default (before aging): summary every 25 iterations, outputs of all but the last
+# iteration elided, 8,000-char cuts.
+PREVIOUS = ContextConfig(
+    name="previous-tiered",
+    max_output_chars=8000,
+    window_iterations=1,
+    window_keep_actions=True,
+    summary_every=25,
+).to_policy()
+
 CANDIDATES: dict[str, Policy] = {
-    f"keep-w{w}-s{e}-t{t or 0}-m{m}": KEEP.replace(
-        name=f"keep-w{w}-s{e}-t{t or 0}-m{m}",
-        window_iterations=w,
-        summary_every=e,
-        max_output_chars=t,
-        elide_min_chars=m,
-    ).to_policy()
-    for w, e, t, m in [
-        (2, 20, None, 0),
-        (2, 20, 8000, 0),
-        (2, 25, None, 0),
-        (1, 20, None, 0),
-        (2, 20, 10000, 0),
-        (3, 25, 8000, 0),
-        (2, 30, None, 0),
-        (1, 25, 8000, 0),
-        (2, 25, 8000, 0),
-    ]
+    "previous-tiered": PREVIOUS,
+    # when to condense (level 2): older than N iterations, M at a time; never
+    "condense-6-3": _with_age("condense-6-3", condense_after=6, chunk=3),
+    "condense-8-4": _with_age("condense-8-4", condense_after=8, chunk=4),
+    "condense-15-5": _with_age("condense-15-5", condense_after=15, chunk=5),
+    "condense-20-10": _with_age("condense-20-10", condense_after=20, chunk=10),
+    "no-condense": _with_age("no-condense", condense_after=None),
+    # what condensed iterations keep: no referred output lines
+    "referred-0": _with_age("referred-0", keep_referred=0),
+    # what aged iterations keep: longer call arguments; reasoning sentences naming something new
+    "arguments-600": _with_age("arguments-600", max_arg_chars=600),
+    "reasoning-novel": _with_age("reasoning-novel", reasoning="novel"),
+    "window-3": _with_age("window-3", window=3),
+    # when to age: every N iterations instead of the break-even rule
+    "every-5": _with_age("every-5", every=5),
+    "every-10": _with_age("every-10", every=10),
+    # a rolling summary (the digest) after the aged iterations, refreshed as they age
+    "with-summary": DEFAULT.replace(
+        name="with-summary", steps=(DEFAULT.steps[0], Summarize(every=10, keep=2), *DEFAULT.steps[1:])
+    ),
 }
+PRESET_NAMES = (
+    "full",
+    "tiered",
+    "kb-labs-adr",
+    "adk-compaction",
+    "masking",
+    "codex",
+    "adk-code",
+    "anthropic-clear",
+)
+COLUMNS = ("tokens", "input cost", "USD", "miss", "adjusted", "word", "peak 65+", "rewrites")
 
 
-def main() -> None:
-    configure_logging(level="warning")
-    paths = [Path(p) for p in sys.argv[1:]] or [
-        Path(__file__).resolve().parents[2] / "shared" / "trajectories"
+def half_of(run_id: str) -> str:
+    """``A`` or ``B``: a stable split of the runs (the same on every machine)."""
+    return "AB"[int(hashlib.sha256(run_id.encode()).hexdigest(), 16) % 2]
+
+
+def _pct(value: float | None) -> str:
+    return "   n/a" if value is None else f"{value * 100:6.1f}"
+
+
+def _row(name: str, t: Mapping[str, Any]) -> str:
+    cells = [
+        t["token_savings_vs_full"],
+        t["input_cost_savings_vs_full"],
+        t["cost_usd_savings_vs_full"],
+        t["miss_rate"],
+        t["miss_rate_adjusted"],
+        t["word_miss_rate"],
+        t["long_run_peak_vs_full"] if t["long_runs"] else None,
+        t["prefix_rewrite_rate"],
     ]
+    return f"{name:22} " + " ".join(f"{_pct(c):>10}" for c in cells)
+
+
+def print_tables(document: Mapping[str, Any]) -> None:
+    """One table per family (and all runs): savings vs full, miss rates, peak, rewrites (in %)."""
+    sets = [("all runs", document["policies"], document["inputs"]["run_count"])]
+    sets += [(f, e["policies"], e["runs"]) for f, e in sorted(document["families"].items())]
+    for title, policies, runs in sets:
+        print(f"\n== {title} ({runs} runs); savings vs full and rates, in %")
+        print(f"{'policy':22} " + " ".join(f"{c:>10}" for c in COLUMNS))
+        order = sorted(policies, key=lambda n: -(policies[n]["totals"]["input_cost_savings_vs_full"] or 0))
+        for name in order:
+            print(_row(name, policies[name]["totals"]))
+
+
+def _runs(paths: Sequence[Path], half: str | None) -> list[RecordedRun]:
     runs = load_runs(paths).runs  # unreadable inputs: skipped with a warning
-    policies = resolve_policies(["full", "tiered", "masking", "adk-compaction"]) | CANDIDATES
-    result = replay_runs(runs, policies, ReplaySettings(), workers=2)
-    doc = build_document(result, [str(p) for p in paths])
-    rows = sorted(doc["policies"].items(), key=lambda item: item[1]["totals"]["effective_cost"])
-    print(f"{'policy':22} {'tokens saved':>12} {'cost saved':>10} {'cached':>7} {'miss':>6} {'rewrites':>8}")
-    for name, entry in rows:
-        t = entry["totals"]
-        print(
-            f"{name:22} {t.get('token_savings_vs_full') or 0:12.1%} "
-            f"{t.get('cost_savings_vs_full') or 0:10.1%} {t['cached_share']:7.1%} "
-            f"{t['miss_rate']:6.1%} {t['prefix_rewrites']:8d}"
-        )
+    return [r for r in runs if half is None or half_of(r.run_id) == half]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    configure_logging(level="warning")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", type=Path)
+    parser.add_argument("--half", choices=("A", "B"))
+    parser.add_argument("--out", type=Path, default=Path("bench-out") / "tune")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only", help="comma-separated candidate names (default: all)")
+    args = parser.parse_args(argv)
+    paths = args.paths or [Path(__file__).resolve().parents[2] / "shared" / "trajectories"]
+    chosen = set(args.only.split(",")) if args.only else set(CANDIDATES)
+    policies = resolve_policies(list(PRESET_NAMES)) | {n: p for n, p in CANDIDATES.items() if n in chosen}
+    result = replay_runs(_runs(paths, args.half), policies, ReplaySettings(), workers=args.workers)
+    document = build_document(result, [str(p) for p in paths])
+    print_tables(document)
+    chart = write_frontier(document, args.out / "frontier.png")
+    saved = write_json(document, args.out / "bench.json")
+    print(f"\nwrote {chart} and {saved}")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._pipeline import build_prompt, validate_pairs
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._types import Summary
-from tiered_agent.context.steps import Dedup, Elide, Mask, Summarize, Truncate
+from tiered_agent.context.steps import Compact, Dedup, Elide, Mask, Summarize, Truncate
 from tiered_agent.testing import AgentRequest, FunctionModel, text
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
@@ -213,10 +213,7 @@ async def _live_prompts(
         return ToolOutcome(observations[call.id])
 
     monkeypatch.setattr(ToolSet, "execute", play)
-    names = dict.fromkeys(c.name for m in run.messages for c in m.tool_calls)
-    tools = [
-        Tool(n, "recorded", {"type": "object"}, print, read_only=n in run.read_only_tools) for n in names
-    ]
+    tools = _recorded_tools(run)
     actions = [dataclasses.replace(m, iteration=0) for m in run.messages if m.role == "assistant"]
     script = [*actions, text("done")]
 
@@ -240,6 +237,12 @@ async def _live_prompts(
     return [r.messages for r in model.requests[: len(actions)]]
 
 
+def _recorded_tools(run: RecordedRun) -> list[Tool]:
+    """The run's tools as the live agent gets them (their schemas count in the aging decisions)."""
+    names = dict.fromkeys(c.name for m in run.messages for c in m.tool_calls)
+    return [Tool(n, "recorded", {"type": "object"}, print, read_only=n in run.read_only_tools) for n in names]
+
+
 async def _replay_prompts(run: RecordedRun, policy: Policy) -> list[list[dict[str, Any]]]:
     manager = ContextManager(
         policy,
@@ -247,17 +250,29 @@ async def _replay_prompts(run: RecordedRun, policy: Policy) -> list[list[dict[st
         context_window=128_000,
         background=False,
         enforce_hard_limit=False,
+        model=MODEL,
     )
     kind = _tool_kinds(run)
     groups = group_by_iteration(run.messages)
     history: list[Message] = list(groups[0])
     prompts: list[list[dict[str, Any]]] = []
     async with manager:
+        tools = [*_recorded_tools(run), *manager.tools(lambda: history)]
+        schemas = [t.schema() for t in tools]
         for iteration in sorted(i for i in groups if i > 0):
-            prepared = await manager.prepare(history)
+            prepared = await manager.prepare(history, schemas)
             prompts.append(prepared.messages)
             history.extend(await _observations(manager, groups[iteration], kind, iteration))
     return prompts
+
+
+# The layout these tests were written for (the default before aging): outputs of summarized
+# iterations elided, the rolling summary after them; pinned so the tests do not follow the preset.
+ELIDE_SUMMARY = Policy(
+    "elide-summary",
+    (Dedup(), Summarize(every=25, keep=1), Compact(at=0.70, keep=5), Elide(), Truncate(max_chars=8000)),
+)
+MODEL = FunctionModel.name  # the live agent's model: the replay decides aging by the same cache terms
 
 
 def _pointed(prompts: list[list[dict[str, Any]]]) -> int:
@@ -269,9 +284,10 @@ def _pointed(prompts: list[list[dict[str, Any]]]) -> int:
     ("source", "policy"),
     [
         ("world", "tiered"),
+        ("world", "elide-summary"),
         ("world", "kb-labs-adr"),
         ("world", "tiered:dedup-only"),
-        ("mini-swe-agent/django__django-12708", "tiered"),
+        ("mini-swe-agent/django__django-12708", "elide-summary"),
         ("swe-agent/marshmallow-1867__function_calling_replace", "tiered:dedup-only"),
     ],
 )
@@ -279,7 +295,7 @@ async def test_the_live_loop_and_the_replay_build_identical_prompts(
     source: str, policy: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = _world_run() if source == "world" else _bundled_read_only(source)
-    config = policy_config(policy)
+    config = ELIDE_SUMMARY if policy == ELIDE_SUMMARY.name else policy_config(policy)
     live = await _live_prompts(run, config, tmp_path, monkeypatch)
     replay = await _replay_prompts(run, config)
     assert len(live) == len(replay)
@@ -291,7 +307,7 @@ async def test_the_live_loop_and_the_replay_build_identical_prompts(
 @pytest.mark.anyio
 async def test_the_world_run_points_where_it_should_and_a_pointer_changes_only_with_what_it_shows() -> None:
     run = _world_run()
-    prompts = await _replay_prompts(run, policy_config("tiered"))
+    prompts = await _replay_prompts(run, ELIDE_SUMMARY)
     step11 = {m["tool_call_id"]: m["content"] for m in prompts[10] if m["role"] == "tool"}
     assert step11["c3_0"] == pointer(1, "c1_0")  # a cache hit
     assert step11["c5_0"].startswith("[already called in iteration 4")  # big is cut: served again...

@@ -156,7 +156,9 @@ async def test_no_coverage_gap_and_no_future_data_while_the_agent_keeps_running(
 
 
 async def test_counterfactual_is_the_unmanaged_prompt_without_the_retrieval_schema() -> None:
-    manager = ContextManager(PRESETS["tiered"], counter=COUNTER, background=False)
+    manager = ContextManager(
+        PRESETS["tiered"].replace(retrieval_schema="always"), counter=COUNTER, background=False
+    )
     own = {"type": "function", "function": {"name": "read", "parameters": {}}}
     schemas = [own, *(t.schema() for t in manager.tools(list))]
     async with manager:

@@ -154,8 +154,7 @@ async def test_stdio_server_tools_in_a_full_run(tmp_path: Path) -> None:
 
     assert result.stop_reason is StopReason.ANSWERED and result.output == "done"
     offered = {t["function"]["name"]: t["function"] for t in model.requests[0].tools}
-    assert set(offered) == {
-        "context_retrieve",
+    assert set(offered) == {  # context_retrieve's schema comes once something is hidden (tiered)
         *(f"test__{n}" for n in ("add", "shout_text", "pixel", "fail", "pid", "lines", "sleep", "header")),
     }
     assert offered["test__add"]["description"] == "Add two integers."
@@ -184,7 +183,7 @@ async def test_stdio_server_tools_in_a_full_run(tmp_path: Path) -> None:
     )
     seen = next(m["content"] for m in model.requests[4].messages if m.get("tool_call_id") == "c9")
     assert (
-        len(seen) < 10_000 and 'context_retrieve(tool_call_id="c9")' in seen
+        len(seen) < 10_200 and 'context_retrieve(tool_call_id="c9")' in seen  # tiered cuts at 10,000 chars
     )  # truncated, with the way back
     assert outputs["c10"].count("line 0") > 100 and "call again with page=2" in outputs["c10"]
 

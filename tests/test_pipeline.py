@@ -16,12 +16,25 @@ from tiered_agent.context._names import RETRIEVE_TOOL_NAME
 from tiered_agent.context._pipeline import build_prompt, validate_pairs
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._presets import PRESETS, as_policy
+from tiered_agent.context._schedule import AgingSchedule, Epoch
 from tiered_agent.context._types import BuiltPrompt, Summary
-from tiered_agent.context.steps import Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
+from tiered_agent.context.steps import (
+    Age,
+    Clear,
+    Compact,
+    Dedup,
+    Elide,
+    Mask,
+    Step,
+    Summarize,
+    Truncate,
+    Window,
+)
 
 SYSTEM = Message(role="system", content="You are an agent.")
 TASK = Message(role="user", content="Fix the bug.")
 COUNTER = TokenCounter("o200k_base")
+HIDING = ("[output omitted", "[older output", "[superseded", "[context_retrieve result")
 
 # The pre-tuning `tiered` (ContextConfig defaults): 500-char outputs, window 5, summary every 10.
 CLASSIC = ContextConfig(name="classic")
@@ -232,6 +245,14 @@ STEP_MAKERS = (
     lambda d: Mask(keep=d(st.integers(1, 6))),
     lambda d: Truncate(d(st.integers(1, 2_000)), d(st.one_of(st.none(), st.integers(1, 40)))),
     lambda d: Clear(trigger_tokens=d(st.integers(1, 5_000)), keep=d(st.integers(0, 3))),
+    lambda d: Age(
+        window=d(st.integers(1, 3)),
+        max_lines=d(st.integers(1, 40)),
+        min_chars=d(st.sampled_from([0, 50, 300])),
+        reasoning=d(st.sampled_from(["first", "novel", "keep"])),
+        max_arg_chars=d(st.sampled_from([5, 200])),
+        keep_referred=d(st.integers(0, 3)),
+    ),
 )
 
 
@@ -246,6 +267,20 @@ def composed(draw: st.DrawFn) -> Policy:
 
 
 @st.composite
+def schedules(draw: st.DrawFn) -> AgingSchedule | None:
+    """None, or 1-4 epochs that never go back (iterations past a history's end are ignored)."""
+    if draw(st.booleans()):
+        return None
+    epochs, at, through, condensed = [], 0, 0, 0
+    for _ in range(draw(st.integers(1, 4))):
+        at += draw(st.integers(1, 12))
+        through = draw(st.integers(through, at))
+        condensed = draw(st.integers(condensed, through))
+        epochs.append(Epoch(at, through, condensed))
+    return AgingSchedule(tuple(epochs))
+
+
+@st.composite
 def summaries(draw: st.DrawFn) -> Summary | None:
     if draw(st.booleans()):
         return None
@@ -254,23 +289,29 @@ def summaries(draw: st.DrawFn) -> Summary | None:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(h=histories(), config=st.one_of(configs(), composed()), summary=summaries())
+@given(h=histories(), config=st.one_of(configs(), composed()), summary=summaries(), schedule=schedules())
 def test_any_history_any_policy_gives_a_valid_prompt(
-    h: list[Message], config: Policy | ContextConfig, summary: Summary | None
+    h: list[Message], config: Policy | ContextConfig, summary: Summary | None, schedule: AgingSchedule | None
 ) -> None:
     validate_pairs(h)
     snapshot = [dataclasses.replace(m) for m in h]
-    built = build_prompt(h, config, summary=summary, counter=COUNTER)
+    built = build_prompt(h, config, summary=summary, counter=COUNTER, schedule=schedule)
     assert isinstance(built, BuiltPrompt)
     validate_pairs(built.messages)
     assert h == snapshot
     head = 2 if h[0].role == "system" else 1
     assert built.messages[:head] == tuple(h[:head])
-    _check_coverage(h, as_policy(config), summary, built)
+    _check_coverage(h, as_policy(config), summary, built, schedule)
     _check_outputs(h, built)
 
 
-def _check_coverage(h: list[Message], policy: Policy, summary: Summary | None, built: BuiltPrompt) -> None:
+def _check_coverage(
+    h: list[Message],
+    policy: Policy,
+    summary: Summary | None,
+    built: BuiltPrompt,
+    schedule: AgingSchedule | None,
+) -> None:
     iterations = sorted({m.iteration for m in h if m.iteration > 0})
     stats = built.stats
     assert sorted(stats.shown_iterations + stats.windowed_out) == iterations
@@ -278,9 +319,10 @@ def _check_coverage(h: list[Message], policy: Policy, summary: Summary | None, b
         original = [(m.role, m.tool_call_id) for m in h if m.iteration == k]
         assert [(m.role, m.tool_call_id) for m in built.messages if m.iteration == k] == original
     window = policy.find(Window)
-    if window is None:  # nothing may be dropped: only what a summary covers is out
+    condensed = schedule.condensed if schedule is not None and policy.find(Age) is not None else 0
+    if window is None:  # nothing may be dropped: only what a summary covers is out, or Age condensed
         covered = range(summary.first, summary.last + 1) if summary else range(0)
-        assert all(k in covered for k in stats.windowed_out)
+        assert all(k in covered or k <= condensed for k in stats.windowed_out)
     elif iterations:
         last = [k for k in iterations if k > iterations[-1] - window.iterations]
         uncovered = [k for k in last if summary is None or not summary.first <= k <= summary.last]
@@ -290,17 +332,37 @@ def _check_coverage(h: list[Message], policy: Policy, summary: Summary | None, b
 def _check_outputs(h: list[Message], built: BuiltPrompt) -> None:
     originals = {m.tool_call_id: m for m in h if m.role == "tool"}
     placeholders = 0
+    truncated = {t.tool_call_id for t in built.stats.truncations}
     for message in built.messages:
         if message.role != "tool":
             continue
         original = originals[message.tool_call_id]
         assert len(message.text) <= len(original.text)
-        if message.text.startswith("[output omitted"):
+        if message.text.startswith(HIDING):  # a placeholder, or an aged form (Age)
             placeholders += message.text != original.text
-        elif original.name == RETRIEVE_TOOL_NAME:
+        elif original.name == RETRIEVE_TOOL_NAME or message.tool_call_id not in truncated:
             assert message.text == original.text
     assert placeholders == built.stats.masked_outputs
-    truncated = {t.tool_call_id for t in built.stats.truncations}
     assert len(truncated) == len(built.stats.truncations)
     for t in built.stats.truncations:
         assert 0 <= t.kept_chars < t.original_chars == len(originals[t.tool_call_id].text)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    h=histories(), age=st.sampled_from([Age(), Age(window=1, max_lines=2, min_chars=0)]), schedule=schedules()
+)
+def test_aged_prompts_keep_pairs_and_show_each_iteration_once(
+    h: list[Message], age: Age, schedule: AgingSchedule | None
+) -> None:
+    built = build_prompt(h, Policy("aged", (age,)), summary=None, counter=COUNTER, schedule=schedule)
+    validate_pairs(built.messages)
+    present = {m.iteration for m in h if m.iteration > 0}
+    condensed = {k for k in present if schedule is not None and k <= schedule.condensed}
+    calls = [c.id for m in built.messages for c in m.tool_calls]
+    assert len(calls) == len(set(calls))  # no call shown twice
+    assert {m.iteration for m in built.messages if m.role in ("assistant", "tool")} == {
+        m.iteration for m in h if m.role in ("assistant", "tool") and m.iteration not in condensed
+    }
+    notes = [m for m in built.messages if m.text.startswith("[Iterations ")]
+    assert sum(m.text.count("\n") >= 1 for m in notes) == len(notes) and bool(notes) == bool(condensed)

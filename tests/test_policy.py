@@ -11,6 +11,7 @@ from tiered_agent.bench._replay import available_policies, policy_config
 from tiered_agent.context._presets import PRESETS, as_policy, preset
 from tiered_agent.context.steps import (
     STEP_TYPES,
+    Age,
     Clear,
     Compact,
     Dedup,
@@ -25,6 +26,8 @@ from tiered_agent.testing import FunctionModel
 
 # The presets as they were written before policies were step lists: the flat convenience must
 # build exactly the same steps (the golden check proves those steps build the same prompts).
+# ``tiered`` has aged since (an Age step, which the flat knobs do not describe): its flat form is
+# the previous default, kept here as the reference it replaced.
 _FULL = ContextConfig(
     name="full",
     max_output_chars=None,
@@ -62,13 +65,19 @@ FLAT_PRESETS = {
 }
 
 
-@pytest.mark.parametrize("name", list(PRESETS))
+@pytest.mark.parametrize("name", [n for n in PRESETS if n != "tiered"])
 def test_the_flat_convenience_builds_each_preset(name: str) -> None:
     assert FLAT_PRESETS[name].to_policy() == PRESETS[name]
 
 
+def test_the_previous_default_is_still_one_flat_config_away() -> None:
+    steps = FLAT_PRESETS["tiered"].to_policy().steps
+    assert [s.kind for s in steps] == ["dedup", "summarize", "compact", "elide", "truncate"]
+
+
 def test_presets_are_named_step_lists() -> None:
-    assert [s.kind for s in PRESETS["tiered"].steps] == ["dedup", "summarize", "compact", "elide", "truncate"]
+    assert [s.kind for s in PRESETS["tiered"].steps] == ["dedup", "compact", "age", "truncate"]
+    assert PRESETS["tiered"].find(Age) == Age() and PRESETS["tiered"].retrieval_schema == "when_shown"
     assert PRESETS["full"].steps == () and not PRESETS["full"].retrieval_active
     assert all(name == policy.name for name, policy in PRESETS.items())
     assert preset("codex") is PRESETS["codex"]
@@ -109,8 +118,10 @@ def test_the_serialized_form_is_plain_and_ordered() -> None:
         "context_window": None,
         "retrieval": False,
         "retrieve_page_tokens": 4000,
+        "retrieval_schema": "always",
     }
     assert set(STEP_TYPES) == {
+        "age",
         "dedup",
         "summarize",
         "compact",
@@ -176,11 +187,11 @@ def test_steps_are_frozen_values() -> None:
 
 def test_find_without_and_what_hides() -> None:
     tiered = PRESETS["tiered"]
-    assert tiered.find(Summarize) == Summarize(every=25, keep=1)
-    assert tiered.find(Mask) is None
+    assert tiered.find(Compact) == Compact(at=0.70, keep=5)
+    assert tiered.find(Mask) is None and tiered.find(Summarize) is None
     lean = tiered.without("dedup", Compact)
-    assert [s.kind for s in lean.steps] == ["summarize", "elide", "truncate"]
-    assert lean.summarizes and not Policy("p", [Truncate()]).summarizes
+    assert [s.kind for s in lean.steps] == ["age", "truncate"]
+    assert tiered.summarizes and not lean.summarizes and not Policy("p", [Truncate()]).summarizes
     # context_retrieve comes with a step that can hide something, and only if retrieval is on
     assert not Policy("p", [Dedup(), Elide()]).retrieval_active
     assert Policy("p", [Dedup(), Truncate()]).retrieval_active

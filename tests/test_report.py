@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from tiered_agent._messages import Message, ToolCall, Usage
 from tiered_agent.bench._chart import longest_run, write_chart
 from tiered_agent.bench._command import bench
+from tiered_agent.bench._frontier import frontier, write_frontier
 from tiered_agent.bench._importers import write_run_trace
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_runs, resolve_policies
@@ -80,6 +81,17 @@ TOTALS_KEYS = {
     "cost_usd",
     "cost_usd_savings_vs_full",
     "priced_runs",
+    "recoverable_missed",
+    "miss_rate_adjusted",
+    "recovery_tokens",
+    "input_cost_adjusted",
+    "input_cost_adjusted_savings_vs_full",
+    "word_salient",
+    "word_missed",
+    "word_miss_rate",
+    "long_runs",
+    "long_run_peak_tokens",
+    "long_run_peak_vs_full",
 }
 RUN_POLICY_KEYS = (TOTALS_KEYS - {"runs"}) | {"missed_strings", "per_step"}
 
@@ -217,7 +229,7 @@ def test_markdown_and_table(document: dict[str, Any]) -> None:
     order = policies_by_cost(document)
     costs = [document["policies"][n]["totals"]["effective_cost"] for n in order]
     assert costs == sorted(costs)
-    text = render_markdown(document, chart="bench.png")
+    text = render_markdown(document, chart="bench.png", frontier="frontier.png")
     assert text.startswith("# Replay benchmark")
     assert "nominal context window 20,000 tokens" in text
     for section in (
@@ -227,6 +239,9 @@ def test_markdown_and_table(document: dict[str, Any]) -> None:
         "## Per-run highlights",
         "## Method",
         "![per-step prompt tokens and totals](bench.png)",
+        "## Lean and faithful: per family",
+        "| policy | tokens saved | input cost saved | USD saved | miss | miss (retrieval-adjusted) |",
+        "![input cost saved vs miss rate, per family](frontier.png)",
     ):
         assert section in text
     rows = [line for line in text.splitlines() if line.startswith("| `")]
@@ -234,6 +249,13 @@ def test_markdown_and_table(document: dict[str, Any]) -> None:
     table = render_table(document)
     assert table.row_count == 4
     assert [c.header for c in table.columns][:3] == ["policy", "input", "saved"]
+
+
+def test_the_frontier_chart_and_its_pareto_line(document: dict[str, Any], tmp_path: Path) -> None:
+    points = {"cheap-lossy": (20.0, 50.0), "lean": (4.0, 40.0), "dominated": (6.0, 30.0), "full": (0.0, 0.0)}
+    assert frontier(points) == ["full", "lean", "cheap-lossy"]
+    path = write_frontier(document, tmp_path / "frontier.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
 
 
 def test_chart_is_a_png(document: dict[str, Any], tmp_path: Path) -> None:
@@ -292,6 +314,8 @@ def test_command_writes_report_chart_and_json(tmp_path: Path) -> None:
     assert document["inputs"]["run_count"] == 1
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# Replay benchmark")
     assert (out / "bench.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "frontier.png").read_bytes()[:4] == b"\x89PNG"
+    assert "](frontier.png)" in (out / "report.md").read_text(encoding="utf-8")
     assert "tiered" in result.output
 
 

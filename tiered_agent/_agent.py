@@ -6,7 +6,7 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,11 +50,13 @@ from ._trace import (
     read_trace,
     redact,
 )
+from .context._aging import schedule_from_records
 from .context._config import ContextConfig
 from .context._dispatch import ToolKind
 from .context._manager import ContextManager, PreparedPrompt
 from .context._policy import Policy
 from .context._presets import as_policy
+from .context._schedule import AgingSchedule
 from .context._summarizer import Summarizer
 from .context._types import Summary
 from .mcp._config import MCPServerConfig
@@ -189,6 +191,7 @@ class _ResumeState:
     task: str
     history: tuple[Message, ...]
     summary: Summary | None
+    schedule: AgingSchedule = field(default_factory=AgingSchedule)
 
     @classmethod
     def load(cls, path: Path, follow_up: str | None) -> _ResumeState:
@@ -220,7 +223,8 @@ class _ResumeState:
                 latest.created_at_iteration,
             )
         )
-        return cls(path, started.task, tuple(history), summary)
+        requests = [e.context for e in events if isinstance(e, ModelRequest)]
+        return cls(path, started.task, tuple(history), summary, schedule_from_records(requests))
 
 
 def _answer_interrupted(history: list[Message]) -> list[Message]:
@@ -351,6 +355,7 @@ class _Run:
             self.append(message)
         if state.summary is not None:
             self.manager.restore_summary(state.summary)
+        self.manager.restore_schedule(state.schedule)
 
     async def loop(self) -> tuple[StopReason, str | None, str | None]:
         first = max((m.iteration for m in self.history), default=0) + 1

@@ -249,6 +249,7 @@ def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir:
     from rich.console import Console
 
     from ._chart import write_chart
+    from ._frontier import write_frontier
     from ._report import render_family_table, render_markdown, render_table, write_json
 
     console = Console()
@@ -259,7 +260,8 @@ def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir:
         console.print(render_family_table(document))
     out_dir.mkdir(parents=True, exist_ok=True)
     chart = write_chart(document, out_dir / "bench.png")
+    frontier = write_frontier(document, out_dir / "frontier.png")
     report = out_dir / "report.md"
-    report.write_text(render_markdown(document, chart=chart.name), encoding="utf-8")
-    written = [report, chart, write_json(document, json_path or out_dir / "bench.json")]
+    report.write_text(render_markdown(document, chart=chart.name, frontier=frontier.name), encoding="utf-8")
+    written = [report, chart, frontier, write_json(document, json_path or out_dir / "bench.json")]
     console.print("wrote " + ", ".join(str(p) for p in written))

@@ -24,6 +24,7 @@ from ._pricing import RunCosting
 from ._recorded import RecordedRun
 
 __all__ = [
+    "LONG_RUN_STEPS",
     "CacheValidation",
     "CostValidation",
     "Fidelity",
@@ -33,6 +34,7 @@ __all__ = [
     "Totals",
     "fidelity",
     "is_salient",
+    "missed_in",
     "missed_strings",
     "percentile",
     "salient_candidates",
@@ -41,6 +43,7 @@ __all__ = [
     "validate_cost",
 ]
 
+LONG_RUN_STEPS = 65  # the peak-prompt goal applies to runs this long
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]")
 _CODE_LIKE = re.compile(r"[/_.0-9]|[a-z][A-Z]")
 _MIN_CHARS = 4
@@ -117,7 +120,11 @@ def missed_strings(salient: Sequence[str], prompt: Sequence[Message]) -> tuple[s
     """The salient strings that appear nowhere in ``prompt`` (newest messages searched first)."""
     if not salient:
         return ()
-    texts = [message_text(m) for m in reversed(prompt)]
+    return missed_in(salient, [message_text(m) for m in reversed(prompt)])
+
+
+def missed_in(salient: Sequence[str], texts: Sequence[str]) -> tuple[str, ...]:
+    """The salient strings in none of ``texts`` (a prompt's message texts, newest first)."""
     return tuple(s for s in salient if not any(s in text for text in texts))
 
 
@@ -138,6 +145,10 @@ class StepMetrics:
     truncated_chars: int
     build_seconds: float
     cache_write_tokens: int = 0  # prompt tokens billed as written to the cache (explicit caches)
+    recoverable: int = 0  # missed strings an exact retrieval call shown in the prompt recovers
+    recovery_tokens: int = 0  # those calls and what they return (at most a page each)
+    word_salient: int = 0  # the word-level ruler (``_rulers.py``)
+    word_missed: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +192,21 @@ class Totals:
     calibrated_cached_tokens: int = 0
     cost_usd: float | None = None  # over the priced runs; None: none priced (or a summarizer unpriced)
     priced_runs: int = 0
+    recoverable: int = 0
+    recovery_tokens: int = 0
+    word_salient: int = 0
+    word_missed: int = 0
+    long_runs: int = 0  # runs of LONG_RUN_STEPS steps or more
+    long_run_peak_tokens: int = 0  # the sum over those runs of each run's peak prompt
+
+    @property
+    def miss_rate_adjusted(self) -> float:
+        """Misses no shown exact retrieval call recovers, over the salient strings."""
+        return (self.missed - self.recoverable) / self.salient if self.salient else 0.0
+
+    @property
+    def word_miss_rate(self) -> float:
+        return self.word_missed / self.word_salient if self.word_salient else 0.0
 
     @property
     def input_tokens(self) -> int:
@@ -290,6 +316,14 @@ def totals(
         calibrated_cached_tokens=calibrated_cached,
         cost_usd=cost_usd,
         priced_runs=priced,
+        recoverable=sum(s.recoverable for s in steps),
+        recovery_tokens=sum(s.recovery_tokens for s in steps),
+        word_salient=sum(s.word_salient for s in steps),
+        word_missed=sum(s.word_missed for s in steps),
+        long_runs=sum(1 for r in items if len(r.steps) >= LONG_RUN_STEPS),
+        long_run_peak_tokens=sum(
+            max(s.prompt_tokens for s in r.steps) for r in items if len(r.steps) >= LONG_RUN_STEPS
+        ),
     )
 
 

@@ -19,8 +19,9 @@ import dataclasses
 import logging
 import multiprocessing
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +34,9 @@ from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
 from .._tokens import TokenCounter
 from .._tools import ToolOutcome
+from ..context._breakeven import CacheTerms
 from ..context._dispatch import ToolKind
-from ..context._manager import ContextManager
+from ..context._manager import ContextManager, PreparedPrompt
 from ..context._names import RETRIEVE_TOOL_NAME
 from ..context._policy import Policy
 from ..context._presets import PRESETS
@@ -43,9 +45,10 @@ from ..context._summarizer import LLMSummarizer
 from ..context.steps import Dedup
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import ProviderCalibration, calibrate
-from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_strings
+from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_in
 from ._pricing import RunPlan, family_of, plan_run
 from ._recorded import RecordedRun
+from ._rulers import Recovery, RetrievalSources, WordIndex, prompt_texts
 
 __all__ = [
     "ABLATIONS",
@@ -56,6 +59,8 @@ __all__ = [
     "RunReplay",
     "available_policies",
     "policy_config",
+    "prompt_at",
+    "replay_prompts",
     "replay_run",
     "replay_runs",
     "resolve_policies",
@@ -63,12 +68,11 @@ __all__ = [
 
 BASELINE = "full"
 RETRIEVE_TOOL = RETRIEVE_TOOL_NAME
-# Each tier of ``tiered`` alone: the steps of the other tiers switched off (Elide stays; without
-# a summary it changes nothing).
+# Each tier of ``tiered`` alone: the steps of the other tiers switched off.
 ABLATIONS: dict[str, tuple[str, ...]] = {
-    "truncation-only": ("dedup", "summarize", "compact"),
-    "window-only": ("truncate", "dedup"),
-    "dedup-only": ("truncate", "summarize", "compact"),
+    "truncation-only": ("dedup", "age", "compact"),
+    "aging-only": ("truncate", "dedup"),
+    "dedup-only": ("truncate", "age", "compact"),
 }
 
 
@@ -274,6 +278,9 @@ class _RunState:
     groups: dict[int, list[Message]]
     cache_model: CacheModel = IDEAL
     token_scale: float = 1.0  # provider tokens per replayed token (for the cache model's sizes)
+    terms: CacheTerms = field(default_factory=CacheTerms)  # what aging decides by: cache and prices
+    words: WordIndex | None = None  # the word-level ruler
+    sources: RetrievalSources | None = None  # for the retrieval-adjusted misses
     # Retrieval charges depend on the step, the topic and the dedup settings only: shared by policies.
     retrievals: dict[tuple[Any, ...], int] = field(default_factory=dict)
 
@@ -287,7 +294,12 @@ class _RunState:
 
     @classmethod
     def of(
-        cls, run: RecordedRun, counter: IdCounter, cache_model: CacheModel = IDEAL, token_scale: float = 1.0
+        cls,
+        run: RecordedRun,
+        counter: IdCounter,
+        cache_model: CacheModel = IDEAL,
+        token_scale: float = 1.0,
+        terms: CacheTerms | None = None,
     ) -> _RunState:
         return cls(
             run,
@@ -298,6 +310,9 @@ class _RunState:
             group_by_iteration(run.messages),
             cache_model,
             token_scale,
+            terms or CacheTerms.of(cache_model, scale=token_scale),
+            WordIndex(run),
+            RetrievalSources(run, counter),
         )
 
 
@@ -317,6 +332,7 @@ async def _replay_policy(
         summarizer=summarizer,
         background=False,
         enforce_hard_limit=False,
+        cache_terms=state.terms,
     )
     cache = CacheSimulator(state.encoder, state.cache_model, state.token_scale)
     history: list[Message] = []
@@ -325,7 +341,7 @@ async def _replay_policy(
     steps: list[StepMetrics] = []
     kind = _tool_kinds(run)
     async with manager:
-        schemas = [*run.tools, *(t.schema() for t in manager.tools(lambda: history))]
+        schemas = _schemas(run, manager, history)
         for iteration in sorted(i for i in state.groups if i > 0):
             group = state.groups[iteration]
             if any(m.role == "assistant" for m in group):
@@ -355,6 +371,13 @@ async def _replay_policy(
     )
 
 
+def _schemas(run: RecordedRun, manager: ContextManager, history: list[Message]) -> list[Mapping[str, Any]]:
+    """The run's tool schemas, with ``context_retrieve`` as the policy registers it (a trace of this
+    runtime records the schema it ran with: it is not counted twice)."""
+    own = [t for t in run.tools if t.get("function", {}).get("name") != RETRIEVE_TOOL]
+    return [*own, *(t.schema() for t in manager.tools(lambda: history))]
+
+
 def _extend(history: list[Message], new: Sequence[Message], counter: IdCounter, tokens: int) -> int:
     """Append ``new`` to ``history``; return the history's updated message token count."""
     history.extend(new)
@@ -378,11 +401,16 @@ async def _step(
     messages = prepared.built.messages
     use = cache.request(messages, prepared.tools)
     cached = min(use.read, prepared.prompt_tokens)
+    texts = prompt_texts(messages)
     salient = state.salience.salient(iteration)
-    missed = missed_strings(salient, messages)
+    missed = missed_in(salient, texts)
+    words = state.words.salient(iteration) if state.words is not None else ()
     retrieval = 0
+    recovery = Recovery()
     if missed and manager.policy.retrieval_active:
         retrieval = state.retrieval_charge(iteration, missed, history, manager.policy)
+        if state.sources is not None:
+            recovery = state.sources.recovery(missed, iteration, texts, manager.policy.retrieve_page_tokens)
     return StepMetrics(
         step=step,
         prompt_tokens=prepared.prompt_tokens,
@@ -397,6 +425,10 @@ async def _step(
         truncated_chars=prepared.built.stats.truncated_chars,
         build_seconds=elapsed,
         cache_write_tokens=min(use.written, prepared.prompt_tokens - cached),
+        recoverable=recovery.recoverable,
+        recovery_tokens=recovery.tokens,
+        word_salient=len(words),
+        word_missed=len(missed_in(words, texts)),
     )
 
 
@@ -409,18 +441,65 @@ async def replay_run(
     summary_model: str | None = None,
     cache_model: CacheModel = IDEAL,
     token_scale: float = 1.0,
+    cache_terms: CacheTerms | None = None,
 ) -> RunReplay:
     """Replay one run under every policy (sequentially, sharing the run's token memo).
 
     ``cache_model`` is the provider cache simulated for every policy; ``token_scale``
-    converts replayed tokens into that provider's (its minimum and block sizes).
+    converts replayed tokens into that provider's (its minimum and block sizes);
+    ``cache_terms`` is what aging policies decide by (default: the cache model at a 0.1
+    read price).
     """
-    state = _RunState.of(run, counter, cache_model, token_scale)
+    state = _RunState.of(run, counter, cache_model, token_scale, cache_terms)
     results = {
         name: await _replay_policy(state, name, policy, context_window, summary_model)
         for name, policy in policies.items()
     }
     return RunReplay(run.run_id, state.outputs, results)
+
+
+async def replay_prompts(
+    run: RecordedRun, policy: Policy, settings: ReplaySettings = ReplaySettings()
+) -> AsyncGenerator[PreparedPrompt, None]:
+    """Every prompt ``policy`` builds for ``run``, model call by model call, replayed as the bench
+    does (the same manager calls and dispatch; cache and price terms from the run's plan)."""
+    counter = _counter(settings.tokenizer)
+    plan = plan_run(run.model, settings.cache_model, settings.price_model, {})
+    manager = ContextManager(
+        policy,
+        counter=counter,
+        context_window=settings.context_window,
+        background=False,
+        enforce_hard_limit=False,
+        cache_terms=plan_terms(plan, settings),
+    )
+    groups = group_by_iteration(run.messages)
+    history: list[Message] = list(groups.get(0, ()))
+    kind = _tool_kinds(run)
+    async with manager:
+        schemas = _schemas(run, manager, history)
+        for iteration in sorted(i for i in groups if i > 0):
+            group = groups[iteration]
+            if any(m.role == "assistant" for m in group):
+                yield await manager.prepare(history, schemas)
+            history.extend(await _observations(manager, group, kind, iteration))
+
+
+async def prompt_at(
+    run: RecordedRun, policy: Policy, step: int, settings: ReplaySettings = ReplaySettings()
+) -> PreparedPrompt:
+    """The prompt ``policy`` builds for model call ``step`` of ``run`` (the last one if the run is
+    shorter)."""
+    found: PreparedPrompt | None = None
+    done = 0
+    async with aclosing(replay_prompts(run, policy, settings)) as prompts:
+        async for prepared in prompts:
+            found, done = prepared, done + 1
+            if done == step:
+                break
+    if found is None:
+        raise ConfigurationError(f"run {run.run_id} has no model call")
+    return found
 
 
 # --------------------------------------------------------------------------- many runs
@@ -448,9 +527,19 @@ def _replay_job(
             summary_model=settings.summary_model,
             cache_model=plan.cache_model,
             token_scale=plan.token_scale,
+            cache_terms=plan_terms(plan, settings),
         )
 
     return anyio.run(main)
+
+
+def plan_terms(plan: RunPlan, settings: ReplaySettings) -> CacheTerms:
+    """The cache terms of a run's plan: its cache model, priced as its price model (else at the
+    bench's cache discount), sizes converted with its token scale."""
+    prices = model_prices(plan.price_model) if plan.price_model else None
+    return CacheTerms.of(
+        plan.cache_model, prices, default_read=settings.cache_discount, scale=plan.token_scale
+    )
 
 
 def _unique_ids(runs: Sequence[RecordedRun]) -> list[RecordedRun]:

@@ -101,6 +101,19 @@ def _totals_dict(t: Totals, full: Totals | None) -> dict[str, Any]:
         "miss_rate": _r(t.miss_rate),
         "steps_with_miss": t.steps_with_miss,
         "retrieval_tokens": t.retrieval_tokens,
+        "recoverable_missed": t.recoverable,
+        "miss_rate_adjusted": _r(t.miss_rate_adjusted),
+        "recovery_tokens": t.recovery_tokens,
+        "input_cost_adjusted": _r(t.input_cost + t.recovery_tokens),
+        "input_cost_adjusted_savings_vs_full": _r(1 - (t.input_cost + t.recovery_tokens) / full.input_cost)
+        if full and full.input_cost
+        else None,
+        "word_salient": t.word_salient,
+        "word_missed": t.word_missed,
+        "word_miss_rate": _r(t.word_miss_rate),
+        "long_runs": t.long_runs,
+        "long_run_peak_tokens": t.long_run_peak_tokens,
+        "long_run_peak_vs_full": _ratio(t.long_run_peak_tokens, full.long_run_peak_tokens) if full else None,
         "retrieval_adjusted_input_tokens": adjusted,
         "retrieval_adjusted_savings_vs_full": (
             _r(1 - adjusted / base_input) if adjusted is not None and base_input else None
@@ -772,19 +785,29 @@ METHOD_NOTES = (
     "Retrieval-adjusted tokens charge each step with at least one miss one `context_retrieve` round trip: "
     "the call plus the first page it would return (a lower bound: the re-sent prompt of the extra call is "
     "not charged).",
+    "Retrieval-adjusted misses: a missed string is recoverable when it lies in an earlier message whose "
+    "exact retrieval call the prompt shows (`context_retrieve(tool_call_id=...)` for that output, "
+    "`context_retrieve(iteration=...)` for its iteration); `input_cost_adjusted` adds 20 tokens per such "
+    "call plus what it returns (at most one page), uncached. The word-level miss rate is an independent "
+    "ruler: every word of 4+ characters instead of the code-like strings.",
     "The hard limit is not enforced during replay; steps over it are counted (`over_hard_limit_steps`).",
     "Timings (prompt-building time per step) are machine-dependent and excluded from determinism.",
 )
 
 
-def render_markdown(document: Mapping[str, Any], chart: str | None = None) -> str:
-    """report.md: the table, caching, checks, per-run highlights and method notes."""
+def render_markdown(
+    document: Mapping[str, Any], chart: str | None = None, frontier: str | None = None
+) -> str:
+    """report.md: the table, caching, checks, per family lean and faithful, highlights, method notes."""
+    from ._report_faithful import md_faithful
+
     lines = _md_header(document)
     lines += ["## Policies (cheapest first)", ""]
     lines += _md_table(TABLE_HEADERS, [[f"`{r[0]}`", *r[1:]] for r in _table_rows(document)])
     lines.append("")
     if chart:
         lines += [f"![per-step prompt tokens and totals]({chart})", ""]
+    lines += md_faithful(document, frontier)
     lines += _md_caching(document) + _md_dollars(document) + _md_families(document)
     lines += _md_validation(document) + _md_highlights(document)
     summarizer = document["settings"]["summarizer"]

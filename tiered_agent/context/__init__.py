@@ -15,7 +15,10 @@ from .._lazy import lazy_exports
 
 __all__ = [
     "PRESETS",
+    "Age",
+    "AgingSchedule",
     "BuiltPrompt",
+    "CacheTerms",
     "Clear",
     "Compact",
     "ContextConfig",
@@ -26,6 +29,7 @@ __all__ = [
     "DedupHit",
     "DigestSummarizer",
     "Elide",
+    "Epoch",
     "LLMSummarizer",
     "Mask",
     "Policy",
@@ -71,6 +75,9 @@ _LOCATIONS = {
     "SmartSummarizer": "._summarizer",
     "Summarizer": "._summarizer",
     "truncate_output": ".steps._truncate",
+    "AgingSchedule": "._schedule",
+    "Epoch": "._schedule",
+    "CacheTerms": "._breakeven",
     "BuiltPrompt": "._types",
     "ContextStats": "._types",
     "Summary": "._types",
@@ -80,11 +87,23 @@ _LOCATIONS = {
 _LOCATIONS.update(
     {
         name: ".steps"
-        for name in ("Clear", "Compact", "Dedup", "Elide", "Mask", "Step", "Summarize", "Truncate", "Window")
+        for name in (
+            "Age",
+            "Clear",
+            "Compact",
+            "Dedup",
+            "Elide",
+            "Mask",
+            "Step",
+            "Summarize",
+            "Truncate",
+            "Window",
+        )
     }
 )
 
 if TYPE_CHECKING:
+    from ._breakeven import CacheTerms
     from ._config import ContextConfig
     from ._dedup import DedupCache, DedupHit
     from ._digest import digest
@@ -93,9 +112,10 @@ if TYPE_CHECKING:
     from ._policy import Policy
     from ._presets import PRESETS, as_policy, preset
     from ._retrieve import RetrievalResult, make_retrieve_tool, retrieve
+    from ._schedule import AgingSchedule, Epoch
     from ._summarizer import DigestSummarizer, LLMSummarizer, SmartSummarizer, Summarizer
     from ._types import BuiltPrompt, ContextStats, SentPrompt, Summary, Truncation
-    from .steps import Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
+    from .steps import Age, Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
     from .steps._truncate import truncate_output
 
 

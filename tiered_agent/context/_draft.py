@@ -29,6 +29,7 @@ from operator import attrgetter, le
 from .._messages import Message
 from .._tokens import TokenCounter
 from ._duplicates import OutputRef
+from ._schedule import AgingSchedule
 from ._types import BuiltPrompt, ContextStats, Summary, Truncation
 
 __all__ = ["BuildContext", "Draft", "HistoryFacts", "start", "summary_message", "with_content"]
@@ -78,13 +79,14 @@ class HistoryFacts:
 
 @dataclass(frozen=True, slots=True)
 class BuildContext:
-    """What every step may read: the full history, the landed summary, the token counter."""
+    """What every step may read: the full history, the landed summary, the aging schedule, the counter."""
 
     history: Sequence[Message]
     summary: Summary | None
     counter: TokenCounter
     retrieval: bool  # context_retrieve is registered: placeholders and markers name the exact call
     facts: HistoryFacts
+    schedule: AgingSchedule = field(default_factory=AgingSchedule)  # which iterations aged when (Age)
 
     @classmethod
     def of(
@@ -95,9 +97,12 @@ class BuildContext:
         *,
         retrieval: bool,
         facts: HistoryFacts | None = None,
+        schedule: AgingSchedule | None = None,
     ) -> BuildContext:
-        """``facts``: the history's facts if the caller keeps them (else found here)."""
-        return cls(history, summary, counter, retrieval, HistoryFacts.of(history) if facts is None else facts)
+        """``facts``: the history's facts if the caller keeps them (else found here);
+        ``schedule``: the run's aging schedule (None: nothing aged)."""
+        found = HistoryFacts.of(history) if facts is None else facts
+        return cls(history, summary, counter, retrieval, found, schedule or AgingSchedule())
 
     @property
     def iterations(self) -> tuple[int, ...]:
@@ -130,6 +135,7 @@ class Draft:
     covered: frozenset[int] = frozenset()  # iterations the summary stands for
     dropped: frozenset[int] = frozenset()  # iterations left out behind a note
     pointers: Mapping[int, int] = field(default_factory=dict)  # position -> chars a dedup pointer hides
+    shows_summary: bool = False  # the summary is shown although every iteration it covers is too (aged)
 
     def hide(self, placeholders: Mapping[int, tuple[Message, int]]) -> Draft:
         """Show each placeholder at its position (with the chars it hides); those cuts are void."""
@@ -214,7 +220,11 @@ class Draft:
             masked_outputs=len(self.hidden),
             masked_chars=sum(self.hidden.values()),
             windowed_out=tuple(filter(out.__contains__, context.iterations)),
-            summary_range=(summary.first, summary.last) if summary is not None and self.covered else None,
+            summary_range=(
+                (summary.first, summary.last)
+                if summary is not None and (self.covered or self.shows_summary)
+                else None
+            ),
             shown_iterations=tuple(filterfalse(out.__contains__, context.iterations)),
             pointed_outputs=len(self.pointers),
             pointed_chars=sum(self.pointers.values()),

@@ -4,9 +4,11 @@ It owns the per-run state of a :class:`~._policy.Policy` (the dedup cache, the
 summary state, calibration) and delegates the prompt itself to the pure
 :func:`~._pipeline.build_prompt`. The loop calls, per iteration:
 
-1. :meth:`ContextManager.prepare` — queue a summary when one is due, run the
-   safety net (synchronous compaction past ``Compact.at`` of the window, refusal
-   past ``hard_limit``), build the prompt, count it and the counterfactual;
+1. :meth:`ContextManager.prepare` — queue a summary when one is due, let the
+   aging state decide whether old iterations age now (policies with ``Age``),
+   run the safety net (synchronous compaction past ``Compact.at`` of the
+   window, refusal past ``hard_limit``), build the prompt, count it and the
+   counterfactual;
 2. :meth:`dispatch` with each reply's tool calls (dedup cache, batch rules, execution injected);
 3. :meth:`observe_usage` with the provider's prompt tokens, to calibrate.
 """
@@ -23,6 +25,8 @@ from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool
 from .._trace import Event, RetrievalEvent, SummaryEvent
+from ._aging import AgingState
+from ._breakeven import CacheTerms
 from ._config import ContextConfig
 from ._dedup import DedupCache
 from ._dispatch import Dispatched, Execute, ToolKind, dispatch_calls
@@ -33,11 +37,12 @@ from ._pipeline import build_prompt
 from ._policy import Policy
 from ._presets import as_policy
 from ._retrieve import make_retrieve_tool
+from ._schedule import AgingSchedule
 from ._summaries import Summaries
 from ._summarizer import Summarizer
 from ._tally import HistoryTally, PromptTally
 from ._types import BuiltPrompt, SentPrompt, Summary
-from .steps import Dedup
+from .steps import Age, Dedup
 
 __all__ = ["ContextManager", "PreparedPrompt"]
 
@@ -53,13 +58,15 @@ class PreparedPrompt:
     compacted: bool = False
     truncated_tokens: int = 0  # tokens the truncation step cut from the outputs shown
     tools: tuple[Mapping[str, Any], ...] = ()  # the tool schemas to send with this prompt
+    aging: Mapping[str, Any] | None = None  # policies with Age: how far iterations aged, the newest epoch
 
     def record(self) -> dict[str, Any]:
         """What the trace records about this prompt's construction."""
-        return self.built.stats.to_dict() | {
+        record = self.built.stats.to_dict() | {
             "truncated_tokens": self.truncated_tokens,
             "compacted": self.compacted,
         }
+        return record if self.aging is None else record | dict(self.aging)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -80,7 +87,10 @@ class ContextManager:
         enforce_hard_limit: bool = True,
         on_event: Callable[[Event], None] | None = None,
         model: str | None = None,
+        cache_terms: CacheTerms | None = None,
     ) -> None:
+        """``model`` (the agent's litellm model) gives the cache and price terms aging decides by;
+        ``cache_terms`` gives them directly (the replay: the run's cache and price model)."""
         self.policy = as_policy(policy)
         self.model = model  # the model the prompts go to: a summarizer of the same model rides its cache
         self._sent: SentPrompt | None = None
@@ -95,9 +105,22 @@ class ContextManager:
         self.summaries = Summaries(
             self.policy, summarizer=summarizer, background=background, on_summary=self._summary_landed
         )
+        age = self.policy.find(Age)
+        self.aging = (
+            AgingState(
+                age,
+                counter=counter,
+                terms=cache_terms or CacheTerms.for_model(model),
+                retrieval=self.policy.retrieval_active,
+            )
+            if age is not None
+            else None
+        )
         self._iteration = 0
         self._history = HistoryTally(counter)  # the counterfactual, counted once per message
         self._prompts = PromptTally(counter)
+        # retrieval_schema="when_shown": whether a prompt named a retrieval call yet (sticky)
+        self._retrieval_shown = self.policy.retrieval_schema == "always"
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> ContextManager:
@@ -176,7 +199,8 @@ class ContextManager:
         self._history.update(history)
         last = self._history.last_iteration
         self._iteration = last + 1
-        await self.summaries.before_prompt(history, last, prompt=self._sent)
+        aged_through = self._age(history, last, tool_schemas)
+        await self.summaries.before_prompt(history, last, prompt=self._sent, aged_through=aged_through)
         prepared = self._build(history, tool_schemas)
         due = force_compact or self.summaries.compaction_due(prepared.estimated_tokens, self.context_window)
         # After a context-window error the last prompt is the one that did not fit: not to be re-sent.
@@ -200,21 +224,67 @@ class ContextManager:
     def observe_usage(self, provider_prompt_tokens: int | None, local_prompt_tokens: int) -> None:
         self.calibration.observe(provider_prompt_tokens, local_prompt_tokens)
 
+    def _age(
+        self, history: Sequence[Message], last: int, tool_schemas: Sequence[Mapping[str, Any]]
+    ) -> int | None:
+        """Let the aging state decide for this prompt; how far iterations aged (None: no aging)."""
+        if self.aging is None:
+            return None
+        summary = self.summary
+        sent = self._sent_tools(tool_schemas)
+        schedule = self.aging.update(
+            history,
+            last,
+            tool_tokens=self.counter.count_tools(sent),
+            summary_tokens=self.counter.count_text(summary.text) if summary is not None else 0,
+            schema_tokens=0 if len(sent) == len(tool_schemas) else self.counter.count_tools(tool_schemas),
+        )
+        return schedule.through
+
+    def _sent_tools(self, tool_schemas: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+        """The schemas to send: all, but ``context_retrieve``'s only once a prompt named a retrieval call
+        (``retrieval_schema="when_shown"``)."""
+        if self._retrieval_shown:
+            return tuple(tool_schemas)
+        return tuple(t for t in tool_schemas if not _is_retrieve(t))
+
+    @property
+    def schedule(self) -> AgingSchedule | None:
+        """The run's aging schedule (None: the policy does not age)."""
+        return self.aging.schedule if self.aging is not None else None
+
+    def restore_schedule(self, schedule: AgingSchedule) -> None:
+        """Continue from a recorded aging schedule (resuming a run from its trace)."""
+        if self.aging is not None:
+            self.aging.restore(schedule)
+
     def _build(
         self, history: Sequence[Message], tool_schemas: Sequence[Mapping[str, Any]], compacted: bool = False
     ) -> PreparedPrompt:
         tally = self._history
         links = self._duplicates.links if self._duplicates is not None else {}
         facts = HistoryFacts(tally.iterations, tally.ordered, links)
-        built = build_prompt(history, self.policy, summary=self.summary, counter=self.counter, facts=facts)
-        tools = tuple(tool_schemas)
+        built = build_prompt(
+            history,
+            self.policy,
+            summary=self.summary,
+            counter=self.counter,
+            facts=facts,
+            schedule=self.schedule,
+        )
+        if not self._retrieval_shown and _names_retrieval(built, self.schedule):
+            self._retrieval_shown = True
+        tools = self._sent_tools(tool_schemas)
         count_tools = self.counter.count_tools
         local = PROMPT_OVERHEAD + self._prompts.messages_tokens(built.messages) + count_tools(tools)
         # The counterfactual is the unmanaged prompt: full history, no context_retrieve schema.
         unmanaged = [t for t in tool_schemas if not _is_retrieve(t)]
-        full = PROMPT_OVERHEAD + self._history.tokens + count_tools(unmanaged)
+        full = PROMPT_OVERHEAD + tally.tokens + count_tools(unmanaged)
         cut = self._truncated_tokens(built)
-        return PreparedPrompt(built, local, full, self.calibration.estimate(local), compacted, cut, tools)
+        aging = self.aging.record() if self.aging is not None else None
+        return PreparedPrompt(
+            built, local, full, self.calibration.estimate(local), compacted, cut, tools, aging
+        )
 
     def _truncated_tokens(self, built: BuiltPrompt) -> int:
         count = self.counter.count_text
@@ -246,6 +316,15 @@ class ContextManager:
                     pages=int(info.get("pages", 1)),
                 )
             )
+
+
+def _names_retrieval(built: BuiltPrompt, schedule: AgingSchedule | None) -> bool:
+    """Whether a prompt shows a retrieval call: something was cut, hidden, left out or summarized."""
+    stats = built.stats
+    aged = schedule is not None and schedule.through > 0
+    return bool(
+        stats.truncations or stats.masked_outputs or stats.windowed_out or stats.summary_range or aged
+    )
 
 
 def _is_retrieve(schema: Mapping[str, Any]) -> bool:

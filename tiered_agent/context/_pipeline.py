@@ -19,6 +19,7 @@ from ._config import ContextConfig
 from ._draft import BuildContext, HistoryFacts, start
 from ._policy import Policy
 from ._presets import as_policy
+from ._schedule import AgingSchedule
 from ._types import BuiltPrompt, Summary
 
 __all__ = ["build_prompt", "validate_pairs"]
@@ -31,17 +32,21 @@ def build_prompt(
     summary: Summary | None,
     counter: TokenCounter,
     facts: HistoryFacts | None = None,
+    schedule: AgingSchedule | None = None,
 ) -> BuiltPrompt:
     """The messages to send for the next model call, and what was done to get them.
 
     ``counter`` is used only by steps that measure the prompt (``Clear``; its
     per-message cache makes repeated counts cheap). ``facts``: what the
     caller keeps about the history (the context manager does; otherwise they
-    are found here, and no output counts as a duplicate). Raises ValueError on
-    a summary with an invalid range.
+    are found here, and no output counts as a duplicate). ``schedule`` is the
+    run's aging schedule (which iterations the ``Age`` step shows aged; None:
+    none). Raises ValueError on a summary with an invalid range.
     """
     policy = as_policy(policy)
-    context = BuildContext.of(history, summary, counter, retrieval=policy.retrieval_active, facts=facts)
+    context = BuildContext.of(
+        history, summary, counter, retrieval=policy.retrieval_active, facts=facts, schedule=schedule
+    )
     draft = start(context)
     for step in policy.steps:
         draft = step.apply(draft, context)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from .._errors import ConfigurationError
 from .steps import Compact, Step, Summarize
@@ -40,7 +40,10 @@ class Policy:
     ``summary_timeout_s``; the run refuses a prompt over ``hard_limit`` of the
     context window (``context_window`` overrides what litellm knows);
     ``retrieval`` registers ``context_retrieve`` (pages of
-    ``retrieve_page_tokens``) whenever a step can hide part of the history.
+    ``retrieve_page_tokens``) whenever a step can hide part of the history;
+    with ``retrieval_schema="when_shown"`` its schema is sent only from the
+    first prompt that names a retrieval call on (until then the prompt is the
+    full history's, schema included: nothing to retrieve, nothing to pay for).
     """
 
     name: str
@@ -52,6 +55,7 @@ class Policy:
     context_window: int | None = None
     retrieval: bool = True
     retrieve_page_tokens: int = 4000
+    retrieval_schema: Literal["always", "when_shown"] = "always"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))  # a list is welcome too
@@ -134,3 +138,7 @@ def _check_settings(policy: Policy) -> None:
             raise ConfigurationError(f"Policy.{name} must be >= 1")
     if policy.summary_timeout_s <= 0:
         raise ConfigurationError("Policy.summary_timeout_s must be > 0")
+    if policy.retrieval_schema not in ("always", "when_shown"):
+        raise ConfigurationError(
+            f"Policy.retrieval_schema must be 'always' or 'when_shown', got {policy.retrieval_schema!r}"
+        )

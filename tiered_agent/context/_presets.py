@@ -9,20 +9,23 @@ from __future__ import annotations
 
 from ._config import ContextConfig
 from ._policy import Policy
-from .steps import Clear, Compact, Dedup, Elide, Mask, Summarize, Truncate
+from .steps import Age, Clear, Compact, Dedup, Mask, Summarize, Truncate
 
 __all__ = ["DEFAULT_PRESET", "PRESETS", "as_policy", "preset"]
 
 PRESETS: dict[str, Policy] = {
     # Our default, tuned on the replay benchmark (benchmarks/tune_tiered.py, README "Benchmark"):
-    # the lowest cached cost at a miss rate no worse than masking. Under prompt caching every
-    # rewrite of the prompt's middle re-sends the tail uncached, so the tuned policy hides little
-    # and rarely: outputs over 8,000 chars are cut (head+tail), and every 25 iterations the outputs
-    # of all but the last iteration are elided behind retrieval placeholders while the agent's own
-    # messages (reasoning and calls) stay, followed by the rolling summary.
+    # the last 2 iterations verbatim; older ones aged into a form fixed when they aged (outputs keep
+    # their first lines and the lines naming something not shown later, reasoning its first sentence,
+    # calls their arguments up to 200 chars), iterations older than 10 condensed 5 at a time into one
+    # line each plus up to 8 output lines the agent referred to afterwards; when to age is the
+    # break-even rule under the run's cache and price model (steps/_age.py). Outputs over 10,000
+    # chars are cut when they arrive; context_retrieve's schema is sent once something is hidden;
+    # compaction past 70% of the window stays the safety net.
     "tiered": Policy(
         "tiered",
-        (Dedup(), Summarize(every=25, keep=1), Compact(at=0.70, keep=5), Elide(), Truncate(max_chars=8000)),
+        (Dedup(), Compact(at=0.70, keep=5), Age(), Truncate(max_chars=10_000)),
+        retrieval_schema="when_shown",
     ),
     # The original TypeScript design: dedup, 500 chars head-only with retrieval hints, window 5,
     # a background summary every 10 iterations, context_retrieve.

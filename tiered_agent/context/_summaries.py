@@ -127,17 +127,27 @@ class Summaries:
 
     # ------------------------------------------------------------------ per prompt
     async def before_prompt(
-        self, history: Sequence[Message], last: int, *, prompt: SentPrompt | None = None
+        self,
+        history: Sequence[Message],
+        last: int,
+        *,
+        prompt: SentPrompt | None = None,
+        aged_through: int | None = None,
     ) -> None:
         """Land what inline mode queued, then queue a rolling summary if :class:`Summarize` says so
-        (with ``prompt``, the agent's last one, for a summarizer that rides its cache)."""
+        (with ``prompt``, the agent's last one, for a summarizer that rides its cache;
+        ``aged_through``: the policy ages iterations, and these have aged; see ``due_aged``)."""
         if self._smart is not None and not self._background:
             await self._smart.run_pending()
         if self._smart is None or self._summarize is None:
             return
         if isinstance(self._smart.summarizer, DigestSummarizer):
             self._smart.summarizer.prime(_newest(history, last))  # spread the parsing over the iterations
-        due = self._summarize.due(last, self._covered_through())
+        covered = self._covered_through()
+        if aged_through is None:
+            due = self._summarize.due(last, covered)
+        else:
+            due = self._summarize.due_aged(aged_through, covered)
         if due is None:
             return
         first, through = due

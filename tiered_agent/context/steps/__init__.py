@@ -11,6 +11,7 @@ step            file                   what it does
 ``Mask``        ``_mask.py``           the last N tool outputs, older ones behind a placeholder
 ``Truncate``    ``_truncate.py``       long outputs cut to head (and tail), with the recovery call
 ``Clear``       ``_clear.py``          past a token count, all outputs but the last N cleared
+``Age``         ``_age.py``            older iterations in a compressed form fixed when they aged
 ==============  =====================  ==========================================================
 
 A policy applies its steps in order (:func:`~.._pipeline.build_prompt`).
@@ -23,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..._errors import ConfigurationError
+from ._age import Age
 from ._base import Step
 from ._clear import Clear
 from ._compact import Compact
@@ -35,6 +37,7 @@ from ._window import Window
 
 __all__ = [
     "STEP_TYPES",
+    "Age",
     "Clear",
     "Compact",
     "Dedup",
@@ -48,7 +51,7 @@ __all__ = [
 ]
 
 STEP_TYPES: dict[str, type[Step]] = {
-    cls.kind: cls for cls in (Dedup, Summarize, Compact, Elide, Window, Mask, Truncate, Clear)
+    cls.kind: cls for cls in (Dedup, Summarize, Compact, Elide, Window, Mask, Truncate, Clear, Age)
 }
 
 

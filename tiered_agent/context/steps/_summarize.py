@@ -8,7 +8,11 @@ stay shown: there is never a coverage gap. ``overlap`` re-summarizes the last K
 iterations the previous summary covered.
 
 This step decides *when* and *what* to summarize (:meth:`Summarize.due`); the
-run's summary state (:class:`~.._summaries.Summaries`) does it.
+run's summary state (:class:`~.._summaries.Summaries`) does it. In a policy that
+ages old iterations (:class:`~._age.Age`), the summary follows the aging instead
+(:meth:`Summarize.due_aged`): it covers exactly the aged iterations and is
+refreshed once they moved ``every`` iterations past it, so it changes when the
+prompt is rewritten anyway, and ``keep`` is the aging window.
 """
 
 from __future__ import annotations
@@ -52,3 +56,12 @@ class Summarize(Step):
         if through < first or through <= covered:
             return None
         return first, through
+
+    def due_aged(self, aged_through: int, covered: int) -> tuple[int, int] | None:
+        """With aging: the range to summarize once iterations ``1..aged_through`` aged, or None.
+
+        Due when the aged region moved at least ``every`` iterations past ``covered``.
+        """
+        if aged_through - covered < self.every:
+            return None
+        return max(1, covered + 1 - self.overlap), aged_through

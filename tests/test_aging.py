@@ -1,0 +1,413 @@
+"""Aging: each form alone (exact text), the Age step over a schedule, the schedule's append-only
+property, the break-even rule on hand-computed numbers, and live loop vs replay."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall
+from tiered_agent._agent import _ResumeState, _Run
+from tiered_agent._providers import CACHE_MODELS, ModelPrices
+from tiered_agent._tokens import TokenCounter
+from tiered_agent._tools import Tool, ToolOutcome, ToolSet
+from tiered_agent._trace import ModelRequest, read_trace
+from tiered_agent.bench._importers import load_runs
+from tiered_agent.bench._recorded import RecordedRun
+from tiered_agent.bench._replay import ReplaySettings, replay_prompts
+from tiered_agent.context._aged import AgedStyle, age_batch, preamble
+from tiered_agent.context._aging import AgingState, schedule_from_records
+from tiered_agent.context._breakeven import CacheTerms
+from tiered_agent.context._condense import condensed_line, condensed_note
+from tiered_agent.context._jsonform import json_fields
+from tiered_agent.context._manager import ContextManager
+from tiered_agent.context._novel import novel_lines
+from tiered_agent.context._pipeline import build_prompt, validate_pairs
+from tiered_agent.context._presets import PRESETS
+from tiered_agent.context._reasoning import cut_arguments, shorten_reasoning, split_sentences
+from tiered_agent.context._refs import refs
+from tiered_agent.context._schedule import AgingSchedule, Epoch
+from tiered_agent.context._types import Summary
+from tiered_agent.context.steps import Age, Compact, Dedup, Truncate
+from tiered_agent.testing import FunctionModel, text
+
+pytestmark = pytest.mark.anyio
+
+COUNTER = TokenCounter("o200k_base")
+SYSTEM = Message("system", "You are an agent.")
+TASK = Message("user", "Fix parse_args in cli/main.py.")
+
+
+def step(k: int, thought: str, command: str, output: str) -> list[Message]:
+    """One iteration: a thought with one shell call, and its output."""
+    call = ToolCall(f"call_{k}", "bash", f'{{"command": "{command}"}}')
+    return [
+        Message("assistant", thought, (call,), iteration=k),
+        Message("tool", output, tool_call_id=f"call_{k}", name="bash", iteration=k),
+    ]
+
+
+LISTING = "\n".join(
+    f"{n:4d}\tdef helper_{n}(value):" if n % 5 == 0 else f"{n:4d}\t    pass" for n in range(1, 41)
+)
+
+
+def story(last: int) -> list[Message]:
+    """A run: the agent lists a file, greps, edits, re-runs the same test (superseding), ..."""
+    out = [SYSTEM, TASK]
+    for k in range(1, last + 1):
+        if k % 4 == 1:
+            out += step(
+                k, f"I will read cli/main.py part {k}. It has helpers.", "nl -ba cli/main.py", LISTING
+            )
+        elif k % 4 == 2:
+            out += step(
+                k, "Search the callers.", "grep -rn parse_args", f"cli/main.py:{k}0: parse_args(argv)"
+            )
+        elif k % 4 == 3:
+            out += step(
+                k, "Run the test.", "pytest tests/test_cli.py", f"FAILED tests/test_cli.py::test_{k}\n" * 30
+            )
+        else:
+            out += step(k, "Edit it.", f"sed -i 's/x/y/' cli/main.py # {k}", "")
+    return out
+
+
+# ----------------------------------------------------------------------------- the forms alone
+def test_references_are_code_like_tokens() -> None:
+    assert refs("see cli/main.py and parse_args, not words; HAT017 at 2024-05-25, getValue, 12") == {
+        "cli/main.py",
+        "parse_args",
+        "HAT017",
+        "2024-05-25",
+        "getValue",
+    }
+
+
+def test_novel_lines_keep_the_head_and_what_is_new() -> None:
+    lines = ["total 3", "a.py parse_args", "nothing here", "b.py parse_args", "c.py helper_x", "tail"]
+    seen = {"b.py"}
+    elided = novel_lines(lines, seen, head=1, max_lines=10, line_chars=80)
+    assert elided.body == "total 3\na.py parse_args\n[... 2 lines ...]\nc.py helper_x\n[...]"
+    assert (elided.shown, elided.total) == (3, 6)
+    assert seen == {"b.py", "a.py", "parse_args", "c.py", "helper_x"}
+    capped = novel_lines(lines, set(), head=0, max_lines=1, line_chars=4)
+    assert capped.body == "[...]\na.py [...]\n[... 4 lines ...]"  # a long line is cut, the rest a gap
+
+
+def test_json_outputs_become_one_field_per_line() -> None:
+    text = '{"reservation_id": "OI5L9G", "flights": [{"flight_number": "HAT017", "price": 523}], "x": null}'
+    assert json_fields(text) is None  # short lines: left to line elision
+    long = text.replace('"x": null', '"note": "' + "n" * 200 + '"')
+    fields = json_fields(long)
+    assert fields is not None
+    assert fields.lines[:3] == (
+        "reservation_id: OI5L9G",
+        "flights[0].flight_number: HAT017",
+        "flights[0].price: 523",
+    )
+    assert fields.values[:3] == ("OI5L9G", "HAT017", "523")
+    assert json_fields("[1, 2" + " " * 300) is None  # not JSON
+
+
+def test_reasoning_keeps_its_first_sentence_or_what_is_new() -> None:
+    thought = "THOUGHT:\nI will check parse_args. It lives in cli/main.py.\n\nThen run the tests again."
+    assert split_sentences(thought)[0] == "THOUGHT: I will check parse_args."
+    seen: set[str] = set()
+    assert shorten_reasoning(thought, "first", seen) == "THOUGHT: I will check parse_args. [...]"
+    assert seen == {"parse_args"}
+    novel = shorten_reasoning(thought, "novel", set())
+    assert novel == "THOUGHT: I will check parse_args. It lives in cli/main.py. [...]"
+    assert shorten_reasoning("Short.", "first", set()) == "Short."
+
+
+def test_long_arguments_are_cut_and_stay_json() -> None:
+    args = '{"command": "cat <<EOF > a.py\\n' + "x = 1\\n" * 100 + 'EOF"}'
+    cut = cut_arguments(args, 40)
+    assert cut == '{"command":"cat <<EOF > a.py\\nx =[... 600 chars cut]"}'
+    assert cut_arguments('{"path": "a.py"}', 40) == '{"path": "a.py"}'
+
+
+def test_a_condensed_note_is_one_line_per_iteration_plus_referred_lines() -> None:
+    chunk = [(k, tuple(m for m in story(3) if m.iteration == k)) for k in (1, 2, 3)]
+    assert (
+        condensed_line(*chunk[0])
+        == "1. I will read cli/main.py part 1. → bash: nl -ba cli/main.py → 40 lines"
+    )
+    assert condensed_line(*chunk[2]) == "3. Run the test. → bash: pytest tests/test_cli.py → 30 lines"
+    later = (Message("assistant", "helper_35 is the one.", iteration=4),)
+    note = condensed_note(chunk, retrieval=True, later=later, referred=2)
+    assert note.role == "user" and note.iteration == 1
+    assert note.text.splitlines() == [
+        '[Iterations 1-3, one line each; full text: context_retrieve(iteration="1-3")]',
+        "1. I will read cli/main.py part 1. → bash: nl -ba cli/main.py → 40 lines",
+        "    35 def helper_35(value):",
+        "2. Search the callers. → bash: grep -rn parse_args → 1 line",
+        "3. Run the test. → bash: pytest tests/test_cli.py → 30 lines",
+    ]
+
+
+def test_an_aged_batch_elides_outputs_supersedes_reruns_and_shortens_reasoning() -> None:
+    history = story(8)
+    groups = [(k, tuple(m for m in history if m.iteration == k)) for k in range(1, 9)]
+    style = AgedStyle(max_lines=6, head_lines=1, min_chars=100)
+    forms = age_batch(style, (SYSTEM, TASK), groups, 1, 6)
+    assert sorted(forms) == [1, 2, 3, 4, 5, 6]
+    assert forms[3][1].text == (
+        "[superseded: the same call ran again in iteration 7; "
+        'full output: context_retrieve(tool_call_id="call_3")]'
+    )
+    listing = forms[5][1].text.splitlines()
+    assert listing[0] == (
+        '[older output: 6 of 40 lines shown; full output: context_retrieve(tool_call_id="call_5")]'
+    )
+    assert listing[1:4] == ["   1\t    pass", "[... 3 lines ...]", "   5\tdef helper_5(value):"]
+    assert forms[1][1].text.count("def helper_") == 0  # iteration 5 shows them later
+    assert forms[5][0].text == "I will read cli/main.py part 5. [...]"  # not "It has helpers."
+    assert forms[2] == tuple(groups[1][1])  # short: unchanged, the same objects
+    assert age_batch(style, (SYSTEM, TASK), groups, 1, 6) is forms  # memoized
+
+
+# ----------------------------------------------------------------------------- the Age step
+def test_the_age_step_shows_what_the_schedule_says() -> None:
+    history = story(12)
+    age = Age(window=2, max_lines=6, min_chars=100, condense_after=8, chunk=3)
+    policy = Policy("p", (age,))
+    schedule = AgingSchedule((Epoch(at=8, through=6), Epoch(at=12, through=10, condensed=3)))
+    built = build_prompt(history, policy, summary=None, counter=COUNTER, schedule=schedule)
+    validate_pairs(built.messages)
+    messages = built.messages
+    assert messages[:3] == (SYSTEM, TASK, preamble(age.style(True)))
+    assert messages[3].text.startswith(
+        '[Iterations 1-3, one line each; full text: context_retrieve(iteration="1-3")]'
+    )
+    assert [m.iteration for m in messages[4:]] == [4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12]
+    assert messages[-4:] == tuple(history[-4:])  # the window (11, 12) verbatim
+    assert messages[11].text.startswith("[superseded")  # iteration 7's test run, re-run in 11 (batch 2)
+    assert built.stats.windowed_out == (1, 2, 3)  # condensed: behind the note
+    assert built.stats.shown_iterations == tuple(range(4, 13))
+    # an empty schedule changes nothing
+    assert build_prompt(history, policy, summary=None, counter=COUNTER).messages == tuple(history)
+
+
+def test_the_summary_follows_the_aged_iterations_and_stands_for_the_rest() -> None:
+    history = story(10)
+    policy = Policy("p", (Age(window=2, min_chars=100, condense_after=None),))
+    schedule = AgingSchedule((Epoch(at=8, through=6),))
+    summary = Summary(1, 8, "Working memory: cli/main.py edited.")
+    built = build_prompt(history, policy, summary=summary, counter=COUNTER, schedule=schedule)
+    validate_pairs(built.messages)
+    iterations = [m.iteration for m in built.messages]
+    summary_at = next(
+        i for i, m in enumerate(built.messages) if m.text.startswith("[Summary of iterations 1-8]")
+    )
+    assert iterations[summary_at - 1] == 6 and iterations[summary_at + 1] == 9  # after the aged ones
+    assert not any(m.iteration in (7, 8) and m.role != "user" for m in built.messages)  # behind the summary
+    assert built.messages[summary_at].iteration == 0  # not part of any iteration shown
+    assert built.stats.summary_range == (1, 8)
+    assert built.stats.windowed_out == (7, 8)
+
+
+# ----------------------------------------------------------------------------- the schedule
+async def test_the_prompt_is_append_only_between_epochs() -> None:
+    history = story(40)
+    policy = Policy("p", (Dedup(), Age(window=2, min_chars=100, condense_after=8, chunk=3), Truncate(8000)))
+    terms = CacheTerms(read=0.5)  # expensive reads: ages often, the property is exercised
+    async with ContextManager(policy, counter=COUNTER, background=False, cache_terms=terms) as manager:
+        previous: tuple[Message, ...] | None = None
+        epochs = 0
+        for last in range(1, 41):
+            prepared = await manager.prepare([m for m in history if m.iteration < last])
+            messages = prepared.built.messages
+            validate_pairs(messages)
+            if "epoch" in prepared.record()["aging"]:
+                epochs += 1
+            elif previous is not None:
+                assert messages[: len(previous)] == previous, (
+                    f"rewritten at iteration {last} without an epoch"
+                )
+            previous = messages
+    schedule = manager.schedule
+    assert schedule is not None and epochs == len(schedule.epochs) >= 3 and schedule.condensed >= 6
+
+
+def test_epochs_round_trip_through_trace_records() -> None:
+    epoch = {"at": 8, "through": 6, "condensed": 0}
+    records = [{"aging": {"through": 0}}, {"aging": {"through": 6, "epoch": epoch}}, {"x": 1}]
+    records.append(
+        {"aging": {"through": 10, "condensed": 3, "epoch": {"at": 12, "through": 10, "condensed": 3}}}
+    )
+    assert schedule_from_records(records) == AgingSchedule((Epoch(8, 6), Epoch(12, 10, 3)))
+    with pytest.raises(ValueError, match="must not go back"):
+        AgingSchedule((Epoch(12, 10), Epoch(13, 9)))
+
+
+# ----------------------------------------------------------------------------- the break-even rule
+GEMINI_PRICES = ModelPrices("vertex_ai/gemini-3-pro-preview", 2e-6, 12e-6, 2e-7, 2e-6)
+CLAUDE_PRICES = ModelPrices("claude-sonnet-4-5", 3e-6, 15e-6, 3e-7, 3.75e-6)
+
+
+def test_cache_terms_from_two_cache_models() -> None:
+    gemini = CacheTerms.of(CACHE_MODELS["gemini"], GEMINI_PRICES, scale=1.1396)
+    assert (gemini.read, gemini.write, gemini.miss_rate) == (pytest.approx(0.1), 1.0, 0.045)
+    assert (gemini.min_tokens, gemini.block, gemini.explicit) == (1797, 1797, False)  # 2,048 / 1.1396
+    assert gemini.carry == pytest.approx(0.1 * 0.955 + 0.045)  # 0.1405
+    assert gemini.extra == pytest.approx(1 - 0.1405)
+    # a change after 5,000 tokens keeps 2 whole blocks (3,594): 1,406 + the 3,000 after are lost
+    assert gemini.lost(prefix=5_000, tail=3_000, fixed=2_000) == 4_406
+    assert gemini.rewrite_cost(5_000, 3_000, 2_000) == pytest.approx(0.8595 * 4_406)
+    assert gemini.lost(prefix=1_000, tail=3_000, fixed=900) == 4_000  # under the minimum: nothing kept
+    claude = CacheTerms.of(CACHE_MODELS["anthropic"], CLAUDE_PRICES)
+    assert (claude.read, claude.write, claude.explicit) == (pytest.approx(0.1), pytest.approx(1.25), True)
+    assert claude.extra == pytest.approx(1.15)
+    # explicit breakpoints: everything after the tools and system prompt is written again
+    assert claude.lost(prefix=5_000, tail=3_000, fixed=2_000) == 6_000
+    assert CacheTerms.for_model("gpt-4o").read == pytest.approx(0.5)  # OpenAI's 4o reads at half price
+
+
+def _listing_history(last: int) -> list[Message]:
+    """Every iteration: a 60-line output without references (ages to its head and a gap)."""
+    history = [SYSTEM, TASK]
+    for k in range(1, last + 1):
+        body = "\n".join(f"line {n} of output number {k} is plain text" for n in range(60))
+        history += step(k, f"Read part {k}.", f"cat part{k}.txt", body)
+    return history
+
+
+def _first_epoch(terms: CacheTerms, history: list[Message], window: int = 2) -> tuple[int | None, int | None]:
+    """When the state ages first, and when the formula says it should (recomputed here by hand)."""
+    age = Age(window=window, min_chars=0, max_lines=2, head_lines=1, condense_after=None)
+    state = AgingState(age, counter=COUNTER, terms=terms, retrieval=True)
+    fixed = 3 + COUNTER.count_message(SYSTEM) + COUNTER.count_message(TASK)
+    note = COUNTER.count_message(preamble(age.style(True)))
+    rent, expected, actual = 0.0, None, None
+    last_iteration = max(m.iteration for m in history)
+    for last in range(1, last_iteration + 1):
+        state.update([m for m in history if m.iteration <= last], last)
+        limit = last - window
+        if limit >= 1 and expected is None:
+            verbatim = {k: state._tokens(k) for k in range(1, last + 1)}
+            aged = {k: state._estimate[k] for k in range(1, limit + 1)}
+            dead = sum(verbatim[k] - aged[k] for k in aged)
+            tail = sum(aged.values()) + sum(verbatim[k] for k in range(limit + 1, last)) + note
+            rent += terms.carry * dead
+            kept = 0 if fixed < max(terms.min_tokens, 1) else fixed // terms.block * terms.block
+            lost = (tail + fixed - kept) if not terms.explicit else tail
+            if rent >= terms.extra * lost:
+                expected = last
+        if state.new_epoch is not None and actual is None:
+            actual = last
+    return actual, expected
+
+
+@pytest.mark.parametrize(
+    "terms",
+    [
+        CacheTerms.of(CACHE_MODELS["gemini"], GEMINI_PRICES, scale=1.1396),
+        CacheTerms.of(CACHE_MODELS["anthropic"], CLAUDE_PRICES),
+        CacheTerms(read=0.5),
+    ],
+    ids=["gemini", "anthropic", "read-0.5"],
+)
+def test_the_rule_rents_until_the_rent_reaches_the_rewrite_cost(terms: CacheTerms) -> None:
+    actual, expected = _first_epoch(terms, _listing_history(30))
+    assert actual == expected is not None
+    assert actual > 3  # not at once: the rewrite had to be paid for first
+
+
+def test_dearer_reads_age_sooner_and_explicit_caches_later() -> None:
+    history = _listing_history(40)
+    dear, cheap = (
+        _first_epoch(CacheTerms(read=0.5), history)[0],
+        _first_epoch(CacheTerms(read=0.05), history)[0],
+    )
+    implicit = _first_epoch(CacheTerms(read=0.1), history)[0]
+    explicit = _first_epoch(CacheTerms(read=0.1, write=1.25, explicit=True), history)[0]
+    assert None not in (dear, cheap, implicit, explicit)
+    assert dear < implicit < cheap  # type: ignore[operator]
+    assert implicit <= explicit  # type: ignore[operator]
+
+
+# ----------------------------------------------------------------------------- compaction with aging
+async def test_compaction_still_works_with_aging() -> None:
+    history = story(30)
+    policy = Policy("p", (Compact(at=0.5, keep=2), Age(window=2, min_chars=100)))
+    async with ContextManager(policy, counter=COUNTER, context_window=4_000, background=False) as manager:
+        prepared = await manager.prepare(history)
+    assert prepared.compacted and manager.summary is not None
+    validate_pairs(prepared.built.messages)
+    assert prepared.prompt_tokens < 0.95 * 4_000
+    assert dataclasses.replace(prepared.built.stats).summary_range == (1, 28)
+
+
+# ----------------------------------------------------------------------------- live loop vs replay
+TRACES = Path(__file__).resolve().parents[1] / "traces"
+
+
+def _recorded_tools(run: RecordedRun, monkeypatch: pytest.MonkeyPatch) -> list[Tool]:
+    """The run's tools; executing a call returns its recorded observation."""
+    observations = {m.tool_call_id: m.text for m in run.messages if m.role == "tool"}
+
+    async def play(self: ToolSet, call: ToolCall, *, spill_dir: Path | None = None) -> ToolOutcome:
+        return ToolOutcome(observations.get(call.id, "[no recorded observation]"))
+
+    monkeypatch.setattr(ToolSet, "execute", play)
+    names = dict.fromkeys(c.name for m in run.messages for c in m.tool_calls)
+    return [Tool(n, "recorded", {"type": "object"}, print) for n in names]
+
+
+async def test_the_live_loop_and_the_replay_build_the_same_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
+    actions = [
+        dataclasses.replace(m, iteration=0) for m in run.messages if m.role == "assistant" and m.tool_calls
+    ]
+    model = FunctionModel.scripted(
+        [*actions, text("done")]
+    )  # "function-model/gpt-4o": OpenAI rules, 4o prices
+    agent = Agent(
+        model,
+        tools=_recorded_tools(run, monkeypatch),
+        context="tiered",
+        limits=RunLimits(max_iterations=len(actions) + 1),
+        trace_dir=tmp_path,
+    )
+    result = await agent.run(run.task)
+    assert result.output == "done"
+    traced = load_runs([result.trace_path], strict=True).runs[0]
+    settings = ReplaySettings(cache_model="openai", price_model="gpt-4o")  # the live agent's terms
+    replayed = [p async for p in replay_prompts(traced, PRESETS["tiered"], settings)]
+    assert len(replayed) == len(model.requests) == len(actions) + 1
+    for request, prepared in zip(model.requests, replayed, strict=True):
+        assert request.messages == prepared.messages, f"call {request.index + 1} differs"
+        assert request.tools == [dict(t) for t in prepared.tools]
+    shown = "\n".join(m["content"] or "" for m in model.requests[-1].messages)
+    assert "[older output:" in shown and "[Iterations 1-" in shown  # aged and condensed by then
+
+
+async def test_resume_rebuilds_the_schedule_from_the_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
+    actions = [
+        dataclasses.replace(m, iteration=0) for m in run.messages if m.role == "assistant" and m.tool_calls
+    ]
+    agent = Agent(
+        FunctionModel.scripted(actions),
+        tools=_recorded_tools(run, monkeypatch),
+        context="tiered",
+        limits=RunLimits(max_iterations=40),  # stops before the script ends: a run to resume
+        trace_dir=tmp_path,
+    )
+    result = await agent.run(run.task)
+    live = _Run(agent, run.task, _ResumeState.load(result.trace_path, None))
+    live.restore(live.resumed)  # type: ignore[arg-type]
+    schedule = live.manager.schedule
+    assert schedule is not None and len(schedule.epochs) >= 2
+    requests = [e for e in read_trace(result.trace_path) if isinstance(e, ModelRequest)]
+    decided = [Epoch(**r.context["aging"]["epoch"]) for r in requests if "epoch" in r.context["aging"]]
+    assert schedule.epochs == tuple(decided)
+    assert schedule.through == requests[-1].context["aging"]["through"]

@@ -1,0 +1,163 @@
+"""Two more rulers of what a policy hid, next to the raw miss rate (``_metrics.py``).
+
+* **Retrieval-adjusted misses.** A missed string is *recoverable* when it lies in
+  an earlier message whose exact retrieval call is shown in that prompt:
+  ``context_retrieve(tool_call_id="X")`` for output ``X``, or
+  ``context_retrieve(iteration="A-B")`` for a message of iterations A..B (a
+  marker, a placeholder, an aged output's header, a condensed note). The model
+  could get it back with that one call; the adjustment charges the call's
+  tokens (:data:`CALL_TOKENS`) plus the message's tokens, at most one page.
+* **The word-level check.** An independent ruler: every word of 4+ characters
+  (``\\w{4,}``, not only code-like ones) of the recorded action that first
+  appeared in an earlier observation and is not in the system prompt, task or
+  tool schemas; missed when absent from the prompt. A policy tuned to the
+  code-like ruler would show it here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import orjson
+
+from .._messages import Message
+from .._tokens import TokenCounter
+from ._recorded import RecordedRun
+
+__all__ = ["CALL_TOKENS", "Recovery", "RetrievalSources", "WordIndex", "prompt_texts", "shown_retrievals"]
+
+CALL_TOKENS = 20  # one context_retrieve call as the model writes it
+_WORD = re.compile(r"\w{4,}", re.ASCII)
+_CALL = re.compile(r'context_retrieve\((tool_call_id|iteration)="([^"]*)"\)')
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+
+def _text(message: Message) -> str:
+    if not message.tool_calls:
+        return message.text
+    return "\n".join([message.text, *(f"{c.name}\n{c.arguments}" for c in message.tool_calls)])
+
+
+def prompt_texts(prompt: Sequence[Message]) -> list[str]:
+    """What the model reads of each prompt message, newest first (the order searches go in)."""
+    return [_text(m) for m in reversed(prompt)]
+
+
+def shown_retrievals(texts: Iterable[str]) -> tuple[frozenset[str], tuple[tuple[int, int], ...]]:
+    """The output ids and iteration ranges whose exact ``context_retrieve`` call a prompt shows."""
+    ids: set[str] = set()
+    ranges: set[tuple[int, int]] = set()
+    for text in texts:
+        if "context_retrieve(" not in text:
+            continue
+        for kind, value in _CALL.findall(text):
+            if kind == "tool_call_id":
+                ids.add(value)
+            elif (match := _RANGE.match(value)) is not None:
+                low = int(match.group(1))
+                ranges.add((low, int(match.group(2) or low)))
+    return frozenset(ids), tuple(sorted(ranges))
+
+
+class WordIndex:
+    """Salient words per step of one run (the word-level ruler), from one pass over the run."""
+
+    def __init__(self, run: RecordedRun) -> None:
+        always = [_text(m) for m in run.messages if m.iteration == 0]
+        if run.tools:
+            always.append(orjson.dumps(list(run.tools)).decode())
+        self._always = "\n".join(always)
+        self._first_observed: dict[str, int] = {}  # word -> iteration of its first observation
+        self._first_any: dict[str, int] = {}  # word -> position of its first appearance
+        self._actions: dict[int, tuple[int, str]] = {}  # iteration -> (position, text) of its action
+        for position, message in enumerate(m for m in run.messages if m.iteration >= 1):
+            text = _text(message)
+            for word in set(_WORD.findall(text)):
+                self._first_any.setdefault(word, position)
+                if message.role in ("tool", "user"):
+                    self._first_observed.setdefault(word, position)
+            if message.role == "assistant":
+                self._actions.setdefault(message.iteration, (position, text))
+        self._in_always: dict[str, bool] = {}
+
+    def salient(self, iteration: int) -> tuple[str, ...]:
+        """Sorted salient words of the action of ``iteration``."""
+        if iteration not in self._actions:
+            return ()
+        position, text = self._actions[iteration]
+        found = []
+        for word in set(_WORD.findall(text)):
+            first = self._first_any.get(word)
+            if first is None or first >= position or self._first_observed.get(word) != first:
+                continue
+            if not self._always_has(word):
+                found.append(word)
+        return tuple(sorted(found))
+
+    def _always_has(self, word: str) -> bool:
+        known = self._in_always.get(word)
+        if known is None:
+            known = self._in_always[word] = word in self._always
+        return known
+
+
+class Recovery:
+    """How many missed strings one retrieval call could recover, and its tokens."""
+
+    __slots__ = ("recoverable", "tokens")
+
+    def __init__(self, recoverable: int = 0, tokens: int = 0) -> None:
+        self.recoverable = recoverable
+        self.tokens = tokens
+
+
+class RetrievalSources:
+    """Where strings appeared in a run's history, to tell which misses a shown retrieval call recovers."""
+
+    def __init__(self, run: RecordedRun, counter: TokenCounter) -> None:
+        self._messages = [m for m in run.messages if m.iteration >= 1]
+        self._texts = [_text(m) for m in self._messages]
+        self._counter = counter
+        self._occurrences: dict[str, tuple[int, ...]] = {}
+
+    def _where(self, string: str) -> tuple[int, ...]:
+        found = self._occurrences.get(string)
+        if found is None:
+            found = self._occurrences[string] = tuple(
+                i for i, text in enumerate(self._texts) if string in text
+            )
+        return found
+
+    def recovery(
+        self, missed: Sequence[str], iteration: int, texts: Sequence[str], page_tokens: int
+    ) -> Recovery:
+        """The misses of the step before ``iteration`` that a call shown in ``texts`` recovers."""
+        if not missed:
+            return Recovery()
+        ids, ranges = shown_retrievals(texts)
+        if not ids and not ranges:
+            return Recovery()
+        charged: dict[int, int] = {}
+        count = 0
+        for string in missed:
+            source = self._source(string, iteration, ids, ranges)
+            if source is not None:
+                count += 1
+                if source not in charged:
+                    tokens = self._counter.count_text(self._messages[source].text)
+                    charged[source] = CALL_TOKENS + min(tokens, page_tokens)
+        return Recovery(count, sum(charged.values()))
+
+    def _source(
+        self, string: str, iteration: int, ids: frozenset[str], ranges: tuple[tuple[int, int], ...]
+    ) -> int | None:
+        for index in reversed(self._where(string)):
+            message = self._messages[index]
+            if message.iteration >= iteration:
+                continue
+            if message.role == "tool" and message.tool_call_id in ids:
+                return index
+            if any(low <= message.iteration <= high for low, high in ranges):
+                return index
+        return None

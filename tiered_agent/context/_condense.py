@@ -1,0 +1,135 @@
+"""The second, older level of aging: a chunk of old iterations as one note, one line per iteration.
+
+Each line says what the agent set out to do (the first sentence of its
+reasoning), the calls it made (arguments cut) and what came back (exit code,
+line count, the telling line of an error), e.g.::
+
+    [Iterations 1-20, one line each; full text: context_retrieve(iteration="1-20")]
+    1. I need to understand the structure of the repository first. → bash: ls -la → exit 0, 31 lines
+    2. I will reproduce the issue. → bash: python reproduce.py → exit 1: ValueError: app 'x' isn't installed
+
+The note is a ``user`` message: the chunk's assistant and tool messages are
+gone, so no call can lose its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import orjson
+
+from .._messages import Message, ToolCall
+from ._digest import error_line, looks_like_error, parse_exit_code
+from ._names import retrieve_call
+from ._reasoning import first_sentence
+from ._refs import refs
+
+__all__ = ["condensed_line", "condensed_note", "referred_lines"]
+
+_SENTENCE_CHARS = 160
+_CALL_CHARS = 120
+_ERROR_CHARS = 120
+_REFERRED_CHARS = 160
+_ARROW = " → "
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
+def _call(call: ToolCall) -> str:
+    try:
+        args = orjson.loads(call.arguments or "{}")
+    except orjson.JSONDecodeError:
+        args = call.arguments
+    if isinstance(args, dict) and len(args) == 1 and isinstance(next(iter(args.values())), str):
+        shown = next(iter(args.values()))  # a command, a path, a query
+    else:
+        shown = call.arguments
+    return f"{call.name}: {_one_line(shown, _CALL_CHARS)}"
+
+
+def _outcome(output: str) -> str:
+    lines = len(output.splitlines()) if output.strip() else 0
+    code = parse_exit_code(output)
+    status = f"exit {code}" if code is not None else ""
+    if looks_like_error(output, code):
+        return f"{status or 'error'}: {_one_line(error_line(output), _ERROR_CHARS)}"
+    size = f"{lines:,} line{'s' if lines != 1 else ''}" if lines else "no output"
+    return f"{status}, {size}" if status else size
+
+
+@lru_cache(maxsize=8192)
+def condensed_line(iteration: int, messages: tuple[Message, ...]) -> str:
+    """One line for one iteration's messages."""
+    outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
+    parts: list[str] = []
+    for message in messages:
+        if message.role == "assistant":
+            thought = first_sentence(message.text, _SENTENCE_CHARS)
+            if thought:
+                parts.append(thought)
+            for call in message.tool_calls:
+                parts.append(f"{_call(call)}{_ARROW}{_outcome(outputs.get(call.id, ''))}")
+        elif message.role == "user":
+            parts.append(f"user: {first_sentence(message.text, _SENTENCE_CHARS)}")
+    return f"{iteration}. {_ARROW.join(parts) if parts else '(nothing)'}"
+
+
+def referred_lines(messages: Sequence[Message], wanted: set[str], shown: set[str], limit: int) -> list[str]:
+    """Up to ``limit`` output lines naming something in ``wanted`` (what the agent went on to refer to)
+    that no newer line of the note shows (``shown``, updated)."""
+    out: list[str] = []
+    for message in messages:
+        if message.role == "assistant":
+            continue
+        for line in message.text.splitlines():
+            if len(out) >= limit:
+                return out
+            if (refs(line) & wanted) - shown:
+                kept = _one_line(line, _REFERRED_CHARS)
+                out.append(kept)
+                shown |= refs(kept)
+    return out
+
+
+def _actions(messages: Sequence[Message]) -> set[str]:
+    found: set[str] = set()
+    for message in messages:
+        if message.role == "assistant":
+            found |= refs(message.text)
+            for call in message.tool_calls:
+                found |= refs(call.arguments)
+    return found
+
+
+def condensed_note(
+    chunk: Sequence[tuple[int, tuple[Message, ...]]],
+    *,
+    retrieval: bool,
+    later: Sequence[Message] = (),
+    referred: int = 0,
+) -> Message:
+    """The note standing for a chunk of iterations ``(iteration, messages)``, oldest first.
+
+    With ``referred`` > 0, each line is followed by up to that many lines of the iteration's
+    outputs that name something the agent referred to afterwards (in the chunk, or in ``later``:
+    the messages of the iterations after it up to when it was condensed), newest first, each
+    only once.
+    """
+    first, last = chunk[0][0], chunk[-1][0]
+    span = f"{first}-{last}" if first != last else str(first)
+    where = f"; full text: {retrieve_call('iteration', span)}" if retrieval else ""
+    head = f"[Iterations {span}, one line each{where}]"
+    wanted: set[str] = _actions(later)
+    shown: set[str] = set()
+    lines: list[str] = []
+    for k, messages in reversed(chunk):
+        line = condensed_line(k, messages)
+        shown |= refs(line)
+        extra = referred_lines(messages, wanted, shown, referred) if referred else []
+        lines.append("\n".join([line, *(f"    {e}" for e in extra)]))
+        wanted |= _actions(messages)
+    return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)

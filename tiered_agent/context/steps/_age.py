@@ -1,0 +1,203 @@
+"""Age: iterations older than a window are shown in a compressed form fixed when they aged.
+
+The last ``window`` iterations are verbatim. Older ones are shown as the run's
+aging schedule (:mod:`.._schedule`) says: an *epoch* ages every iteration
+before the window in one batch, and each batch keeps the form it got then
+(:mod:`.._aged`), so between two epochs the prompt only grows at its end and
+the provider's cache holds all of it. The forms:
+
+* outputs keep their first ``head_lines`` lines plus each line naming a file,
+  identifier or number not shown later in the prompt, up to ``max_lines``
+  lines (JSON on long lines: one field per line); a header names the exact
+  ``context_retrieve(tool_call_id=...)`` call; an output superseded by the same
+  call later says so in one line; outputs under ``min_chars`` stay whole;
+* the agent's own messages keep the first sentence of their reasoning
+  (``reasoning="novel"``: also the sentences naming something not shown later;
+  ``"keep"``: all of it) and every call, arguments over ``max_arg_chars`` cut;
+* iterations older than ``condense_after`` are condensed, ``chunk`` at a time,
+  into one note with one line per iteration (level 2; None: never), each
+  followed by up to ``keep_referred`` lines of its outputs naming what the agent
+  referred to afterwards (when it was condensed).
+
+A fixed note before the aged iterations says what these forms mean. The
+rolling summary, when the policy has one, follows the aged iterations, so the
+cached prefix survives its updates; the task (iteration 0) is never aged.
+
+**When** (the run's aging state, :class:`~.._aging.AgingState`, decides; the
+step only renders): with ``every=None``, by the break-even (ski-rental) rule
+under the run's cache and price model (:class:`~.._breakeven.CacheTerms`).
+Per call, ageing now would remove ``D`` tokens of dead weight and change the
+prompt after ``P`` tokens, re-sending ``T`` tokens::
+
+    carry = read x (1 - miss) + miss            # price per call of a cached token
+    extra = write - carry                       # a re-sent token on top of keeping it
+    lost  = T + P - block_floor(P)              # implicit caches (0 cached below min_tokens)
+          = T + P - fixed                       # explicit caches (Anthropic): all after tools + system
+    rent += carry x D                           # every call the dead weight is carried
+    age when rent >= extra x lost               # then rent = 0
+
+with ``read``/``write`` the cached/written token price over the input price
+(litellm's prices of the model, else 0.1 and the cache's write premium),
+``miss`` the cache's expected miss rate and ``block``/``min_tokens`` its hit
+granularity. Condensing (level 2) is the same rule with its own rent, its
+``D`` the condensed chunk's saving and ``P`` the prefix before that chunk; when
+it fires, level 1 ages too (the rewrite covers it). ``every=N`` ages every N
+iterations instead (for comparison).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from ..._messages import Message
+from .._aged import AgedStyle, age_batch, condensed, preamble
+from .._draft import BuildContext, Draft, summary_message
+from .._reasoning import ReasoningMode
+from ._base import Step, require
+
+__all__ = ["Age", "iteration_groups"]
+
+
+@dataclass(frozen=True, slots=True)
+class Age(Step):
+    """Older iterations in the compressed form fixed when they aged (see the module docstring)."""
+
+    kind: ClassVar[str] = "age"
+    window: int = 2
+    max_lines: int = 40
+    head_lines: int = 2
+    min_chars: int = 300
+    line_chars: int = 240
+    reasoning: ReasoningMode = "first"
+    max_arg_chars: int = 200
+    condense_after: int | None = 10
+    chunk: int = 5
+    keep_referred: int = 8
+    every: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("window", "max_lines", "line_chars", "max_arg_chars", "chunk"):
+            value = getattr(self, name)
+            require(
+                isinstance(value, int) and value >= 1, f"Age.{name} must be a positive integer, got {value!r}"
+            )
+        for name in ("head_lines", "min_chars", "keep_referred"):
+            value = getattr(self, name)
+            require(isinstance(value, int) and value >= 0, f"Age.{name} must be >= 0, got {value!r}")
+        require(
+            self.reasoning in ("first", "novel", "keep"),
+            f"Age.reasoning must be 'first', 'novel' or 'keep', got {self.reasoning!r}",
+        )
+        after = self.condense_after
+        require(
+            after is None or (isinstance(after, int) and after > self.window),
+            f"Age.condense_after must be None or more than the window, got {after!r}",
+        )
+        every = self.every
+        require(
+            every is None or (isinstance(every, int) and every >= 1),
+            f"Age.every must be None or >= 1, got {every!r}",
+        )
+
+    def style(self, retrieval: bool) -> AgedStyle:
+        """The forms' settings."""
+        return AgedStyle(
+            self.max_lines,
+            self.head_lines,
+            self.min_chars,
+            self.line_chars,
+            self.reasoning,
+            self.max_arg_chars,
+            retrieval,
+        )
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        schedule = context.schedule
+        if schedule.through == 0:
+            return draft
+        groups = iteration_groups(context.history)
+        head = groups.get(0, ())
+        style = self.style(context.retrieval)
+        forms: dict[int, tuple[Message, ...]] = {}
+        for first, last, at in schedule.batches():
+            batch = [(k, groups[k]) for k in range(first, at + 1) if k in groups]
+            forms.update(age_batch(style, head, batch, first, last))
+        notes = [self.note(groups, chunk, context.retrieval) for chunk in schedule.chunks()]
+        gone = frozenset(
+            k for first, last, _ in schedule.chunks() for k in range(first, last + 1) if k in groups
+        )
+        kept = {k: v for k, v in forms.items() if k not in gone}
+        notes_shown = (preamble(style), *filter(None, notes))
+        return _assemble(draft, context, groups=groups, notes=notes_shown, forms=kept, gone=gone)
+
+    def note(
+        self, groups: Mapping[int, tuple[Message, ...]], chunk: tuple[int, int, int], retrieval: bool
+    ) -> Message | None:
+        """The condensed note of iterations ``first..last``, condensed when the newest was ``at``."""
+        first, last, at = chunk
+        batch = [(k, groups[k]) for k in range(first, last + 1) if k in groups]
+        if not batch:
+            return None
+        later = tuple(m for k in range(last + 1, at + 1) for m in groups.get(k, ()))
+        return condensed(batch, retrieval=retrieval, later=later, referred=self.keep_referred)
+
+
+def iteration_groups(history: Sequence[Message]) -> dict[int, tuple[Message, ...]]:
+    """The history's messages per iteration, in order."""
+    groups: dict[int, list[Message]] = {}
+    for message in history:
+        groups.setdefault(message.iteration, []).append(message)
+    return {k: tuple(v) for k, v in groups.items()}
+
+
+def _is(message: Message, stand_in: Message | None) -> bool:
+    return stand_in is not None and message.iteration == stand_in.iteration and message == stand_in
+
+
+def _assemble(
+    draft: Draft,
+    context: BuildContext,
+    *,
+    groups: Mapping[int, tuple[Message, ...]],
+    notes: Sequence[Message],
+    forms: Mapping[int, tuple[Message, ...]],
+    gone: frozenset[int],
+) -> Draft:
+    """[task] [notes: what aged forms mean, condensed chunks] [aged iterations] [summary] [the rest]."""
+    summary = context.summary
+    stand_in = summary_message(summary, min(draft.covered)) if summary is not None and draft.covered else None
+    aged = frozenset(forms) | gone
+    head = [i for i, m in enumerate(draft.messages) if m.iteration == 0]
+    rest = [
+        i
+        for i, m in enumerate(draft.messages)
+        if m.iteration not in aged and m.iteration and not _is(m, stand_in)
+    ]
+    messages = [draft.messages[i] for i in head] + list(notes)
+    originals = [draft.originals[i] for i in head] + list(notes)
+    hidden: dict[int, int] = {}
+    for k in sorted(forms):
+        for shown, original in zip(forms[k], groups[k], strict=True):
+            if shown is not original and shown.role == "tool":
+                hidden[len(messages)] = max(len(original.text) - len(shown.text), 0)
+            messages.append(shown)
+            originals.append(original)
+    if stand_in is not None and summary is not None:
+        # after the aged iterations; tagged 0 like the note: no iteration it covers is left whole
+        after = summary_message(summary, 0)
+        messages.append(after)
+        originals.append(after)
+    offset = len(messages)
+    moved = {i: offset + j for j, i in enumerate(rest)}
+    return replace(
+        draft,
+        messages=(*messages, *(draft.messages[i] for i in rest)),
+        originals=(*originals, *(draft.originals[i] for i in rest)),
+        hidden=hidden | {moved[i]: c for i, c in draft.hidden.items() if i in moved},
+        cuts={moved[i]: c for i, c in draft.cuts.items() if i in moved},
+        covered=draft.covered - aged,
+        dropped=draft.dropped | gone,
+        shows_summary=draft.shows_summary or stand_in is not None,
+    )
