@@ -13,11 +13,18 @@ from typing import Any
 
 import pytest
 import structlog
+from hypothesis import settings
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_LOG", "ERROR")
 for _key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "TIERED_AGENT_MODEL"):
     os.environ.pop(_key, None)
+
+# Property tests draw the same examples on every run (the suite is deterministic; CI must not fail on
+# a lucky draw). HYPOTHESIS_PROFILE=explore draws new ones, as a developer hunting for bugs wants.
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.register_profile("explore", max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 

@@ -411,3 +411,18 @@ async def test_resume_rebuilds_the_schedule_from_the_trace(
     decided = [Epoch(**r.context["aging"]["epoch"]) for r in requests if "epoch" in r.context["aging"]]
     assert schedule.epochs == tuple(decided)
     assert schedule.through == requests[-1].context["aging"]["through"]
+
+
+def test_a_schedule_reaching_into_the_window_leaves_the_window_verbatim() -> None:
+    # A schedule restored or written by hand may claim newer iterations than the run's aging state
+    # would ever age (hypothesis found one): the last ``window`` iterations stay verbatim anyway.
+    history = _listing_history(6)
+    schedule = AgingSchedule((Epoch(at=6, through=6, condensed=6),))
+    policy = Policy("p", (Age(window=2, condense_after=3),))
+    built = build_prompt(history, policy, summary=None, counter=TokenCounter(), schedule=schedule)
+    validate_pairs(built.messages)
+    newest = [m for m in history if m.iteration >= 5]
+    assert [m for m in built.messages if m.iteration >= 5] == newest
+    assert set(built.stats.shown_iterations) >= {5, 6}
+    assert AgingSchedule((Epoch(6, 6, 6),)).upto(4) == AgingSchedule((Epoch(6, 4, 4),))
+    assert schedule.upto(6) is schedule

@@ -56,6 +56,15 @@ class AgingSchedule:
         """Iterations ``1..condensed`` are condensed (0: none)."""
         return self.epochs[-1].condensed if self.epochs else 0
 
+    def upto(self, limit: int) -> AgingSchedule:
+        """This schedule with nothing aged or condensed past iteration ``limit`` (itself when it holds)."""
+        if self.through <= limit:
+            return self
+        bound = max(limit, 0)
+        return AgingSchedule(
+            tuple(Epoch(e.at, min(e.through, bound), min(e.condensed, bound)) for e in self.epochs)
+        )
+
     def then(self, epoch: Epoch) -> AgingSchedule:
         """This schedule with one more epoch."""
         return AgingSchedule((*self.epochs, epoch))

@@ -114,7 +114,9 @@ class Age(Step):
         )
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
-        schedule = context.schedule
+        # The window stays verbatim whatever the schedule says (the run's aging state never ages
+        # into it; a schedule restored or built by hand might).
+        schedule = context.schedule.upto(context.last - self.window)
         if schedule.through == 0:
             return draft
         groups = iteration_groups(context.history)
