@@ -426,3 +426,28 @@ def test_a_schedule_reaching_into_the_window_leaves_the_window_verbatim() -> Non
     assert set(built.stats.shown_iterations) >= {5, 6}
     assert AgingSchedule((Epoch(6, 6, 6),)).upto(4) == AgingSchedule((Epoch(6, 4, 4),))
     assert schedule.upto(6) is schedule
+
+
+async def test_the_memoized_aged_part_equals_a_render_from_scratch() -> None:
+    # Between epochs the aged part is reused, and at an epoch only what it added is rendered
+    # (steps/_age.py, so a prompt does not cost more as the history grows): the same prompts as
+    # rendering every aged iteration again.
+    from tiered_agent.context.steps import _age
+
+    run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
+    counter = TokenCounter()
+    policy = PRESETS["tiered"]
+    manager = ContextManager(policy, counter=counter, background=False, model="gpt-4o")
+    history: list[Message] = [m for m in run.messages if m.iteration == 0]
+    compared = 0
+    async with manager:
+        for k in sorted({m.iteration for m in run.messages if m.iteration > 0}):
+            prepared = await manager.prepare(history)
+            schedule = manager.schedule
+            if schedule is not None and schedule.epochs:
+                _age._RENDERED.clear()
+                fresh = build_prompt(history, policy, summary=None, counter=counter, schedule=schedule)
+                assert prepared.built.messages == fresh.messages, f"iteration {k}"
+                compared += 1
+            history += [m for m in run.messages if m.iteration == k]
+    assert compared >= 3 and len(manager.schedule.epochs) >= 3  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ Skips when chromium or playwright is absent; ``.ci/run`` installs both.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,7 @@ if not CHROMIUM.exists():
         allow_module_level=True,
     )
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the test extra)")
+expect = sync_api.expect  # waits (up to 5 s) for what a click renders: a loaded machine renders late
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +112,7 @@ def test_page_shows_chart_iterations_and_hidden_outputs(
 
         first = opened.open(1)
         mark = first.locator(".mark-truncated")
-        assert mark.is_visible()
+        expect(mark).to_be_visible()
         text = mark.inner_text()
         assert "the model saw 400 of 11,697 chars" in text
         assert 'context_retrieve(tool_call_id="call_read")' in text
@@ -118,33 +120,36 @@ def test_page_shows_chart_iterations_and_hidden_outputs(
 
         fifth = opened.open(5)
         spilled = fifth.locator(".mark-spilled")
-        assert spilled.is_visible() and "call_log.out" in spilled.inner_text()
+        expect(spilled).to_be_visible()
+        assert "call_log.out" in spilled.inner_text()
         preview = fifth.locator(".msg[data-call-id='call_log'] pre")
         before = len(preview.inner_text())
         fifth.locator(".msg[data-call-id='call_log'] button.more").click()
+        page.wait_for_function(  # the longer preview, once rendered
+            "n => document.querySelector(\"details.it[data-it='5'] .msg[data-call-id='call_log'] pre\")"
+            ".textContent.length > n",
+            arg=2_200,
+        )
         assert before < 2_200 < len(preview.inner_text())  # show more: 4x as much
 
         third = opened.open(3)  # the output holding </script> and an <img onerror>: shown as text
         assert INJECTION in third.locator(".msg[data-call-id='call_notes'] pre").inner_text()
         assert page.evaluate("window.__pwned") is None and page.locator("img").count() == 0
-        assert third.locator(".msg.is-error .mark-error").is_visible()
+        expect(third.locator(".msg.is-error .mark-error")).to_be_visible()
 
         second = opened.open(2)  # the retrieval links to what it recovered
         second.locator(".mark-retrieval button.ref").click()
-        assert (
-            page.locator("details.it[data-it='1'] .msg[data-call-id='call_read']")
-            .get_attribute("class")
-            .endswith("flash")
-        )
+        flashed = page.locator("details.it[data-it='1'] .msg[data-call-id='call_read']")
+        expect(flashed).to_have_class(re.compile(r"flash$"))
 
         page.locator("svg.chart:not([hidden]) .hit[data-it='6']").click()  # the chart opens iterations
-        assert page.locator("details.it[data-it='6']").get_attribute("open") is not None
+        expect(page.locator("details.it[data-it='6']")).to_have_attribute("open", re.compile(".*"))
         page.locator("button[data-scale='linear']").click()
-        assert (
-            page.locator("svg.chart-linear").is_visible() and not page.locator("svg.chart-log").is_visible()
-        )
+        expect(page.locator("svg.chart-linear")).to_be_visible()
+        expect(page.locator("svg.chart-log")).to_be_hidden()
 
         page.locator("button[data-filter='error']").click()
+        expect(page.locator("details.it:visible")).to_have_count(1)
         visible = [d.get_attribute("data-it") for d in page.locator("details.it:visible").all()]
         assert visible == ["3"]
         page.locator("button[data-filter='all']").click()

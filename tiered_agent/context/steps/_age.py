@@ -47,17 +47,37 @@ iterations instead (for comparison).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
+
+from cachetools import LRUCache
 
 from ..._messages import Message
 from .._aged import AgedStyle, age_batch, condensed, preamble
 from .._draft import BuildContext, Draft, summary_message
 from .._reasoning import ReasoningMode
+from .._schedule import AgingSchedule
 from ._base import Step, require
 
 __all__ = ["Age", "iteration_groups"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Aged:
+    """What an Age step rendered for one schedule: a function of the history up to its last epoch."""
+
+    prefix: tuple[Message, ...]  # the history the forms were rendered from (compared by identity)
+    groups: Mapping[int, tuple[Message, ...]]
+    notes: tuple[Message, ...]
+    forms: Mapping[int, tuple[Message, ...]]
+    gone: frozenset[int]
+
+
+# Between two epochs every prompt shows the same aged part: rendering it again would make each
+# prompt cost more as the history grows. Keyed by (step, schedule, retrieval), checked by identity.
+_RENDERED: LRUCache[tuple[object, ...], _Aged] = LRUCache(maxsize=64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,20 +139,63 @@ class Age(Step):
         schedule = context.schedule.upto(context.last - self.window)
         if schedule.through == 0:
             return draft
-        groups = iteration_groups(context.history)
-        head = groups.get(0, ())
-        style = self.style(context.retrieval)
-        forms: dict[int, tuple[Message, ...]] = {}
-        for first, last, at in schedule.batches():
-            batch = [(k, groups[k]) for k in range(first, at + 1) if k in groups]
-            forms.update(age_batch(style, head, batch, first, last))
-        notes = [self.note(groups, chunk, context.retrieval) for chunk in schedule.chunks()]
-        gone = frozenset(
-            k for first, last, _ in schedule.chunks() for k in range(first, last + 1) if k in groups
+        aged = self._rendered(schedule, context)
+        return _assemble(
+            draft, context, groups=aged.groups, notes=aged.notes, forms=aged.forms, gone=aged.gone
         )
+
+    def _rendered(self, schedule: AgingSchedule, context: BuildContext) -> _Aged:
+        """The aged part for ``schedule``, memoized while the history up to its last epoch stays the
+        same; a schedule one epoch longer than a memoized one renders only what that epoch added."""
+        span = context.span(0, schedule.epochs[-1].at)
+        if span is None:  # an unordered history: no memo
+            return self._render(schedule, tuple(context.history), context.retrieval)
+        prefix = tuple(context.history[span[0] : span[1]])
+        key = (self, schedule, context.retrieval)
+        hit = _RENDERED.get(key)
+        if hit is not None and _same(hit.prefix, prefix):
+            return hit
+        earlier = _RENDERED.get((self, AgingSchedule(schedule.epochs[:-1]), context.retrieval))
+        if earlier is not None and _same(earlier.prefix, prefix[: len(earlier.prefix)]):
+            groups = {**earlier.groups, **iteration_groups(prefix[len(earlier.prefix) :])}
+            aged = self._extend(earlier, schedule, groups, prefix, context.retrieval)
+        else:
+            aged = self._render(schedule, prefix, context.retrieval)
+        _RENDERED[key] = aged
+        return aged
+
+    def _render(self, schedule: AgingSchedule, prefix: tuple[Message, ...], retrieval: bool) -> _Aged:
+        """The aged part, epoch by epoch from none."""
+        groups = iteration_groups(prefix)
+        aged = _Aged((), groups, (preamble(self.style(retrieval)),), {}, frozenset())
+        for count in range(1, len(schedule.epochs) + 1):
+            aged = self._extend(aged, AgingSchedule(schedule.epochs[:count]), groups, prefix, retrieval)
+        return aged
+
+    def _extend(
+        self,
+        earlier: _Aged,
+        schedule: AgingSchedule,
+        groups: Mapping[int, tuple[Message, ...]],
+        prefix: tuple[Message, ...],
+        retrieval: bool,
+    ) -> _Aged:
+        """``earlier`` (the render of all but the last epoch) plus what the last epoch aged and condensed."""
+        before = schedule.epochs[-2] if len(schedule.epochs) > 1 else None
+        epoch = schedule.epochs[-1]
+        forms = dict(earlier.forms)
+        if epoch.through > (before.through if before else 0):
+            first = (before.through if before else 0) + 1
+            batch = [(k, groups[k]) for k in range(first, epoch.at + 1) if k in groups]
+            forms.update(age_batch(self.style(retrieval), groups.get(0, ()), batch, first, epoch.through))
+        notes, gone = earlier.notes, earlier.gone
+        if epoch.condensed > (before.condensed if before else 0):
+            chunk = ((before.condensed if before else 0) + 1, epoch.condensed, epoch.at)
+            note = self.note(groups, chunk, retrieval)
+            notes = (*notes, note) if note is not None else notes
+            gone = gone | {k for k in range(chunk[0], chunk[1] + 1) if k in groups}
         kept = {k: v for k, v in forms.items() if k not in gone}
-        notes_shown = (preamble(style), *filter(None, notes))
-        return _assemble(draft, context, groups=groups, notes=notes_shown, forms=kept, gone=gone)
+        return _Aged(prefix, groups, notes, kept, gone)
 
     def note(
         self, groups: Mapping[int, tuple[Message, ...]], chunk: tuple[int, int, int], retrieval: bool
@@ -144,6 +207,10 @@ class Age(Step):
             return None
         later = tuple(m for k in range(last + 1, at + 1) for m in groups.get(k, ()))
         return condensed(batch, retrieval=retrieval, later=later, referred=self.keep_referred)
+
+
+def _same(a: tuple[Message, ...], b: tuple[Message, ...]) -> bool:
+    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 def iteration_groups(history: Sequence[Message]) -> dict[int, tuple[Message, ...]]:
