@@ -203,6 +203,13 @@ def test_unknown_context_keys_are_shown_generically() -> None:
     assert record.compacted and record.truncated_outputs == 1
 
 
+def test_a_nested_record_of_numbers_is_shown_one_level_down() -> None:
+    # what the aging step records: how far iterations aged and were condensed, and a new epoch
+    record = parse_record({"aging": {"through": 40, "condensed": 30, "epoch": {"at": 42, "through": 40}}})
+    assert record.counters == {"aging_through": 40.0, "aging_condensed": 30.0}
+    assert counter_label(record.counters) == ["aging_condensed 30", "aging_through 40"]
+
+
 def test_not_a_trace_and_missing_paths_are_one_sentence_exit_2(tmp_path: Path) -> None:
     other = tmp_path / "x.jsonl"
     other.write_text('{"a": 1}\n')

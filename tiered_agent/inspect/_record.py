@@ -76,9 +76,19 @@ def parse_record(context: Mapping[str, Any]) -> PromptRecord:
         summary_range=as_range(context.get("summary_range")),
         compacted=context.get("compacted") is True,
         items=(*truncations, *extra_items),
-        counters={k: float(v) for k, v in unknown.items() if is_number(v)},
+        counters=_counters(unknown),
         iteration_lists={k: ints for k, v in unknown.items() if (ints := _ints(v))},
     )
+
+
+def _counters(unknown: Mapping[str, Any]) -> dict[str, float]:
+    """Numbers of keys this viewer does not know, and one level into records of them
+    (``{"aging": {"through": 40}}`` counts as ``aging_through``)."""
+    flat = {k: float(v) for k, v in unknown.items() if is_number(v)}
+    for key, value in unknown.items():
+        if isinstance(value, Mapping):
+            flat |= {f"{key}_{sub}": float(x) for sub, x in value.items() if is_number(x)}
+    return flat
 
 
 def _stem(key: str) -> str:
