@@ -21,7 +21,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from tiered_agent import Agent, ContextConfig, Message, Telemetry, tool
 from tiered_agent._errors import ConfigurationError, ModelError
-from tiered_agent._otel_attributes import split_model
+from tiered_agent._otel_attributes import request_attributes, split_model
 from tiered_agent._otel_export import build_provider, cli_telemetry
 from tiered_agent._telemetry import CAPTURE_CONTENT_ENV, endpoint_configured, run_observer
 from tiered_agent._trace import (
@@ -615,3 +615,18 @@ def test_cli_otel_without_the_extra_is_one_sentence_and_exit_2(tmp_path: Path) -
         proc.stderr.strip()
         == 'error: OpenTelemetry export needs the otel extra: pip install "tiered-agent[otel]"'
     )
+
+
+def test_aging_and_dedup_pointers_reach_the_chat_span_attributes() -> None:
+    context = {"dedup_pointers": 2, "dedup_pointer_chars": 1_500, "aging": {"through": 40, "condensed": 30}}
+    attributes = request_attributes(ModelRequest(50, 60, 9_000, 9_100, 30_000, context))
+    assert attributes["tiered_agent.dedup.pointers"] == 2
+    assert attributes["tiered_agent.dedup.pointer_chars"] == 1_500
+    assert attributes["tiered_agent.context.aged_through"] == 40
+    assert attributes["tiered_agent.context.condensed_through"] == 30
+    assert attributes["tiered_agent.context.aging_epoch"] is False
+    epoch = {"aging": {"through": 45, "condensed": 30, "epoch": {"at": 47, "through": 45, "condensed": 30}}}
+    assert request_attributes(ModelRequest(47, 60, 9_000, 9_100, 30_000, epoch))[
+        "tiered_agent.context.aging_epoch"
+    ]
+    assert "tiered_agent.context.aged_through" not in request_attributes(ModelRequest(1, 2, 3, 3, 3, {}))

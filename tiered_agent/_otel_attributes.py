@@ -220,6 +220,20 @@ def request_attributes(event: ModelRequest) -> Attributes:
         "tiered_agent.context.summary.last_iteration": summary[1],
         "tiered_agent.context.compacted": context.get("compacted"),
         "tiered_agent.dedup.hits": context.get("dedup_hits"),  # so far in the run
+        "tiered_agent.dedup.pointers": context.get("dedup_pointers"),  # repeats shown as pointers
+        "tiered_agent.dedup.pointer_chars": context.get("dedup_pointer_chars"),
+        **_aging(context.get("aging")),
+    }
+
+
+def _aging(record: Any) -> Attributes:
+    """How far the Age step aged and condensed iterations (policies with aging), and a new epoch."""
+    if not isinstance(record, Mapping):
+        return {}
+    return {
+        "tiered_agent.context.aged_through": record.get("through"),
+        "tiered_agent.context.condensed_through": record.get("condensed"),
+        "tiered_agent.context.aging_epoch": isinstance(record.get("epoch"), Mapping),
     }
 
 
