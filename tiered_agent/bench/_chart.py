@@ -12,7 +12,7 @@ from typing import Any
 from ._replay import BASELINE
 from ._report import policies_by_cost
 
-__all__ = ["longest_run", "write_chart"]
+__all__ = ["longest_run", "pyplot", "save_figure", "write_chart"]
 
 
 def longest_run(document: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -23,13 +23,33 @@ def longest_run(document: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return min(runs, key=lambda r: (-r["steps"], -r["policies"][BASELINE]["input_tokens"], r["run_id"]))
 
 
-def write_chart(document: Mapping[str, Any], path: Path) -> Path:
-    """Draw the chart into ``path`` (PNG) and return it."""
+def pyplot() -> Any:
+    """matplotlib's pyplot on the file-only Agg backend (imported here: only the charts need it)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    """Lay ``fig`` out, write it to ``path`` as PNG (folders made), close it; return ``path``."""
+    plt = pyplot()
+    try:
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110, format="png")
+    finally:
+        plt.close(fig)
+    return path
+
+
+def write_chart(document: Mapping[str, Any], path: Path) -> Path:
+    """Draw the chart into ``path`` (PNG) and return it."""
+    import matplotlib
+
+    plt = pyplot()
     names = policies_by_cost(document)
     palette = matplotlib.colormaps["tab20"]
     order = [*range(0, 20, 2), *range(1, 20, 2)]  # the saturated half first: distinct hues
@@ -38,12 +58,10 @@ def write_chart(document: Mapping[str, Any], path: Path) -> Path:
     try:
         _per_step(left, document, names, colors)
         _totals(right, document, names)
-        fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110, format="png")
-    finally:
+    except BaseException:
         plt.close(fig)
-    return path
+        raise
+    return save_figure(fig, path)
 
 
 def _per_step(ax: Any, document: Mapping[str, Any], names: list[str], colors: Mapping[str, Any]) -> None:

@@ -87,11 +87,9 @@ def _draw(ax: Any, title: str, policies: Mapping[str, Any], highlight: Sequence[
 
 def write_frontier(document: Mapping[str, Any], path: Path, highlight: Sequence[str] = ("tiered",)) -> Path:
     """Draw the frontier chart of a bench document into ``path`` (PNG) and return it."""
-    import matplotlib
+    from ._chart import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     panels = _panels(document)
     columns = min(2, len(panels))
     rows = -(-len(panels) // columns)
@@ -103,9 +101,7 @@ def write_frontier(document: Mapping[str, Any], path: Path, highlight: Sequence[
         for ax in flat[len(panels) :]:
             ax.set_axis_off()
         fig.suptitle("Input cost saved vs information hidden (upper left is better)", fontsize=10)
-        fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110, format="png")
-    finally:
+    except BaseException:
         plt.close(fig)
-    return path
+        raise
+    return save_figure(fig, path)
