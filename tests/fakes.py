@@ -344,3 +344,48 @@ class SleepRecorder:
 
     async def __call__(self, seconds: float) -> None:
         self.delays.append(seconds)
+
+
+# --------------------------------------------------------------------------- Anthropic over HTTP
+@contextmanager
+def fake_anthropic(text: str, usage: Mapping[str, int]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A Messages API endpoint on 127.0.0.1 that answers every request with ``text`` and ``usage``.
+
+    Yields ``(api_base, bodies)``: the base URL to give litellm and the JSON bodies received, so a
+    test can read what litellm really sent (cache_control breakpoints, tools, ...).
+    """
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    bodies: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            bodies.append(body)
+            reply = {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "usage": dict(usage),
+            }
+            data = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", bodies
+    finally:
+        server.shutdown()
+        server.server_close()

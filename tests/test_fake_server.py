@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
 
 import httpx
 import litellm
@@ -22,7 +18,7 @@ from fake_openai_server import (
     rate_limit_response,
     server_error_response,
 )
-from fakes import TOOLS, USER, SleepRecorder, make_usage, text_reply, tool_reply
+from fakes import TOOLS, USER, SleepRecorder, fake_anthropic, make_usage, text_reply, tool_reply
 
 from tiered_agent._errors import AuthenticationError, ContextWindowExceeded, ModelError, ModelNotFoundError
 from tiered_agent._messages import ToolCall, Usage
@@ -206,49 +202,13 @@ def test_server_shuts_down_cleanly() -> None:
         client.get(f"http://127.0.0.1:{port}/v1/models")
 
 
-class _AnthropicHandler(BaseHTTPRequestHandler):
-    bodies: ClassVar[list[dict[str, Any]]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).bodies.append(body)
-        reply = {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": body["model"],
-            "content": [{"type": "text", "text": "cached ok"}],
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": 40, "output_tokens": 3, "cache_read_input_tokens": 1200},
-        }
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 async def test_claude_request_carries_cache_breakpoints_over_http() -> None:
-    _AnthropicHandler.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _AnthropicHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        model = LiteLLMModel(
-            "anthropic/claude-sonnet-4-5",
-            api_base=f"http://127.0.0.1:{server.server_address[1]}",
-            api_key="sk-ant-test-not-real",
-        )
+    usage = {"input_tokens": 40, "output_tokens": 3, "cache_read_input_tokens": 1200}
+    with fake_anthropic("cached ok", usage) as (api_base, bodies):
+        model = LiteLLMModel("anthropic/claude-sonnet-4-5", api_base=api_base, api_key="sk-ant-test-not-real")
         messages = [{"role": "system", "content": "You are terse."}, *USER]
         reply = await model.complete(messages, TOOLS)
-    finally:
-        server.shutdown()
-        server.server_close()
-    body = _AnthropicHandler.bodies[0]
+    body = bodies[0]
     assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
     assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert reply.message.content == "cached ok"

@@ -4,16 +4,15 @@ for byte, plus one instruction; its usage is counted; a tool call is a failed su
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from fakes import (
     FAKE_MODEL,
     RecordedRequest,
     ScriptedReply,
+    fake_anthropic,
     make_usage,
     scripted_provider,
     text_reply,
@@ -203,37 +202,7 @@ def test_the_instruction_adds_what_the_prompt_does_not_show() -> None:
 
 
 # --------------------------------------------------------------------------- Claude over HTTP
-class _Anthropic(BaseHTTPRequestHandler):
-    bodies: ClassVar[list[dict[str, Any]]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).bodies.append(body)
-        reply = {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": body["model"],
-            "content": [{"type": "text", "text": MEMORY}],
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": 30, "output_tokens": 20, "cache_read_input_tokens": 1500},
-        }
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 async def test_claude_summary_reads_the_cache_where_the_agent_wrote_it() -> None:
-    _Anthropic.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Anthropic)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     call = ToolCall("toolu_1", "count", json.dumps({"path": "a.txt"}))
     history = (
         Message("system", "You are terse."),
@@ -242,17 +211,13 @@ async def test_claude_summary_reads_the_cache_where_the_agent_wrote_it() -> None
         Message("tool", "a.txt: 3 lines", tool_call_id="toolu_1", name="count", iteration=1),
     )
     model = "anthropic/claude-sonnet-4-5"
-    try:
-        summarizer = LLMSummarizer(
-            model, api_base=f"http://127.0.0.1:{server.server_address[1]}", api_key="sk-ant-test-not-real"
-        )
+    usage = {"input_tokens": 30, "output_tokens": 20, "cache_read_input_tokens": 1500}
+    with fake_anthropic(MEMORY, usage) as (api_base, bodies):
+        summarizer = LLMSummarizer(model, api_base=api_base, api_key="sk-ant-test-not-real")
         summary = await summarizer.summarize(
             None, history, 1, 1, prompt=SentPrompt(history, (count.schema(),), model)
         )
-    finally:
-        server.shutdown()
-        server.server_close()
-    body = _Anthropic.bodies[0]
+    body = bodies[0]
     assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
     last = body["messages"][-1]["content"]  # the tool result and the instruction, one user turn
     result = next(block for block in last if block["type"] == "tool_result")
