@@ -48,9 +48,7 @@ async def record(trace_dir: Path) -> Path:
             FunctionModel(reply, name="demo/scripted-model"),
             tools=workspace_tools(Workspace(root)),
             # a small policy so a short demo shows every tier: cut, dedup, elide, summarize
-            context=Policy(
-                "demo", (Dedup(), Summarize(every=4, keep=1), Elide(), Truncate(max_chars=1500))
-            ),
+            context=Policy("demo", (Dedup(), Summarize(every=4, keep=1), Elide(), Truncate(max_chars=1500))),
             trace_dir=trace_dir,
         )
         result = await agent.run("How is the retry delay computed?")
