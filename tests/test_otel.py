@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from tiered_agent import Agent, ContextConfig, Message, Telemetry, tool
+from tiered_agent import Agent, ContextConfig, MCPStdioServer, Message, Telemetry, tool
 from tiered_agent._errors import ConfigurationError, ModelError
 from tiered_agent._otel_attributes import request_attributes, split_model
 from tiered_agent._otel_export import build_provider, cli_telemetry
@@ -417,8 +417,86 @@ async def test_spans_join_the_callers_trace_and_nest_spans_made_inside_tools_and
     [run] = by_name(spans, "invoke_agent")
     chats = by_name(spans, "chat ")
     assert parent_id(run) == outer.get_span_context().span_id
-    assert parent_id(by_name(spans, "inside tool")[0]) == span_id(run)
+    [tool_span] = by_name(spans, "execute_tool")
+    assert parent_id(tool_span) == span_id(run)
+    assert parent_id(by_name(spans, "inside tool")[0]) == span_id(tool_span)  # the tool's span was current
     assert [parent_id(s) for s in by_name(spans, "inside model call")] == [span_id(c) for c in chats]
+
+
+async def test_spans_started_inside_concurrent_tools_nest_under_their_own_execute_tool_span(
+    tmp_path: Path, provider: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    tracer_provider, exporter = provider
+    app = tracer_provider.get_tracer("app")
+    arrived: list[str] = []
+    both = anyio.Event()
+
+    @tool
+    async def meet(label: str) -> str:
+        """Open a span and wait inside it until both calls have opened theirs.
+
+        Args:
+            label: Which call.
+        """
+        with app.start_as_current_span(f"inside {label}"):
+            arrived.append(label)
+            if len(arrived) == 2:
+                both.set()
+            await both.wait()  # both tools are inside their own spans at once
+            with app.start_as_current_span(f"nested {label}"):
+                return label
+
+    @tool
+    def blocking(label: str) -> str:
+        """A synchronous tool (it runs in a worker thread) opening a span.
+
+        Args:
+            label: Which call.
+        """
+        with app.start_as_current_span(f"inside {label}"):
+            return label
+
+    reply = calls(
+        ("c1", "meet", {"label": "a"}), ("c2", "meet", {"label": "b"}), ("c3", "blocking", {"label": "t"})
+    )
+    model = FunctionModel.scripted([reply, text("ok")])
+    result = await make_agent(tmp_path, model, tracer_provider, tools=[meet, blocking]).run("x")
+    assert result.output == "ok"
+    spans = exporter.get_finished_spans()
+    [run] = by_name(spans, "invoke_agent")
+    tools = {attrs(s)["gen_ai.tool.call.id"]: s for s in by_name(spans, "execute_tool")}
+    assert sorted(tools) == ["c1", "c2", "c3"]
+    assert {parent_id(s) for s in tools.values()} == {span_id(run)}
+    for call_id, label in (("c1", "a"), ("c2", "b"), ("c3", "t")):
+        [inside] = by_name(spans, f"inside {label}")
+        assert parent_id(inside) == span_id(tools[call_id]), label
+    for label in "ab":
+        [inside], [nested] = by_name(spans, f"inside {label}"), by_name(spans, f"nested {label}")
+        assert parent_id(nested) == span_id(inside)
+    assert len({s.context.trace_id for s in spans if s.context}) == 1
+    assert trace.get_current_span() is trace.INVALID_SPAN  # every tool's context was detached
+
+
+async def test_an_mcp_clients_request_span_is_a_child_of_its_execute_tool_span(
+    tmp_path: Path, provider: tuple[TracerProvider, InMemorySpanExporter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mcp.shared._otel
+
+    tracer_provider, exporter = provider
+    # the MCP SDK traces each request with its module's tracer (from the global provider): ours here
+    monkeypatch.setattr(mcp.shared._otel, "_tracer", tracer_provider.get_tracer("mcp-python-sdk"))
+    server = MCPStdioServer("test", sys.executable, (str(Path(__file__).parent / "mcp_test_server.py"),))
+    model = FunctionModel.scripted(
+        [calls(("c1", "test__add", {"a": 2, "b": 3}), ("c2", "test__pid", {})), text("done")]
+    )
+    agent = make_agent(tmp_path, model, tracer_provider, tools=[], mcp_servers=[server])
+    assert (await agent.run("x")).output == "done"
+    spans = exporter.get_finished_spans()
+    tools = {attrs(s)["gen_ai.tool.call.id"]: s for s in by_name(spans, "execute_tool")}
+    [add] = by_name(spans, "MCP send tools/call add")
+    [pid] = by_name(spans, "MCP send tools/call pid")
+    assert add.kind is SpanKind.CLIENT
+    assert (parent_id(add), parent_id(pid)) == (span_id(tools["c1"]), span_id(tools["c2"]))
 
 
 # ---------------------------------------------------------------- content opt-in

@@ -6,6 +6,7 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -275,7 +276,12 @@ class _Run:
         )
         tools = agent.tools.with_tools(self.manager.tools(lambda: self.history))
         self.tools = tools.observed(lambda call, outcome: self.finished.__setitem__(call.id, outcome))
-        self.observers = [o for o in (agent.on_event, run_observer(agent.telemetry)) if o is not None]
+        telemetry = run_observer(agent.telemetry)
+        self.observers = [o for o in (agent.on_event, telemetry) if o is not None]
+        # around each tool call, in its task: telemetry makes the call's execute_tool span current there
+        self.tool_scope: Callable[[ToolCall, float], AbstractContextManager[None]] = (
+            telemetry.tool_scope if telemetry is not None else _no_scope
+        )
         self.mcp_servers: tuple[dict[str, Any], ...] = ()  # what run_start records of them
 
     # ------------------------------------------------------------------ events
@@ -507,7 +513,8 @@ class _Run:
         async def run_one(index: int) -> None:
             async with limiter:
                 started_at, started = time.time(), time.perf_counter()
-                outcomes[index] = await self.tools.execute(calls[index], spill_dir=self.spill_dir)
+                with self.tool_scope(calls[index], started_at):
+                    outcomes[index] = await self.tools.execute(calls[index], spill_dir=self.spill_dir)
                 timings[index] = (started_at, time.perf_counter() - started)
 
         async with anyio.create_task_group() as group:
@@ -577,6 +584,10 @@ class _Run:
         for call in calls:
             outcome = self.finished.get(call.id) or ToolOutcome.error("interrupted", INTERRUPTED)
             self.record_tool(iteration, call, outcome, dedup_of=None, duration=0.0)
+
+
+def _no_scope(call: ToolCall, started_at: float) -> AbstractContextManager[None]:
+    return nullcontext()
 
 
 def _unique_ids(calls: Sequence[ToolCall], iteration: int) -> tuple[ToolCall, ...]:

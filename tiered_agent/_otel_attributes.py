@@ -44,6 +44,7 @@ __all__ = [
     "split_model",
     "summary_attributes",
     "tool_attributes",
+    "tool_result_attributes",
 ]
 
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.41.0"
@@ -256,8 +257,9 @@ def _usage(usage: Usage) -> Attributes:
     }
 
 
-def tool_attributes(call_id: str, name: str, info: RunInfo, result: ToolResult | None) -> Attributes:
-    attributes: Attributes = {
+def tool_attributes(call_id: str, name: str, info: RunInfo) -> Attributes:
+    """What an ``execute_tool`` span knows when the call starts."""
+    return {
         OPERATION: "execute_tool",
         TOOL_NAME: name,
         TOOL_CALL_ID: call_id,
@@ -265,11 +267,15 @@ def tool_attributes(call_id: str, name: str, info: RunInfo, result: ToolResult |
         TOOL_DESCRIPTION: info.descriptions.get(name),
         "tiered_agent.tool.read_only": name in info.read_only,
     }
-    if result is not None:
-        attributes["tiered_agent.iteration"] = result.iteration
-        attributes["tiered_agent.tool.output_chars"] = result.output_chars
-        attributes["tiered_agent.tool.dedup_of"] = result.dedup_of
-    return attributes
+
+
+def tool_result_attributes(result: ToolResult) -> Attributes:
+    """What it learns from the call's result."""
+    return {
+        "tiered_agent.iteration": result.iteration,
+        "tiered_agent.tool.output_chars": result.output_chars,
+        "tiered_agent.tool.dedup_of": result.dedup_of,
+    }
 
 
 def summary_attributes(event: SummaryEvent) -> Attributes:

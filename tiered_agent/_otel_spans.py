@@ -9,8 +9,11 @@ Span names, kinds and attributes follow the GenAI semantic conventions (version 
 * ``chat {model}`` (CLIENT): one per model call, from its ``model_request`` to its
   ``model_response`` (retries included); current during the call.
 * ``execute_tool {tool name}`` (INTERNAL): one per tool call, with the call's own start and
-  duration, so concurrent calls overlap as they ran. A call served from the dedup cache gets a
-  zero-length span; calls left unanswered when a run stops end with an error at the run's end.
+  duration, so concurrent calls overlap as they ran. The run opens it in the task that runs the
+  tool (:meth:`RunSpans.tool_scope`) and it is current there, so spans the tool starts (an MCP
+  request, an instrumented HTTP call) are its children; each concurrent call sees its own. A call
+  served from the dedup cache gets a zero-length span; calls left unanswered when a run stops end
+  with an error at the run's end.
 
 Failures set status ERROR and ``error.type``; summaries, retrievals and errors outside a model
 call are events on the run span. Content (opt-in) goes through ``_otel_content`` (redacted).
@@ -19,7 +22,8 @@ call are events on the run span. Content (opt-in) goes through ``_otel_content``
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
@@ -50,6 +54,7 @@ from ._otel_attributes import (
     run_start_attributes,
     summary_attributes,
     tool_attributes,
+    tool_result_attributes,
 )
 from ._otel_content import input_messages, output_messages, redacted_text, tool_arguments
 from ._trace import (
@@ -116,6 +121,7 @@ class RunSpans:
         self._chat: _Chat | None = None
         self._calls: dict[str, ToolCall] = {}
         self._pending: dict[str, tuple[ToolCall, int]] = {}  # requested, unanswered: call, request time
+        self._running: dict[str, Span] = {}  # execute_tool spans opened by tool_scope, awaiting their result
         self._results: dict[str, str] = {}  # tool outputs awaiting their span (content capture only)
         self._warned = False
 
@@ -126,9 +132,32 @@ class RunSpans:
         try:
             handler(self, event)
         except Exception:  # telemetry must not break the run it observes; said once per run
-            if not self._warned:
-                self._warned = True
-                log.warning("telemetry.event_failed", event=event.type, exc_info=True)
+            self._warn_once(event.type)
+
+    @contextmanager
+    def tool_scope(self, call: ToolCall, started_at: float) -> Iterator[None]:
+        """Open ``call``'s ``execute_tool`` span and make it current until the block ends.
+
+        Enter it in the task that runs the tool (attach and detach happen in that task's copy of
+        the context). The span ends with the call's ``tool_result`` event, at its recorded time.
+        """
+        token = None
+        try:
+            span = self._start_tool_span(call.id, call.name, _ns(started_at), call)
+            self._running[call.id] = span
+            token = otel_context.attach(trace.set_span_in_context(span))
+        except Exception:
+            self._warn_once("tool_scope")
+        try:
+            yield
+        finally:
+            if token is not None:
+                otel_context.detach(token)
+
+    def _warn_once(self, what: str) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning("telemetry.event_failed", event=what, exc_info=True)
 
     # ------------------------------------------------------------------ run
     def _run_start(self, event: RunStarted) -> None:
@@ -151,7 +180,9 @@ class RunSpans:
             if self._chat is not None:
                 self._end_chat(event.stop_reason, event.error)
             for call, requested in self._pending.values():
-                self._tool_span(call.id, call.name, requested, now, error=event.stop_reason)
+                self._end_tool(call.id, call.name, requested, now, error=event.stop_reason)
+            for call_id in list(self._running):  # opened for a call the reply did not hold
+                self._end_tool(call_id, "", now, now, error=event.stop_reason)
             self._pending.clear()
             if self._run is not None:
                 self._end_run(event, now)
@@ -239,13 +270,26 @@ class RunSpans:
         start = _ns(event.started_at) if event.started_at is not None else now
         end = start + _ns(event.duration_s) if event.started_at is not None else now
         error = (event.error_kind or OTHER) if event.is_error else None
-        self._tool_span(event.tool_call_id, event.name, start, end, error=error, result=event)
+        self._end_tool(event.tool_call_id, event.name, start, end, error=error, result=event)
         totals = self._totals
         totals.tool_calls += 1
         totals.tool_errors += event.is_error
         totals.dedup_hits += event.dedup_of is not None
 
-    def _tool_span(
+    def _start_tool_span(self, call_id: str, name: str, start: int, call: ToolCall | None = None) -> Span:
+        attributes = tool_attributes(call_id, name, self._info)
+        call = call or self._calls.get(call_id)
+        if self._limit and call is not None:
+            attributes[TOOL_ARGUMENTS] = tool_arguments(call, self._limit)
+        return self._tracer.start_span(
+            f"execute_tool {name}",
+            context=self._run_context,
+            kind=SpanKind.INTERNAL,
+            attributes=clean(attributes),
+            start_time=start,
+        )
+
+    def _end_tool(
         self,
         call_id: str,
         name: str,
@@ -255,20 +299,13 @@ class RunSpans:
         error: str | None,
         result: ToolResult | None = None,
     ) -> None:
-        attributes = tool_attributes(call_id, name, self._info, result)
+        """End the call's span (the one its tool_scope opened, else a new one from ``start``)."""
+        span = self._running.pop(call_id, None) or self._start_tool_span(call_id, name, start)
+        if result is not None:
+            span.set_attributes(clean(tool_result_attributes(result)))
         output = self._results.pop(call_id, None)
-        call = self._calls.get(call_id)
-        if self._limit and call is not None:
-            attributes[TOOL_ARGUMENTS] = tool_arguments(call, self._limit)
         if self._limit and output is not None and error is None:
-            attributes[TOOL_RESULT] = redacted_text(output, self._limit)
-        span = self._tracer.start_span(
-            f"execute_tool {name}",
-            context=self._run_context,
-            kind=SpanKind.INTERNAL,
-            attributes=clean(attributes),
-            start_time=start,
-        )
+            span.set_attribute(TOOL_RESULT, redacted_text(output, self._limit))
         if error is not None:
             _fail(span, error)
         span.end(end_time=end)

@@ -1,7 +1,9 @@
 """Whether and where a run sends OpenTelemetry spans. Imports nothing of OpenTelemetry itself.
 
 Spans are derived from the run's typed events (``_otel_spans.RunSpans``), so the loop holds no
-telemetry code. ``Agent(telemetry=...)`` decides, once per run:
+telemetry code besides a scope around each tool call (:meth:`RunObserver.tool_scope`, so spans
+started inside a tool nest under its ``execute_tool`` span). ``Agent(telemetry=...)`` decides,
+once per run:
 
 * ``None`` (the default): on when OpenTelemetry is configured, off (zero cost, no import) otherwise.
   Configured means an application already installed a global ``TracerProvider`` (checked only if
@@ -14,9 +16,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
@@ -25,12 +27,14 @@ from ._errors import ConfigurationError
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer, TracerProvider
 
+    from ._messages import ToolCall
     from ._trace import Event
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
     "ENDPOINT_ENVS",
     "MISSING_EXTRA",
+    "RunObserver",
     "Telemetry",
     "endpoint_configured",
     "run_observer",
@@ -42,7 +46,14 @@ ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPO
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"  # the GenAI conventions' opt-in
 MISSING_EXTRA = 'OpenTelemetry export needs the otel extra: pip install "tiered-agent[otel]"'
 
-EventSink = Callable[["Event"], None]
+
+class RunObserver(Protocol):
+    """What a run calls: each of its events, in order, and a scope around each tool call it executes
+    (entered and left in the task that runs the tool)."""
+
+    def __call__(self, event: Event) -> None: ...
+
+    def tool_scope(self, call: ToolCall, started_at: float) -> AbstractContextManager[None]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +98,7 @@ class Telemetry:
             provider = environment_provider()
         return trace.get_tracer("tiered_agent", package_version(), provider, schema_url=SCHEMA_URL)
 
-    def start_run(self) -> EventSink:
+    def start_run(self) -> RunObserver:
         """A fresh observer for one run: it turns that run's events into spans."""
         from ._otel_spans import RunSpans
 
@@ -109,7 +120,7 @@ def global_provider_configured() -> bool:
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
-def run_observer(setting: Telemetry | bool | None) -> EventSink | None:
+def run_observer(setting: Telemetry | bool | None) -> RunObserver | None:
     """The span observer for one run, or None when telemetry is off (see the module docstring)."""
     if setting is False:
         return None
