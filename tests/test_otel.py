@@ -50,9 +50,12 @@ CONTENT_KEYS = {
 OTEL_ENVS = (
     "OTEL_EXPORTER_OTLP_ENDPOINT",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
     "OTEL_TRACES_EXPORTER",
+    "OTEL_METRICS_EXPORTER",
     "OTEL_EXPORTER_OTLP_PROTOCOL",
     "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
     "OTEL_SDK_DISABLED",
     CAPTURE_CONTENT_ENV,
 )
@@ -668,11 +671,11 @@ def test_a_run_without_telemetry_never_imports_opentelemetry() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
     # the same run with an endpoint configured does load it (no exporter, so nothing is sent)
-    configured = _python(
-        ZERO_IMPORT, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_TRACES_EXPORTER": "none"}
-    )
+    no_exporter = {"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"}
+    configured = _python(ZERO_IMPORT, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", **no_exporter})
     assert configured.returncode == 0, configured.stderr
     assert "'opentelemetry.trace'" in configured.stdout and "'opentelemetry.sdk.trace'" in configured.stdout
+    assert "'opentelemetry.sdk.metrics'" not in configured.stdout  # metrics switched off: no SDK for them
 
 
 def test_cli_otel_without_the_extra_is_one_sentence_and_exit_2(tmp_path: Path) -> None:

@@ -168,8 +168,8 @@ def agent_options(*, resume: bool) -> Callable[[F], F]:
         click.option(
             "--otel",
             is_flag=True,
-            help="Export OpenTelemetry spans over OTLP/HTTP (standard OTEL_* variables; on by itself when "
-            "OTEL_EXPORTER_OTLP_ENDPOINT is set). Needs the otel extra.",
+            help="Export OpenTelemetry spans and metrics over OTLP/HTTP (standard OTEL_* variables; on by "
+            "itself when OTEL_EXPORTER_OTLP_ENDPOINT is set). Needs the otel extra.",
         ),
     ]
 

@@ -122,6 +122,7 @@ class RunInfo:
     conversation_id: str = ""
     descriptions: dict[str, str] = field(default_factory=dict)
     read_only: frozenset[str] = frozenset()
+    policy: str | None = None  # the context policy's name
 
     def common(self, operation: str) -> Attributes:
         return {
@@ -145,6 +146,7 @@ def run_info(event: RunStarted) -> RunInfo:
         conversation_id=event.conversation_id or event.run_id,
         descriptions=descriptions,
         read_only=frozenset(event.config.get("read_only_tools", ())),
+        policy=(event.config.get("context") or {}).get("name"),
     )
 
 
@@ -168,7 +170,7 @@ def run_start_attributes(event: RunStarted, info: RunInfo, agent_name: str) -> A
         AGENT_NAME: agent_name,
         "tiered_agent.run.id": event.run_id,
         "tiered_agent.run.source": event.source,
-        "tiered_agent.context.policy": (event.config.get("context") or {}).get("name"),
+        "tiered_agent.context.policy": info.policy,
         "tiered_agent.context.window": event.config.get("context_window"),
     }
 

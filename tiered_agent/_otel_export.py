@@ -1,10 +1,13 @@
-"""An OpenTelemetry SDK TracerProvider built from the standard ``OTEL_*`` environment (the ``otel`` extra).
+"""OpenTelemetry SDK providers built from the standard ``OTEL_*`` environment (the ``otel`` extra).
 
-Exporters follow ``OTEL_TRACES_EXPORTER`` (default ``otlp``; also ``console``, ``none``, or a
-comma-separated list); ``otlp`` is the standard OTLP/HTTP protobuf exporter, which reads its
-endpoint, headers, timeout and compression from the ``OTEL_EXPORTER_OTLP_*`` variables itself.
-Every exporter sits behind a ``BatchSpanProcessor``. ``service.name`` defaults to ``tiered-agent``
-unless ``OTEL_SERVICE_NAME`` or ``OTEL_RESOURCE_ATTRIBUTES`` names one.
+Span exporters follow ``OTEL_TRACES_EXPORTER``, metric exporters ``OTEL_METRICS_EXPORTER``
+(default ``otlp``; also ``console``, ``none``, or a comma-separated list); ``otlp`` is the
+standard OTLP/HTTP protobuf exporter, which reads its endpoint, headers, timeout, compression
+(and, for metrics, temporality) from the ``OTEL_EXPORTER_OTLP_*`` variables itself. Every span
+exporter sits behind a ``BatchSpanProcessor``, every metric exporter behind a
+``PeriodicExportingMetricReader`` (``OTEL_METRIC_EXPORT_INTERVAL``, default 60 s).
+``service.name`` defaults to ``tiered-agent`` unless ``OTEL_SERVICE_NAME`` or
+``OTEL_RESOURCE_ATTRIBUTES`` names one.
 """
 
 from __future__ import annotations
@@ -15,37 +18,75 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import structlog
+
 from ._errors import ConfigurationError
-from ._telemetry import MISSING_EXTRA, Telemetry, endpoint_configured, global_provider_configured
+from ._telemetry import (
+    MISSING_EXTRA,
+    Signal,
+    Telemetry,
+    endpoint_configured,
+    exporter_names,
+    global_provider_configured,
+)
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricExporter
+    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
-__all__ = ["CliTelemetry", "build_provider", "cli_telemetry", "environment_provider"]
+__all__ = [
+    "CliTelemetry",
+    "build_meter_provider",
+    "build_provider",
+    "cli_telemetry",
+    "environment_meter_provider",
+    "environment_provider",
+]
+
+log = structlog.get_logger(__name__)
 
 SERVICE_NAME = "tiered-agent"
-_PROTOCOL_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
 _lock = threading.Lock()
 _environment_provider: TracerProvider | None = None
+_environment_meter_provider: MeterProvider | None = None
 
 
 def build_provider() -> TracerProvider:
     """A new SDK TracerProvider exporting as the environment says; ConfigurationError on a bad setting."""
     try:
-        from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError as exc:
         raise ConfigurationError(MISSING_EXTRA) from exc
     exporters = _exporters()
-    resource = Resource.create()
-    if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
-        resource = resource.merge(Resource({"service.name": SERVICE_NAME}))
-    provider = TracerProvider(resource=resource)
+    provider = TracerProvider(resource=_resource())
     for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
+
+
+def build_meter_provider(*, shutdown_on_exit: bool = True) -> MeterProvider:
+    """A new SDK MeterProvider exporting as the environment says (``OTEL_METRICS_EXPORTER=none``: no
+    reader); ConfigurationError on a bad setting. ``shutdown_on_exit``: flush at interpreter exit."""
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    except ImportError as exc:
+        raise ConfigurationError(MISSING_EXTRA) from exc
+    readers = [PeriodicExportingMetricReader(exporter) for exporter in _metric_exporters()]
+    return MeterProvider(readers, resource=_resource(), shutdown_on_exit=shutdown_on_exit)
+
+
+def _resource() -> Resource:
+    from opentelemetry.sdk.resources import Resource
+
+    resource = Resource.create()
+    if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({"service.name": SERVICE_NAME}))
+    return resource
 
 
 def environment_provider() -> TracerProvider:
@@ -61,16 +102,26 @@ def environment_provider() -> TracerProvider:
         return _environment_provider
 
 
+def environment_meter_provider() -> MeterProvider:
+    """The process's one MeterProvider built from the environment (not installed globally; the SDK
+    flushes it at interpreter exit), as :func:`environment_provider` for spans."""
+    global _environment_meter_provider  # noqa: PLW0603 - one exporter pipeline per process
+    with _lock:
+        if _environment_meter_provider is None:
+            _environment_meter_provider = build_meter_provider()
+        return _environment_meter_provider
+
+
 def _exporters() -> list[SpanExporter]:
-    names = [n.strip().lower() for n in os.environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")]
-    unknown = sorted(set(names) - {"otlp", "console", "none", ""})
-    if unknown:
-        raise ConfigurationError(
-            f"OTEL_TRACES_EXPORTER={','.join(unknown)} is not supported: use otlp, console or none."
-        )
+    names = _exporter_names("traces")
     exporters: list[SpanExporter] = []
     if "otlp" in names:
-        exporters.append(_otlp_exporter())
+        _check_protocol("traces")
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        except ImportError as exc:
+            raise ConfigurationError(MISSING_EXTRA) from exc
+        exporters.append(OTLPSpanExporter())
     if "console" in names:
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
@@ -78,53 +129,120 @@ def _exporters() -> list[SpanExporter]:
     return exporters
 
 
-def _otlp_exporter() -> SpanExporter:
-    protocol = next((os.environ[n].strip() for n in _PROTOCOL_ENVS if os.environ.get(n, "").strip()), None)
+def _metric_exporters() -> list[MetricExporter]:
+    names = _exporter_names("metrics")
+    exporters: list[MetricExporter] = []
+    if "otlp" in names:
+        _check_protocol("metrics")
+        try:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        except ImportError as exc:
+            raise ConfigurationError(MISSING_EXTRA) from exc
+        exporters.append(OTLPMetricExporter())
+    if "console" in names:
+        from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
+
+        exporters.append(ConsoleMetricExporter(out=sys.stderr))
+    return exporters
+
+
+def _exporter_names(signal: Signal) -> list[str]:
+    names = exporter_names(signal)
+    unknown = sorted(set(names) - {"otlp", "console", "none"})
+    if unknown:
+        raise ConfigurationError(
+            f"OTEL_{signal.upper()}_EXPORTER={','.join(unknown)} is not supported: use otlp, console or none."
+        )
+    return names
+
+
+def _check_protocol(signal: Signal) -> None:
+    names = (f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+    protocol = next((os.environ[n].strip() for n in names if os.environ.get(n, "").strip()), None)
     if protocol not in (None, "http/protobuf"):
         raise ConfigurationError(
             f"OTLP protocol {protocol!r} is not supported: tiered-agent exports over http/protobuf."
         )
-    try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    except ImportError as exc:
-        raise ConfigurationError(MISSING_EXTRA) from exc
-    return OTLPSpanExporter()
+
+
+@dataclass(frozen=True, slots=True)
+class _Pipeline:
+    """One signal's provider; ``owned`` False: the global one someone else installed (flushed only)."""
+
+    provider: Any  # an SDK TracerProvider or MeterProvider, or whatever the application installed
+    owned: bool = True
+
+    def shutdown(self) -> None:
+        """Export what is still queued, then (ours) stop; an export failure is logged, not raised."""
+        try:
+            if callable(flush := getattr(self.provider, "force_flush", None)):
+                flush()
+            if self.owned:
+                self.provider.shutdown()
+        except Exception:
+            log.warning("telemetry.shutdown_failed", provider=type(self.provider).__name__, exc_info=True)
 
 
 @dataclass(frozen=True, slots=True)
 class CliTelemetry:
-    """The CLI's export pipeline: pass ``telemetry`` to the Agent, :meth:`shutdown` when the run ends."""
+    """The CLI's export pipelines: pass ``telemetry`` to the Agent, :meth:`shutdown` when the run ends.
 
-    provider: Any  # an SDK TracerProvider, or whatever provider the application installed
-    owned: bool = True  # False: the global provider someone else installed (flushed, not shut down)
+    ``traces`` or ``metrics`` is None when that signal is not exported.
+    """
+
+    traces: _Pipeline | None
+    metrics: _Pipeline | None = None
 
     @property
     def telemetry(self) -> Telemetry:
-        return Telemetry(tracer_provider=self.provider)
+        return Telemetry(
+            tracer_provider=self.traces.provider if self.traces else None,
+            meter_provider=self.metrics.provider if self.metrics else None,
+        )
 
     def shutdown(self) -> None:
-        """Export what is still queued (the BatchSpanProcessor flushes on shutdown)."""
-        if self.owned:
-            self.provider.shutdown()
-        elif callable(flush := getattr(self.provider, "force_flush", None)):
-            flush()
+        """Flush both signals and shut down the providers the CLI built."""
+        for pipeline in (self.traces, self.metrics):
+            if pipeline is not None:
+                pipeline.shutdown()
 
 
 def cli_telemetry(requested: bool) -> CliTelemetry | None:
-    """Export spans when ``--otel`` was given or an OTLP endpoint is set; None otherwise.
+    """Export when ``--otel`` was given or an OTLP endpoint is set; None otherwise.
 
-    A global provider installed before the CLI started (``opentelemetry-instrument tiered-agent
-    ...``) is used as it is. Otherwise the CLI, being the application, installs its provider
-    globally, so instrumentation of other libraries in the process joins the same traces.
+    Spans go out when ``--otel`` was given or a traces endpoint is set; metrics likewise with a
+    metrics endpoint, unless ``OTEL_METRICS_EXPORTER=none``. A global provider installed before the
+    CLI started (``opentelemetry-instrument tiered-agent ...``) is used as it is. Otherwise the CLI,
+    being the application, installs its providers globally, so instrumentation of other libraries
+    in the process joins the same traces and metrics.
     """
     if not (requested or endpoint_configured()):
         return None
-    if global_provider_configured():
+    traces = _traces() if requested or endpoint_configured("traces") else None
+    wanted = set(exporter_names("metrics")) != {"none"}
+    metrics = _metrics() if wanted and (requested or endpoint_configured("metrics")) else None
+    return CliTelemetry(traces, metrics)
+
+
+def _traces() -> _Pipeline:
+    try:
         from opentelemetry import trace
-
-        return CliTelemetry(trace.get_tracer_provider(), owned=False)
+    except ImportError as exc:
+        raise ConfigurationError(MISSING_EXTRA) from exc
+    if global_provider_configured("traces"):
+        return _Pipeline(trace.get_tracer_provider(), owned=False)
     provider = build_provider()
-    from opentelemetry import trace
-
     trace.set_tracer_provider(provider)
-    return CliTelemetry(provider)
+    return _Pipeline(provider)
+
+
+def _metrics() -> _Pipeline:
+    try:
+        from opentelemetry import metrics
+    except ImportError as exc:
+        raise ConfigurationError(MISSING_EXTRA) from exc
+    if global_provider_configured("metrics"):
+        return _Pipeline(metrics.get_meter_provider(), owned=False)
+    provider = build_meter_provider(shutdown_on_exit=False)  # shut down by CliTelemetry.shutdown
+    metrics.set_meter_provider(provider)
+    return _Pipeline(provider)

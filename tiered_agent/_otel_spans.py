@@ -17,6 +17,8 @@ Span names, kinds and attributes follow the GenAI semantic conventions (version 
 
 Failures set status ERROR and ``error.type``; summaries, retrievals and errors outside a model
 call are events on the run span. Content (opt-in) goes through ``_otel_content`` (redacted).
+Where a ``chat`` span ends, the call's metrics are recorded too (``_otel_metrics``, when a
+MeterProvider is configured): one observer of the events for both signals.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
 
+    from ._otel_metrics import RunMetrics
     from ._telemetry import Telemetry
 
 __all__ = ["RunSpans", "package_version"]
@@ -103,14 +106,17 @@ def _fail(span: Span, error_type: str, description: str | None = None) -> None:
 class _Chat:
     span: Span
     token: object  # from context.attach
+    request: ModelRequest
+    started: float  # time.perf_counter(), for the duration metric
     output: Message | None = None
 
 
 class RunSpans:
     """The observer of one run: call it with each event, in order (``Telemetry.start_run`` makes one)."""
 
-    def __init__(self, tracer: Tracer, config: Telemetry) -> None:
+    def __init__(self, tracer: Tracer, config: Telemetry, metrics: RunMetrics | None = None) -> None:
         self._tracer = tracer
+        self._metrics = metrics
         self._agent_name = config.agent_name
         self._limit = config.max_content_chars if config.captures_content() else 0  # 0: no content
         self._info = RunInfo()
@@ -214,7 +220,8 @@ class RunSpans:
             kind=SpanKind.CLIENT,
             attributes=clean(attributes),
         )
-        self._chat = _Chat(span, otel_context.attach(trace.set_span_in_context(span)))
+        token = otel_context.attach(trace.set_span_in_context(span))
+        self._chat = _Chat(span, token, event, time.perf_counter())
 
     def _model_response(self, event: ModelResponse) -> None:
         chat, self._chat = self._chat, None
@@ -228,6 +235,9 @@ class RunSpans:
             chat.span.end()
         finally:
             otel_context.detach(chat.token)  # type: ignore[arg-type]
+        if self._metrics is not None:
+            seconds = time.perf_counter() - chat.started
+            self._metrics.call_answered(self._info, seconds, chat.request, event)
         self._totals.response_model = event.model or self._totals.response_model
         requested = time.time_ns()
         for call in chat.output.tool_calls if chat.output else ():
@@ -242,6 +252,9 @@ class RunSpans:
             chat.span.end()
         finally:
             otel_context.detach(chat.token)  # type: ignore[arg-type]
+        if self._metrics is not None:
+            seconds = time.perf_counter() - chat.started
+            self._metrics.call_failed(self._info, seconds, error_type or OTHER)
 
     def _error(self, event: ErrorEvent) -> None:
         if self._chat is not None:
@@ -316,6 +329,8 @@ class RunSpans:
         totals.summaries += 1
         totals.summary_input_tokens += event.input_tokens
         totals.summary_output_tokens += event.output_tokens
+        if self._metrics is not None:
+            self._metrics.summary_written(event)
         if self._run is None:
             return
         attributes = summary_attributes(event)

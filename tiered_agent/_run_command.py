@@ -73,7 +73,7 @@ def resume_task(options: RunOptions) -> int:
 
 def _exporting(options: RunOptions, main: Callable[[Telemetry | None], int]) -> int:
     """Run ``main`` with OpenTelemetry export when ``--otel`` or an OTLP endpoint asks for it;
-    the spans are flushed before this returns."""
+    the spans and metrics are flushed before this returns."""
     try:
         exporting = cli_telemetry(options.otel)
     except ConfigurationError as exc:
