@@ -1,5 +1,6 @@
 """Offline OpenTelemetry demo: ``tiered-agent run --otel`` against the loopback fake model server,
-exporting over OTLP/HTTP to a local receiver; prints the span tree the receiver decoded.
+exporting over OTLP/HTTP to a local receiver; prints the span tree and the metrics the receiver
+decoded.
 
     pip install -e ".[test]" && python scripts/otel_demo.py
 
@@ -22,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_openai_server import FakeOpenAIServer, HTTPRequest  # noqa: E402
 from fakes import make_usage, text_reply, tool_reply  # noqa: E402
-from otlp_receiver import OTLPReceiver, ReceivedSpan  # noqa: E402
+from otlp_receiver import OTLPReceiver, ReceivedMetric, ReceivedSpan  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.tree import Tree  # noqa: E402
 
@@ -69,7 +70,22 @@ def main() -> int:
     console.print(f"\n[bold]{len(receiver.spans)} spans received over OTLP/HTTP at {receiver.endpoint}[/]")
     for root in (s for s in receiver.spans if not s.parent_span_id):
         console.print(_tree(root, receiver.spans))
+    console.print(_metrics(list(receiver.latest().values())))
     return code
+
+
+def _metrics(metrics: list[ReceivedMetric]) -> Tree:
+    """Each metric's data points as last exported (cumulative: the run's totals)."""
+    tree = Tree(f"[bold]{len(metrics)} metrics received over OTLP/HTTP[/]")
+    for metric in sorted(metrics, key=lambda m: m.name):
+        node = tree.add(f"[bold]{metric.name}[/] [dim]{metric.kind}, {metric.unit}[/]")
+        for point in metric.points:
+            shown = " ".join(f"{k.removeprefix('gen_ai.')}={v}" for k, v in sorted(point.attributes.items()))
+            if metric.kind == "histogram":
+                node.add(f"count={point.count} sum={point.sum:,.6g}  [dim]{shown}[/]")
+            else:
+                node.add(f"value={point.value:,}  [dim]{shown}[/]")
+    return tree
 
 
 def _tree(span: ReceivedSpan, spans: list[ReceivedSpan]) -> Tree:

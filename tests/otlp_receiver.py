@@ -1,8 +1,11 @@
-"""A tiny OTLP/HTTP trace receiver on 127.0.0.1 (tests and ``scripts/otel_demo.py``).
+"""A tiny OTLP/HTTP trace and metrics receiver on 127.0.0.1 (tests and ``scripts/otel_demo.py``).
 
 ``POST /v1/traces`` bodies are decoded as protobuf ``ExportTraceServiceRequest`` (opentelemetry-proto,
-gzip accepted) and kept as :class:`ReceivedSpan` values; ``bodies`` keeps the raw payloads. Point an
-exporter at it with ``OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint``.
+gzip accepted) and kept as :class:`ReceivedSpan` values, ``POST /v1/metrics`` bodies as
+``ExportMetricsServiceRequest`` kept as :class:`ReceivedMetric` values (one per metric per export:
+a cumulative metric exported twice arrives twice; :meth:`OTLPReceiver.latest` keeps the last);
+``bodies`` keeps the raw payloads. Point an exporter at it with
+``OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint``.
 """
 
 from __future__ import annotations
@@ -13,13 +16,17 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-__all__ = ["OTLPReceiver", "ReceivedSpan"]
+__all__ = ["OTLPReceiver", "ReceivedMetric", "ReceivedPoint", "ReceivedSpan"]
 
 
 @dataclass(frozen=True)
@@ -41,12 +48,39 @@ class ReceivedSpan:
     scope: str
 
 
+@dataclass(frozen=True)
+class ReceivedPoint:
+    """One data point: ``value`` for sums and gauges; count, sum and buckets for histograms."""
+
+    attributes: dict[str, Any]
+    value: float | None = None
+    count: int = 0
+    sum: float = 0.0
+    bucket_counts: tuple[int, ...] = ()
+    explicit_bounds: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReceivedMetric:
+    """One metric of one export; ``kind`` is the OTLP data field (``histogram``, ``sum``, ``gauge``)."""
+
+    name: str
+    unit: str
+    description: str
+    kind: str
+    monotonic: bool
+    points: tuple[ReceivedPoint, ...]
+    resource: dict[str, Any]
+    scope: str
+
+
 class OTLPReceiver:
     """The receiver; use as a context manager."""
 
     def __init__(self, port: int = 0) -> None:
         self.bodies: list[bytes] = []
         self.spans: list[ReceivedSpan] = []
+        self.metrics: list[ReceivedMetric] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(self))
         self._server.daemon_threads = True
@@ -87,6 +121,24 @@ class OTLPReceiver:
             self.bodies.append(body)
             self.spans.extend(spans)
 
+    def receive_metrics(self, body: bytes) -> None:
+        request = ExportMetricsServiceRequest()
+        request.ParseFromString(body)
+        received = [
+            _metric(metric, _attributes(rm.resource.attributes), sm.scope.name)
+            for rm in request.resource_metrics
+            for sm in rm.scope_metrics
+            for metric in sm.metrics
+        ]
+        with self._lock:
+            self.bodies.append(body)
+            self.metrics.extend(received)
+
+    def latest(self) -> dict[str, ReceivedMetric]:
+        """Each metric's last export (cumulative temporality: the run's totals)."""
+        with self._lock:
+            return {metric.name: metric for metric in self.metrics}
+
 
 def _span(span: Any, resource: dict[str, Any], scope: str) -> ReceivedSpan:
     return ReceivedSpan(
@@ -104,6 +156,36 @@ def _span(span: Any, resource: dict[str, Any], scope: str) -> ReceivedSpan:
         resource=resource,
         scope=scope,
     )
+
+
+def _metric(metric: Any, resource: dict[str, Any], scope: str) -> ReceivedMetric:
+    kind = metric.WhichOneof("data") or ""
+    data = getattr(metric, kind) if kind else None
+    points = tuple(_point(p, kind) for p in data.data_points) if data is not None else ()
+    return ReceivedMetric(
+        name=metric.name,
+        unit=metric.unit,
+        description=metric.description,
+        kind=kind,
+        monotonic=bool(getattr(data, "is_monotonic", False)),
+        points=points,
+        resource=resource,
+        scope=scope,
+    )
+
+
+def _point(point: Any, kind: str) -> ReceivedPoint:
+    attributes = _attributes(point.attributes)
+    if kind == "histogram":
+        return ReceivedPoint(
+            attributes,
+            count=point.count,
+            sum=point.sum,
+            bucket_counts=tuple(point.bucket_counts),
+            explicit_bounds=tuple(point.explicit_bounds),
+        )
+    value = point.as_double if point.WhichOneof("value") == "as_double" else point.as_int
+    return ReceivedPoint(attributes, value=value)
 
 
 def _attributes(pairs: Any) -> dict[str, Any]:
@@ -129,11 +211,15 @@ def _make_handler(receiver: OTLPReceiver) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if self.headers.get("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
-            if self.path.rstrip("/") != "/v1/traces":
+            path = self.path.rstrip("/")
+            if path == "/v1/traces":
+                receiver.receive(body)
+                self._send(200, ExportTraceServiceResponse().SerializeToString())
+            elif path == "/v1/metrics":
+                receiver.receive_metrics(body)
+                self._send(200, ExportMetricsServiceResponse().SerializeToString())
+            else:
                 self._send(404, b"")
-                return
-            receiver.receive(body)
-            self._send(200, ExportTraceServiceResponse().SerializeToString())
 
         def _send(self, status: int, payload: bytes) -> None:
             self.send_response(status)

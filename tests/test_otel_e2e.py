@@ -1,5 +1,6 @@
 """End to end: `tiered-agent run --otel` (subprocess, real litellm against the loopback fake OpenAI
-server) exports its spans over OTLP/HTTP to a receiver on 127.0.0.1 that decodes the protobuf."""
+server) exports its spans and metrics over OTLP/HTTP to a receiver on 127.0.0.1 that decodes the
+protobuf."""
 
 from __future__ import annotations
 
@@ -100,3 +101,40 @@ def test_cli_run_exports_genai_spans_to_an_otlp_http_receiver(tmp_path: Path) ->
     assert "my token is [redacted]" in str(server.chat_requests[0].body)
     assert "my token is [redacted]" in run.attributes["gen_ai.input.messages"]
     assert all(SECRET.encode() not in body for body in receiver.bodies)
+    check_metrics(receiver, run.attributes)
+
+
+TOKEN_BOUNDS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+
+
+def check_metrics(receiver: OTLPReceiver, run: dict[str, object]) -> None:
+    """The token-usage histogram (and the rest) arrived over /v1/metrics with the run's numbers."""
+    metrics = receiver.latest()
+    assert {"gen_ai.client.token.usage", "gen_ai.client.operation.duration"} <= set(metrics)
+    usage = metrics["gen_ai.client.token.usage"]
+    assert (usage.kind, usage.unit, usage.scope) == ("histogram", "{token}", "tiered_agent")
+    assert usage.resource["service.name"] == "tiered-agent"
+    chat = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.response.model": "gpt-4o-mini",
+    }
+    by_type = {p.attributes["gen_ai.token.type"]: p for p in usage.points}
+    assert sorted(by_type) == ["input", "output"]
+    assert all(p.attributes == {**chat, "gen_ai.token.type": t} for t, p in by_type.items())
+    assert (by_type["input"].count, by_type["input"].sum) == (2, 1900)  # 900 + 1000
+    assert (by_type["output"].count, by_type["output"].sum) == (2, 42)  # 30 + 12
+    assert by_type["input"].sum == run["gen_ai.usage.input_tokens"]
+    assert by_type["input"].explicit_bounds == TOKEN_BOUNDS
+    assert by_type["input"].bucket_counts == (0, 0, 0, 0, 0, 2, *[0] * 9)
+    [duration] = metrics["gen_ai.client.operation.duration"].points
+    assert (metrics["gen_ai.client.operation.duration"].unit, duration.count) == ("s", 2)
+    assert duration.attributes == chat
+    [sent] = metrics["tiered_agent.prompt.tokens"].points
+    [full] = metrics["tiered_agent.prompt.full_history_tokens"].points
+    assert metrics["tiered_agent.prompt.tokens"].monotonic
+    assert (sent.value, full.value) == (
+        run["tiered_agent.prompt.tokens"],
+        run["tiered_agent.prompt.full_history_tokens"],
+    )
