@@ -6,6 +6,8 @@ For every candidate (block size, miss rate) and for the named cache models, prin
 per-step mean absolute error of the cached share and the total cached share against the
 recorded one, overall and per folder. Block sizes are in Gemini tokens: replayed tokens are
 converted with the pooled calibration (recorded / replayed prompt tokens), as the bench does.
+Each step is simulated at the endpoint that served it (the recorded route); the rows marked
+"one endpoint" ignore the routes, for comparison.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import policy_config, replay_run
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "trajectories"
-GRID = [(block, miss) for block in (2048, 2096) for miss in (0.0, 0.04, 0.045, 0.05)]
+GRID = [(block, miss) for block in (2048,) for miss in (0.0, 0.02, 0.025, 0.03, 0.035, 0.04, 0.045)]
 
 
 def replay_full(
@@ -64,12 +66,28 @@ def main(argv: Sequence[str]) -> None:
     for block, miss in GRID:
         rules = dataclasses.replace(CACHE_MODELS["gemini"], min_tokens=block, increment=block, miss_rate=miss)
         candidates[f"blocks {block}, miss {miss}"] = rules
+    unrouted = [dataclasses.replace(r, routes=()) for r in runs]
+    for miss in (0.035, 0.045):
+        rules = dataclasses.replace(CACHE_MODELS["gemini"], miss_rate=miss)
+        print_fit(f"gemini, miss {miss}, one endpoint", unrouted, folders, rules, scale, counter)
     for label, rules in candidates.items():
-        replays = replay_full(runs, rules, scale, counter)
-        by_id = {r.run_id: r for r in replays}
-        print(report(label, runs, replays))
-        for folder, members in folders.items():
-            print("   " + report(folder, members, [by_id[r.run_id] for r in members]))
+        print_fit(label, runs, folders, rules, scale, counter)
+
+
+def print_fit(
+    label: str,
+    runs: Sequence[RecordedRun],
+    folders: dict[str, list[RecordedRun]],
+    rules: CacheModel,
+    scale: float,
+    counter: IdCounter,
+) -> None:
+    """The fit of ``rules`` over all ``runs`` and per folder."""
+    replays = replay_full(runs, rules, scale, counter)
+    by_id = {r.run_id: r for r in replays}
+    print(report(label, runs, replays))
+    for folder, members in folders.items():
+        print("   " + report(folder, members, [by_id[r.run_id] for r in members]))
 
 
 if __name__ == "__main__":

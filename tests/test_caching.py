@@ -133,12 +133,32 @@ def test_gemini_cache_blocks_minimum_and_expected_misses(counter: IdCounter) -> 
     action, result = _msg("assistant", 500, 1), _msg("tool", 3000, 1)  # 503, 3003
     assert cache.request([system]).read == 0
     assert cache.request([system, task]).read == 0  # 103 common tokens: under one block
-    # 2,106 common tokens hold one 2,048-token block, 95.5% of it expected to hit: 1955.84
-    assert cache.request([system, task, action]) == CacheUse(1956, 0)
-    assert cache.request([system, task, action, result]).read == 1956  # 2,609: still one block
-    assert cache.request([system, task, action, result, _msg("user", 5, 2)]).read == 3912  # 5,612: two
+    # 2,106 common tokens hold one 2,048-token block, 96.5% of it expected to hit: 1976.32
+    assert cache.request([system, task, action]) == CacheUse(1976, 0)
+    assert cache.request([system, task, action, result]).read == 1976  # 2,609: still one block
+    assert cache.request([system, task, action, result, _msg("user", 5, 2)]).read == 3953  # 5,612: two
     # a rewrite at the start: nothing
     assert cache.request([_msg("system", 99), task]).read == 0
+
+
+def test_each_recorded_endpoint_has_its_own_cache(counter: IdCounter) -> None:
+    """A request hits what the same endpoint served last; the first request to an endpoint misses."""
+    base = [_msg("system", 100), _msg("user", 4000)]  # 4,106 tokens: two blocks
+    grown = [*base, _msg("assistant", 5, 1)]
+    hit = round(4096 * 0.965)
+    cache = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"])
+    assert cache.request(base, route="A").read == 0
+    assert cache.request(grown, route="B").read == 0  # B never saw the prefix
+    assert cache.request([*grown, _msg("tool", 5, 1)], route="A").read == hit  # A's last request: base
+    assert not cache.rewrote  # a rewrite is the policy's, relative to the previous request, any route
+    assert cache.request([_msg("system", 99), *base[1:]], route="B").read == 0
+    assert cache.rewrote
+    unrouted = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"])
+    unrouted.request(base)
+    assert unrouted.request(grown).read == hit  # no routes recorded: one endpoint
+    ideal = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["ideal"])
+    ideal.request(base, route="A")
+    assert ideal.request(grown, route="B").read == 4106  # ideal ignores routes: all of base
 
 
 def test_gemini_block_sizes_are_in_provider_tokens(counter: IdCounter) -> None:
@@ -146,8 +166,8 @@ def test_gemini_block_sizes_are_in_provider_tokens(counter: IdCounter) -> None:
     cache = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"], scale=2.0)
     first = [_msg("system", 20), _msg("user", 1000)]  # 23 + 1003 = 1026 replayed = 2052 provider
     cache.request(first)
-    # 2048 provider tokens x 0.955 / 2 = 977.92 replayed tokens
-    assert cache.request([*first, _msg("assistant", 5, 1)]).read == 978
+    # 2048 provider tokens x 0.965 / 2 = 988.16 replayed tokens
+    assert cache.request([*first, _msg("assistant", 5, 1)]).read == 988
     unscaled = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"])
     unscaled.request(first)
     assert unscaled.request([*first, _msg("assistant", 5, 1)]).read == 0  # 1026 < 2048

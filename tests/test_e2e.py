@@ -215,6 +215,23 @@ async def test_refused_connection_is_retried_then_reported(tmp_path: Path) -> No
     assert delays == [1.0, 2.0]
 
 
+@pytest.mark.anyio
+async def test_the_trace_records_the_endpoint_a_router_named_and_the_bench_reads_it(tmp_path: Path) -> None:
+    """OpenRouter's ``provider`` reaches the trace as the call's route; the replay's cache per endpoint."""
+    from fake_openai_server import RawReply
+
+    from tiered_agent.bench._import_trace import load_trace_run
+
+    routed = {**text_reply("done").to_openai("gpt-4o-mini"), "provider": "Google AI Studio"}
+    with FakeOpenAIServer() as server:
+        server.script(RawReply(json.dumps(routed).encode()))
+        model = LiteLLMModel("openai/gpt-4o-mini", api_base=server.base_url, api_key="sk-test")
+        result = await Agent(model, trace_dir=tmp_path).run("x")
+    [response] = [e for e in read_trace(result.trace_path) if isinstance(e, ModelResponse)]
+    assert response.route == "Google AI Studio"
+    assert load_trace_run(result.trace_path).routes == ("Google AI Studio",)
+
+
 def test_cli_unknown_policy_is_bad_usage(tmp_path: Path) -> None:
     proc = _cli(["run", "x", "--model", "openai/gpt-4o-mini", "--policy", "nope"], cwd=tmp_path)
     assert proc.returncode == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -10,6 +11,7 @@ import pytest
 from fake_openai_server import (
     FakeOpenAIServer,
     HTTPRequest,
+    RawReply,
     Slow,
     auth_error_response,
     context_length_response,
@@ -51,6 +53,7 @@ async def test_reply_over_http_with_cost(server: FakeOpenAIServer, sleep: SleepR
     reply = await over_http(server, sleep).complete(USER, TOOLS)
     assert reply.message.content == "hello"
     assert (reply.finish_reason, reply.model, reply.attempts) == ("stop", "gpt-4o-mini", 1)
+    assert reply.route is None  # no router named an endpoint
     prices = litellm.model_cost["gpt-4o-mini"]
     expected = (
         36 * prices["input_cost_per_token"]
@@ -71,6 +74,16 @@ async def test_reply_over_http_with_cost(server: FakeOpenAIServer, sleep: SleepR
     assert request.body["tools"] == TOOLS
     assert not request.body.get("stream")
     assert request.headers["authorization"] == "Bearer sk-test"
+
+
+async def test_the_endpoint_a_router_names_is_the_reply_route(
+    server: FakeOpenAIServer, sleep: SleepRecorder
+) -> None:
+    """OpenRouter names the endpoint that served a call in the body's ``provider``."""
+    body = {**text_reply("hi").to_openai("gpt-4o-mini"), "provider": "Google AI Studio"}
+    server.script(RawReply(json.dumps(body).encode()))
+    reply = await over_http(server, sleep).complete(USER, TOOLS)
+    assert (reply.message.content, reply.route) == ("hi", "Google AI Studio")
 
 
 async def test_tool_calls_over_http(server: FakeOpenAIServer, sleep: SleepRecorder) -> None:

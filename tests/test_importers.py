@@ -57,14 +57,14 @@ def _cmd(command: str) -> str:
 PATCH = "diff --git a/x.py b/x.py\n+fixed\n"
 
 
-def _usage_extra(prompt: int, completion: int, cached: int) -> dict[str, Any]:
+def _usage_extra(prompt: int, completion: int, cached: int, provider: str) -> dict[str, Any]:
     usage = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "cost": 0.5,
         "prompt_tokens_details": {"cached_tokens": cached},
     }
-    return {"response": {"model": "google/gemini-3-pro-preview", "usage": usage}}
+    return {"response": {"model": "google/gemini-3-pro-preview", "provider": provider, "usage": usage}}
 
 
 def mini_doc() -> dict[str, Any]:
@@ -84,7 +84,7 @@ def mini_doc() -> dict[str, Any]:
             {
                 "role": "assistant",
                 "content": "THOUGHT: look around.\n\n```bash\nls -la\n```",
-                "extra": _usage_extra(100, 10, 0),
+                "extra": _usage_extra(100, 10, 0, "Google"),
             },
             {"role": "user", "content": "<returncode>0</returncode>\n<output>\nx.py\n</output>"},
             {
@@ -96,7 +96,7 @@ def mini_doc() -> dict[str, Any]:
             {
                 "role": "assistant",
                 "content": "THOUGHT: submit.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```",
-                "extra": _usage_extra(300, 30, 200),
+                "extra": _usage_extra(300, 30, 200, "Google AI Studio"),
             },
             {"role": "user", "content": PATCH},
         ],
@@ -133,6 +133,8 @@ def test_mini_swe_agent_messages_iterations_calls_and_usage(tmp_path: Path) -> N
         None,
         Usage(prompt_tokens=300, completion_tokens=30, cached_tokens=200, requests=1, cost=0.5),
     )
+    assert run.routes == ("Google", None, "Google AI Studio")  # the endpoint OpenRouter named
+    assert [run.route(step) for step in (0, 1, 3, 4)] == [None, "Google", "Google AI Studio", None]
     assert [t["function"]["name"] for t in run.tools] == ["bash"]
     assert run.tools[0]["function"]["parameters"]["required"] == ["command"]
     assert run.read_only_tools == frozenset()

@@ -439,6 +439,7 @@ class _Run:
                 finish_reason=reply.finish_reason,
                 latency_s=reply.latency_s,
                 attempts=reply.attempts,
+                route=reply.route,
             )
         )
         hits_before = self.manager.dedup_hits

@@ -174,7 +174,8 @@ class ModelReply:
     ``dataclasses.replace``); ``usage`` covers this one request
     (``requests=1``); ``model`` is the name the provider reported; ``attempts``
     counts requests made, retries included; ``latency_s`` is the wall time of
-    the whole ``complete`` call, retries and waits included.
+    the whole ``complete`` call, retries and waits included; ``route`` is the
+    endpoint a router reported serving it (OpenRouter's ``provider``), if any.
     """
 
     message: Message
@@ -183,6 +184,7 @@ class ModelReply:
     model: str
     attempts: int = 1
     latency_s: float = 0.0
+    route: str | None = None
 
 
 def map_usage(raw: Any, *, cost: float | None = None) -> Usage:
@@ -410,6 +412,7 @@ class LiteLLMModel:
             raise ModelError(f"Model {self.name!r} returned no choices")
         choice = choices[0]
         reported = _get(response, "model")
+        route = _get(response, "provider")
         return ModelReply(
             message=_message_from(_get(choice, "message")),
             usage=map_usage(_get(response, "usage"), cost=self._cost(litellm, response)),
@@ -417,6 +420,7 @@ class LiteLLMModel:
             model=str(reported) if reported else self.name,
             attempts=attempts,
             latency_s=latency_s,
+            route=route if isinstance(route, str) and route else None,
         )
 
     def _cost(self, litellm: ModuleType, response: Any) -> float | None:

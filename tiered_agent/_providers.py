@@ -91,18 +91,24 @@ _IDEAL = CacheModel("ideal", None, source="longest common prefix with the previo
 #   2,048 give the lowest per-step error;
 # - the smallest hit is one block, cached on prompts of ~2,200 tokens: the documented 4,096 is not
 #   what these runs were billed, so the minimum is one block;
-# - a hit covers the whole blocks of the prefix shared with the previous request: on an unchanged
-#   OpenRouter endpoint 2,762 of 3,474 steps with a cacheable prefix do, 446 hit an older request's
-#   blocks and 114 nothing; after one of the 721 switches between Google endpoints, 118 got nothing
-#   and 401 hit the last request sent to that endpoint. The misses are credited as an expectation
-#   (4.5% of the cacheable blocks), so the simulation stays deterministic; misses drawn from a hash
-#   of run and step fit worse (per-step MAE ~0.12 instead of 0.099).
+# - a hit covers the whole blocks of the prefix shared with the last request *the same endpoint*
+#   served: OpenRouter sent these runs to two Google endpoints ("Google", "Google AI Studio", named
+#   per step in the response's `provider`), each with its own cache. On an unchanged endpoint 2,762
+#   of 3,474 steps with a cacheable prefix hit exactly the previous request's whole blocks, 446 an
+#   older request's and 114 nothing; after one of the 721 switches between endpoints, 118 got
+#   nothing and 401 hit the last request sent to that endpoint. The replay follows the recorded
+#   route of each step (bench/_caching.py); a run without routes has one endpoint.
+# - the remaining misses are credited as an expectation (3.5% of the cacheable blocks), so the
+#   simulation stays deterministic; misses drawn from a hash of run and step fit worse.
+# Fit (benchmarks/cache_fit.py, `full` replayed): per-step MAE of the cached share 0.073, total
+# cached share +0.2 points from the recorded one; ignoring the routes, the best miss rate (4.5%)
+# gives 0.099 and +1.1 points.
 _GEMINI = CacheModel(
     "gemini",
     "gemini",
     min_tokens=2048,
     increment=2048,
-    miss_rate=0.045,
+    miss_rate=0.035,
     source="fit on 63 recorded Gemini 3 Pro runs; https://ai.google.dev/gemini-api/docs/caching",
 )
 

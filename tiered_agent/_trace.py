@@ -100,6 +100,7 @@ class ModelResponse:
     finish_reason: str | None = None
     latency_s: float = 0.0
     attempts: int = 1
+    route: str | None = None  # the endpoint a router reported serving the call (OpenRouter's ``provider``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -223,8 +223,9 @@ class CacheSimulator:
     minimum and block sizes are in provider tokens, the counts returned are in replayed tokens.
 
     - implicit models (``ideal``, ``gemini``, ``openai``): the longest common token prefix with
-      the previous request, cut to the model's minimum and increments, times ``1 - miss_rate``
-      (``ideal``: every common token);
+      the previous request served by the same endpoint (a recorded route; runs without routes
+      have one endpoint), cut to the model's minimum and increments, times ``1 - miss_rate``
+      (``ideal``: every common token of the previous request, whatever the route);
     - explicit models (``anthropic``): breakpoints on the system prompt and the newest message;
       a breakpoint reads an earlier entry found at its own position or at a message boundary at
       most ``lookback_blocks`` content blocks before it (:func:`content_blocks`), and a
@@ -239,19 +240,40 @@ class CacheSimulator:
         self.model = model
         self.scale = 1.0 if model.provider is None else scale
         self._previous: list[array[int]] = []
+        self._last_by_route: dict[str | None, list[array[int]]] = {}  # implicit: each endpoint's cache
         self._chain: list[int] = []  # explicit: hashes of the previous request's segment prefixes
         self._entries: set[int] = set()  # explicit: prefixes (chain hashes) with a cache entry
         self._keys: dict[int, tuple[array[int], int]] = {}
         self.rewrote = False  # the last request changed the previous one before its end
 
-    def request(self, messages: Sequence[Message], schemas: Sequence[Mapping[str, Any]] = ()) -> CacheUse:
-        """Record a request; return what the provider would bill as read from (and written to) its cache."""
+    def request(
+        self, messages: Sequence[Message], schemas: Sequence[Mapping[str, Any]] = (), route: str | None = None
+    ) -> CacheUse:
+        """Record a request; return what the provider would bill as read from (and written to) its cache.
+
+        ``route``: the endpoint that served it, where the recording names one (each endpoint keeps
+        its own cache; ``ideal`` ignores routes).
+        """
         current = self.encoder.request(messages, schemas)
         common = common_prefix(self._previous, current) if self._previous else 0
         self.rewrote = bool(self._previous) and common < sum(len(s) for s in self._previous)
-        use = self._explicit(current, messages) if self.model.explicit else CacheUse(self._implicit(common))
+        if self.model.explicit:
+            use = self._explicit(current, messages)
+        else:
+            use = CacheUse(self._implicit(self._routed_prefix(current, common, route)))
         self._previous = current
         return use
+
+    def _routed_prefix(self, current: list[array[int]], common: int, route: str | None) -> int:
+        """The common prefix with the last request the same endpoint served (``common``: the one
+        with the previous request)."""
+        if self.model.provider is None:
+            return common
+        last = self._last_by_route.get(route)
+        self._last_by_route[route] = current
+        if last is None:
+            return 0
+        return common if last is self._previous else common_prefix(last, current)
 
     def _implicit(self, common: int) -> int:
         if self.model.provider is None:

@@ -264,17 +264,21 @@ def build_run(
     metadata: dict[str, Any] | None = None,
     read_only: Callable[[str], bool] = is_read_only,
     read_only_calls: Iterable[str] = (),
+    routes: Sequence[str | None] = (),
 ) -> RecordedRun:
     """A :class:`RecordedRun` with read-only tools derived from the tool names.
 
     ``read_only`` decides by tool name (the recorded agents' naming convention
     by default); ``read_only_calls`` adds single calls (ids) whose command only
-    reads, for tools that can also write.
+    reads, for tools that can also write. ``routes``: the endpoint of each step,
+    where recorded (empty: none recorded).
     """
     steps = sum(1 for m in messages if m.role == "assistant")
     recorded = tuple(usage) if usage is not None else (None,) * steps
     if len(recorded) != steps:
         raise ShapeError(f"{len(recorded)} usage records for {steps} steps")
+    if routes and len(routes) != steps:
+        raise ShapeError(f"{len(routes)} routes for {steps} steps")
     names = _tool_names(messages, tools)
     return RecordedRun(
         run_id=run_id,
@@ -287,6 +291,7 @@ def build_run(
         model=model,
         metadata=dict(metadata or {}),
         read_only_calls=frozenset(read_only_calls),
+        routes=tuple(routes) if any(r is not None for r in routes) else (),
     )
 
 

@@ -6,7 +6,9 @@ action); the next user message is the shell observation. The action becomes a
 zero or several bash blocks was rejected by mini-swe-agent (format error): it
 stays text-only and the feedback that follows stays a user message. The final
 user message that only echoes the submitted patch was never sent to the model
-and is dropped.
+and is dropped. Each step keeps its recorded usage (``extra.response.usage``)
+and the endpoint that served it (``extra.response.provider``, as OpenRouter
+reports it).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def convert(doc: dict[str, Any], path: Path) -> RecordedRun:
     if not isinstance(info, dict):
         raise ShapeError(f"root.info: expected an object, got {type(info).__name__}")
     raw = _without_patch_echo(raw, info)
-    messages, usage = _messages(raw)
+    messages, usage, routes = _messages(raw)
     instance_id = doc.get("instance_id") if isinstance(doc.get("instance_id"), str) else None
     name = instance_id or path.name.removesuffix(".json").removesuffix(".traj")
     return build_run(
@@ -64,6 +66,7 @@ def convert(doc: dict[str, Any], path: Path) -> RecordedRun:
         messages=messages,
         tools=[generic_tool_schema("bash", FORMAT)],
         usage=usage,
+        routes=routes,
         model=_model(info, raw),
         metadata=_metadata(info, name, path.parent),
     )
@@ -82,9 +85,10 @@ def _without_patch_echo(raw: list[Any], info: dict[str, Any]) -> list[Any]:
     return raw
 
 
-def _messages(raw: list[Any]) -> tuple[list[Message], list[Usage | None]]:
+def _messages(raw: list[Any]) -> tuple[list[Message], list[Usage | None], list[str | None]]:
     messages: list[Message] = []
     usage: list[Usage | None] = []
+    routes: list[str | None] = []
     step = 0
     pending: str | None = None  # id of the bash call awaiting its observation
     for index, item in enumerate(raw):
@@ -98,6 +102,7 @@ def _messages(raw: list[Any]) -> tuple[list[Message], list[Usage | None]]:
             message, pending = _assistant(content, step)
             messages.append(message)
             usage.append(_usage(item, where))
+            routes.append(_route(item))
         elif role in ("system", "user"):
             if pending is not None and role == "user":
                 messages.append(Message("tool", content, tool_call_id=pending, name="bash", iteration=step))
@@ -106,7 +111,7 @@ def _messages(raw: list[Any]) -> tuple[list[Message], list[Usage | None]]:
                 messages.append(Message("system" if role == "system" else "user", content, iteration=step))
         else:
             raise ShapeError(f"{where}: unknown role {role!r}")
-    return messages, usage
+    return messages, usage, routes
 
 
 def _assistant(content: str, step: int) -> tuple[Message, str | None]:
@@ -118,10 +123,20 @@ def _assistant(content: str, step: int) -> tuple[Message, str | None]:
     return Message("assistant", thought or None, tool_calls=(call,), iteration=step), call.id
 
 
-def _usage(item: dict[str, Any], where: str) -> Usage | None:
+def _response(item: dict[str, Any]) -> dict[str, Any] | None:
     extra = item.get("extra")
     response = extra.get("response") if isinstance(extra, dict) else None
-    usage = response.get("usage") if isinstance(response, dict) else None
+    return response if isinstance(response, dict) else None
+
+
+def _route(item: dict[str, Any]) -> str | None:
+    """The endpoint OpenRouter says served the call (``provider``), if recorded."""
+    provider = (_response(item) or {}).get("provider")
+    return provider if isinstance(provider, str) and provider else None
+
+
+def _usage(item: dict[str, Any], where: str) -> Usage | None:
+    usage = (_response(item) or {}).get("usage")
     if not isinstance(usage, dict):
         return None
     details = usage.get("prompt_tokens_details")

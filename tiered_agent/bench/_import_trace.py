@@ -2,7 +2,8 @@
 
 Reading takes the first ``run_start`` event as the header, every ``message``
 event as the history and ``model_response`` events as the recorded usage of the
-step with the same iteration (summed if an iteration made several calls).
+step with the same iteration (summed if an iteration made several calls; the
+endpoint that served it, ``route``, is the last call's).
 Writing produces exactly what reading expects, so a run survives the round trip.
 """
 
@@ -27,6 +28,7 @@ def load_trace_run(path: Path) -> RecordedRun:
     header: RunStarted | None = None
     messages: list[Message] = []
     responses: dict[int, Usage] = {}
+    routes: dict[int, str | None] = {}
     for event in iter_trace(path):
         if isinstance(event, RunStarted) and header is None:
             header = event
@@ -35,17 +37,19 @@ def load_trace_run(path: Path) -> RecordedRun:
         elif isinstance(event, ModelResponse):
             previous = responses.get(event.iteration)
             responses[event.iteration] = event.usage if previous is None else previous + event.usage
+            routes[event.iteration] = event.route
     if header is None:
         raise TraceFormatError(f"{path}: no run_start event (not a complete tiered-agent trace)")
     config = header.config if isinstance(header.config, dict) else {}
-    usage = [responses.get(m.iteration) for m in messages if m.role == "assistant"]
+    steps = [m.iteration for m in messages if m.role == "assistant"]
     run = build_run(
         run_id=header.run_id,
         source=header.source or str(path),
         fmt=str(config.get("format") or FORMAT),
         messages=messages,
         tools=[dict(t) for t in header.tools],
-        usage=usage,
+        usage=[responses.get(i) for i in steps],
+        routes=[routes.get(i) for i in steps],
         model=header.model or None,
         metadata=dict(config.get("metadata") or {}),
     )
@@ -81,14 +85,18 @@ def write_run_trace(run: RecordedRun, path: Path) -> None:
         run_id=run.run_id, model=run.model or "", task=run.task, config=config, tools=list(run.tools),
         source=run.source,
     )  # fmt: skip
-    steps = iter(run.usage)
+    step = 0
     with TraceWriter(path) as writer:
         writer.write(header)
         for message in run.messages:
             writer.write(MessageEvent(message))
-            if message.role == "assistant":
-                usage = next(steps, None)
-                if usage is not None:
-                    writer.write(
-                        ModelResponse(iteration=message.iteration, usage=usage, model=run.model or "")
+            if message.role != "assistant":
+                continue
+            step += 1
+            usage = run.usage[step - 1] if step <= len(run.usage) else None
+            if usage is not None:
+                writer.write(
+                    ModelResponse(
+                        iteration=message.iteration, usage=usage, model=run.model or "", route=run.route(step)
                     )
+                )

@@ -18,7 +18,10 @@ class RecordedRun:
     the system prompt and the task; iteration ``k`` holds the ``k``-th
     assistant message (its action as a tool call) and the observations that
     answered it (tool messages, or user messages for a simulated customer).
-    ``usage[k - 1]`` is the provider usage recorded for step ``k``, or None.
+    ``usage[k - 1]`` is the provider usage recorded for step ``k``, or None;
+    ``routes[k - 1]`` the endpoint that served step ``k`` where a router
+    recorded it (OpenRouter's ``provider``: ``"Google"``, ``"Google AI
+    Studio"``), or None. Each endpoint has its own prompt cache.
 
     A tool call is read-only (its result may be served by the dedup cache) when
     its tool is in ``read_only_tools``, or when the call itself is in
@@ -37,6 +40,7 @@ class RecordedRun:
     model: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     read_only_calls: frozenset[str] = frozenset()
+    routes: tuple[str | None, ...] = ()
 
     @property
     def steps(self) -> int:
@@ -46,6 +50,10 @@ class RecordedRun:
     @property
     def task(self) -> str:
         return next((m.text for m in self.messages if m.role == "user"), "")
+
+    def route(self, step: int) -> str | None:
+        """The endpoint that served model call ``step`` (1-based), if recorded."""
+        return self.routes[step - 1] if 0 < step <= len(self.routes) else None
 
     def is_read_only(self, call: ToolCall) -> bool:
         """Whether ``call`` only reads: its tool always does, or this call's command does."""

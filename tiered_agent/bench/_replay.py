@@ -399,7 +399,7 @@ async def _step(
     prepared = await manager.prepare(history, schemas)
     elapsed = time.perf_counter() - started
     messages = prepared.built.messages
-    use = cache.request(messages, prepared.tools)
+    use = cache.request(messages, prepared.tools, route=state.run.route(step))
     cached = min(use.read, prepared.prompt_tokens)
     texts = prompt_texts(messages)
     salient = state.salience.salient(iteration)
