@@ -158,6 +158,7 @@ class RunInfo:
     provider: str | None = None  # whose tokens the run is scaled to
     token_scale: float = 1.0  # provider tokens per replayed token
     price_model: str | None = None  # the litellm cost-map key it is priced as
+    endpoints: int = 0  # distinct endpoints its steps were served by, where recorded (0: none recorded)
 
     @property
     def has_usage(self) -> bool:
@@ -166,8 +167,9 @@ class RunInfo:
     @classmethod
     def of(cls, run: RecordedRun, plan: RunPlan | None = None) -> RunInfo:
         info = cls(
-            run.run_id, run.source, run.format, run.model, run.steps, tuple(run.usage), family_of(run.format)
-        )
+            run.run_id, run.source, run.format, run.model, run.steps, tuple(run.usage), family_of(run.format),
+            endpoints=len({r for r in run.routes if r is not None}),
+        )  # fmt: skip
         if plan is None:
             return info
         return dataclasses.replace(

@@ -217,6 +217,7 @@ def _inputs_dict(
                 "model": r.model,
                 "steps": r.steps,
                 "recorded_usage": r.has_usage,
+                "endpoints": r.endpoints,
                 "family": r.family,
                 "cache_model": r.cache_model,
                 "cache_model_source": r.cache_model_source,
@@ -774,9 +775,11 @@ METHOD_NOTES = (
     "policy registers it), counted locally. Output tokens per step are the recorded completion tokens "
     "when present, else the assistant message's token count; they are the same for every policy.",
     "Prompt caching: each request (tool schemas first, then messages serialized as role + content + tool "
-    "calls) is compared with the previous request of the same run; the cache model's rules decide what "
-    "is billed as read (and, for explicit caches, written): `ideal` every common token; `gemini` whole "
-    "2,048-token blocks, minus an expected 4.5% of missed hits; `openai` from 1,024 tokens in 128-token "
+    "calls) is compared with the previous request of the same run served by the same endpoint (where a "
+    "router recorded which served each step; else the previous request); the cache model's rules decide "
+    "what is billed as read (and, for explicit caches, written): `ideal` every common token of the "
+    "previous request; `gemini` whole 2,048-token blocks, minus an expected 3.5% of missed hits; `openai` "
+    "from 1,024 tokens in 128-token "
     "increments; `anthropic` up to breakpoints on the system prompt and the newest message, writes at "
     "1.25x. Sizes are in provider tokens (replayed tokens x the calibration factor).",
     "Missed information: identifiers, paths and numbers (4+ characters, code-like) of the recorded action "
