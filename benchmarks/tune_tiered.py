@@ -59,13 +59,45 @@ CANDIDATES: dict[str, Policy] = {
     "condense-8-4": _with_age("condense-8-4", condense_after=8, chunk=4),
     "condense-15-5": _with_age("condense-15-5", condense_after=15, chunk=5),
     "condense-20-10": _with_age("condense-20-10", condense_after=20, chunk=10),
+    "condense-12-6": _with_age("condense-12-6", condense_after=12, chunk=6),
+    "condense-4-2": _with_age("condense-4-2", condense_after=4, chunk=2),
+    "condense-3-1": _with_age("condense-3-1", condense_after=3, chunk=1),
+    "condense-3-3": _with_age("condense-3-3", condense_after=3, chunk=3),
+    "condense-4-1": _with_age("condense-4-1", condense_after=4, chunk=1),
+    "condense-4-4": _with_age("condense-4-4", condense_after=4, chunk=4),
+    "condense-5-5": _with_age("condense-5-5", condense_after=5, chunk=5),
+    "condense-6-6": _with_age("condense-6-6", condense_after=6, chunk=6),
+    "condense-15-10": _with_age("condense-15-10", condense_after=15, chunk=10),
+    "condense-10-10": _with_age("condense-10-10", condense_after=10, chunk=10),
     "no-condense": _with_age("no-condense", condense_after=None),
+    # condensed lines followed by the output lines naming the most things shown nowhere later
+    "novel-3": _with_age("novel-3", keep_novel=3),
+    "novel-5": _with_age("novel-5", keep_novel=5),
+    "novel-5-condense-6-3": _with_age("novel-5-condense-6-3", keep_novel=5, condense_after=6, chunk=3),
+    "novel-5-condense-4-2": _with_age("novel-5-condense-4-2", keep_novel=5, condense_after=4, chunk=2),
+    "novel-5-condense-4-4": _with_age("novel-5-condense-4-4", keep_novel=5, condense_after=4, chunk=4),
+    "novel-5-condense-3-3": _with_age("novel-5-condense-3-3", keep_novel=5, condense_after=3, chunk=3),
+    "novel-4-condense-4-2": _with_age("novel-4-condense-4-2", keep_novel=4, condense_after=4, chunk=2),
+    "novel-5-condense-3-1": _with_age("novel-5-condense-3-1", keep_novel=5, condense_after=3, chunk=1),
+    "novel-4-condense-3-1": _with_age("novel-4-condense-3-1", keep_novel=4, condense_after=3, chunk=1),
+    "lean-aged-5": _with_age("lean-aged-5", condense_after=None, max_lines=5, head_lines=0),
+    "lean-aged-8": _with_age("lean-aged-8", condense_after=None, max_lines=8, head_lines=1),
     # what condensed iterations keep: no referred output lines
     "referred-0": _with_age("referred-0", keep_referred=0),
+    "referred-4": _with_age("referred-4", keep_referred=4),
+    "referred-16": _with_age("referred-16", keep_referred=16),
+    "referred-32": _with_age("referred-32", keep_referred=32),
     # what aged iterations keep: longer call arguments; reasoning sentences naming something new
     "arguments-600": _with_age("arguments-600", max_arg_chars=600),
     "reasoning-novel": _with_age("reasoning-novel", reasoning="novel"),
     "window-3": _with_age("window-3", window=3),
+    "window-1": _with_age("window-1", window=1),
+    "head-1": _with_age("head-1", head_lines=1),
+    "head-0": _with_age("head-0", head_lines=0),
+    "lines-30": _with_age("lines-30", max_lines=30),
+    "line-chars-160": _with_age("line-chars-160", line_chars=160),
+    "arguments-120": _with_age("arguments-120", max_arg_chars=120),
+    "min-chars-150": _with_age("min-chars-150", min_chars=150),
     # when to age: every N iterations instead of the break-even rule
     "every-5": _with_age("every-5", every=5),
     "every-10": _with_age("every-10", every=10),
@@ -139,7 +171,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-out") / "tune")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", help="comma-separated candidate names (default: all)")
-    parser.add_argument("--presets", help="comma-separated presets to replay too (default: all; full is always in)")
+    parser.add_argument(
+        "--presets", help="comma-separated presets to replay too (default: all; full is always in)"
+    )
     parser.add_argument("--family", help="replay only this family's runs (e.g. swe-shell)")
     args = parser.parse_args(argv)
     paths = args.paths or [Path(__file__).resolve().parents[2] / "shared" / "trajectories"]
