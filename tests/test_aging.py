@@ -4,6 +4,7 @@ property, the break-even rule on hand-computed numbers, and live loop vs replay.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 
 import pytest
@@ -197,7 +198,7 @@ def test_condensing_goes_along_with_a_level_one_epoch_instead_of_rewriting_again
         if state.new_epoch is not None:
             epochs.append(state.new_epoch)
     assert epochs[-1].condensed >= 60  # condensed as it went
-    assert all(b.at - a.at >= 3 for a, b in zip(epochs, epochs[1:], strict=False))  # no rewrite right after one
+    assert all(b.at - a.at >= 3 for a, b in itertools.pairwise(epochs))  # no rewrite right after another
 
 
 def test_an_aged_batch_elides_outputs_supersedes_reruns_and_shortens_reasoning() -> None:

@@ -25,12 +25,7 @@ PRESETS: dict[str, Policy] = {
     # compaction past 70% of the window stays the safety net.
     "tiered": Policy(
         "tiered",
-        (
-            Dedup(),
-            Compact(at=0.70, keep=5),
-            Age(condense_after=4, chunk=2, keep_novel=5),
-            Truncate(max_chars=10_000),
-        ),
+        (Dedup(), Compact(at=0.70, keep=5), Age(), Truncate(max_chars=10_000)),
         retrieval_schema="when_shown",
     ),
     # The original TypeScript design: dedup, 500 chars head-only with retrieval hints, window 5,

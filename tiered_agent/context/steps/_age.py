@@ -95,10 +95,10 @@ class Age(Step):
     line_chars: int = 240
     reasoning: ReasoningMode = "first"
     max_arg_chars: int = 200
-    condense_after: int | None = 10
-    chunk: int = 5
+    condense_after: int | None = 4
+    chunk: int = 2
     keep_referred: int = 8
-    keep_novel: int = 0
+    keep_novel: int = 5
     every: int | None = None
 
     def __post_init__(self) -> None:
