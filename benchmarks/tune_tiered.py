@@ -5,6 +5,7 @@ Uses the same replay as `tiered-agent bench` (the live ContextManager, the provi
 model `auto`, each run's own prices); candidates are Policies, i.e. step lists around the default.
 
     python benchmarks/tune_tiered.py [PATH ...] [--half A|B] [--out DIR] [--workers 2] [--only NAME,...]
+        [--presets NAME,...] [--family swe-shell]
 
 PATH defaults to ../shared/trajectories. ``--half A`` (or ``B``) replays only that half of the
 runs of every family (a stable hash of the run id splits them): tune on A, report B. The
@@ -23,6 +24,7 @@ from typing import Any
 from tiered_agent._logging import configure_logging
 from tiered_agent.bench._frontier import write_frontier
 from tiered_agent.bench._importers import load_runs
+from tiered_agent.bench._pricing import family_of
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_runs, resolve_policies
 from tiered_agent.bench._report import build_document, write_json
@@ -52,18 +54,24 @@ PREVIOUS = ContextConfig(
 
 CANDIDATES: dict[str, Policy] = {
     "previous-tiered": PREVIOUS,
+    # the default before condensed lines kept novel lines: condensing from 10 iterations, 5 at a time
+    "condense-10-5-novel-0": _with_age("condense-10-5-novel-0", condense_after=10, chunk=5, keep_novel=0),
     # when to condense (level 2): older than N iterations, M at a time; never
+    "condense-3-1": _with_age("condense-3-1", condense_after=3, chunk=1),
+    "condense-4-4": _with_age("condense-4-4", condense_after=4, chunk=4),
     "condense-6-3": _with_age("condense-6-3", condense_after=6, chunk=3),
-    "condense-8-4": _with_age("condense-8-4", condense_after=8, chunk=4),
-    "condense-15-5": _with_age("condense-15-5", condense_after=15, chunk=5),
-    "condense-20-10": _with_age("condense-20-10", condense_after=20, chunk=10),
+    "condense-10-5": _with_age("condense-10-5", condense_after=10, chunk=5),
     "no-condense": _with_age("no-condense", condense_after=None),
-    # what condensed iterations keep: no referred output lines
+    # what condensed iterations keep: no referred output lines; N lines naming what nothing later names
     "referred-0": _with_age("referred-0", keep_referred=0),
+    "novel-0": _with_age("novel-0", keep_novel=0),
+    "novel-3": _with_age("novel-3", keep_novel=3),
+    "novel-8": _with_age("novel-8", keep_novel=8),
     # what aged iterations keep: longer call arguments; reasoning sentences naming something new
     "arguments-600": _with_age("arguments-600", max_arg_chars=600),
     "reasoning-novel": _with_age("reasoning-novel", reasoning="novel"),
     "window-3": _with_age("window-3", window=3),
+    "head-0": _with_age("head-0", head_lines=0),
     # when to age: every N iterations instead of the break-even rule
     "every-5": _with_age("every-5", every=5),
     "every-10": _with_age("every-10", every=10),
@@ -120,9 +128,13 @@ def print_tables(document: Mapping[str, Any]) -> None:
             print(_row(name, policies[name]["totals"]))
 
 
-def _runs(paths: Sequence[Path], half: str | None) -> list[RecordedRun]:
+def _runs(paths: Sequence[Path], half: str | None, family: str | None = None) -> list[RecordedRun]:
     runs = load_runs(paths).runs  # unreadable inputs: skipped with a warning
-    return [r for r in runs if half is None or half_of(r.run_id) == half]
+    return [
+        r
+        for r in runs
+        if (half is None or half_of(r.run_id) == half) and (family is None or family_of(r.format) == family)
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -133,11 +145,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-out") / "tune")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", help="comma-separated candidate names (default: all)")
+    parser.add_argument(
+        "--presets", help="comma-separated presets to replay too (default: all; full is always in)"
+    )
+    parser.add_argument("--family", help="replay only this family's runs (e.g. swe-shell)")
     args = parser.parse_args(argv)
     paths = args.paths or [Path(__file__).resolve().parents[2] / "shared" / "trajectories"]
     chosen = set(args.only.split(",")) if args.only else set(CANDIDATES)
-    policies = resolve_policies(list(PRESET_NAMES)) | {n: p for n, p in CANDIDATES.items() if n in chosen}
-    result = replay_runs(_runs(paths, args.half), policies, ReplaySettings(), workers=args.workers)
+    presets = ["full", *(n for n in args.presets.split(",") if n != "full")] if args.presets else PRESET_NAMES
+    policies = resolve_policies(list(presets)) | {n: p for n, p in CANDIDATES.items() if n in chosen}
+    runs = _runs(paths, args.half, args.family)
+    result = replay_runs(runs, policies, ReplaySettings(), workers=args.workers)
     document = build_document(result, [str(p) for p in paths])
     print_tables(document)
     chart = write_frontier(document, args.out / "frontier.png")

@@ -4,6 +4,7 @@ property, the break-even rule on hand-computed numbers, and live loop vs replay.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 
 import pytest
@@ -147,6 +148,57 @@ def test_a_condensed_note_is_one_line_per_iteration_plus_referred_lines() -> Non
         "2. Search the callers. → bash: grep -rn parse_args → 1 line",
         "3. Run the test. → bash: pytest tests/test_cli.py → 30 lines",
     ]
+
+
+def _one_output(k: int, output: str) -> tuple[int, tuple[Message, ...]]:
+    return k, tuple(step(k, "Look.", "cat notes", output))
+
+
+def test_condensed_lines_keep_the_output_lines_naming_the_most_things_shown_nowhere_later() -> None:
+    output = "\n".join(
+        ["alpha_1 beta_2", "gamma_3", "alpha_1 again", "delta_4 eps_5 zeta_6", "plain words", "zeta_6 eta_7"]
+    )
+    later = (Message("tool", "gamma_3 is fine", tool_call_id="x", iteration=2),)
+    note = condensed_note([_one_output(1, output)], retrieval=False, later=later, novel=2)
+    assert note.text.splitlines() == [
+        "[Iterations 1, one line each]",
+        "1. Look. → bash: cat notes → 6 lines",
+        "    alpha_1 beta_2",  # in output order; delta_4 eps_5 zeta_6 (three new names) was chosen first
+        "    delta_4 eps_5 zeta_6",
+    ]
+    assert condensed_note([_one_output(1, output)], retrieval=False, later=later).text.count("\n") == 1
+
+
+def test_referred_lines_are_the_lines_naming_the_most_referred_things() -> None:
+    output = "\n".join(["aa_1 only", "aa_1 bb_2 cc_3 together", "bb_2 alone"])
+    later = (Message("assistant", "Use aa_1, bb_2 and cc_3.", iteration=2),)
+    note = condensed_note([_one_output(1, output)], retrieval=False, later=later, referred=1)
+    assert note.text.splitlines()[2:] == ["    aa_1 bb_2 cc_3 together"]  # not the first line naming one
+
+
+def test_an_older_line_stays_when_only_the_cut_reasoning_of_a_newer_message_names_it() -> None:
+    listing = "\n".join([*(f"plain line {n}" for n in range(20)), "the answer is special_value_9"])
+    thought = "I see the listing. The key is special_value_9, which I will use."
+    groups = [
+        (1, tuple(step(1, "List it.", "cat notes", listing))),
+        (2, tuple(step(2, thought, "echo done", "done"))),
+    ]
+    style = AgedStyle(max_lines=4, head_lines=0, min_chars=10)
+    shown = age_batch(style, (SYSTEM, TASK), groups, 1, 1)[1][1].text
+    assert "the answer is special_value_9" in shown  # iteration 2 will age to "I see the listing. [...]"
+
+
+def test_condensing_goes_along_with_a_level_one_epoch_instead_of_rewriting_again() -> None:
+    age = Age(window=2, min_chars=0, max_lines=2, head_lines=1, condense_after=4, chunk=2)
+    state = AgingState(age, counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
+    history = _listing_history(80)
+    epochs = []
+    for last in range(1, 81):
+        state.update([m for m in history if m.iteration <= last], last)
+        if state.new_epoch is not None:
+            epochs.append(state.new_epoch)
+    assert epochs[-1].condensed >= 60  # condensed as it went
+    assert all(b.at - a.at >= 3 for a, b in itertools.pairwise(epochs))  # no rewrite right after another
 
 
 def test_an_aged_batch_elides_outputs_supersedes_reruns_and_shortens_reasoning() -> None:
@@ -384,8 +436,8 @@ async def test_the_live_loop_and_the_replay_build_the_same_prompts(
     for request, prepared in zip(model.requests, replayed, strict=True):
         assert request.messages == prepared.messages, f"call {request.index + 1} differs"
         assert request.tools == [dict(t) for t in prepared.tools]
-    shown = "\n".join(m["content"] or "" for m in model.requests[-1].messages)
-    assert "[older output:" in shown and "[Iterations 1-" in shown  # aged and condensed by then
+    shown = ["\n".join(m["content"] or "" for m in r.messages) for r in model.requests]
+    assert any("[older output:" in s for s in shown) and "[Iterations 1-" in shown[-1]  # aged, condensed
 
 
 async def test_resume_rebuilds_the_schedule_from_the_trace(

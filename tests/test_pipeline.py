@@ -252,6 +252,7 @@ STEP_MAKERS = (
         reasoning=d(st.sampled_from(["first", "novel", "keep"])),
         max_arg_chars=d(st.sampled_from([5, 200])),
         keep_referred=d(st.integers(0, 3)),
+        keep_novel=d(st.integers(0, 3)),
     ),
 )
 

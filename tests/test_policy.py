@@ -168,6 +168,7 @@ def test_bad_policy_data_is_one_clear_sentence() -> None:
         (lambda: Elide(min_chars=-1), "Elide.min_chars must be >= 0"),
         (lambda: Window(iterations=0), "Window.iterations must be a positive integer"),
         (lambda: Dedup(cache_size=0), "Dedup.cache_size must be >= 1"),
+        (lambda: Age(keep_novel=-1), "Age.keep_novel must be >= 0"),
     ],
 )
 def test_mistakes_are_refused_on_construction(make: object, error: str) -> None:

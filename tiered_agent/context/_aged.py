@@ -120,7 +120,7 @@ def _render_batch(
     for iteration, messages in reversed(batch):
         if iteration > last:
             for message in messages:
-                seen |= _all_refs(message)
+                seen |= _lasting_refs(style, message)
         elif iteration >= first:
             forms[iteration] = _age_iteration(style, messages, seen, later)
         _remember_calls(messages, later, iteration)
@@ -131,6 +131,19 @@ def _all_refs(message: Message) -> frozenset[str]:
     found = refs(message.text)
     for call in message.tool_calls:
         found = found | refs(call.arguments)
+    return found
+
+
+def _lasting_refs(style: AgedStyle, message: Message) -> frozenset[str]:
+    """What a newer, still verbatim message will go on showing once it ages too: the agent's
+    reasoning is cut then, so only what its shortened form names counts as shown later."""
+    if message.role != "assistant" or style.reasoning == "keep":
+        return _all_refs(message)
+    found = (
+        refs(shorten_reasoning(message.content, style.reasoning, set())) if message.content else frozenset()
+    )
+    for call in message.tool_calls:
+        found = found | refs(cut_arguments(call.arguments, style.max_arg_chars))
     return found
 
 
@@ -256,14 +269,14 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
 
 # --------------------------------------------------------------------------- level 2
 def condensed(
-    chunk: Batch, *, retrieval: bool, later: tuple[Message, ...] = (), referred: int = 0
+    chunk: Batch, *, retrieval: bool, later: tuple[Message, ...] = (), referred: int = 0, novel: int = 0
 ) -> Message:
     """The note for a chunk of condensed iterations (memoized by message identity); ``later``: the
     messages after the chunk up to the epoch that condensed it."""
-    key = (retrieval, referred, chunk[0][0], chunk[-1][0], _identity(later, chunk))
+    key = (retrieval, referred, novel, chunk[0][0], chunk[-1][0], _identity(later, chunk))
     hit = _NOTES.get(key)
     if hit is not None and hit[0] == (tuple(chunk), later):
         return hit[1]
-    note = condensed_note(chunk, retrieval=retrieval, later=later, referred=referred)
+    note = condensed_note(chunk, retrieval=retrieval, later=later, referred=referred, novel=novel)
     _NOTES[key] = ((tuple(chunk), later), note)
     return note

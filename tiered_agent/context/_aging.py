@@ -14,7 +14,7 @@ from typing import Any
 
 from .._messages import Message
 from .._tokens import PROMPT_OVERHEAD, TokenCounter
-from ._aged import age_batch, condensed, preamble
+from ._aged import age_batch, preamble
 from ._breakeven import CacheTerms
 from ._schedule import AgingSchedule, Epoch
 from .steps import Age
@@ -122,15 +122,22 @@ class AgingState:
         if saving > 0 and self._rent >= self.terms.rewrite_cost(
             prefix, tail + (0 if notes else self._note_tokens()), fixed
         ):
-            return Epoch(last, limit, done)
+            return Epoch(last, limit, due if due > done and self._condense_along(due, last) else done)
         return None
 
-    def _condense_decision(self, last: int, limit: int, due: int, fixed: int, tail: int) -> Epoch | None:
+    def _condense_saving(self, due: int, last: int) -> tuple[int, int]:
+        """(tokens condensing through ``due`` now would save, the note's tokens): the note as an
+        epoch at ``last`` would render it."""
         done = self.schedule.condensed
         chunk = [k for k in range(done + 1, due + 1) if k in self._groups]
         now = sum(self._shown.get(k, self._estimate.get(k, self._tokens(k))) for k in chunk)
-        note = self.counter.count_message(condensed(self._batch(done + 1, due), retrieval=self.retrieval))
-        saving = now - note
+        groups = {k: tuple(self._groups[k]) for k in range(done + 1, last + 1) if k in self._groups}
+        rendered = self.step.note(groups, (done + 1, due, last), self.retrieval)
+        note = self.counter.count_message(rendered) if rendered is not None else 0
+        return now - note, note
+
+    def _condense_decision(self, last: int, limit: int, due: int, fixed: int, tail: int) -> Epoch | None:
+        saving, note = self._condense_saving(due, last)
         if saving <= 0:
             return None
         self._rent_condense += self.terms.rent(saving)
@@ -139,6 +146,16 @@ class AgingState:
         if self._rent_condense >= self.terms.rewrite_cost(prefix, note + after + tail, fixed):
             return Epoch(last, max(limit, self.schedule.through), due)
         return None
+
+    def _condense_along(self, due: int, last: int) -> bool:
+        """Whether condensing goes along with a level-1 epoch: that epoch re-sends the tail anyway,
+        so condensing adds only the aged part before it (the note and the aged iterations after the
+        chunk); condense when the rent paid for the chunk covers that."""
+        saving, note = self._condense_saving(due, last)
+        if saving <= 0:
+            return False
+        after = sum(tokens for k, tokens in self._shown.items() if k > due)
+        return self._rent_condense >= self.terms.extra * (note + after)
 
     def _condense_due(self, last: int, done: int) -> int:
         """How far condensing may go now: whole chunks older than ``condense_after``."""

@@ -8,13 +8,19 @@ line count, the telling line of an error), e.g.::
     1. I need to understand the structure of the repository first. → bash: ls -la → exit 0, 31 lines
     2. I will reproduce the issue. → bash: python reproduce.py → exit 1: ValueError: app 'x' isn't installed
 
+Each line can be followed by a few lines of the iteration's outputs: those
+naming what the agent went on to refer to (``referred``), and those naming the
+most things nothing after them names (``novel``, the aged outputs' rule on a
+budget of a few lines); each chosen greedily, the line covering the most such
+names first.
+
 The note is a ``user`` message: the chunk's assistant and tool messages are
 gone, so no call can lose its result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence, Set
 from functools import lru_cache
 
 import orjson
@@ -23,9 +29,9 @@ from .._messages import Message, ToolCall
 from ._digest import error_line, looks_like_error, parse_exit_code
 from ._names import retrieve_call
 from ._reasoning import first_sentence
-from ._refs import refs
+from ._refs import refs, refs_of_all
 
-__all__ = ["condensed_line", "condensed_note", "referred_lines"]
+__all__ = ["condensed_line", "condensed_note", "informative_lines", "referred_lines"]
 
 _SENTENCE_CHARS = 160
 _CALL_CHARS = 120
@@ -78,21 +84,62 @@ def condensed_line(iteration: int, messages: tuple[Message, ...]) -> str:
     return f"{iteration}. {_ARROW.join(parts) if parts else '(nothing)'}"
 
 
+def _cover(messages: Sequence[Message], names: Callable[[str], Set[str]], limit: int) -> list[str]:
+    """Up to ``limit`` output lines (cut to one line each), chosen greedily: each the line naming the
+    most of ``names(line)`` that no line already chosen names (ties: the earliest); in output order."""
+    candidates = [
+        (index, kept, found)
+        for index, kept in enumerate(
+            _one_line(line, _REFERRED_CHARS)
+            for message in messages
+            if message.role != "assistant"
+            for line in message.text.splitlines()
+        )
+        if (found := names(kept))
+    ]
+    covered: set[str] = set()
+    chosen: list[tuple[int, str]] = []
+    while candidates and len(chosen) < limit:
+        best = max(candidates, key=lambda c: (len(c[2] - covered), -c[0]))
+        if not best[2] - covered:
+            break
+        chosen.append(best[:2])
+        covered |= best[2]
+        candidates.remove(best)
+    return [kept for _, kept in sorted(chosen)]
+
+
 def referred_lines(messages: Sequence[Message], wanted: set[str], shown: set[str], limit: int) -> list[str]:
     """Up to ``limit`` output lines naming something in ``wanted`` (what the agent went on to refer to)
-    that no newer line of the note shows (``shown``, updated)."""
-    out: list[str] = []
-    for message in messages:
-        if message.role == "assistant":
-            continue
-        for line in message.text.splitlines():
-            if len(out) >= limit:
-                return out
-            if (refs(line) & wanted) - shown:
-                kept = _one_line(line, _REFERRED_CHARS)
-                out.append(kept)
-                shown |= refs(kept)
+    that no newer line of the note shows (``shown``, updated); the lines naming the most such
+    things first."""
+    out = _cover(messages, lambda line: (refs(line) & wanted) - shown, limit)
+    for line in out:
+        shown |= refs(line)
     return out
+
+
+def informative_lines(messages: Sequence[Message], seen: set[str], limit: int) -> list[str]:
+    """Up to ``limit`` of the output lines that first name a reference not in ``seen`` (what the
+    prompt shows later; the aged outputs' rule), those naming the most such references first
+    (``seen`` is updated)."""
+    named = set(seen)
+
+    def names(line: str) -> Set[str]:
+        found = refs(line)
+        if not found - named:  # names nothing a line above it did not name already
+            return frozenset()
+        named.update(found)
+        return found - seen
+
+    out = _cover(messages, names, limit)
+    for line in out:
+        seen |= refs(line)
+    return out
+
+
+def _texts(message: Message) -> list[str]:
+    return [message.text, *(call.arguments for call in message.tool_calls)]
 
 
 def _actions(messages: Sequence[Message]) -> set[str]:
@@ -111,25 +158,32 @@ def condensed_note(
     retrieval: bool,
     later: Sequence[Message] = (),
     referred: int = 0,
+    novel: int = 0,
 ) -> Message:
     """The note standing for a chunk of iterations ``(iteration, messages)``, oldest first.
 
     With ``referred`` > 0, each line is followed by up to that many lines of the iteration's
     outputs that name something the agent referred to afterwards (in the chunk, or in ``later``:
-    the messages of the iterations after it up to when it was condensed), newest first, each
-    only once.
+    the messages of the iterations after it up to when it was condensed); with ``novel`` > 0, by
+    up to that many more naming what nothing after them names (neither ``later`` nor a newer line
+    of the note). Newest first, each name only once.
     """
     first, last = chunk[0][0], chunk[-1][0]
     span = f"{first}-{last}" if first != last else str(first)
     where = f"; full text: {retrieve_call('iteration', span)}" if retrieval else ""
     head = f"[Iterations {span}, one line each{where}]"
     wanted: set[str] = _actions(later)
+    seen: set[str] = refs_of_all(text for m in later for text in _texts(m)) if novel else set()
     shown: set[str] = set()
     lines: list[str] = []
     for k, messages in reversed(chunk):
         line = condensed_line(k, messages)
         shown |= refs(line)
         extra = referred_lines(messages, wanted, shown, referred) if referred else []
+        if novel:
+            seen |= shown
+            extra += informative_lines(messages, seen, novel)
+            shown |= refs_of_all(extra)
         lines.append("\n".join([line, *(f"    {e}" for e in extra)]))
         wanted |= _actions(messages)
     return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)

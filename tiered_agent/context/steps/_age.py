@@ -17,7 +17,8 @@ the provider's cache holds all of it. The forms:
 * iterations older than ``condense_after`` are condensed, ``chunk`` at a time,
   into one note with one line per iteration (level 2; None: never), each
   followed by up to ``keep_referred`` lines of its outputs naming what the agent
-  referred to afterwards (when it was condensed).
+  referred to afterwards (when it was condensed) and up to ``keep_novel`` lines
+  naming the most things shown nowhere after them.
 
 A fixed note before the aged iterations says what these forms mean. The
 rolling summary, when the policy has one, follows the aged iterations, so the
@@ -41,8 +42,10 @@ with ``read``/``write`` the cached/written token price over the input price
 ``miss`` the cache's expected miss rate and ``block``/``min_tokens`` its hit
 granularity. Condensing (level 2) is the same rule with its own rent, its
 ``D`` the condensed chunk's saving and ``P`` the prefix before that chunk; when
-it fires, level 1 ages too (the rewrite covers it). ``every=N`` ages every N
-iterations instead (for comparison).
+it fires, level 1 ages too (the rewrite covers it). When level 1 fires first,
+a due chunk is condensed along if its rent covers what that adds to the
+rewrite (the note and the aged iterations after the chunk: the rest is re-sent
+anyway). ``every=N`` ages every N iterations instead (for comparison).
 """
 
 from __future__ import annotations
@@ -92,9 +95,10 @@ class Age(Step):
     line_chars: int = 240
     reasoning: ReasoningMode = "first"
     max_arg_chars: int = 200
-    condense_after: int | None = 10
-    chunk: int = 5
+    condense_after: int | None = 4
+    chunk: int = 2
     keep_referred: int = 8
+    keep_novel: int = 5
     every: int | None = None
 
     def __post_init__(self) -> None:
@@ -103,7 +107,7 @@ class Age(Step):
             require(
                 isinstance(value, int) and value >= 1, f"Age.{name} must be a positive integer, got {value!r}"
             )
-        for name in ("head_lines", "min_chars", "keep_referred"):
+        for name in ("head_lines", "min_chars", "keep_referred", "keep_novel"):
             value = getattr(self, name)
             require(isinstance(value, int) and value >= 0, f"Age.{name} must be >= 0, got {value!r}")
         require(
@@ -206,7 +210,9 @@ class Age(Step):
         if not batch:
             return None
         later = tuple(m for k in range(last + 1, at + 1) for m in groups.get(k, ()))
-        return condensed(batch, retrieval=retrieval, later=later, referred=self.keep_referred)
+        return condensed(
+            batch, retrieval=retrieval, later=later, referred=self.keep_referred, novel=self.keep_novel
+        )
 
 
 def _same(a: tuple[Message, ...], b: tuple[Message, ...]) -> bool:
