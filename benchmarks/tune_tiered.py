@@ -72,7 +72,10 @@ CANDIDATES: dict[str, Policy] = {
     "reasoning-novel": _with_age("reasoning-novel", reasoning="novel"),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),
-    # when to age: every N iterations instead of the break-even rule
+    # when to age: the break-even rule with another patience (below 1: sooner); every N iterations
+    "patience-0.5": _with_age("patience-0.5", patience=0.5),
+    "patience-0.3": _with_age("patience-0.3", patience=0.3),
+    "patience-2": _with_age("patience-2", patience=2.0),
     "every-5": _with_age("every-5", every=5),
     "every-10": _with_age("every-10", every=10),
     # a rolling summary (the digest) after the aged iterations, refreshed as they age

@@ -11,6 +11,7 @@ import pytest
 
 from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall
 from tiered_agent._agent import _ResumeState, _Run
+from tiered_agent._errors import ConfigurationError
 from tiered_agent._providers import CACHE_MODELS, ModelPrices
 from tiered_agent._tokens import TokenCounter
 from tiered_agent._tools import Tool, ToolOutcome, ToolSet
@@ -328,9 +329,11 @@ def _listing_history(last: int) -> list[Message]:
     return history
 
 
-def _first_epoch(terms: CacheTerms, history: list[Message], window: int = 2) -> tuple[int | None, int | None]:
+def _first_epoch(
+    terms: CacheTerms, history: list[Message], window: int = 2, patience: float = 1.0
+) -> tuple[int | None, int | None]:
     """When the state ages first, and when the formula says it should (recomputed here by hand)."""
-    age = Age(window=window, min_chars=0, max_lines=2, head_lines=1, condense_after=None)
+    age = Age(window=window, min_chars=0, max_lines=2, head_lines=1, condense_after=None, patience=patience)
     state = AgingState(age, counter=COUNTER, terms=terms, retrieval=True)
     fixed = 3 + COUNTER.count_message(SYSTEM) + COUNTER.count_message(TASK)
     note = COUNTER.count_message(preamble(age.style(True)))
@@ -347,7 +350,7 @@ def _first_epoch(terms: CacheTerms, history: list[Message], window: int = 2) -> 
             rent += terms.carry * dead
             kept = 0 if fixed < max(terms.min_tokens, 1) else fixed // terms.block * terms.block
             lost = (tail + fixed - kept) if not terms.explicit else tail
-            if rent >= terms.extra * lost:
+            if rent >= patience * terms.extra * lost:
                 expected = last
         if state.new_epoch is not None and actual is None:
             actual = last
@@ -367,6 +370,23 @@ def test_the_rule_rents_until_the_rent_reaches_the_rewrite_cost(terms: CacheTerm
     actual, expected = _first_epoch(terms, _listing_history(30))
     assert actual == expected is not None
     assert actual > 3  # not at once: the rewrite had to be paid for first
+
+
+@pytest.mark.parametrize("patience", [0.3, 0.5, 2.0])
+def test_patience_scales_the_rewrite_cost_the_rent_must_reach(patience: float) -> None:
+    terms = CacheTerms.of(CACHE_MODELS["gemini"], GEMINI_PRICES, scale=1.1396)
+    history = _listing_history(40)
+    actual, expected = _first_epoch(terms, history, patience=patience)
+    assert actual == expected is not None
+    default = _first_epoch(terms, history)[0]
+    assert default is not None
+    assert (actual < default) if patience < 1 else (actual > default)
+
+
+def test_patience_must_be_positive() -> None:
+    for bad in (0, -1.0, True, "1"):
+        with pytest.raises(ConfigurationError, match="patience"):
+            Age(patience=bad)  # type: ignore[arg-type]
 
 
 def test_dearer_reads_age_sooner_and_explicit_caches_later() -> None:

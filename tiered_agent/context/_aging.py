@@ -119,8 +119,8 @@ class AgingState:
                 return epoch
         self._rent += self.terms.rent(saving)
         prefix = fixed + notes + self._notes + aged
-        if saving > 0 and self._rent >= self.terms.rewrite_cost(
-            prefix, tail + (0 if notes else self._note_tokens()), fixed
+        if saving > 0 and self._pays(
+            self._rent, self.terms.rewrite_cost(prefix, tail + (0 if notes else self._note_tokens()), fixed)
         ):
             return Epoch(last, limit, due if due > done and self._condense_along(due, last) else done)
         return None
@@ -143,7 +143,7 @@ class AgingState:
         self._rent_condense += self.terms.rent(saving)
         after = sum(tokens for k, tokens in self._shown.items() if k > due)
         prefix = fixed + self._note_tokens() + self._notes
-        if self._rent_condense >= self.terms.rewrite_cost(prefix, note + after + tail, fixed):
+        if self._pays(self._rent_condense, self.terms.rewrite_cost(prefix, note + after + tail, fixed)):
             return Epoch(last, max(limit, self.schedule.through), due)
         return None
 
@@ -155,7 +155,11 @@ class AgingState:
         if saving <= 0:
             return False
         after = sum(tokens for k, tokens in self._shown.items() if k > due)
-        return self._rent_condense >= self.terms.extra * (note + after)
+        return self._pays(self._rent_condense, self.terms.extra * (note + after))
+
+    def _pays(self, rent: float, cost: float) -> bool:
+        """The rule: the rent paid has reached the one-time cost (scaled by ``Age.patience``)."""
+        return rent >= self.step.patience * cost
 
     def _condense_due(self, last: int, done: int) -> int:
         """How far condensing may go now: whole chunks older than ``condense_after``."""

@@ -45,7 +45,9 @@ granularity. Condensing (level 2) is the same rule with its own rent, its
 it fires, level 1 ages too (the rewrite covers it). When level 1 fires first,
 a due chunk is condensed along if its rent covers what that adds to the
 rewrite (the note and the aged iterations after the chunk: the rest is re-sent
-anyway). ``every=N`` ages every N iterations instead (for comparison).
+anyway). ``patience`` scales every threshold: 1 is the break-even rule; below 1 ages
+sooner (leaner prompts, more hidden), above 1 later. ``every=N`` ages every N
+iterations instead (for comparison).
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ class Age(Step):
     keep_referred: int = 8
     keep_novel: int = 5
     every: int | None = None
+    patience: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("window", "max_lines", "line_chars", "max_arg_chars", "chunk"):
@@ -123,6 +126,11 @@ class Age(Step):
         require(
             every is None or (isinstance(every, int) and every >= 1),
             f"Age.every must be None or >= 1, got {every!r}",
+        )
+        patience = self.patience
+        require(
+            isinstance(patience, int | float) and not isinstance(patience, bool) and patience > 0,
+            f"Age.patience must be a positive number, got {patience!r}",
         )
 
     def style(self, retrieval: bool) -> AgedStyle:
