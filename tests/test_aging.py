@@ -177,6 +177,17 @@ def test_referred_lines_are_the_lines_naming_the_most_referred_things() -> None:
     assert note.text.splitlines()[2:] == ["    aa_1 bb_2 cc_3 together"]  # not the first line naming one
 
 
+def test_referred_and_novel_lines_are_shown_together_in_output_order() -> None:
+    output = "\n".join(["first new_name_1", "plain", "the used_name_2 line", "last new_name_3 new_name_4"])
+    later = (Message("assistant", "Now edit used_name_2.", iteration=2),)
+    note = condensed_note([_one_output(1, output)], retrieval=False, later=later, referred=1, novel=2)
+    assert note.text.splitlines()[2:] == [  # chosen: used_name_2 (referred), then the two novel lines
+        "    first new_name_1",
+        "    the used_name_2 line",
+        "    last new_name_3 new_name_4",
+    ]
+
+
 def test_an_older_line_stays_when_only_the_cut_reasoning_of_a_newer_message_names_it() -> None:
     listing = "\n".join([*(f"plain line {n}" for n in range(20)), "the answer is special_value_9"])
     thought = "I see the listing. The key is special_value_9, which I will use."

@@ -12,7 +12,7 @@ Each line can be followed by a few lines of the iteration's outputs: those
 naming what the agent went on to refer to (``referred``), and those naming the
 most things nothing after them names (``novel``, the aged outputs' rule on a
 budget of a few lines); each chosen greedily, the line covering the most such
-names first.
+names first, and shown in the order of the output.
 
 The note is a ``user`` message: the chunk's assistant and tool messages are
 gone, so no call can lose its result.
@@ -84,18 +84,29 @@ def condensed_line(iteration: int, messages: tuple[Message, ...]) -> str:
     return f"{iteration}. {_ARROW.join(parts) if parts else '(nothing)'}"
 
 
+def _output_lines(messages: Sequence[Message]) -> list[str]:
+    """The iteration's output lines, each cut to one line, in output order."""
+    return [
+        _one_line(line, _REFERRED_CHARS)
+        for message in messages
+        if message.role != "assistant"
+        for line in message.text.splitlines()
+    ]
+
+
+def _in_output_order(messages: Sequence[Message], lines: list[str]) -> list[str]:
+    """``lines`` (chosen among the iteration's output lines) in the order the output shows them."""
+    position: dict[str, int] = {}
+    for index, line in enumerate(_output_lines(messages)):
+        position.setdefault(line, index)
+    return sorted(lines, key=lambda line: position.get(line, len(position)))
+
+
 def _cover(messages: Sequence[Message], names: Callable[[str], Set[str]], limit: int) -> list[str]:
     """Up to ``limit`` output lines (cut to one line each), chosen greedily: each the line naming the
     most of ``names(line)`` that no line already chosen names (ties: the earliest); in output order."""
     candidates = [
-        (index, kept, found)
-        for index, kept in enumerate(
-            _one_line(line, _REFERRED_CHARS)
-            for message in messages
-            if message.role != "assistant"
-            for line in message.text.splitlines()
-        )
-        if (found := names(kept))
+        (index, kept, found) for index, kept in enumerate(_output_lines(messages)) if (found := names(kept))
     ]
     covered: set[str] = set()
     chosen: list[tuple[int, str]] = []
@@ -184,6 +195,6 @@ def condensed_note(
             seen |= shown
             extra += informative_lines(messages, seen, novel)
             shown |= refs_of_all(extra)
-        lines.append("\n".join([line, *(f"    {e}" for e in extra)]))
+        lines.append("\n".join([line, *(f"    {e}" for e in _in_output_order(messages, extra))]))
         wanted |= _actions(messages)
     return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)
