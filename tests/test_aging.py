@@ -22,7 +22,7 @@ from tiered_agent.bench._replay import ReplaySettings, replay_prompts
 from tiered_agent.context._aged import AgedStyle, age_batch, preamble
 from tiered_agent.context._aging import AgingState, schedule_from_records
 from tiered_agent.context._breakeven import CacheTerms
-from tiered_agent.context._condense import condensed_line, condensed_note
+from tiered_agent.context._condense import condensed_line, condensed_note, format_label
 from tiered_agent.context._jsonform import json_fields
 from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._novel import novel_lines
@@ -175,6 +175,16 @@ def test_referred_lines_are_the_lines_naming_the_most_referred_things() -> None:
     later = (Message("assistant", "Use aa_1, bb_2 and cc_3.", iteration=2),)
     note = condensed_note([_one_output(1, output)], retrieval=False, later=later, referred=1)
     assert note.text.splitlines()[2:] == ["    aa_1 bb_2 cc_3 together"]  # not the first line naming one
+
+
+def test_a_label_the_format_repeats_on_every_message_is_left_out_of_condensed_lines() -> None:
+    labeled = [(k, tuple(step(k, f"THOUGHT: I look at part {k}.", f"cat p{k}", "x"))) for k in (1, 2, 3)]
+    assert format_label([m for _, ms in labeled for m in ms]) == "THOUGHT:"
+    lines = condensed_note(labeled, retrieval=False).text.splitlines()
+    assert lines[1:] == [f"{k}. I look at part {k}. → bash: cat p{k} → 1 line" for k in (1, 2, 3)]
+    once = [labeled[0], *((k, tuple(step(k, f"Part {k}.", f"cat p{k}", "x"))) for k in (2, 3))]
+    assert format_label([m for _, ms in once for m in ms]) is None  # a label of one message is its words
+    assert condensed_note(once, retrieval=False).text.splitlines()[1].startswith("1. THOUGHT: I look")
 
 
 def test_referred_and_novel_lines_are_shown_together_in_output_order() -> None:

@@ -20,6 +20,7 @@ gone, so no call can lose its result.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence, Set
 from functools import lru_cache
 
@@ -31,13 +32,14 @@ from ._names import retrieve_call
 from ._reasoning import first_sentence
 from ._refs import refs, refs_of_all
 
-__all__ = ["condensed_line", "condensed_note", "informative_lines", "referred_lines"]
+__all__ = ["condensed_line", "condensed_note", "format_label", "informative_lines", "referred_lines"]
 
 _SENTENCE_CHARS = 160
 _CALL_CHARS = 120
 _ERROR_CHARS = 120
 _REFERRED_CHARS = 160
 _ARROW = " → "
+_FORMAT_LABEL = re.compile(r"^([A-Z][A-Z_]{2,23}:)\s")
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -67,14 +69,27 @@ def _outcome(output: str) -> str:
     return f"{status}, {size}" if status else size
 
 
+def format_label(messages: Sequence[Message]) -> str | None:
+    """The label the agent's format puts before its reasoning (``THOUGHT:``), if nearly every one of
+    at least 3 assistant messages starts with the same one: repeated on every line, it says nothing."""
+    texts = [m.text for m in messages if m.role == "assistant" and m.text]
+    labels = [found.group(1) for t in texts if (found := _FORMAT_LABEL.match(t))]
+    if len(labels) < 3:
+        return None
+    label = max(set(labels), key=labels.count)
+    return label if labels.count(label) >= 0.8 * len(texts) else None
+
+
 @lru_cache(maxsize=8192)
-def condensed_line(iteration: int, messages: tuple[Message, ...]) -> str:
-    """One line for one iteration's messages."""
+def condensed_line(iteration: int, messages: tuple[Message, ...], label: str | None = None) -> str:
+    """One line for one iteration's messages (without the format's ``label``, see :func:`format_label`)."""
     outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
     parts: list[str] = []
     for message in messages:
         if message.role == "assistant":
             thought = first_sentence(message.text, _SENTENCE_CHARS)
+            if label is not None and thought.startswith(label):
+                thought = thought[len(label) :].lstrip()
             if thought:
                 parts.append(thought)
             for call in message.tool_calls:
@@ -187,8 +202,9 @@ def condensed_note(
     seen: set[str] = refs_of_all(text for m in later for text in _texts(m)) if novel else set()
     shown: set[str] = set()
     lines: list[str] = []
+    label = format_label([*(m for _, messages in chunk for m in messages), *later])
     for k, messages in reversed(chunk):
-        line = condensed_line(k, messages)
+        line = condensed_line(k, messages, label)
         shown |= refs(line)
         extra = referred_lines(messages, wanted, shown, referred) if referred else []
         if novel:
