@@ -266,7 +266,7 @@ class CacheSimulator:
 
     def _routed_prefix(self, current: list[array[int]], common: int, route: str | None) -> int:
         """The common prefix with the last request the same endpoint served (``common``: the one
-        with the previous request)."""
+        with the previous request); ``current`` becomes that endpoint's last request."""
         if self.model.provider is None:
             return common
         last = self._last_by_route.get(route)

@@ -109,22 +109,15 @@ def _output_lines(messages: Sequence[Message]) -> list[str]:
     ]
 
 
-def _in_output_order(messages: Sequence[Message], lines: list[str]) -> list[str]:
-    """``lines`` (chosen among the iteration's output lines) in the order the output shows them."""
-    position: dict[str, int] = {}
-    for index, line in enumerate(_output_lines(messages)):
-        position.setdefault(line, index)
-    return sorted(lines, key=lambda line: position.get(line, len(position)))
+Chosen = list[tuple[int, str]]  # (position in the output, the line as cut)
 
 
-def _cover(messages: Sequence[Message], names: Callable[[str], Set[str]], limit: int) -> list[str]:
-    """Up to ``limit`` output lines (cut to one line each), chosen greedily: each the line naming the
-    most of ``names(line)`` that no line already chosen names (ties: the earliest); in output order."""
-    candidates = [
-        (index, kept, found) for index, kept in enumerate(_output_lines(messages)) if (found := names(kept))
-    ]
+def _cover(lines: Sequence[str], names: Callable[[str], Set[str]], limit: int) -> Chosen:
+    """Up to ``limit`` of ``lines``, chosen greedily: each the line naming the most of ``names(line)``
+    that no line already chosen names (ties: the earliest); with their positions."""
+    candidates = [(index, kept, found) for index, kept in enumerate(lines) if (found := names(kept))]
     covered: set[str] = set()
-    chosen: list[tuple[int, str]] = []
+    chosen: Chosen = []
     while candidates and len(chosen) < limit:
         best = max(candidates, key=lambda c: (len(c[2] - covered), -c[0]))
         if not best[2] - covered:
@@ -132,20 +125,20 @@ def _cover(messages: Sequence[Message], names: Callable[[str], Set[str]], limit:
         chosen.append(best[:2])
         covered |= best[2]
         candidates.remove(best)
-    return [kept for _, kept in sorted(chosen)]
+    return chosen
 
 
-def referred_lines(messages: Sequence[Message], wanted: set[str], shown: set[str], limit: int) -> list[str]:
+def referred_lines(lines: Sequence[str], wanted: set[str], shown: set[str], limit: int) -> Chosen:
     """Up to ``limit`` output lines naming something in ``wanted`` (what the agent went on to refer to)
     that no newer line of the note shows (``shown``, updated); the lines naming the most such
     things first."""
-    out = _cover(messages, lambda line: (refs(line) & wanted) - shown, limit)
-    for line in out:
+    out = _cover(lines, lambda line: (refs(line) & wanted) - shown, limit)
+    for _, line in out:
         shown |= refs(line)
     return out
 
 
-def informative_lines(messages: Sequence[Message], seen: set[str], limit: int) -> list[str]:
+def informative_lines(lines: Sequence[str], seen: set[str], limit: int) -> Chosen:
     """Up to ``limit`` of the output lines that first name a reference not in ``seen`` (what the
     prompt shows later; the aged outputs' rule), those naming the most such references first
     (``seen`` is updated)."""
@@ -158,8 +151,8 @@ def informative_lines(messages: Sequence[Message], seen: set[str], limit: int) -
         named.update(found)
         return found - seen
 
-    out = _cover(messages, names, limit)
-    for line in out:
+    out = _cover(lines, names, limit)
+    for _, line in out:
         seen |= refs(line)
     return out
 
@@ -206,11 +199,12 @@ def condensed_note(
     for k, messages in reversed(chunk):
         line = condensed_line(k, messages, label)
         shown |= refs(line)
-        extra = referred_lines(messages, wanted, shown, referred) if referred else []
+        outputs = _output_lines(messages) if referred or novel else []
+        extra = referred_lines(outputs, wanted, shown, referred) if referred else []
         if novel:
             seen |= shown
-            extra += informative_lines(messages, seen, novel)
-            shown |= refs_of_all(extra)
-        lines.append("\n".join([line, *(f"    {e}" for e in _in_output_order(messages, extra))]))
+            extra += informative_lines(outputs, seen, novel)
+            shown |= refs_of_all(text for _, text in extra)
+        lines.append("\n".join([line, *(f"    {text}" for _, text in sorted(extra))]))  # output order
         wanted |= _actions(messages)
     return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)
