@@ -3,7 +3,7 @@
 Each CLI run is a real process (its own pid, signals, exit code, rlimits, environment, stdout and
 stderr files) forked from a multiprocessing *forkserver* that imported litellm once: a fresh
 ``python -m tiered_agent`` pays 4-8 s for that import, a forked child nothing. The child runs
-``tiered_agent._cli.main`` with the given arguments, environment and working directory.
+``tiered_agent.cli.main`` with the given arguments, environment and working directory.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def _child(
         os.close(target)
     if fsize_limit is not None:  # a full disk: writes past this size fail with EFBIG
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize_limit, fsize_limit))
-    from tiered_agent._cli import main
+    from tiered_agent.cli import main
 
     sys.argv = ["tiered-agent", *args]
     main()

@@ -13,9 +13,10 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from tiered_agent import _logging, _run_command  # noqa: F401 - imported for the children
+from tiered_agent import _logging  # noqa: F401 - imported for the children
 from tiered_agent._litellm import import_litellm
 from tiered_agent._tokens import ENCODINGS, TokenCounter
+from tiered_agent.cli import _run  # noqa: F401 - imported for the children
 
 import_litellm()
 for _encoding in ENCODINGS:

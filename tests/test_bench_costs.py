@@ -14,12 +14,12 @@ from tiered_agent._messages import Message, ToolCall, Usage
 from tiered_agent._providers import CACHE_MODELS, model_prices
 from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._calibration import calibrate, full_prompt_tokens
-from tiered_agent.bench._command import bench
 from tiered_agent.bench._importers import write_run_trace
 from tiered_agent.bench._pricing import family_of, plan_run
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, policy_config, replay_runs, resolve_policies
 from tiered_agent.bench._report import build_document, render_family_table, render_markdown
+from tiered_agent.cli._bench import bench
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "trajectories"
 COUNTER = IdCounter("o200k_base")
@@ -332,7 +332,7 @@ def test_command_rejects_an_unknown_cache_model() -> None:
 
 def test_command_cache_model_choices_match_the_providers_module() -> None:
     from tiered_agent._providers import CACHE_MODEL_NAMES
-    from tiered_agent.bench._command import _CACHE_MODELS
+    from tiered_agent.cli._bench import _CACHE_MODELS
 
     assert _CACHE_MODELS == CACHE_MODEL_NAMES
     assert set(CACHE_MODELS) == set(CACHE_MODEL_NAMES) - {"auto"}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from tiered_agent import _cli
+from tiered_agent.cli import _app as _cli
 
 # Runs the CLI in a fresh interpreter and reports whether it imported litellm.
 _PROBE = """

@@ -16,13 +16,13 @@ import structlog
 from click.testing import CliRunner
 from structlog.testing import capture_logs
 
-from tiered_agent._cli import cli
 from tiered_agent._errors import TraceFormatError
 from tiered_agent._messages import Message, ToolCall, Usage
 from tiered_agent.bench._import_claude import read_only_tool as claude_read_only
 from tiered_agent.bench._import_codex import read_only_tool as codex_read_only
 from tiered_agent.bench._importers import NO_STEPS, SkippedInput, load_runs, write_run_trace
 from tiered_agent.bench._recorded import RecordedRun
+from tiered_agent.cli import cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "home"
 CLAUDE_SESSION = "5f0c1d2e-0000-4000-8000-000000000001"

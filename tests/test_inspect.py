@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from inspect_runs import INJECTION, record_run
 from long_trace import write_long_trace
 
-from tiered_agent._cli import cli
 from tiered_agent._trace import ModelRequest, ModelResponse, RunEnded, SummaryEvent, read_trace
+from tiered_agent.cli import cli
 from tiered_agent.inspect import build_run, collect_stats, load_trace, render_page
 from tiered_agent.inspect._marks import MarkIndex, recovered_items
 from tiered_agent.inspect._page import json_for_script

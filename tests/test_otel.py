@@ -21,9 +21,6 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from tiered_agent import Agent, ContextConfig, MCPStdioServer, Message, Telemetry, tool
 from tiered_agent._errors import ConfigurationError, ModelError
-from tiered_agent._otel_attributes import request_attributes, split_model
-from tiered_agent._otel_export import build_provider, cli_telemetry
-from tiered_agent._telemetry import CAPTURE_CONTENT_ENV, endpoint_configured, run_observer
 from tiered_agent._trace import (
     ModelRequest,
     ModelResponse,
@@ -35,6 +32,11 @@ from tiered_agent._trace import (
     event_to_dict,
     read_trace,
 )
+from tiered_agent.telemetry import run_observer
+from tiered_agent.telemetry._attributes import request_attributes, split_model
+from tiered_agent.telemetry._environment import CAPTURE_CONTENT_ENV, endpoint_configured
+from tiered_agent.telemetry._export import build_provider
+from tiered_agent.telemetry._pipelines import cli_telemetry
 from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
 
 pytestmark = pytest.mark.anyio
@@ -683,7 +685,7 @@ def test_cli_otel_without_the_extra_is_one_sentence_and_exit_2(tmp_path: Path) -
         "import sys\n"
         "for name in ('opentelemetry.sdk', 'opentelemetry.exporter'):\n"
         "    sys.modules[name] = None  # as if the otel extra were not installed\n"
-        "from tiered_agent._cli import main\n"
+        "from tiered_agent.cli import main\n"
         "sys.argv = ['tiered-agent', 'run', 'x', '--model', 'openai/gpt-4o-mini', '--otel']\n"
         "main()\n"
     )

@@ -29,9 +29,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tiered_agent import Agent, ContextConfig, Message, Telemetry, Usage, tool
 from tiered_agent._errors import ConfigurationError, ContextWindowExceeded, ModelError
-from tiered_agent._otel_export import build_meter_provider, cli_telemetry
-from tiered_agent._telemetry import CAPTURE_CONTENT_ENV, run_observer
 from tiered_agent._trace import RunEnded, RunStarted, SummaryEvent
+from tiered_agent.telemetry import run_observer
+from tiered_agent.telemetry._environment import CAPTURE_CONTENT_ENV
+from tiered_agent.telemetry._export import build_meter_provider
+from tiered_agent.telemetry._pipelines import cli_telemetry
 from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
 
 pytestmark = pytest.mark.anyio

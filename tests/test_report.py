@@ -14,7 +14,6 @@ from click.testing import CliRunner
 
 from tiered_agent._messages import Message, ToolCall, Usage
 from tiered_agent.bench._chart import longest_run, write_chart
-from tiered_agent.bench._command import bench
 from tiered_agent.bench._frontier import frontier, write_frontier
 from tiered_agent.bench._importers import write_run_trace
 from tiered_agent.bench._recorded import RecordedRun
@@ -29,6 +28,7 @@ from tiered_agent.bench._report import (
     strip_timing,
     write_json,
 )
+from tiered_agent.cli._bench import bench
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "bench-json-schema.md"
 TOP_KEYS = {
@@ -352,7 +352,7 @@ def test_command_fails_with_one_sentence_on_a_bad_file(tmp_path: Path) -> None:
 
 def test_command_module_import_is_cheap() -> None:
     code = (
-        "import sys, tiered_agent.bench._command as c; "
+        "import sys, tiered_agent.cli._bench as c; "
         "print(sorted(m for m in ('matplotlib', 'rich', 'litellm', 'tiktoken') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -91,7 +91,7 @@ _LOCATIONS = {
     "DigestSummarizer": ".context._summarizer",
     "LLMSummarizer": ".context._summarizer",
     "TokenCounter": "._tokens",
-    "Telemetry": "._telemetry",
+    "Telemetry": ".telemetry",
     "read_trace": "._trace",
     "load_history": "._trace",
     "MCPStdioServer": ".mcp._config",
@@ -121,7 +121,6 @@ if TYPE_CHECKING:
     from ._messages import Message, ToolCall, Usage
     from ._model import LiteLLMModel, Model, ModelReply, RetryPolicy
     from ._result import IterationStats, RunResult, StopReason
-    from ._telemetry import Telemetry
     from ._tokens import TokenCounter
     from ._tools import Tool, ToolSet, tool
     from ._trace import load_history, read_trace
@@ -132,6 +131,7 @@ if TYPE_CHECKING:
     from .context._summarizer import DigestSummarizer, LLMSummarizer, Summarizer
     from .context._types import Summary
     from .mcp._config import MCPHttpServer, MCPServerConfig, MCPStdioServer, load_mcp_config
+    from .telemetry import Telemetry
 
 
 __getattr__ = lazy_exports(__name__, _LOCATIONS, globals())

@@ -1,3 +1,3 @@
-from ._cli import main
+from .cli import main
 
 main()

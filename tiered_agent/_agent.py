@@ -33,7 +33,6 @@ from ._model import (
     RetryPolicy,
 )
 from ._result import IterationStats, RunResult, StopReason
-from ._telemetry import Telemetry, run_observer
 from ._tokens import TokenCounter
 from ._tools import Tool, ToolOutcome, ToolSet
 from ._trace import (
@@ -62,6 +61,7 @@ from .context._summarizer import Summarizer
 from .context._types import Summary
 from .mcp._config import MCPServerConfig
 from .mcp._runtime import check_servers, open_mcp_tools
+from .telemetry import Telemetry, run_observer
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "RunLimits"]
 

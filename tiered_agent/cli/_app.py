@@ -7,50 +7,20 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from ._defaults import DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT_S
-from .context._presets import PRESETS  # plain frozen dataclasses: cheap to import
+from .._defaults import DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT_S
+from ..context._presets import PRESETS  # plain frozen dataclasses: cheap to import
+from ._options import RunOptions
 
 __all__ = ["cli", "main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # a signal ends the CLI with 128 + its number
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    """The options of ``tiered-agent run`` and ``resume``, as click parsed them.
-
-    For ``resume``, ``trace`` is the trace to continue and ``model`` / ``policy`` may be None:
-    the run's own, from its ``run_start``.
-    """
-
-    model: str | None
-    api_base: str | None
-    workspace: Path
-    max_iterations: int
-    token_budget: int | None
-    policy: str | None
-    summary_model: str | None
-    context_window: int | None
-    allow_write: bool
-    allow_shell: bool
-    shell_env: tuple[str, ...] = ()
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S
-    max_retries: int = DEFAULT_MAX_RETRIES
-    task: str = ""
-    trace_dir: Path = Path("traces/runs")
-    trace: Path | None = None
-    follow_up: str | None = None
-    otel: bool = False
-    mcp_config: Path | None = None
 
 
 class LazyGroup(click.Group):
@@ -74,7 +44,7 @@ class LazyGroup(click.Group):
 
 @click.group(
     cls=LazyGroup,
-    lazy={"bench": "tiered_agent.bench._command:bench", "trace": "tiered_agent.inspect._command:trace"},
+    lazy={"bench": "tiered_agent.cli._bench:bench", "trace": "tiered_agent.cli._trace:trace"},
 )
 @click.version_option(package_name="tiered-agent")
 @click.option("--log-json", is_flag=True, help="Log as JSON lines on stderr.")
@@ -87,7 +57,7 @@ class LazyGroup(click.Group):
 )
 def cli(log_json: bool, log_level: str) -> None:
     """Run autonomous, tool-using LLM tasks with a lean, tiered context."""
-    from ._logging import configure_logging
+    from .._logging import configure_logging
 
     configure_logging(json=log_json, level=log_level)
 
@@ -200,7 +170,7 @@ def run(**options: Any) -> None:
         )
     _check_workspace(settings)
     _check_trace_dir(settings.trace_dir)
-    from ._run_command import run_task  # imports litellm's users: only after the cheap checks
+    from ._run import run_task  # imports litellm's users: only after the cheap checks
 
     sys.exit(run_task(settings))
 
@@ -218,7 +188,7 @@ def resume(**options: Any) -> None:
     _check_workspace(settings)
     assert settings.trace is not None
     _check_trace_file(settings.trace)
-    from ._run_command import resume_task
+    from ._run import resume_task
 
     sys.exit(resume_task(settings))
 

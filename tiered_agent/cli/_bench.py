@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._options import EXIT_FAILED, EXIT_USAGE
+
 if TYPE_CHECKING:
+    from ..bench._recorded import RecordedRun
+    from ..bench._replay import ReplaySettings
     from ..context._policy import Policy
-    from ._recorded import RecordedRun
-    from ._replay import ReplaySettings
 
 __all__ = ["bench"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _TOKENIZERS = ("o200k_base", "cl100k_base")
 # tiered_agent._providers.CACHE_MODEL_NAMES, spelled out so --help does not import the providers module
 _CACHE_MODELS = ("auto", "ideal", "gemini", "openai", "anthropic")
@@ -32,7 +33,7 @@ _PARALLEL_MIN_STEPS = 600  # below this, spawning worker processes costs more th
 def _policy_names(value: str | None) -> list[str] | None:
     if value is None:
         return None
-    from ._replay import available_policies
+    from ..bench._replay import available_policies
 
     names = [n.strip() for n in value.split(",") if n.strip()]
     unknown = [n for n in names if n not in available_policies()]
@@ -142,7 +143,7 @@ def bench(
     names = _policy_names(policies_opt)
     _check_price_model(price_model)
     from .._errors import TieredAgentError
-    from ._replay import ReplaySettings
+    from ..bench._replay import ReplaySettings
 
     try:
         model = None if summary_model in (None, "digest") else summary_model  # None: the offline digest
@@ -190,9 +191,9 @@ def _run(
     strict: bool = False,
 ) -> None:
     from .._errors import ConfigurationError
-    from ._bundle import bundled_trace_paths
-    from ._importers import load_runs
-    from ._replay import resolve_policies
+    from ..bench._bundle import bundled_trace_paths
+    from ..bench._importers import load_runs
+    from ..bench._replay import resolve_policies
 
     inputs = list(paths) or bundled_trace_paths()
     loaded = load_runs(inputs, strict=strict)  # skipped inputs: one warning each on stderr
@@ -224,8 +225,8 @@ def _replay_with_progress(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ._replay import RunInfo, replay_runs
-    from ._report import build_document
+    from ..bench._replay import RunInfo, replay_runs
+    from ..bench._report import build_document
 
     steps = sum(r.steps for r in runs)
     columns = (
@@ -248,9 +249,9 @@ def _replay_with_progress(
 def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir: Path) -> None:
     from rich.console import Console
 
-    from ._chart import write_chart
-    from ._frontier import write_frontier
-    from ._report import render_family_table, render_markdown, render_table, write_json
+    from ..bench._chart import write_chart
+    from ..bench._frontier import write_frontier
+    from ..bench._report import render_family_table, render_markdown, render_table, write_json
 
     console = Console()
     if not console.is_terminal:  # piped or captured: do not squeeze the table into 80 columns

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.markup import escape
 
-from ._result import RunResult
-from ._trace import (
+from .._result import RunResult
+from .._trace import (
     ErrorEvent,
     Event,
     MessageEvent,

@@ -18,10 +18,8 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
-from ._agent import DEFAULT_SYSTEM_PROMPT, Agent, RunLimits
-from ._cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunOptions
-from ._display import RunDisplay
-from ._errors import (
+from .._agent import DEFAULT_SYSTEM_PROMPT, Agent, RunLimits
+from .._errors import (
     AuthenticationError,
     ConfigurationError,
     MCPServerError,
@@ -29,18 +27,20 @@ from ._errors import (
     TraceFormatError,
     TraceWriteError,
 )
-from ._instructions import build_system_prompt, load_instructions
-from ._litellm import settle_heap_on_import
-from ._model import LiteLLMModel, RetryPolicy
-from ._otel_export import cli_telemetry
-from ._result import RunResult
-from ._telemetry import Telemetry
-from ._trace import Event, RunStarted, iter_trace, redact
-from ._workspace import Workspace, workspace_tools
-from .context._policy import Policy
-from .context._presets import PRESETS, preset
-from .context._summarizer import LLMSummarizer
-from .mcp._config import load_mcp_config
+from .._instructions import build_system_prompt, load_instructions
+from .._litellm import settle_heap_on_import
+from .._model import LiteLLMModel, RetryPolicy
+from .._result import RunResult
+from .._trace import Event, RunStarted, iter_trace, redact
+from .._workspace import Workspace, workspace_tools
+from ..context._policy import Policy
+from ..context._presets import PRESETS, preset
+from ..context._summarizer import LLMSummarizer
+from ..mcp._config import load_mcp_config
+from ..telemetry import Telemetry
+from ..telemetry._pipelines import cli_telemetry
+from ._display import RunDisplay
+from ._options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunOptions
 
 __all__ = ["DIGEST", "resume_task", "run_task"]
 

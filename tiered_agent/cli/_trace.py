@@ -15,7 +15,7 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ._view import RunView
+    from ..inspect._view import RunView
 
 __all__ = ["trace"]
 
@@ -34,7 +34,7 @@ def _consoles() -> tuple[Console, Console]:
 
 
 def _newest(folder: Path) -> Path:
-    from ._load import find_traces
+    from ..inspect._load import find_traces
 
     found = find_traces([folder])
     if not found:
@@ -47,8 +47,8 @@ def _read_run(path: Path, err: Console) -> RunView:
     from rich.markup import escape
 
     from .._errors import TraceFormatError
-    from ._load import load_trace
-    from ._view import build_run
+    from ..inspect._load import load_trace
+    from ..inspect._view import build_run
 
     if path.is_dir():
         path = _newest(path)
@@ -83,8 +83,8 @@ def show(path: Path, as_json: bool) -> None:
     (the counterfactual), saved, truncated / masked outputs, dedup hits, summaries,
     retrievals, cost; then the run's totals.
     """
-    from ._stats import iteration_dict, run_summary
-    from ._tables import iteration_table, run_header, totals_table
+    from ..inspect._stats import iteration_dict, run_summary
+    from ..inspect._tables import iteration_table, run_header, totals_table
 
     out, err = _consoles()
     run = _read_run(path, err)
@@ -108,8 +108,8 @@ def stats(paths: tuple[Path, ...], as_json: bool, per_run: bool) -> None:
     """
     from rich.markup import escape
 
-    from ._stats import collect_stats
-    from ._tables import stats_table
+    from ..inspect._stats import collect_stats
+    from ..inspect._tables import stats_table
 
     out, err = _consoles()
     result = collect_stats(paths)
@@ -146,7 +146,7 @@ def html(path: Path, output: Path | None, embed_chars: int) -> None:
     Inline CSS, JS and SVG; no network. Totals and savings, a chart of prompt tokens vs the
     full history, and every iteration with its messages and what the context pipeline hid.
     """
-    from ._page import render_page
+    from ..inspect._page import render_page
 
     out, err = _consoles()
     run = _read_run(path, err)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ._messages import Usage
-from ._trace import (
+from .._messages import Usage
+from .._trace import (
     ModelRequest,
     ModelResponse,
     RetrievalEvent,
@@ -35,6 +37,7 @@ __all__ = [
     "RunInfo",
     "Totals",
     "clean",
+    "package_version",
     "request_attributes",
     "response_attributes",
     "retrieval_attributes",
@@ -48,6 +51,16 @@ __all__ = [
 ]
 
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.41.0"
+
+
+@lru_cache(maxsize=1)
+def package_version() -> str | None:
+    """This package's installed version, the instrumentation scope's version (None: not installed)."""
+    try:
+        return metadata.version("tiered-agent")
+    except metadata.PackageNotFoundError:
+        return None
+
 
 OPERATION = "gen_ai.operation.name"
 PROVIDER = "gen_ai.provider.name"

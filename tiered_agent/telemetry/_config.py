@@ -1,7 +1,7 @@
 """Whether and where a run sends OpenTelemetry spans and metrics. Imports nothing of OpenTelemetry itself.
 
-Spans and metrics are derived from the run's typed events by one observer (``_otel_spans.RunSpans``,
-which feeds ``_otel_metrics.RunMetrics``), so the loop holds no telemetry code besides a scope
+Spans and metrics are derived from the run's typed events by one observer (``_spans.RunSpans``,
+which feeds ``_metrics.RunMetrics``), so the loop holds no telemetry code besides a scope
 around each tool call (:meth:`RunObserver.tool_scope`, so spans started inside a tool nest under
 its ``execute_tool`` span). ``Agent(telemetry=...)`` decides, once per run:
 
@@ -16,44 +16,31 @@ its ``execute_tool`` span). ``Agent(telemetry=...)`` decides, once per run:
 from __future__ import annotations
 
 import os
-import sys
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
-from ._errors import ConfigurationError
+from .._errors import ConfigurationError
+from ._environment import (
+    CAPTURE_CONTENT_ENV,
+    MISSING_EXTRA,
+    endpoint_configured,
+    exporter_names,
+    global_provider_configured,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Meter, MeterProvider
     from opentelemetry.trace import Tracer, TracerProvider
 
-    from ._messages import ToolCall
-    from ._trace import Event
+    from .._messages import ToolCall
+    from .._trace import Event
 
-__all__ = [
-    "CAPTURE_CONTENT_ENV",
-    "ENDPOINT_ENVS",
-    "MISSING_EXTRA",
-    "RunObserver",
-    "Signal",
-    "Telemetry",
-    "endpoint_configured",
-    "exporter_names",
-    "global_provider_configured",
-    "run_observer",
-]
+__all__ = ["RunObserver", "Telemetry", "run_observer"]
 
 log = structlog.get_logger(__name__)
-
-Signal = Literal["traces", "metrics"]
-ENDPOINT_ENVS: dict[Signal, tuple[str, ...]] = {
-    "traces": ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
-    "metrics": ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
-}
-CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"  # the GenAI conventions' opt-in
-MISSING_EXTRA = 'OpenTelemetry export needs the otel extra: pip install "tiered-agent[otel]"'
 
 
 class RunObserver(Protocol):
@@ -100,12 +87,11 @@ class Telemetry:
             from opentelemetry import trace
         except ImportError as exc:
             raise ConfigurationError(MISSING_EXTRA) from exc
-        from ._otel_attributes import SCHEMA_URL
-        from ._otel_spans import package_version
+        from ._attributes import SCHEMA_URL, package_version
 
         provider = self.tracer_provider
         if provider is None and not global_provider_configured("traces") and endpoint_configured("traces"):
-            from ._otel_export import environment_provider
+            from ._export import environment_provider
 
             provider = environment_provider()
         return trace.get_tracer("tiered_agent", package_version(), provider, schema_url=SCHEMA_URL)
@@ -115,18 +101,18 @@ class Telemetry:
         provider = self.meter_provider if self.meter_provider is not None else _default_meter_provider()
         if provider is None:
             return None
-        from ._otel_attributes import SCHEMA_URL
-        from ._otel_spans import package_version
+        from ._attributes import SCHEMA_URL, package_version
 
         return provider.get_meter("tiered_agent", package_version(), schema_url=SCHEMA_URL)
 
     def start_run(self) -> RunObserver:
         """A fresh observer for one run: it turns that run's events into spans and metrics."""
-        from ._otel_metrics import RunMetrics
-        from ._otel_spans import RunSpans
+        from ._metrics import RunMetrics
+        from ._spans import RunSpans
 
         tracer, meter = self.tracer(), self.meter()
-        return RunSpans(tracer, self, RunMetrics(meter) if meter is not None else None)
+        limit = self.max_content_chars if self.captures_content() else 0  # 0: no content
+        return RunSpans(tracer, self.agent_name, limit, RunMetrics(meter) if meter is not None else None)
 
 
 def _default_meter_provider() -> MeterProvider | None:
@@ -136,37 +122,10 @@ def _default_meter_provider() -> MeterProvider | None:
 
         return metrics.get_meter_provider()
     if endpoint_configured("metrics") and set(exporter_names("metrics")) != {"none"}:
-        from ._otel_export import environment_meter_provider
+        from ._export import environment_meter_provider
 
         return environment_meter_provider()
     return None
-
-
-def endpoint_configured(signal: Signal | None = None) -> bool:
-    """An OTLP endpoint is set for ``signal`` (None: for any) and the SDK is not disabled."""
-    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    names = {name for key, envs in ENDPOINT_ENVS.items() if signal in (None, key) for name in envs}
-    return any(os.environ.get(name, "").strip() for name in names)
-
-
-def exporter_names(signal: Signal) -> list[str]:
-    """``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` as a list (default ``["otlp"]``)."""
-    value = os.environ.get(f"OTEL_{signal.upper()}_EXPORTER", "otlp")
-    return [name.strip().lower() for name in value.split(",") if name.strip()] or ["otlp"]
-
-
-def global_provider_configured(signal: Signal = "traces") -> bool:
-    """An application installed a global provider for ``signal``; never imports OpenTelemetry to find out."""
-    if signal == "traces":
-        trace = sys.modules.get("opentelemetry.trace")
-        return trace is not None and not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-    metrics = sys.modules.get("opentelemetry.metrics")
-    if metrics is None:
-        return False
-    from opentelemetry.metrics._internal import _ProxyMeterProvider  # the API's stand-in until one is set
-
-    return not isinstance(metrics.get_meter_provider(), _ProxyMeterProvider)
 
 
 def run_observer(setting: Telemetry | bool | None) -> RunObserver | None:

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from ._messages import Message, ToolCall
-from ._trace import redact
+from .._messages import Message, ToolCall
+from .._trace import redact
 
 __all__ = ["capped", "input_messages", "output_messages", "redacted_text", "tool_arguments"]
 

@@ -1,6 +1,6 @@
 """OpenTelemetry metrics of runs: the GenAI client metrics and this project's prompt counters.
 
-Recorded by ``_otel_spans.RunSpans`` (the one observer of a run's events) where a model call's
+Recorded by ``_spans.RunSpans`` (the one observer of a run's events) where a model call's
 ``chat`` span ends, so a measurement and its span describe the same call:
 
 * ``gen_ai.client.token.usage`` (histogram, ``{token}``): the input and output tokens the provider
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._otel_attributes import (
+from ._attributes import (
     ERROR_TYPE,
     OPERATION,
     PROVIDER,
@@ -43,7 +43,7 @@ from ._otel_attributes import (
 if TYPE_CHECKING:
     from opentelemetry.metrics import Meter
 
-    from ._trace import ModelRequest, ModelResponse, SummaryEvent
+    from .._trace import ModelRequest, ModelResponse, SummaryEvent
 
 __all__ = [
     "DURATION_BUCKETS",

@@ -1,7 +1,7 @@
 """OpenTelemetry spans derived from one run's typed events (an observer: the loop holds no telemetry code).
 
 Span names, kinds and attributes follow the GenAI semantic conventions (version and names in
-``_otel_attributes``):
+``_attributes``):
 
 * ``invoke_agent {agent name}`` (INTERNAL, the agent runs in process): one per run, the parent;
   current while the run lasts, so spans of other instrumentation (and the application's own, in
@@ -16,8 +16,8 @@ Span names, kinds and attributes follow the GenAI semantic conventions (version 
   with an error at the run's end.
 
 Failures set status ERROR and ``error.type``; summaries, retrievals and errors outside a model
-call are events on the run span. Content (opt-in) goes through ``_otel_content`` (redacted).
-Where a ``chat`` span ends, the call's metrics are recorded too (``_otel_metrics``, when a
+call are events on the run span. Content (opt-in) goes through ``_content`` (redacted).
+Where a ``chat`` span ends, the call's metrics are recorded too (``_metrics``, when a
 MeterProvider is configured): one observer of the events for both signals.
 """
 
@@ -27,8 +27,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -36,8 +34,21 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from ._messages import Message, ToolCall
-from ._otel_attributes import (
+from .._messages import Message, ToolCall
+from .._trace import (
+    ErrorEvent,
+    Event,
+    MessageEvent,
+    ModelRequest,
+    ModelResponse,
+    RetrievalEvent,
+    RunEnded,
+    RunStarted,
+    SummaryEvent,
+    ToolResult,
+    redact,
+)
+from ._attributes import (
     ERROR_TYPE,
     INPUT_MESSAGES,
     OTHER,
@@ -58,39 +69,17 @@ from ._otel_attributes import (
     tool_attributes,
     tool_result_attributes,
 )
-from ._otel_content import input_messages, output_messages, redacted_text, tool_arguments
-from ._trace import (
-    ErrorEvent,
-    Event,
-    MessageEvent,
-    ModelRequest,
-    ModelResponse,
-    RetrievalEvent,
-    RunEnded,
-    RunStarted,
-    SummaryEvent,
-    ToolResult,
-    redact,
-)
+from ._content import input_messages, output_messages, redacted_text, tool_arguments
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
 
-    from ._otel_metrics import RunMetrics
-    from ._telemetry import Telemetry
+    from ._metrics import RunMetrics
 
-__all__ = ["RunSpans", "package_version"]
+__all__ = ["RunSpans"]
 
 log = structlog.get_logger(__name__)
-
-
-@lru_cache(maxsize=1)
-def package_version() -> str | None:
-    try:
-        return metadata.version("tiered-agent")
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def _ns(seconds: float) -> int:
@@ -114,11 +103,14 @@ class _Chat:
 class RunSpans:
     """The observer of one run: call it with each event, in order (``Telemetry.start_run`` makes one)."""
 
-    def __init__(self, tracer: Tracer, config: Telemetry, metrics: RunMetrics | None = None) -> None:
+    def __init__(
+        self, tracer: Tracer, agent_name: str, content_limit: int = 0, metrics: RunMetrics | None = None
+    ) -> None:
+        """``content_limit``: the longest captured text (prompts, outputs); 0 captures no content."""
         self._tracer = tracer
         self._metrics = metrics
-        self._agent_name = config.agent_name
-        self._limit = config.max_content_chars if config.captures_content() else 0  # 0: no content
+        self._agent_name = agent_name
+        self._limit = content_limit
         self._info = RunInfo()
         self._totals = Totals()
         self._run: Span | None = None
