@@ -3,6 +3,7 @@ and on a synthetic 150-iteration run of 1 MB outputs (page size and structure)."
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import subprocess
@@ -18,10 +19,11 @@ from long_trace import write_long_trace
 from tiered_agent._trace import ModelRequest, ModelResponse, RunEnded, SummaryEvent, read_trace
 from tiered_agent.cli import cli
 from tiered_agent.inspect import build_run, collect_stats, load_trace, render_page
+from tiered_agent.inspect._chart import NARROW, ChartPoint, svg_chart, tick_label, y_axis
 from tiered_agent.inspect._marks import MarkIndex, recovered_items
 from tiered_agent.inspect._page import json_for_script
 from tiered_agent.inspect._payload import build_payload, clip
-from tiered_agent.inspect._record import counter_label, parse_record
+from tiered_agent.inspect._record import counter_label, parse_record, record_labels
 from tiered_agent.inspect._values import compact, ranges
 
 
@@ -197,17 +199,84 @@ def test_unknown_context_keys_are_shown_generically() -> None:
         }
     )
     assert record.counters == {"elided_outputs": 3.0, "elided_chars": 12_000.0, "cache_breaks": 2.0}
-    assert counter_label(record.counters) == ["cache_breaks 2", "elided 3 (12,000 chars)"]
+    assert counter_label(record.counters) == ["cache breaks 2", "elided 3 (12,000 chars)"]
+    assert record_labels(record) == ["cache breaks 2", "elided 3 (12,000 chars)", "superseded iterations 2-4"]
     assert [(i.kind, i.tool_call_id) for i in record.items] == [("truncated", "c1"), ("superseded", "c7")]
     assert record.iteration_lists == {"superseded_iterations": (2, 3, 4)}
     assert record.compacted and record.truncated_outputs == 1
 
 
 def test_a_nested_record_of_numbers_is_shown_one_level_down() -> None:
-    # what the aging step records: how far iterations aged and were condensed, and a new epoch
-    record = parse_record({"aging": {"through": 40, "condensed": 30, "epoch": {"at": 42, "through": 40}}})
-    assert record.counters == {"aging_through": 40.0, "aging_condensed": 30.0}
-    assert counter_label(record.counters) == ["aging_condensed 30", "aging_through 40"]
+    record = parse_record({"cache": {"breaks": 2, "note": "x"}})
+    assert record.counters == {"cache_breaks": 2.0} and record_labels(record) == ["cache breaks 2"]
+
+
+def test_aging_and_pointer_records_are_labelled_in_words() -> None:
+    # what the aging step and the dedup pointers record: positions and per-prompt counts
+    record = parse_record(
+        {
+            "aging": {"through": 40, "condensed": 30, "epoch": {"at": 42, "through": 40, "condensed": 30}},
+            "dedup_pointers": 2,
+            "dedup_pointer_chars": 357,
+        }
+    )
+    assert (record.aged_through, record.condensed_through, record.new_epoch) == (40, 30, True)
+    assert (record.pointer_outputs, record.pointer_chars) == (2, 357) and record.counters == {}
+    labels = record_labels(record)
+    assert labels == ["aged 1-40", "condensed 1-30", "aged further here", "2 repeats as pointers (357 chars)"]
+    assert not any("_" in label for label in labels)  # no record key reaches a user
+    quiet = parse_record({"aging": {"through": 1, "condensed": 0}, "dedup_pointers": 1})
+    assert record_labels(quiet) == ["aged 1", "1 repeat as pointers"]
+
+
+def _aging_trace(path: Path, run_id: str) -> Path:
+    """A run of four prompts under aging: positions grow (3, 3, 6, 6), two prompts start an epoch."""
+    lines: list[dict[str, object]] = [{"v": 1, "type": "run_start", "run_id": run_id, "model": "m"}]
+    for iteration, (through, epoch) in enumerate([(3, True), (3, False), (6, True), (6, False)], 1):
+        aging: dict[str, object] = {"through": through, "condensed": through - 2}
+        if epoch:
+            aging["epoch"] = {"at": iteration + 2, "through": through, "condensed": through - 2}
+        context = {"aging": aging, "dedup_pointers": 1, "dedup_pointer_chars": 100, "cache_breaks": 5}
+        lines.append(
+            {
+                "v": 1,
+                "type": "model_request",
+                "iteration": iteration,
+                "prompt_tokens_local": 100,
+                "counterfactual_tokens": 200,
+                "context": context,
+            }
+        )
+    path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
+    return path
+
+
+def test_stats_totals_sum_only_what_adds_up(tmp_path: Path) -> None:
+    first = _aging_trace(tmp_path / "a.jsonl", "a")
+    _aging_trace(tmp_path / "b.jsonl", "b")
+    stats = collect_stats([tmp_path])
+    totals = stats.totals.to_dict()
+    assert totals["runs"] == 2 and totals["iterations"] == 8 and totals["sent_tokens"] == 800
+    assert totals["dedup_pointers"] == 8 and totals["dedup_pointer_chars"] == 800  # per-prompt counts
+    assert totals["aging_epochs"] == 4  # two per run
+    assert not any("aging_through" in key or "cache_breaks" in key for key in totals)  # positions, unknowns
+    assert "counters" not in totals
+    code, out, _ = invoke("trace", "stats", str(tmp_path))
+    assert code == 0 and "repeats shown as pointers in prompts (chars)" in out and "aging epochs" in out
+    assert "aging_through" not in out and "through 36" not in out and "cache breaks 40" not in out
+    code, out, _ = invoke("trace", "show", "--json", str(first))
+    rows = orjson.loads(out)["iterations"]
+    assert [r["aging"]["aged_through"] for r in rows] == [3, 3, 6, 6]
+    assert [r["aging"]["new_epoch"] for r in rows] == [True, False, True, False]
+    assert rows[0]["other_counters"] == {"cache_breaks": 5.0}
+    chips = [it["other"] for it in build_payload(build_run(load_trace(first)))["iterations"]]
+    assert chips[2] == [
+        "aged 1-6",
+        "condensed 1-4",
+        "aged further here",
+        "1 repeat as pointers (100 chars)",
+        "cache breaks 5",
+    ]
 
 
 def test_not_a_trace_and_missing_paths_are_one_sentence_exit_2(tmp_path: Path) -> None:
@@ -326,8 +395,10 @@ def test_page_is_self_contained_and_escapes_tool_output(recorded: Path) -> None:
     payload = orjson.loads(data.group(1))
     assert payload["totals"]["iterations"] == 7 and payload["meta"]["stop"] == "answered"
     # full history above 8x what was sent: the log scale is shown first, the linear one a click away
-    assert '<svg hidden="" class="chart chart-linear"' in page and '<svg class="chart chart-log"' in page
-    assert page.count('class="hit" data-it=') == 2 * 7  # one hit area per iteration in each scale
+    for layout in ("wide", "narrow"):  # the desktop and the phone layout of each scale
+        assert f'<svg hidden="" class="chart chart-linear chart-{layout}"' in page
+        assert f'<svg class="chart chart-log chart-{layout}"' in page
+    assert page.count('class="hit" data-it=') == 4 * 7  # one hit area per iteration in each chart
 
 
 def test_html_command_writes_the_page(recorded: Path, tmp_path: Path) -> None:
@@ -351,7 +422,7 @@ def test_long_run_page_stays_small(tmp_path: Path) -> None:
     page = render_page(run)
     size = len(page.encode())
     assert 1_000_000 < size < 3_000_000, size
-    assert page.count('class="hit" data-it=') == 300
+    assert page.count('class="hit" data-it=') == 4 * 150  # two scales, two layouts
 
 
 def test_small_helpers() -> None:
@@ -494,4 +565,54 @@ def test_imported_recording_without_pipeline_records(tmp_path: Path) -> None:
     run = build_run(load_trace(path))
     assert run.stop_label == "imported" and not run.measured and run.totals.iterations == 2
     page = render_page(run)
-    assert "No context-pipeline record" in page and page.count('class="hit" data-it=') == 4
+    assert "No context-pipeline record" in page and page.count('class="hit" data-it=') == 2 * 4
+
+
+# --------------------------------------------------------------------------- the chart's axes
+def _points(*pairs: tuple[int, int]) -> list[ChartPoint]:
+    return [ChartPoint(i, sent, full) for i, (sent, full) in enumerate(pairs, 1)]
+
+
+def test_linear_axis_ends_at_a_nice_bound_just_above_the_maximum() -> None:
+    assert y_axis(_points((2_300, 59_000), (5_000, 40_000)), log=False) == [0, 20_000, 40_000, 60_000]
+    assert y_axis(_points((5_121, 420_303)), log=False)[-1] == 500_000
+    for top in [*range(1, 3_000, 7), *range(3_000, 3_000_000, 9_973)]:
+        ticks = y_axis(_points((1, top)), log=False)
+        assert ticks[0] == 0 and top <= ticks[-1] and len(ticks) - 1 <= 5
+        assert ticks[-1] <= max(top * 4 / 3, top + 1), top  # never 100k for 59k
+        steps = {b - a for a, b in itertools.pairwise(ticks)}
+        assert len(steps) == 1 and steps.pop() >= 1  # evenly spaced, whole tokens
+
+
+def test_log_axis_spans_the_decades_of_the_data_not_from_one() -> None:
+    assert y_axis(_points((2_300, 59_000), (5_000, 40_000)), log=True) == [
+        1_000,
+        2_000,
+        5_000,
+        10_000,
+        20_000,
+        50_000,
+        100_000,
+    ]
+    assert y_axis(_points((5_121, 420_303)), log=True) == [1_000, 10_000, 100_000, 1_000_000]
+    assert y_axis(_points((0, 0)), log=True)[0] == 1  # nothing positive: the axis still has a decade
+    svg = svg_chart(_points((2_300, 59_000)), log=True)
+    labels = re.findall(r'class="ylabel"[^>]*>([^<]*)<', svg)
+    assert labels == ["1k", "2k", "5k", "10k", "20k", "50k", "100k"]
+
+
+def test_tick_labels_and_the_phone_layout() -> None:
+    assert [tick_label(v) for v in (0, 950, 2_500, 20_000, 62_500, 1_500_000)] == [
+        "0",
+        "950",
+        "2.5k",
+        "20k",
+        "62.5k",
+        "1.5M",
+    ]
+    points = [ChartPoint(i, 1_000, 1_000 * i) for i in range(1, 151)]
+    narrow = svg_chart(points, layout=NARROW)
+    assert 'class="chart chart-linear chart-narrow" viewBox="0 0 360 250"' in narrow
+    xlabels = re.findall(r'class="xlabel"[^>]*>(\d+)<', narrow)
+    assert len(xlabels) <= NARROW.max_x_labels + 1 and xlabels[0] == "1" and xlabels[-1] == "150"
+    assert narrow.count('class="hit"') == 150

@@ -65,10 +65,10 @@ def browser(page_file: Path) -> Iterator[Any]:
 class Opened:
     """A page opened from a file, with every request and console error recorded."""
 
-    def __init__(self, browser: Any, path: Path) -> None:
+    def __init__(self, browser: Any, path: Path, **context: Any) -> None:
         self.requests: list[str] = []
         self.problems: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context = browser.new_context(**({"viewport": {"width": 1280, "height": 900}} | context))
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
         self.page.on("request", lambda request: self.requests.append(request.url))
@@ -100,11 +100,11 @@ def test_page_shows_chart_iterations_and_hidden_outputs(
     opened = Opened(browser, page_file)
     page = opened.page
     try:
-        chart = page.locator("svg.chart:not([hidden])")
-        assert chart.count() == 1 and chart.is_visible()
+        chart = page.locator("svg.chart:visible")
+        assert chart.count() == 1 and "chart-wide" in (chart.get_attribute("class") or "")
         assert chart.bounding_box()["height"] > 150
-        assert page.locator("svg.chart:not([hidden]) polyline.sent").is_visible()
-        assert page.locator("svg.chart:not([hidden]) .hit").count() == 7
+        assert page.locator("svg.chart-wide:not([hidden]) polyline.sent").is_visible()
+        assert page.locator("svg.chart-wide:not([hidden]) .hit").count() == 7
         headline = page.locator(".headline").inner_text()
         assert "% saved" in headline and "prompt tokens sent vs" in headline
         assert page.locator("details.it").count() == 8  # the task and 7 iterations
@@ -142,11 +142,11 @@ def test_page_shows_chart_iterations_and_hidden_outputs(
         flashed = page.locator("details.it[data-it='1'] .msg[data-call-id='call_read']")
         expect(flashed).to_have_class(re.compile(r"flash$"))
 
-        page.locator("svg.chart:not([hidden]) .hit[data-it='6']").click()  # the chart opens iterations
+        page.locator("svg.chart-wide:not([hidden]) .hit[data-it='6']").click()  # the chart opens iterations
         expect(page.locator("details.it[data-it='6']")).to_have_attribute("open", re.compile(".*"))
         page.locator("button[data-scale='linear']").click()
-        expect(page.locator("svg.chart-linear")).to_be_visible()
-        expect(page.locator("svg.chart-log")).to_be_hidden()
+        expect(page.locator("svg.chart-linear.chart-wide")).to_be_visible()
+        expect(page.locator("svg.chart-log.chart-wide")).to_be_hidden()
 
         page.locator("button[data-filter='error']").click()
         expect(page.locator("details.it:visible")).to_have_count(1)
@@ -196,5 +196,44 @@ def test_long_run_page_renders_lazily_with_capped_previews(browser: Any, tmp_pat
                 button.click()
         assert "not embedded in this page" in hundred.locator("pre").inner_text()
         assert opened.requests == [target.as_uri()] and opened.problems == []
+    finally:
+        opened.close()
+
+
+PHONE_SHOT = Path("/tmp/trace-page-phone.png")
+SMALLEST_TEXT = """() => Math.min(...[...document.querySelectorAll('svg.chart text')]
+    .filter((t) => t.getClientRects().length)
+    .map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a))"""
+OVERFLOW = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+
+
+def test_page_fits_a_390_px_phone_with_readable_chart_text(
+    browser: Any, page_file: Path, tmp_path: Path
+) -> None:
+    phone = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True}
+    opened = Opened(browser, page_file, **phone)
+    page = opened.page
+    try:
+        assert page.evaluate("document.documentElement.clientWidth") == 390
+        chart = page.locator("svg.chart:visible")
+        assert chart.count() == 1 and "chart-narrow" in (chart.get_attribute("class") or "")
+        assert page.evaluate(SMALLEST_TEXT) >= 10  # px on the screen: the axis labels and title
+        assert chart.bounding_box()["height"] > 200
+        assert page.evaluate(OVERFLOW) == 0
+        page.locator("#expand-all").click()  # every message, mark and call, long lines included
+        expect(page.locator("details.it[data-it='5'] .mark-spilled")).to_be_visible()
+        assert page.evaluate(OVERFLOW) == 0
+        page.locator("button[data-scale='linear']").click()
+        expect(page.locator("svg.chart-linear.chart-narrow")).to_be_visible()
+        assert page.evaluate(SMALLEST_TEXT) >= 10 and page.evaluate(OVERFLOW) == 0
+        page.locator("svg.chart-narrow:not([hidden]) .hit[data-it='3']").click()  # narrow hits work too
+        expect(page.locator("details.it[data-it='3']")).to_have_attribute("open", re.compile(".*"))
+        page.locator("#collapse-all").click()
+        page.evaluate("window.scrollTo(0, 0)")
+        shot = tmp_path / "phone.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+        shutil.copy(shot, PHONE_SHOT)
+        assert opened.requests == [page_file.as_uri()] and opened.problems == []
     finally:
         opened.close()

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from .._trace import redact
-from ._chart import ChartPoint, svg_chart
+from ._chart import NARROW, WIDE, ChartPoint, svg_chart
 from ._payload import DEFAULT_EMBED_CHARS, build_payload
 from ._totals import Totals
 from ._view import RunView
@@ -144,14 +144,16 @@ def _chart(run: RunView) -> str:
     note = "" if run.measured else " No context-pipeline record: the lines show the provider's prompt tokens."
     log = max(p.full for p in points) / max(1, *(p.sent for p in points)) > _LOG_SCALE_RATIO
     shown = "log" if log else "linear"
-    charts = {"linear": svg_chart(points, log=False), "log": svg_chart(points, log=True)}
-    svgs = "".join(
-        svg if scale == shown else svg.replace("<svg ", '<svg hidden="" ', 1) for scale, svg in charts.items()
+    scales = ("linear", "log")
+    svgs = "".join(  # each scale in the desktop and the phone layout; CSS shows one layout
+        svg if scale == shown else svg.replace("<svg ", '<svg hidden="" ', 1)
+        for scale in scales
+        for svg in (svg_chart(points, log=scale == "log", layout=layout) for layout in (WIDE, NARROW))
     )
     on = ' class="on"'
     buttons = "".join(
         f'<button type="button" data-scale="{scale}"{on if scale == shown else ""}>{scale}</button>'
-        for scale in charts
+        for scale in scales
     )
     return (
         '<section class="box" id="chart"><div class="box-head"><h2>Prompt tokens per iteration</h2>'

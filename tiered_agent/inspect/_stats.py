@@ -79,6 +79,12 @@ def iteration_dict(run: RunView) -> list[dict[str, Any]]:
                     }
                     for i in record.items
                 ],
+                "aging": {
+                    "aged_through": record.aged_through,
+                    "condensed_through": record.condensed_through,
+                    "new_epoch": record.new_epoch,
+                },
+                "other_counters": dict(record.counters),
                 "iteration_lists": {k: list(v) for k, v in record.iteration_lists.items()},
                 "summaries_landed": [
                     {"first": run.summaries[i].first, "last": run.summaries[i].last} for i in view.summaries

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._trace import redact
-from ._record import counter_label
+from ._record import record_labels
 from ._stats import RunStats
 from ._totals import Totals
 from ._values import compact, ranges
@@ -85,7 +85,7 @@ def _notes(view: IterationView) -> Text:
         text.append("compacted ", style="yellow")
     if view.requests > 1:
         text.append(f"{view.requests} requests ", style="yellow")
-    labels = counter_label(view.record.counters)
+    labels = record_labels(view.record)
     if labels:
         text.append(", ".join(labels), style="cyan")
     return text
@@ -175,7 +175,11 @@ def totals_table(totals: Totals, title: str = "totals") -> Table:
     ]
     if totals.runs > 1:
         rows.insert(0, ("runs", f"{totals.runs:,}"))
-    rows.extend(("other", label) for label in counter_label(totals.counters))
+    if totals.dedup_pointers:
+        pointers = f"{totals.dedup_pointers:,} ({compact(totals.dedup_pointer_chars)})"
+        rows.append(("repeats shown as pointers in prompts (chars)", pointers))
+    if totals.aging_epochs:
+        rows.append(("aging epochs (prompts that aged further)", f"{totals.aging_epochs:,}"))
     for label, value in rows:
         table.add_row(label, value)
     return table

@@ -1,10 +1,15 @@
-"""Totals of one iteration, one run or many runs: one value type, summed with ``+``."""
+"""Totals of one iteration, one run or many runs: one value type, summed with ``+``.
+
+Only quantities that add up are here: tokens, costs, calls, and per-prompt counts (an output cut
+in five prompts counts five cuts). Positions a prompt record holds (how far iterations aged) and
+numbers a newer pipeline records under keys this reader does not know stay per iteration
+(:class:`~tiered_agent.inspect._record.PromptRecord`): a sum of them would mean nothing.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Totals"]
@@ -41,7 +46,9 @@ class Totals:
     retrievals: int = 0
     summaries: int = 0
     summary_tokens: int = 0
-    counters: Mapping[str, float] = field(default_factory=dict)
+    dedup_pointers: int = 0  # repeated outputs shown as pointers, summed over prompts
+    dedup_pointer_chars: int = 0
+    aging_epochs: int = 0  # prompts that aged iterations further
 
     @property
     def saved_tokens(self) -> int:
@@ -58,18 +65,12 @@ class Totals:
             mine, theirs = getattr(self, f.name), getattr(other, f.name)
             if f.name == "cost":
                 values[f.name] = None if mine is None and theirs is None else (mine or 0.0) + (theirs or 0.0)
-            elif f.name == "counters":
-                merged = dict(mine)
-                for key, value in theirs.items():
-                    merged[key] = merged.get(key, 0.0) + value
-                values[f.name] = merged
             else:
                 values[f.name] = mine + theirs
         return Totals(**values)
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
-        out["counters"] = dict(self.counters)
         out["saved_tokens"] = self.saved_tokens
         out["savings"] = round(self.savings, 6)
         return out

@@ -150,7 +150,9 @@ class _Iteration:
             truncated_chars=self.record.truncated_chars,
             masked_outputs=self.record.masked_outputs,
             masked_chars=self.record.masked_chars,
-            counters=self.record.counters,
+            dedup_pointers=self.record.pointer_outputs,
+            dedup_pointer_chars=self.record.pointer_chars,
+            aging_epochs=int(self.record.new_epoch),
         )
         return IterationView(
             iteration=self.number,
