@@ -1,7 +1,8 @@
 """A real MCP server for the tests, written with the official SDK (``MCPServer``, the 2.x FastMCP).
 
-Run over stdio (``python tests/mcp_test_server.py``) or streamable HTTP on 127.0.0.1
-(``python tests/mcp_test_server.py --http PORT``). When ``MCP_TEST_CALL_LOG`` names a
+Run over stdio (``python tests/mcp_test_server.py``), streamable HTTP on 127.0.0.1
+(``python tests/mcp_test_server.py --http PORT``) or the older HTTP+SSE transport
+(``--sse PORT``: the event stream at ``/sse``). When ``MCP_TEST_CALL_LOG`` names a
 file, every tool call appends its tool name there, so a test can count what the
 server really executed (for instance, that a deduplicated call never arrived);
 ``MCP_TEST_PID_FILE`` receives the process id at startup.
@@ -98,8 +99,11 @@ if __name__ == "__main__":
         Path(os.environ["MCP_TEST_PID_FILE"]).write_text(str(os.getpid()))
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio")
+    parser.add_argument("--sse", type=int, help="serve HTTP+SSE on 127.0.0.1:PORT (stream at /sse)")
     options = parser.parse_args()
     if options.http:
         server.run("streamable-http", host="127.0.0.1", port=options.http)
+    elif options.sse:
+        server.run("sse", host="127.0.0.1", port=options.sse)
     else:
         server.run()

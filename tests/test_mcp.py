@@ -41,6 +41,7 @@ from tiered_agent import (
     ConfigurationError,
     MCPHttpServer,
     MCPServerError,
+    MCPSseServer,
     MCPStdioServer,
     StopReason,
     ToolError,
@@ -418,6 +419,166 @@ def test_cli_mcp_failures_are_one_sentence(tmp_path: Path, servers: str, code: i
     )  # server stderr: in the log only
 
 
+# ---------------------------------------------------------------- SSE, read-only tools, odd URLs
+async def test_sse_server_through_the_sdks_sse_client(tmp_path: Path, background: Any) -> None:
+    port = free_port()
+    background(str(SERVER), "--sse", str(port), port=port)
+    config = tmp_path / "mcp.json"
+    entry = {"type": "sse", "url": f"http://127.0.0.1:{port}/sse", "headers": {"X-Client": "tiered"}}
+    config.write_text(json.dumps({"mcpServers": {"legacy": entry}}))
+    [server] = load_mcp_config(config)
+    assert isinstance(server, MCPSseServer) and server.transport == "sse"
+    model = FunctionModel.scripted([calls(("c1", "legacy__add", {"a": 2, "b": 3})), text("ok")])
+    result = await agent(tmp_path, model, [server]).run("x")
+    assert result.output == "ok" and tool_outputs(result.trace_path)["c1"] == "5"
+    started = next(e for e in read_trace(result.trace_path) if isinstance(e, RunStarted))
+    assert [(r["name"], r["transport"]) for r in started.config["mcp_servers"]] == [("legacy", "sse")]
+
+
+async def test_an_sse_endpoint_spoken_to_as_streamable_http_gets_a_hint(
+    tmp_path: Path, background: Any
+) -> None:
+    port = free_port()
+    background(str(SERVER), "--sse", str(port), port=port)
+    remote = MCPHttpServer("legacy", f"http://127.0.0.1:{port}/sse")  # no "type": "sse"
+    with pytest.raises(MCPServerError) as caught:
+        await agent(tmp_path, FunctionModel.scripted([]), [remote]).run("x")
+    assert str(caught.value) == (
+        f"MCP server 'legacy' at http://127.0.0.1:{port}/sse answered HTTP 405; the URL looks like an SSE "
+        'endpoint: add "type": "sse" to the server\'s config'
+    )
+
+
+async def test_read_only_in_the_config_marks_unannotated_tools(tmp_path: Path) -> None:
+    server = stdio_server(tmp_path, read_only=["shout.text", "no_such_tool"])
+    assert server.read_only == frozenset({"shout.text", "no_such_tool"})
+    model = FunctionModel.scripted(
+        [
+            calls(("c1", "test__shout_text", {"text": "hi"})),
+            calls(("c2", "test__shout_text", {"text": "hi"})),  # the same read-only call: served again
+            text("done"),
+        ]
+    )
+    with capture_logs() as logs:
+        result = await agent(tmp_path, model, [server]).run("x")
+    assert result.output == "done" and server_calls(tmp_path)["shout.text"] == 1
+    started = next(e for e in read_trace(result.trace_path) if isinstance(e, RunStarted))
+    assert "test__shout_text" in started.config["read_only_tools"]
+    assert "test__fail" not in started.config["read_only_tools"]  # neither annotated nor listed
+    [warning] = [e for e in logs if e["event"] == "mcp_read_only_unknown_tools"]
+    assert "'no_such_tool'" in warning["detail"] and "'shout.text'" not in warning["detail"]
+    everything = stdio_server(tmp_path, name="all", read_only=True)
+    loaded = await _tools_of(everything)
+    assert all(t.read_only for t in loaded) and len(loaded) > 5
+
+
+async def _tools_of(server: MCPStdioServer) -> list[Any]:
+    from tiered_agent.mcp import open_mcp_tools
+
+    async with open_mcp_tools([server]) as mcp:
+        return list(mcp.tools)
+
+
+@pytest.fixture
+def web_server() -> Iterator[Callable[[int, str, bytes], str]]:
+    """A plain HTTP server (not MCP) answering every request with one status, type and body."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(status: int, content_type: str, body: bytes) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/api"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "what"),
+    [
+        ("application/json", b'{"hello": "world"}', "its reply is not JSON-RPC"),
+        ("text/html", b"<html><body>Welcome</body></html>", "Unexpected content type: text/html"),
+    ],
+    ids=["json", "html"],
+)
+async def test_a_url_that_is_not_an_mcp_server_is_one_short_sentence(
+    tmp_path: Path, web_server: Callable[[int, str, bytes], str], content_type: str, body: bytes, what: str
+) -> None:
+    url = web_server(200, content_type, body)
+    with pytest.raises(MCPServerError) as caught:
+        await agent(tmp_path, FunctionModel.scripted([]), [MCPHttpServer("web", url)]).run("x")
+    assert str(caught.value) == (
+        f"MCP server 'web' at {url} did not answer as an MCP server ({what}): check that the URL is the "
+        "server's MCP endpoint"
+    )  # not the 2 KB pydantic validation dump
+
+
+async def test_a_run_that_never_started_leaves_no_trace(tmp_path: Path) -> None:
+    broken = MCPStdioServer("broken", sys.executable, ("-c", "raise SystemExit('no key')"))
+    with pytest.raises(MCPServerError):
+        await agent(tmp_path, FunctionModel.scripted([]), [broken]).run("x")
+    assert list((tmp_path / "traces").glob("*")) == []  # no file holding only a run_end
+    done = await agent(tmp_path, FunctionModel.scripted([text("first")]), []).run("x")
+    before = done.trace_path.read_bytes()
+    with pytest.raises(MCPServerError):  # a resume that cannot start appends nothing
+        await agent(tmp_path, FunctionModel.scripted([]), [broken]).resume(done.trace_path, "again")
+    assert done.trace_path.read_bytes() == before
+
+
+async def test_secrets_in_a_servers_env_are_redacted_from_its_sentences(tmp_path: Path) -> None:
+    leak = "import os, sys; sys.exit('cannot log in with ' + os.environ['BILLING_API_KEY'])"
+    secret = "lit3ral-billing-s3cret-42"
+    broken = MCPStdioServer("billing", sys.executable, ("-c", leak), env={"BILLING_API_KEY": secret})
+    with pytest.raises(MCPServerError) as caught:
+        await agent(tmp_path, FunctionModel.scripted([]), [broken]).run("x")
+    assert str(caught.value) == (
+        "MCP server 'billing' exited during startup; its last stderr line: 'cannot log in with [redacted]'"
+    )
+    headers = {"Authorization": "Basic dXNlcjpwYXNzd29yZDEyMw==", "X-Client": "tiered-agent"}
+    remote = MCPHttpServer("remote", f"http://127.0.0.1:{free_port()}/mcp", headers=headers)
+    with pytest.raises(MCPServerError) as caught:
+        await agent(tmp_path, FunctionModel.scripted([]), [remote]).run("x")
+    from tiered_agent._trace import redact
+
+    assert redact("token dXNlcjpwYXNzd29yZDEyMw== and tiered-agent") == "token [redacted] and tiered-agent"
+
+
+async def test_startup_timeout_from_the_config(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    mute = {
+        "command": sys.executable,
+        "args": ["-c", "import time; time.sleep(60)"],
+        "startupTimeoutMs": 1500,
+    }
+    config.write_text(json.dumps({"mcpServers": {"mute": mute}}))
+    [server] = load_mcp_config(config)
+    assert server.startup_timeout_s == 1.5
+    with (
+        anyio.fail_after(30),
+        pytest.raises(MCPServerError, match=r"^MCP server 'mute' did not start within 1.5 s$"),
+    ):
+        await agent(tmp_path, FunctionModel.scripted([]), [server]).run("x")
+
+
 # ---------------------------------------------------------------- the config file
 def test_load_mcp_config_reads_the_common_variants(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
@@ -453,6 +614,41 @@ def test_load_mcp_config_reads_the_common_variants(tmp_path: Path) -> None:
     assert [s.name for s in load_mcp_config(vscode)] == ["a"]
 
 
+def test_load_mcp_config_reads_sse_timeouts_and_read_only(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    servers = {
+        "legacy": {"type": "sse", "url": "https://old.example/sse"},
+        "slow": {"command": "npx", "startupTimeout": 90, "toolTimeoutMs": 2500, "readOnly": True},
+        "db": {"command": "uvx", "readOnly": ["read_query", "list_tables"], "startup_timeout_sec": 12},
+        "plain": {"url": "https://new.example/mcp", "tool_timeout_sec": 5, "readOnly": False},
+    }
+    config.write_text(json.dumps({"mcpServers": servers}))
+    legacy, slow, db, plain = load_mcp_config(config)
+    assert isinstance(legacy, MCPSseServer) and isinstance(legacy, MCPHttpServer)
+    assert type(plain) is MCPHttpServer and plain.transport == "http" and legacy.transport == "sse"
+    assert (slow.startup_timeout_s, slow.tool_timeout_s, slow.read_only) == (90, 2.5, True)
+    assert (db.startup_timeout_s, db.tool_timeout_s) == (12, 60.0)
+    assert db.read_only == frozenset({"read_query", "list_tables"})
+    assert (plain.tool_timeout_s, plain.read_only, legacy.read_only) == (5, False, False)
+
+
+def test_vscode_input_variables_are_sent_as_written_with_a_warning(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    entry = {"url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${input:api-token}"}}
+    config.write_text(json.dumps({"servers": {"x": entry}}))
+    with capture_logs() as logs:
+        [server] = load_mcp_config(config)
+    assert (
+        isinstance(server, MCPHttpServer) and server.headers["Authorization"] == "Bearer ${input:api-token}"
+    )
+    [warning] = [e for e in logs if e["event"] == "mcp_config_input_not_expanded"]
+    assert warning["log_level"] == "warning"
+    assert (
+        "server 'x': headers.Authorization uses ${input:api-token}, a VS Code input prompt"
+        in warning["detail"]
+    )
+
+
 @pytest.mark.parametrize(
     ("document", "message"),
     [
@@ -462,11 +658,40 @@ def test_load_mcp_config_reads_the_common_variants(tmp_path: Path) -> None:
             '{"mcpServers": {"a": {"command": "x", "url": "http://h"}}}',
             "server 'a' has both a command and a url",
         ),
+        ('{"mcpServers": {"a": {"type": "sse", "command": "x"}}}', "declares type 'sse' but has no url"),
+        ('{"mcpServers": {"a": {"type": "http", "command": "x"}}}', "declares type 'http' but has no url"),
         (
-            '{"mcpServers": {"a": {"type": "sse", "url": "http://h"}}}',
-            "SSE transport, which is not supported",
+            '{"mcpServers": {"a": {"type": "ws", "url": "http://h"}}}',
+            "unknown type 'ws' (use stdio, http or sse)",
         ),
-        ('{"mcpServers": {"a": {"type": "http", "command": "x"}}}', "declares type 'http' but has no a url"),
+        (
+            '{"mcpServers": {"a": {"command": "x", "startupTimeout": 30000}}}',
+            "'startupTimeout' is 30000 seconds, over an hour; for milliseconds write 'startupTimeoutMs'",
+        ),
+        (
+            '{"mcpServers": {"a": {"command": "x", "tool_timeout_sec": 9000}}}',
+            "for milliseconds write 'tool_timeout_ms'",
+        ),
+        (
+            '{"mcpServers": {"a": {"command": "x", "toolTimeout": 0}}}',
+            "'toolTimeout' must be a positive number",
+        ),
+        (
+            '{"mcpServers": {"a": {"command": "x", "toolTimeout": "5"}}}',
+            "'toolTimeout' must be a positive number",
+        ),
+        (
+            '{"mcpServers": {"a": {"command": "x", "startupTimeout": 5, "startupTimeoutMs": 5000}}}',
+            "sets its startup timeout twice",
+        ),
+        (
+            '{"mcpServers": {"a": {"command": "x", "readOnly": "yes"}}}',
+            "'readOnly' must be true, false or a list",
+        ),
+        (
+            '{"mcpServers": {"a": {"command": "x", "readOnly": [1]}}}',
+            "'readOnly' must be true, false or a list",
+        ),
         ('{"mcpServers": {"a": {"args": ["x"]}}}', "needs a command (stdio server) or a url"),
         ('{"mcpServers": {"a": {"command": "x", "args": "y"}}}', "'args' must be a list of strings"),
         ('{"mcpServers": {"a": {"url": "ftp://h"}}}', "url must start with http:// or https://"),

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from tiered_agent import Agent, ContextConfig, MCPStdioServer, Message, Telemetry, tool
-from tiered_agent._errors import ConfigurationError, ModelError
+from tiered_agent._errors import ConfigurationError, MCPServerError, ModelError
 from tiered_agent._trace import (
     ModelRequest,
     ModelResponse,
@@ -502,6 +502,40 @@ async def test_an_mcp_clients_request_span_is_a_child_of_its_execute_tool_span(
     [pid] = by_name(spans, "MCP send tools/call pid")
     assert add.kind is SpanKind.CLIENT
     assert (parent_id(add), parent_id(pid)) == (span_id(tools["c1"]), span_id(tools["c2"]))
+
+
+async def test_mcp_startup_spans_are_children_of_the_run_span(
+    tmp_path: Path, provider: tuple[TracerProvider, InMemorySpanExporter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mcp.shared._otel
+
+    tracer_provider, exporter = provider
+    monkeypatch.setattr(mcp.shared._otel, "_tracer", tracer_provider.get_tracer("mcp-python-sdk"))
+    server = MCPStdioServer("test", sys.executable, (str(Path(__file__).parent / "mcp_test_server.py"),))
+    model = FunctionModel.scripted([calls(("c1", "test__add", {"a": 2, "b": 3})), text("done")])
+    agent = make_agent(tmp_path, model, tracer_provider, tools=[], mcp_servers=[server])
+    assert (await agent.run("x")).output == "done"
+    spans = exporter.get_finished_spans()
+    [run] = by_name(spans, "invoke_agent")
+    startup = [s for s in by_name(spans, "MCP send") if "tools/call" not in s.name]  # discovery, tools/list
+    assert len(startup) >= 2 and {parent_id(s) for s in startup} == {span_id(run)}
+    assert len({s.context.trace_id for s in spans if s.context}) == 1  # no orphan root traces
+    assert attrs(run)["gen_ai.request.model"] and attrs(run)["tiered_agent.run.id"]  # run_start's, set late
+    assert run.start_time is not None and all(run.start_time <= (s.start_time or 0) for s in startup)
+
+
+async def test_a_run_whose_mcp_server_cannot_start_ends_its_span_with_the_error(
+    tmp_path: Path, provider: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    tracer_provider, exporter = provider
+    broken = MCPStdioServer("broken", sys.executable, ("-c", "raise SystemExit('no key')"))
+    agent = make_agent(tmp_path, FunctionModel.scripted([]), tracer_provider, tools=[], mcp_servers=[broken])
+    with pytest.raises(MCPServerError):
+        await agent.run("x")
+    [run] = by_name(exporter.get_finished_spans(), "invoke_agent")
+    assert run.status.status_code is StatusCode.ERROR and attrs(run)["error.type"] == "MCPServerError"
+    assert "exited during startup" in (run.status.description or "")
+    assert trace.get_current_span() is trace.INVALID_SPAN  # the run's context was detached
 
 
 # ---------------------------------------------------------------- content opt-in

@@ -31,6 +31,7 @@ __all__ = [
     "MCPHttpServer",
     "MCPServerConfig",
     "MCPServerError",
+    "MCPSseServer",
     "MCPStdioServer",
     "Message",
     "Model",
@@ -97,6 +98,7 @@ _LOCATIONS = {
     "MCPStdioServer": ".mcp._config",
     "MCPHttpServer": ".mcp._config",
     "MCPServerConfig": ".mcp._config",
+    "MCPSseServer": ".mcp._config",
     "load_mcp_config": ".mcp._config",
 }
 _LOCATIONS.update({name: "._errors" for name in __all__ if name.endswith(("Error", "Exceeded", "Workspace"))})
@@ -130,7 +132,13 @@ if TYPE_CHECKING:
     from .context._presets import PRESETS, preset
     from .context._summarizer import DigestSummarizer, LLMSummarizer, Summarizer
     from .context._types import Summary
-    from .mcp._config import MCPHttpServer, MCPServerConfig, MCPStdioServer, load_mcp_config
+    from .mcp._config import (
+        MCPHttpServer,
+        MCPServerConfig,
+        MCPSseServer,
+        MCPStdioServer,
+        load_mcp_config,
+    )
     from .telemetry import Telemetry
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import uuid
@@ -282,6 +283,11 @@ class _Run:
         self.tool_scope: Callable[[ToolCall, float], AbstractContextManager[None]] = (
             telemetry.tool_scope if telemetry is not None else _no_scope
         )
+        # around the whole run: telemetry's run span, current for what the run starts (MCP servers)
+        self.run_scope: Callable[[], AbstractContextManager[None]] = (
+            telemetry.run_scope if telemetry is not None else nullcontext
+        )
+        self.started = False  # run_start is recorded: from then on the trace gets a run_end
         self.mcp_servers: tuple[dict[str, Any], ...] = ()  # what run_start records of them
 
     # ------------------------------------------------------------------ events
@@ -305,6 +311,16 @@ class _Run:
         A trace that cannot be written raises :class:`TraceWriteError` once; the trace keeps
         every complete event written before the failure.
         """
+        with self.run_scope():
+            result = await self.traced()
+        if self.trace.error is not None:  # run_end itself could not be written
+            raise self.trace.error
+        return result
+
+    async def traced(self) -> RunResult:
+        """The run between its trace's ``run_start`` and ``run_end``. A run that fails before it
+        starts (an MCP server that cannot start) leaves no trace: no new file, nothing appended."""
+        existed = self.trace_path.exists()
         self.trace.open()
         try:
             async with self.manager, open_mcp_tools(self.agent.mcp_servers) as mcp:
@@ -314,18 +330,30 @@ class _Run:
                 reason, output, error = await self.loop()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                self.finish(StopReason.CANCELLED, None, "cancelled")
+                if not self.end_unstarted(existed):
+                    self.finish(StopReason.CANCELLED, None, "cancelled")
             raise
         except BaseException as exc:
-            self.finish(StopReason.ERROR, None, f"{type(exc).__name__}: {exc}")
+            if not self.end_unstarted(existed):
+                self.finish(StopReason.ERROR, None, f"{type(exc).__name__}: {exc}")
             raise
-        result = self.finish(reason, output, error)
-        if self.trace.error is not None:  # run_end itself could not be written
-            raise self.trace.error
-        return result
+        return self.finish(reason, output, error)
+
+    def end_unstarted(self, existed: bool) -> bool:
+        """Close the trace of a run that never recorded its ``run_start`` (True), removing the empty
+        file it created; False for a started run (it gets its ``run_end``)."""
+        if self.started:
+            return False
+        self.trace.close()
+        if not existed:
+            with contextlib.suppress(OSError):  # best effort: an empty file is all that is left
+                if self.trace_path.stat().st_size == 0:
+                    self.trace_path.unlink()
+        return True
 
     def start(self) -> None:
         agent = self.agent
+        self.started = True
         self.emit(
             RunStarted(
                 run_id=self.run_id,

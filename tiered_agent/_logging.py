@@ -11,6 +11,12 @@ from ._trace import redact
 
 __all__ = ["configure_logging"]
 
+_EXPORT_LOGGERS = (
+    "opentelemetry.exporter.otlp",  # the OTLP exporters: a warning per retry, an error per batch
+    "opentelemetry.sdk._shared_internal",  # the batch span processor: export exceptions
+    "opentelemetry.sdk.metrics._internal.export",  # the periodic metric reader: export exceptions
+)
+
 
 def _redact(logger: object, method: str, event: structlog.typing.EventDict) -> structlog.typing.EventDict:
     """Log lines pass through the one ``redact``: no key or token reaches the console."""
@@ -45,6 +51,8 @@ def configure_logging(*, json: bool = False, level: str = "warning") -> None:
     if numeric > logging.DEBUG:
         for handler in logging.getLogger().handlers:
             handler.addFilter(_sdk_records_on_one_line)
+    for name in _EXPORT_LOGGERS:  # each failed retry; the CLI says the first failure once (telemetry._watch)
+        logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else logging.CRITICAL)
 
 
 def _sdk_records_on_one_line(record: logging.LogRecord) -> bool:

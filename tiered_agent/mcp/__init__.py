@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_TOOL_TIMEOUT_S",
     "MCPHttpServer",
     "MCPServerConfig",
+    "MCPSseServer",
     "MCPStdioServer",
     "MCPTools",
     "load_mcp_config",
@@ -30,6 +31,7 @@ _LOCATIONS = {
     "DEFAULT_TOOL_TIMEOUT_S": "._config",
     "MCPHttpServer": "._config",
     "MCPServerConfig": "._config",
+    "MCPSseServer": "._config",
     "MCPStdioServer": "._config",
     "load_mcp_config": "._config",
     "MCPTools": "._runtime",
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
         DEFAULT_TOOL_TIMEOUT_S,
         MCPHttpServer,
         MCPServerConfig,
+        MCPSseServer,
         MCPStdioServer,
         load_mcp_config,
     )

@@ -1,4 +1,5 @@
-"""An MCP tool as an ordinary :class:`Tool`: its name, schema validation and read-only hint.
+"""An MCP tool as an ordinary :class:`Tool`: its name, schema validation and read-only hint (or the
+server config's ``read_only``).
 
 The model sees ``SERVER__TOOL``, made to fit the tool-name rule (1-64 letters,
 digits, ``_`` or ``-``): other characters become ``_`` and a name still too long
@@ -22,7 +23,7 @@ from mcp.types import Tool as MCPTool
 from .._tools import ArgumentValidator, Tool
 from ._config import MCPServerConfig
 
-__all__ = ["adapt_tool", "tool_name"]
+__all__ = ["adapt_tool", "marked_read_only", "tool_name"]
 
 log = structlog.get_logger(__name__)
 
@@ -62,10 +63,17 @@ def adapt_tool(server: MCPServerConfig, spec: MCPTool, call: CallFn) -> Tool:
         description=spec.description or spec.title or fallback,
         parameters=parameters,
         fn=run,
-        read_only=bool(annotations is not None and annotations.read_only_hint),
+        read_only=bool(annotations is not None and annotations.read_only_hint)
+        or marked_read_only(server, spec.name),
         timeout_s=server.tool_timeout_s,
         validator=schema_validator(name, parameters),
     )
+
+
+def marked_read_only(server: MCPServerConfig, tool: str) -> bool:
+    """Whether the server's config marks ``tool`` read-only (``read_only=True`` or naming it)."""
+    marked = server.read_only
+    return marked if isinstance(marked, bool) else tool in marked
 
 
 def schema_validator(name: str, schema: Mapping[str, Any]) -> ArgumentValidator | None:

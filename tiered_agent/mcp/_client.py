@@ -1,18 +1,22 @@
 """One MCP server for the length of a run, through the official SDK's ``Client``.
 
 :meth:`ServerConnection.serve` runs in its own task: it starts the server (a
-subprocess over stdio, or a streamable HTTP session), lists its tools, signals
+subprocess over stdio, a streamable HTTP session, or the older HTTP+SSE transport),
+lists its tools, signals
 ``ready``, keeps the connection until :meth:`stop`, and closes it (the SDK's stdio
 transport stops the whole process tree, also on cancellation). Whatever goes
 wrong inside stays in that task: a failure to start becomes :attr:`error` (one
 sentence), a server that dies mid-run turns later calls into tool errors.
-A subprocess's stderr goes to the log (debug), never to the console.
+A subprocess's stderr goes to the log (debug), never to the console. The
+secret values of a server's ``env`` and ``headers`` join what the trace's
+redaction replaces, so no sentence, log line or trace quotes them.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
@@ -26,14 +30,16 @@ import anyio.to_thread
 import httpx2
 import structlog
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT, Implementation
+from mcp.types import CONNECTION_CLOSED, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT, Implementation
 from mcp.types import Tool as MCPTool
 
 from .._errors import ConfigurationError, MCPServerError, TieredAgentError, ToolError
 from .._tools import ToolTimeout
-from ._config import MCPHttpServer, MCPServerConfig, MCPStdioServer
+from .._trace import is_secret_name, redact, register_secret
+from ._config import MCPHttpServer, MCPServerConfig, MCPSseServer, MCPStdioServer
 from ._results import render_result
 
 __all__ = ["ServerConnection"]
@@ -44,6 +50,9 @@ _MAX_TOOL_PAGES = 100
 _STDERR_TAIL = 20
 _STDERR_JOIN_S = 1.0
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults: a response stream may stay open
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+_MAX_QUOTED = 300  # chars of an exception's text quoted in a startup sentence
+_SSE_PATH = re.compile(r"/sse(?:/|$)", re.I)
 
 
 def _client_info() -> Implementation:
@@ -59,6 +68,8 @@ class ServerConnection:
 
     def __init__(self, config: MCPServerConfig) -> None:
         self.config = config
+        for secret in _secret_values(config):
+            register_secret(secret)
         self.settled = anyio.Event()  # started, or failed to
         self.tools: list[MCPTool] = []
         self.error: TieredAgentError | None = None
@@ -104,6 +115,8 @@ class ServerConnection:
     def _transport(self) -> AbstractAsyncContextManager[Any]:
         if isinstance(self.config, MCPStdioServer):
             return self._stdio(self.config)
+        if isinstance(self.config, MCPSseServer):
+            return self._sse(self.config)
         return self._http(self.config)
 
     @asynccontextmanager
@@ -137,6 +150,31 @@ class ServerConnection:
         ):
             yield streams
 
+    @asynccontextmanager
+    async def _sse(self, config: MCPSseServer) -> AsyncIterator[Any]:
+        async def saw(response: httpx2.Response) -> None:
+            self._http_status = response.status_code
+
+        def client(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            hooks: dict[str, list[Any]] = {"response": [saw]}
+            return httpx2.AsyncClient(
+                headers=headers, timeout=timeout or _HTTP_TIMEOUT, auth=auth, event_hooks=hooks
+            )
+
+        timeout, read = _HTTP_TIMEOUT.connect or 30.0, _HTTP_TIMEOUT.read or 300.0
+        async with sse_client(
+            config.url,
+            headers=dict(config.headers),
+            timeout=timeout,
+            sse_read_timeout=read,
+            httpx_client_factory=client,
+        ) as streams:
+            yield streams
+
     async def _failed(self, exc: BaseException) -> None:
         if self.settled.is_set():
             self._gone = True
@@ -156,11 +194,9 @@ class ServerConnection:
         if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
             return MCPServerError(f"MCP server {name!r} exited during startup{await self._stderr_hint()}")
         if isinstance(config, MCPHttpServer):
-            where = _safe_url(config.url)
-            if self._http_status is not None and self._http_status >= 400:
-                return MCPServerError(f"MCP server {name!r} at {where} answered HTTP {self._http_status}")
-            if isinstance(exc, httpx2.TransportError):
-                return MCPServerError(f"MCP server {name!r} at {where} cannot be reached: {_one_line(exc)}")
+            found = _http_error(name, config, self._http_status, exc)
+            if found is not None:
+                return found
         hint = await self._stderr_hint()
         return MCPServerError(f"MCP server {name!r} failed to start: {_one_line(exc)}{hint}")
 
@@ -168,7 +204,7 @@ class ServerConnection:
         if self._stderr is None:
             return ""
         line = await self._stderr.last_line()
-        return f"; its last stderr line: {line!r}" if line else ""
+        return f"; its last stderr line: {redact(_capped(line))!r}" if line else ""
 
     # ------------------------------------------------------------------ calls
     async def call(self, tool: str, arguments: dict[str, Any]) -> str:
@@ -229,8 +265,53 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
+def _http_error(
+    name: str, config: MCPHttpServer, status: int | None, exc: BaseException
+) -> MCPServerError | None:
+    """The sentence for an HTTP server that failed to start, when the failure says what went wrong."""
+    where = _safe_url(config.url)
+    if status is not None and status >= 400:
+        return MCPServerError(
+            f"MCP server {name!r} at {where} answered HTTP {status}{_url_hint(config, status)}"
+        )
+    if isinstance(exc, httpx2.TransportError):
+        return MCPServerError(f"MCP server {name!r} at {where} cannot be reached: {_one_line(exc)}")
+    if isinstance(exc, MCPError) and exc.code in (PARSE_ERROR, INVALID_REQUEST):
+        what = "its reply is not JSON-RPC" if exc.code == PARSE_ERROR else _capped(exc.message, 120)
+        return MCPServerError(
+            f"MCP server {name!r} at {where} did not answer as an MCP server ({what}): "
+            "check that the URL is the server's MCP endpoint"
+        )
+    return None
+
+
+def _url_hint(config: MCPHttpServer, status: int) -> str:
+    """What a 404 or 405 may mean: an SSE endpoint spoken to as streamable HTTP, or a wrong path."""
+    if status not in (404, 405):
+        return ""
+    if not isinstance(config, MCPSseServer) and _SSE_PATH.search(urlsplit(config.url).path):
+        return '; the URL looks like an SSE endpoint: add "type": "sse" to the server\'s config'
+    return "; check the URL (the MCP endpoint is often /mcp, or /sse for SSE servers)"
+
+
+def _secret_values(config: MCPServerConfig) -> list[str]:
+    """The values of ``env`` entries with secret-looking names and of credential headers (with the
+    token after a scheme such as ``Bearer``), for the redaction."""
+    if isinstance(config, MCPStdioServer):
+        return [value for key, value in config.env.items() if is_secret_name(key)]
+    values: list[str] = []
+    for key, value in config.headers.items():
+        if key.lower() in _SECRET_HEADERS or is_secret_name(key):
+            values += {value, *value.split()[-1:]}  # the header, and the token after a scheme
+    return values
+
+
+def _capped(text: str, limit: int = _MAX_QUOTED) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    text = _capped(" ".join(str(exc).split()))
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

@@ -9,12 +9,17 @@ The file format is the one Claude Desktop, Claude Code, Cursor and others read::
     }}
 
 Tolerated variants: VS Code's top-level ``servers``; a ``type`` or ``transport`` key
-(``stdio``, ``http``, ``streamable-http``, ``streamableHttp``); ``serverUrl``/``httpUrl``
-for ``url``; ``"disabled": true`` or ``"enabled": false`` to skip an entry; keys
-other clients use (``autoApprove``, ``timeout``, ...) are ignored. ``${VAR}``,
-``${VAR:-default}`` and Cursor's ``${env:VAR}`` are expanded from the environment
-in ``command``, ``args``, ``env``, ``cwd``, ``url`` and ``headers``, as Claude Code and
-Cursor do; an unset variable without a default is a configuration error.
+(``stdio``, ``http``, ``streamable-http``, ``streamableHttp``, ``sse`` for the older
+HTTP+SSE transport); ``serverUrl``/``httpUrl`` for ``url``; ``"disabled": true`` or
+``"enabled": false`` to skip an entry; keys other clients use (``autoApprove``,
+``timeout``, ...) are ignored. Per server, ``startupTimeout`` and ``toolTimeout`` (seconds;
+also ``startup_timeout_sec``/``tool_timeout_sec`` as Codex spells them, and ``...Ms`` /
+``..._ms`` in milliseconds) and ``readOnly`` (``true``: every tool of the server; a list: those
+tools) for servers whose tools carry no ``readOnlyHint``. ``${VAR}``, ``${VAR:-default}`` and
+Cursor's ``${env:VAR}`` are expanded from the environment in ``command``, ``args``, ``env``,
+``cwd``, ``url`` and ``headers``, as Claude Code and Cursor do; an unset variable without a
+default is a configuration error. VS Code's ``${input:...}`` prompts cannot be asked here:
+each is a warning, and the text is used as written.
 
 This module never imports the MCP SDK: the CLI reads the file before anything heavy loads.
 """
@@ -23,7 +28,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -39,7 +44,9 @@ __all__ = [
     "DEFAULT_TOOL_TIMEOUT_S",
     "MCPHttpServer",
     "MCPServerConfig",
+    "MCPSseServer",
     "MCPStdioServer",
+    "ReadOnly",
     "load_mcp_config",
 ]
 
@@ -49,11 +56,43 @@ DEFAULT_TOOL_TIMEOUT_S = 60.0
 log = structlog.get_logger(__name__)
 
 _VAR_RE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_INPUT_RE = re.compile(r"\$\{input:([^}]*)\}")  # VS Code's prompted inputs
 _HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamablehttp", "streamable"})
 _URL_KEYS = ("url", "serverUrl", "httpUrl")
+_MAX_TIMEOUT_S = 3600.0  # a longer "seconds" value is almost surely milliseconds
+# config key -> (which timeout, seconds per unit)
+_TIMEOUT_KEYS: dict[str, tuple[str, float]] = {
+    "startupTimeout": ("startup_timeout_s", 1.0),
+    "startupTimeoutSec": ("startup_timeout_s", 1.0),
+    "startup_timeout_sec": ("startup_timeout_s", 1.0),
+    "startupTimeoutMs": ("startup_timeout_s", 0.001),
+    "startup_timeout_ms": ("startup_timeout_s", 0.001),
+    "toolTimeout": ("tool_timeout_s", 1.0),
+    "toolTimeoutSec": ("tool_timeout_s", 1.0),
+    "tool_timeout_sec": ("tool_timeout_s", 1.0),
+    "toolTimeoutMs": ("tool_timeout_s", 0.001),
+    "tool_timeout_ms": ("tool_timeout_s", 0.001),
+}
 _KNOWN_KEYS = frozenset(
-    {"command", "args", "env", "cwd", "headers", "type", "transport", "disabled", "enabled", *_URL_KEYS}
+    {
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "headers",
+        "type",
+        "transport",
+        "disabled",
+        "enabled",
+        "readOnly",
+        *_URL_KEYS,
+        *_TIMEOUT_KEYS,
+    }
 )
+
+ReadOnly = bool | frozenset[str]
+"""Which of a server's tools count as read-only besides those whose ``readOnlyHint`` says so:
+``True`` every tool, a set of MCP tool names those tools, ``False`` / empty none."""
 
 
 def _check_common(kind: str, name: str, tool_timeout_s: float | None, startup_timeout_s: float) -> None:
@@ -69,6 +108,19 @@ def _check_common(kind: str, name: str, tool_timeout_s: float | None, startup_ti
         )
 
 
+def _read_only(name: str, value: object) -> ReadOnly:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigurationError(
+            f"MCP server {name!r}: read_only must be true, false or a list of tool names"
+        )
+    names = frozenset(value)
+    if not all(isinstance(item, str) and item for item in names):
+        raise ConfigurationError(f"MCP server {name!r}: read_only must list tool names (strings)")
+    return names
+
+
 def _frozen_strings(name: str, what: str, mapping: Mapping[str, str]) -> Mapping[str, str]:
     for key, value in mapping.items():
         if not isinstance(key, str) or not isinstance(value, str):
@@ -81,9 +133,11 @@ class MCPStdioServer:
     """An MCP server started as a subprocess for the run and spoken to over its stdin/stdout.
 
     ``env`` is added to the SDK's minimal inherited environment (``PATH``, ``HOME``,
-    ``USER``, ...): the server does not see this process's API keys unless listed.
-    ``tool_timeout_s`` bounds each call (``None``: no limit); ``startup_timeout_s``
-    bounds starting the server and listing its tools.
+    ``USER``, ...): the server does not see this process's API keys unless listed; values
+    of secret-looking names (``*_KEY``, ``*TOKEN``, ...) are redacted from everything the
+    run writes or says. ``tool_timeout_s`` bounds each call (``None``: no limit);
+    ``startup_timeout_s`` bounds starting the server and listing its tools. ``read_only``:
+    see :data:`ReadOnly`.
     """
 
     transport: ClassVar[str] = "stdio"
@@ -95,9 +149,11 @@ class MCPStdioServer:
     cwd: Path | None = None
     tool_timeout_s: float | None = DEFAULT_TOOL_TIMEOUT_S
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
+    read_only: ReadOnly = False
 
     def __post_init__(self) -> None:
         _check_common("MCPStdioServer", self.name, self.tool_timeout_s, self.startup_timeout_s)
+        object.__setattr__(self, "read_only", _read_only(self.name, self.read_only))
         if not self.command.strip():
             raise ConfigurationError(f"MCP server {self.name!r}: the command must not be empty")
         if any(not isinstance(arg, str) for arg in self.args):
@@ -110,7 +166,9 @@ class MCPStdioServer:
 
 @dataclass(frozen=True, slots=True)
 class MCPHttpServer:
-    """A remote MCP server reached over streamable HTTP at ``url``, with extra request ``headers``."""
+    """A remote MCP server reached over streamable HTTP at ``url``, with extra request ``headers``
+    (the values of ``Authorization``, ``Cookie`` and secret-looking names are redacted from
+    everything the run writes or says)."""
 
     transport: ClassVar[str] = "http"
 
@@ -119,15 +177,25 @@ class MCPHttpServer:
     headers: Mapping[str, str] = field(default_factory=dict, hash=False, repr=False)
     tool_timeout_s: float | None = DEFAULT_TOOL_TIMEOUT_S
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S
+    read_only: ReadOnly = False
 
     def __post_init__(self) -> None:
-        _check_common("MCPHttpServer", self.name, self.tool_timeout_s, self.startup_timeout_s)
+        _check_common(type(self).__name__, self.name, self.tool_timeout_s, self.startup_timeout_s)
         if not self.url.startswith(("http://", "https://")):
             raise ConfigurationError(f"MCP server {self.name!r}: url must start with http:// or https://")
         object.__setattr__(self, "headers", _frozen_strings(self.name, "headers", self.headers))
+        object.__setattr__(self, "read_only", _read_only(self.name, self.read_only))
 
 
-MCPServerConfig = MCPStdioServer | MCPHttpServer
+@dataclass(frozen=True, slots=True)
+class MCPSseServer(MCPHttpServer):
+    """A remote MCP server on the older HTTP+SSE transport (``"type": "sse"``): an event stream at
+    ``url`` (often ``.../sse``) and the messages it names; the official SDK's SSE client."""
+
+    transport: ClassVar[str] = "sse"
+
+
+MCPServerConfig = MCPStdioServer | MCPHttpServer  # MCPSseServer is an MCPHttpServer
 
 
 # --------------------------------------------------------------------------- loader
@@ -179,18 +247,20 @@ def _server(path: Path, name: str, entry: dict[str, Any], env: Mapping[str, str]
     where = f"MCP config {path}: server {name!r}"
     fields = _Fields(where, entry, env)
     transport = _transport(where, entry)
+    common: dict[str, Any] = {"name": name, **fields.timeouts(), "read_only": fields.read_only()}
     try:
         if transport == "stdio":
             return MCPStdioServer(
-                name=name,
                 command=fields.string("command", required=True) or "",
                 args=tuple(fields.strings("args")),
                 env=fields.mapping("env"),
                 cwd=Path(cwd) if (cwd := fields.string("cwd")) else None,
+                **common,
             )
         url_key = next(key for key in _URL_KEYS if key in entry)
-        return MCPHttpServer(
-            name=name, url=fields.string(url_key, required=True) or "", headers=fields.mapping("headers")
+        kind = MCPSseServer if transport == "sse" else MCPHttpServer
+        return kind(
+            url=fields.string(url_key, required=True) or "", headers=fields.mapping("headers"), **common
         )
     except ConfigurationError as exc:
         if str(exc).startswith("MCP config"):
@@ -214,14 +284,12 @@ def _transport(where: str, entry: dict[str, Any]) -> str:
         return "stdio"
     if kind in _HTTP_TYPES and has_url:
         return "http"
-    if kind == "sse":
-        raise ConfigurationError(
-            f"{where} uses the SSE transport, which is not supported: use its streamable HTTP endpoint"
-        )
-    if kind in _HTTP_TYPES or kind == "stdio":
-        needed = "a url" if kind in _HTTP_TYPES else "a command"
+    if kind == "sse" and has_url:
+        return "sse"
+    if kind in (*_HTTP_TYPES, "sse", "stdio"):
+        needed = "command" if kind == "stdio" else "url"
         raise ConfigurationError(f"{where} declares type {declared!r} but has no {needed}")
-    raise ConfigurationError(f"{where} has an unknown type {declared!r} (use stdio or http)")
+    raise ConfigurationError(f"{where} has an unknown type {declared!r} (use stdio, http or sse)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +328,43 @@ class _Fields:
             result[str(name)] = self.expand(text, f"{key}.{name}")
         return result
 
+    def timeouts(self) -> dict[str, float]:
+        """``startup_timeout_s`` / ``tool_timeout_s`` from the keys of :data:`_TIMEOUT_KEYS` given."""
+        found: dict[str, float] = {}
+        for key, (target, unit) in _TIMEOUT_KEYS.items():
+            if key not in self.entry:
+                continue
+            value = self.entry[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ConfigurationError(f"{self.where}: {key!r} must be a positive number")
+            seconds = value * unit
+            if seconds > _MAX_TIMEOUT_S:
+                raise ConfigurationError(
+                    f"{self.where}: {key!r} is {value:g} seconds, over an hour; "
+                    f"for milliseconds write {_milliseconds_key(key)!r}"
+                )
+            if target in found:
+                raise ConfigurationError(f"{self.where} sets its {target.split('_')[0]} timeout twice")
+            found[target] = seconds
+        return found
+
+    def read_only(self) -> ReadOnly:
+        """``readOnly``: true, false, or a list of the server's tool names."""
+        value = self.entry.get("readOnly", False)
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, list) and all(isinstance(item, str) and item for item in value):
+            return frozenset(value)
+        raise ConfigurationError(f"{self.where}: 'readOnly' must be true, false or a list of tool names")
+
     def expand(self, text: str, field_name: str) -> str:
+        for prompt in _INPUT_RE.findall(text):
+            log.warning(
+                "mcp_config_input_not_expanded",
+                detail=f"{self.where}: {field_name} uses ${{input:{prompt}}}, a VS Code input prompt "
+                "this runtime cannot ask; it is sent as written (put the value, or ${env:NAME}, there)",
+            )
+
         def replace(match: re.Match[str]) -> str:
             variable, default = match.group(1), match.group(2)
             value = self.env.get(variable)
@@ -273,6 +377,13 @@ class _Fields:
             )
 
         return _VAR_RE.sub(replace, text)
+
+
+def _milliseconds_key(key: str) -> str:
+    """The milliseconds spelling of a seconds key: ``startupTimeout`` -> ``startupTimeoutMs``."""
+    if key.endswith("_sec"):
+        return key.removesuffix("_sec") + "_ms"
+    return key.removesuffix("Sec") + "Ms"
 
 
 def _scalar_text(value: object) -> str | None:

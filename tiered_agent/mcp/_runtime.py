@@ -109,6 +109,7 @@ def _load(connections: Sequence[ServerConnection]) -> MCPTools:
     owners: dict[str, str] = {}
     records: list[dict[str, Any]] = []
     for connection in connections:
+        _check_read_only(connection)
         names: dict[str, str] = {}
         for spec in connection.tools:
             item = adapt_tool(connection.config, spec, connection.call)
@@ -120,3 +121,17 @@ def _load(connections: Sequence[ServerConnection]) -> MCPTools:
             tools.append(item)
         records.append({"name": connection.name, "transport": connection.config.transport, "tools": names})
     return MCPTools(tuple(tools), tuple(records))
+
+
+def _check_read_only(connection: ServerConnection) -> None:
+    """Say once when the config marks tools read-only that the server does not list (a typo)."""
+    marked = connection.config.read_only
+    if isinstance(marked, bool):
+        return
+    missing = sorted(marked - {spec.name for spec in connection.tools})
+    if missing:
+        log.warning(
+            "mcp_read_only_unknown_tools",
+            detail=f"MCP server {connection.name!r}: readOnly names {', '.join(map(repr, missing))}, "
+            "which the server does not list",
+        )

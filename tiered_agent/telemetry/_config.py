@@ -44,8 +44,11 @@ log = structlog.get_logger(__name__)
 
 
 class RunObserver(Protocol):
-    """What a run calls: each of its events, in order, and a scope around each tool call it executes
-    (entered and left in the task that runs the tool)."""
+    """What a run calls: a scope around the whole run (entered before anything of the run starts,
+    MCP servers included), each of its events, in order, and a scope around each tool call it
+    executes (entered and left in the task that runs the tool)."""
+
+    def run_scope(self) -> AbstractContextManager[None]: ...
 
     def __call__(self, event: Event) -> None: ...
 

@@ -15,19 +15,24 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import structlog
 
 from .._errors import ConfigurationError
-from ._environment import MISSING_EXTRA, Signal, exporter_names
+from ._environment import MISSING_EXTRA, Signal, check_settings, exporter_names
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import requests
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
+
+    SessionFactory: TypeAlias = Callable[[Signal], requests.Session]  # an OTLP exporter's HTTP session
 
 __all__ = [
     "build_meter_provider",
@@ -44,29 +49,32 @@ _environment_provider: TracerProvider | None = None
 _environment_meter_provider: MeterProvider | None = None
 
 
-def build_provider() -> TracerProvider:
-    """A new SDK TracerProvider exporting as the environment says; ConfigurationError on a bad setting."""
+def build_provider(*, shutdown_on_exit: bool = True, session: SessionFactory | None = None) -> TracerProvider:
+    """A new SDK TracerProvider exporting as the environment says; ConfigurationError on a bad setting.
+    ``shutdown_on_exit``: flush at interpreter exit; ``session``: the OTLP exporter's HTTP session."""
     try:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError as exc:
         raise ConfigurationError(MISSING_EXTRA) from exc
-    exporters = _exporters()
-    provider = TracerProvider(resource=_resource())
+    exporters = _exporters(session)
+    provider = TracerProvider(resource=_resource(), shutdown_on_exit=shutdown_on_exit)
     for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
 
 
-def build_meter_provider(*, shutdown_on_exit: bool = True) -> MeterProvider:
+def build_meter_provider(
+    *, shutdown_on_exit: bool = True, session: SessionFactory | None = None
+) -> MeterProvider:
     """A new SDK MeterProvider exporting as the environment says (``OTEL_METRICS_EXPORTER=none``: no
-    reader); ConfigurationError on a bad setting. ``shutdown_on_exit``: flush at interpreter exit."""
+    reader); ConfigurationError on a bad setting. The options as for :func:`build_provider`."""
     try:
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
     except ImportError as exc:
         raise ConfigurationError(MISSING_EXTRA) from exc
-    readers = [PeriodicExportingMetricReader(exporter) for exporter in _metric_exporters()]
+    readers = [PeriodicExportingMetricReader(exporter) for exporter in _metric_exporters(session)]
     return MeterProvider(readers, resource=_resource(), shutdown_on_exit=shutdown_on_exit)
 
 
@@ -102,8 +110,9 @@ def environment_meter_provider() -> MeterProvider:
         return _environment_meter_provider
 
 
-def _exporters() -> list[SpanExporter]:
+def _exporters(session: SessionFactory | None = None) -> list[SpanExporter]:
     names = _exporter_names("traces")
+    check_settings("traces")
     exporters: list[SpanExporter] = []
     if "otlp" in names:
         _check_protocol("traces")
@@ -111,7 +120,7 @@ def _exporters() -> list[SpanExporter]:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         except ImportError as exc:
             raise ConfigurationError(MISSING_EXTRA) from exc
-        exporters.append(OTLPSpanExporter())
+        exporters.append(OTLPSpanExporter(session=session("traces") if session else None))
     if "console" in names:
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
@@ -119,8 +128,9 @@ def _exporters() -> list[SpanExporter]:
     return exporters
 
 
-def _metric_exporters() -> list[MetricExporter]:
+def _metric_exporters(session: SessionFactory | None = None) -> list[MetricExporter]:
     names = _exporter_names("metrics")
+    check_settings("metrics")
     exporters: list[MetricExporter] = []
     if "otlp" in names:
         _check_protocol("metrics")
@@ -128,7 +138,7 @@ def _metric_exporters() -> list[MetricExporter]:
             from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
         except ImportError as exc:
             raise ConfigurationError(MISSING_EXTRA) from exc
-        exporters.append(OTLPMetricExporter())
+        exporters.append(OTLPMetricExporter(session=session("metrics") if session else None))
     if "console" in names:
         from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
 

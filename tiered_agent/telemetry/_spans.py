@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import structlog
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -49,8 +50,10 @@ from .._trace import (
     redact,
 )
 from ._attributes import (
+    AGENT_NAME,
     ERROR_TYPE,
     INPUT_MESSAGES,
+    OPERATION,
     OTHER,
     OUTPUT_MESSAGES,
     TOOL_ARGUMENTS,
@@ -122,6 +125,7 @@ class RunSpans:
         self._running: dict[str, Span] = {}  # execute_tool spans opened by tool_scope, awaiting their result
         self._results: dict[str, str] = {}  # tool outputs awaiting their span (content capture only)
         self._warned = False
+        self._ended = False  # the run span has ended (run_end, or a failure before run_start)
 
     def __call__(self, event: Event) -> None:
         handler = _HANDLERS.get(type(event))
@@ -152,6 +156,43 @@ class RunSpans:
             if token is not None:
                 otel_context.detach(token)
 
+    @contextmanager
+    def run_scope(self) -> Iterator[None]:
+        """Open the run's ``invoke_agent`` span as the run begins and make it current until the block
+        ends, so what the run starts before its ``run_start`` (its MCP servers, whose SDK traces
+        each request) nests under it. A run that fails before ``run_start`` ends the span with its
+        error; otherwise ``run_end`` ends it."""
+        token = None
+        try:
+            attributes: Attributes = {OPERATION: "invoke_agent", AGENT_NAME: self._agent_name}
+            self._run = self._tracer.start_span(
+                f"invoke_agent {self._agent_name}", kind=SpanKind.INTERNAL, attributes=attributes
+            )
+            self._run_context = trace.set_span_in_context(self._run)
+            token = otel_context.attach(self._run_context)
+        except Exception:
+            self._warn_once("run_scope")
+        try:
+            yield
+        except BaseException as exc:
+            self._abandon(exc)
+            raise
+        finally:
+            if token is not None:
+                otel_context.detach(token)
+
+    def _abandon(self, exc: BaseException) -> None:
+        """End the run span of a run that never got to ``run_end`` with the error that stopped it."""
+        if self._run is None or self._ended:
+            return
+        try:
+            self._ended = True
+            cancelled = isinstance(exc, anyio.get_cancelled_exc_class() | KeyboardInterrupt)
+            _fail(self._run, "cancelled" if cancelled else type(exc).__name__, str(exc) or None)
+            self._run.end()
+        except Exception:
+            self._warn_once("run_scope")
+
     def _warn_once(self, what: str) -> None:
         if not self._warned:
             self._warned = True
@@ -163,6 +204,9 @@ class RunSpans:
         attributes = run_start_attributes(event, self._info, self._agent_name)
         if self._limit:
             attributes[INPUT_MESSAGES] = input_messages([Message("user", event.task)], self._limit)
+        if self._run is not None:  # opened by run_scope
+            self._run.set_attributes(clean(attributes))
+            return
         self._run = self._tracer.start_span(
             f"invoke_agent {self._agent_name}",
             kind=SpanKind.INTERNAL,
@@ -182,7 +226,8 @@ class RunSpans:
             for call_id in list(self._running):  # opened for a call the reply did not hold
                 self._end_tool(call_id, "", now, now, error=event.stop_reason)
             self._pending.clear()
-            if self._run is not None:
+            if self._run is not None and not self._ended:
+                self._ended = True
                 self._end_run(event, now)
         finally:
             if self._run_token is not None:
