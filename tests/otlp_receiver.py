@@ -5,7 +5,8 @@ gzip accepted) and kept as :class:`ReceivedSpan` values, ``POST /v1/metrics`` bo
 ``ExportMetricsServiceRequest`` kept as :class:`ReceivedMetric` values (one per metric per export:
 a cumulative metric exported twice arrives twice; :meth:`OTLPReceiver.latest` keeps the last);
 ``bodies`` keeps the raw payloads. Point an exporter at it with
-``OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint``.
+``OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint``. ``traces_only=True`` answers metrics with
+405, as a traces-only collector (Arize Phoenix) does.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ class ReceivedMetric:
 class OTLPReceiver:
     """The receiver; use as a context manager."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, *, traces_only: bool = False) -> None:
+        self.traces_only = traces_only
         self.bodies: list[bytes] = []
         self.spans: list[ReceivedSpan] = []
         self.metrics: list[ReceivedMetric] = []
@@ -215,6 +217,8 @@ def _make_handler(receiver: OTLPReceiver) -> type[BaseHTTPRequestHandler]:
             if path == "/v1/traces":
                 receiver.receive(body)
                 self._send(200, ExportTraceServiceResponse().SerializeToString())
+            elif path == "/v1/metrics" and receiver.traces_only:
+                self._send(405, b"")
             elif path == "/v1/metrics":
                 receiver.receive_metrics(body)
                 self._send(200, ExportMetricsServiceResponse().SerializeToString())

@@ -11,10 +11,12 @@ from ._trace import redact
 
 __all__ = ["configure_logging"]
 
-_EXPORT_LOGGERS = (
-    "opentelemetry.exporter.otlp",  # the OTLP exporters: a warning per retry, an error per batch
+# SDK loggers whose records the CLI says itself, once and in one sentence, unless --log-level debug
+_QUIET_LOGGERS = (
+    "opentelemetry.exporter.otlp",  # the OTLP exporters: a warning per retry (telemetry._watch)
     "opentelemetry.sdk._shared_internal",  # the batch span processor: export exceptions
     "opentelemetry.sdk.metrics._internal.export",  # the periodic metric reader: export exceptions
+    "mcp.client",  # the MCP client transports: what a server's failure becomes (mcp._client)
 )
 
 
@@ -51,7 +53,7 @@ def configure_logging(*, json: bool = False, level: str = "warning") -> None:
     if numeric > logging.DEBUG:
         for handler in logging.getLogger().handlers:
             handler.addFilter(_sdk_records_on_one_line)
-    for name in _EXPORT_LOGGERS:  # each failed retry; the CLI says the first failure once (telemetry._watch)
+    for name in _QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else logging.CRITICAL)
 
 

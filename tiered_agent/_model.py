@@ -13,6 +13,7 @@ import json
 import os
 import random
 import re
+import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -69,6 +70,9 @@ _MISSING_KEY = re.compile(
 )
 _PREFIX = re.compile(r"^(?:litellm\.[A-Za-z]+|[A-Za-z]+(?:Error|Exception|Exceeded))(?::| -) ")
 _MAX_ERROR_CHARS = 500
+# a failure to connect, as httpx and aiohttp name it in an exception's chain (litellm's own
+# APIConnectionError also wraps any exception a provider raises, so it says nothing by itself)
+_CONNECT_ERRORS = frozenset({"ConnectError", "ClientConnectorError", "ClientConnectorDNSError"})
 _KEY_ENV_VARS = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
@@ -370,8 +374,22 @@ class LiteLLMModel:
             message = f"Model {self.name!r} sent a reply that is not a chat completion: {text}"
             return _Failure(ModelError(message), retryable=False)
         retryable = isinstance(exc, tuple(getattr(litellm, n) for n in _RETRYABLE))
-        message = f"Model {self.name!r} failed after {attempt} attempt(s): {type(exc).__name__}: {text}"
-        return _Failure(ModelError(message), retryable=retryable)
+        return _Failure(ModelError(self._failed_message(litellm, exc, attempt, text)), retryable=retryable)
+
+    def _failed_message(self, litellm: ModuleType, exc: Exception, attempt: int, text: str) -> str:
+        """A failure after ``attempt`` attempts; one to connect names the endpoint and the OS's cause
+        (litellm says only "Connection error.")."""
+        cause = connection_failure(exc)
+        if cause is not None:
+            where = redact(self.api_base) if self.api_base else self._default_endpoint(litellm)
+            text = f"cannot connect to {where} ({cause})"
+        else:
+            text = f"{type(exc).__name__}: {text}"
+        return f"Model {self.name!r} failed after {attempt} attempt(s): {text}"
+
+    def _default_endpoint(self, litellm: ModuleType) -> str:
+        provider = _provider(litellm, self.name)
+        return f"the {provider} provider's endpoint" if provider else "the provider's endpoint"
 
     def _clean(self, exc: BaseException) -> str:
         """The error text: no credentials, no litellm class-name prefixes, no traceback, bounded."""
@@ -394,6 +412,12 @@ class LiteLLMModel:
         if env_var and os.environ.get(env_var):
             return f"{who} rejected the key in {env_var} for model {self.name!r}; check that key."
         where = f"set {env_var}" if env_var else "set the provider's API key environment variable"
+        if self.api_base:  # a self-hosted, OpenAI-compatible server often checks no key at all
+            return (
+                f"No valid credentials for model {self.name!r}: {where} or pass api_key; a server at "
+                f"{redact(self.api_base)} that checks no key accepts any placeholder "
+                f"(e.g. {env_var or 'OPENAI_API_KEY'}=sk-local)."
+            )
         return f"No valid credentials for model {self.name!r}: {where} or pass api_key."
 
     def _not_found_message(self) -> str:
@@ -469,6 +493,25 @@ def _malformed(exc: BaseException, text: str) -> bool:
 def _says_context(text: str) -> bool:
     lowered = text.lower()
     return any(marker in lowered for marker in _CONTEXT_MARKERS)
+
+
+def connection_failure(exc: BaseException) -> str | None:
+    """Why a request could not connect, in the OS's words (``connection refused``, ``name or service
+    not known``), from the exception's chain; None when ``exc`` is not a failure to connect."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 20:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    connecting = (ConnectionRefusedError, socket.gaierror)
+    if not any(type(e).__name__ in _CONNECT_ERRORS or isinstance(e, connecting) for e in chain):
+        return None
+    for link in reversed(chain):  # the root cause first
+        if isinstance(link, socket.gaierror) and link.strerror:
+            return link.strerror.lower()
+        if isinstance(link, OSError) and link.errno:
+            return os.strerror(link.errno).lower()
+    return "no connection"
 
 
 def _provider(litellm: ModuleType, model: str) -> str | None:
