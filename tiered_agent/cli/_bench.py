@@ -249,8 +249,6 @@ def _replay_with_progress(
 def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir: Path) -> None:
     from rich.console import Console
 
-    from ..bench._chart import write_chart
-    from ..bench._frontier import write_frontier
     from ..bench._report import render_family_table, render_markdown, render_table, write_json
 
     console = Console()
@@ -260,9 +258,32 @@ def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir:
     if len(document["families"]) > 1:
         console.print(render_family_table(document))
     out_dir.mkdir(parents=True, exist_ok=True)
-    chart = write_chart(document, out_dir / "bench.png")
-    frontier = write_frontier(document, out_dir / "frontier.png")
+    charts = _charts(document, out_dir)
     report = out_dir / "report.md"
-    report.write_text(render_markdown(document, chart=chart.name, frontier=frontier.name), encoding="utf-8")
-    written = [report, chart, frontier, write_json(document, json_path or out_dir / "bench.json")]
+    names = {key: path.name for key, path in charts.items()}
+    report.write_text(render_markdown(document, **names), encoding="utf-8")
+    written = [report, *charts.values(), write_json(document, json_path or out_dir / "bench.json")]
     console.print("wrote " + ", ".join(str(p) for p in written))
+    if not charts:
+        console.print(f"no charts: {CHARTS_MISSING}", style="yellow", markup=False)
+
+
+CHARTS_MISSING = (
+    'matplotlib is not installed; pip install "tiered-agent[charts]" to get bench.png and frontier.png'
+)
+
+
+def _charts(document: Mapping[str, Any], out_dir: Path) -> dict[str, Path]:
+    """``{"chart": bench.png, "frontier": frontier.png}`` when matplotlib (the charts extra) is
+    installed, else nothing (the report then has no pictures)."""
+    try:
+        import matplotlib  # noqa: F401 - only whether it is there
+    except ImportError:
+        return {}
+    from ..bench._chart import write_chart
+    from ..bench._frontier import write_frontier
+
+    return {
+        "chart": write_chart(document, out_dir / "bench.png"),
+        "frontier": write_frontier(document, out_dir / "frontier.png"),
+    }
