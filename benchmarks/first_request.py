@@ -2,7 +2,8 @@
 
 Runs ``python -m tiered_agent run`` against the loopback fake OpenAI server (tests/fake_openai_server.py)
 a few times and prints, per run, the seconds until the server received the first chat request and
-until the process exited (it answers at once). ``--python`` picks the interpreter, so an install in
+until the process exited (it answers at once), and the CPU seconds the process used (user + system:
+steadier than wall time on a shared machine). ``--python`` picks the interpreter, so an install in
 another virtual environment can be measured (e.g. a fresh ``pip install -e .`` under /tmp):
 
     python benchmarks/first_request.py [--python /tmp/venv/bin/python] [--runs 5]
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,8 +28,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fake_openai_server import FakeOpenAIServer, HTTPRequest  # noqa: E402 - from tests/
 
 
-def measure(python: str, workdir: Path) -> tuple[float, float]:
-    """(seconds to the first model request, seconds to exit) for one CLI run."""
+def measure(python: str, workdir: Path) -> tuple[float, float, float]:
+    """(seconds to the first model request, seconds to exit, CPU seconds) for one CLI run."""
     first = threading.Event()
     seen: list[float] = []
 
@@ -43,12 +45,15 @@ def measure(python: str, workdir: Path) -> tuple[float, float]:
         env.update({"OPENAI_API_KEY": "sk-placeholder", "TIERED_AGENT_MODEL": "openai/gpt-4o-mini"})
         command = [python, "-m", "tiered_agent", "run", "Say done.", "--api-base", server.base_url]
         command += ["--trace-dir", str(workdir / "traces"), "--workspace", str(workdir)]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         proc = subprocess.run(command, env=env, cwd=workdir, capture_output=True, text=True, check=False)
         ended = time.perf_counter()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0 or not seen:
         raise SystemExit(f"the run failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-    return seen[0] - started, ended - started
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seen[0] - started, ended - started, cpu
 
 
 def main() -> None:
@@ -56,16 +61,18 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable, help="interpreter of the install to measure")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    firsts, totals = [], []
+    firsts, totals, cpus = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.runs):
-            first, total = measure(args.python, Path(tmp))
+            first, total, cpu = measure(args.python, Path(tmp))
             firsts.append(first)
             totals.append(total)
-            print(f"first request {first:.2f} s, exit {total:.2f} s")
+            cpus.append(cpu)
+            print(f"first request {first:.2f} s, exit {total:.2f} s, CPU {cpu:.2f} s")
+    first, total, cpu = (statistics.median(values) for values in (firsts, totals, cpus))
     print(
-        f"median of {args.runs}: first request {statistics.median(firsts):.2f} s "
-        f"(min {min(firsts):.2f}), exit {statistics.median(totals):.2f} s"
+        f"median of {args.runs}: first request {first:.2f} s (min {min(firsts):.2f}), "
+        f"exit {total:.2f} s, CPU {cpu:.2f} s"
     )
 
 
