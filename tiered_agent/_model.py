@@ -331,9 +331,6 @@ class LiteLLMModel:
             "api_key": self.api_key,
             "timeout": self.timeout_s,
             "num_retries": 0,
-            # our tools are functions, never the litellm proxy's MCP tools: litellm 1.106's completion()
-            # pops this and skips importing its MCP gateway (~1.5 s before the first request)
-            "_skip_mcp_handler": True,
         }
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
