@@ -7,7 +7,10 @@ shape; :func:`tiered_agent.bench._importers.load_runs` turns it into a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import orjson
@@ -20,8 +23,11 @@ __all__ = [
     "READ_ONLY_PREFIXES",
     "CallIds",
     "ShapeError",
+    "SkippedRun",
+    "StepTiming",
     "blocks_text",
     "build_run",
+    "count",
     "dump_arguments",
     "function_schema",
     "generic_tool_schema",
@@ -30,8 +36,10 @@ __all__ = [
     "get_str",
     "infer_schema",
     "is_read_only",
+    "kind_of",
     "merge_schema",
     "parse_arguments",
+    "parse_time",
     "schemas_from_calls",
     "text_of",
     "tool_call",
@@ -48,6 +56,26 @@ READ_ONLY_NAMES = frozenset(
 
 class ShapeError(Exception):
     """Valid JSON of a known format, but a field is missing or has the wrong type."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRun:
+    """A run of a file that cannot be replayed (the others of the same file can), and why."""
+
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepTiming:
+    """Per step (lists as long as the run's steps, or empty): when each request was sent and
+    what it wrote to the cache with a 1-hour lifetime; message indexes where the agent restarted
+    its history (recorded compaction); whether the log holds the whole prompt."""
+
+    timestamps: Sequence[float | None] = ()
+    cache_writes_1h: Sequence[int] = ()
+    restarts: Sequence[int] = ()
+    prompt_complete: bool = True
 
 
 # ---------------------------------------------------------------- shape checks
@@ -75,6 +103,41 @@ def get_str(obj: Mapping[str, Any], key: str, where: str) -> str:
     if key not in obj:
         raise ShapeError(f"{where}: missing {key!r}")
     return _typed(obj[key], str, f"{where}.{key}")
+
+
+def kind_of(record: Any, key: str = "type") -> str | None:
+    """``record[key]`` when ``record`` is an object and the value a string (None otherwise): a
+    record's discriminator, safe to compare with sets whatever the JSON holds."""
+    if not isinstance(record, Mapping):
+        return None
+    value = record.get(key)
+    return value if isinstance(value, str) else None
+
+
+def count(value: Any) -> int:
+    """A token count as recorded: a non-negative whole number; anything else (missing, negative,
+    fractional, text, huge floats) counts as 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return max(int(value), 0)
+    return 0
+
+
+def parse_time(value: Any) -> float | None:
+    """An ISO 8601 timestamp (``2026-01-15T12:10:08.131Z``) as POSIX seconds; None when absent or
+    unreadable. A time without a zone is taken as UTC."""
+    if not isinstance(value, str) or not 10 <= len(value) <= 40:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
 
 
 def text_of(value: Any, where: str) -> str | None:
@@ -265,13 +328,15 @@ def build_run(
     read_only: Callable[[str], bool] = is_read_only,
     read_only_calls: Iterable[str] = (),
     routes: Sequence[str | None] = (),
+    timing: StepTiming | None = None,
 ) -> RecordedRun:
     """A :class:`RecordedRun` with read-only tools derived from the tool names.
 
     ``read_only`` decides by tool name (the recorded agents' naming convention
     by default); ``read_only_calls`` adds single calls (ids) whose command only
     reads, for tools that can also write. ``routes``: the endpoint of each step,
-    where recorded (empty: none recorded).
+    where recorded (empty: none recorded). ``timing``: what the log recorded about
+    time, cache lifetimes and the agent's own compaction (see :class:`RecordedRun`).
     """
     steps = sum(1 for m in messages if m.role == "assistant")
     recorded = tuple(usage) if usage is not None else (None,) * steps
@@ -279,6 +344,10 @@ def build_run(
         raise ShapeError(f"{len(recorded)} usage records for {steps} steps")
     if routes and len(routes) != steps:
         raise ShapeError(f"{len(routes)} routes for {steps} steps")
+    timing = timing or StepTiming()
+    for name, values in (("timestamps", timing.timestamps), ("cache_writes_1h", timing.cache_writes_1h)):
+        if values and len(values) != steps:
+            raise ShapeError(f"{len(values)} {name} for {steps} steps")
     names = _tool_names(messages, tools)
     return RecordedRun(
         run_id=run_id,
@@ -292,6 +361,10 @@ def build_run(
         metadata=dict(metadata or {}),
         read_only_calls=frozenset(read_only_calls),
         routes=tuple(routes) if any(r is not None for r in routes) else (),
+        timestamps=tuple(timing.timestamps) if any(t is not None for t in timing.timestamps) else (),
+        cache_writes_1h=tuple(timing.cache_writes_1h) if any(timing.cache_writes_1h) else (),
+        restarts=tuple(sorted(set(timing.restarts))),
+        prompt_complete=timing.prompt_complete,
     )
 
 
