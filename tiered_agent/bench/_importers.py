@@ -185,30 +185,42 @@ def load_runs(paths: Sequence[Path | str], *, strict: bool = False) -> LoadedRun
     runs: list[RecordedRun] = []
     skipped: list[SkippedInput] = []
     damaged: list[SkippedLines] = []
-    seen: set[Path] = set()
-    for path in map(Path, paths):
-        for file in _files(path):
-            key = file.resolve()
-            if key in seen:
-                continue
-            seen.add(key)
-            try:
-                loaded = _load(file)
-            except _Unreadable as exc:
-                skipped.append(SkippedInput(str(file), str(exc)))
-                continue
-            if loaded.damage is not None:
-                damaged.append(loaded.damage)
-            for run in loaded.runs:
-                if isinstance(run, SkippedRun):
-                    skipped.append(SkippedInput(run.source, run.reason))
-                elif run.steps:
-                    runs.append(run)
-                else:
-                    skipped.append(SkippedInput(run.source, NO_STEPS))
+    for file in _unique_files(paths):
+        try:
+            loaded = _load(file)
+        except _Unreadable as exc:
+            skipped.append(SkippedInput(str(file), str(exc)))
+            continue
+        if loaded.damage is not None:
+            damaged.append(loaded.damage)
+        for run in loaded.runs:
+            if isinstance(run, SkippedRun):
+                skipped.append(SkippedInput(run.source, run.reason))
+            elif run.steps:
+                runs.append(run)
+            else:
+                skipped.append(SkippedInput(run.source, NO_STEPS))
     skipped.sort(key=lambda s: (s.path, s.reason))
     damaged.sort(key=lambda d: d.path)
     _check_strict(strict, skipped, damaged)
+    _warn(skipped, damaged)
+    return LoadedRuns(tuple(runs), tuple(skipped), tuple(damaged))
+
+
+def _unique_files(paths: Sequence[Path | str]) -> list[Path]:
+    """The input files of ``paths`` in order, each once (by resolved path)."""
+    seen: set[Path] = set()
+    out = []
+    for path in map(Path, paths):
+        for file in _files(path):
+            key = file.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(file)
+    return out
+
+
+def _warn(skipped: Sequence[SkippedInput], damaged: Sequence[SkippedLines]) -> None:
     for entry in skipped:
         log.warning("importers.skipped", path=entry.path, reason=entry.reason)
     for lines in damaged:
@@ -218,7 +230,6 @@ def load_runs(paths: Sequence[Path | str], *, strict: bool = False) -> LoadedRun
             )
         else:  # only a torn last line: a log still being written
             log.info("importers.torn_last_line", path=lines.path, line=lines.lines[-1])
-    return LoadedRuns(tuple(runs), tuple(skipped), tuple(damaged))
 
 
 def _check_strict(strict: bool, skipped: Sequence[SkippedInput], damaged: Sequence[SkippedLines]) -> None:
