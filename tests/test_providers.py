@@ -82,7 +82,7 @@ def test_cache_model_for_unknown_default_is_a_configuration_error() -> None:
 
 def test_model_prices_from_the_bundled_map() -> None:
     sonnet = model_prices("claude-sonnet-4-5")
-    assert sonnet == ModelPrices("claude-sonnet-4-5", 3e-6, 15e-6, 0.3e-6, 3.75e-6)
+    assert sonnet == ModelPrices("claude-sonnet-4-5", 3e-6, 15e-6, 0.3e-6, 3.75e-6, cache_write_1h=6e-6)
     assert model_prices("anthropic/claude-sonnet-4-5") == sonnet  # the provider prefix is stripped
     gpt5 = model_prices("gpt-5")
     assert gpt5 is not None and (gpt5.input, gpt5.output, gpt5.cache_read) == (1.25e-6, 10e-6, 0.125e-6)

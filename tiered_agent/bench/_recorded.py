@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -10,7 +11,24 @@ from typing import Any
 
 from .._messages import Message, ToolCall, Usage
 
-__all__ = ["RecordedRun"]
+__all__ = ["RecordedRun", "Segment"]
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A stretch of a run between two of the agent's own compactions: what its model calls built on.
+
+    ``messages`` are renumbered as a conversation of their own: iteration 0 is what the agent
+    kept (its summary; for the first segment, the run's system prompt and task), then one
+    iteration per model call. Local iteration ``i >= 1`` is the run's iteration ``i + offset``
+    (and model call ``i + offset``).
+    """
+
+    offset: int
+    messages: tuple[Message, ...]
+
+    def run_iteration(self, local: int) -> int:
+        return local + self.offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +107,19 @@ class RecordedRun:
         """Whether ``call`` only reads: its tool always does, or this call's command does."""
         return call.name in self.read_only_tools or call.id in self.read_only_calls
 
+    def segments(self) -> tuple[Segment, ...]:
+        """The run split at its :attr:`restarts` (one segment, the messages as they are, without any)."""
+        bounds = [0, *(r for r in self.restarts if 0 < r < len(self.messages)), len(self.messages)]
+        out = []
+        for start, end in itertools.pairwise(bounds):
+            part = self.messages[start:end]
+            if not part:
+                continue
+            offset = part[0].iteration if start else 0
+            renumbered = part if not offset else tuple(_shifted(m, offset) for m in part)
+            out.append(Segment(offset, renumbered))
+        return tuple(out)
+
     def recording(self) -> dict[str, Any]:
         """The timing and context-management fields as plain JSON (for the trace round trip;
         empty when there are none): :meth:`with_recording` reads it back."""
@@ -116,6 +147,10 @@ class RecordedRun:
             restarts=_restarts(recording.get("restarts"), len(self.messages)) or self.restarts,
             prompt_complete=recording.get("prompt_complete") is not False and self.prompt_complete,
         )
+
+
+def _shifted(message: Message, offset: int) -> Message:
+    return dataclasses.replace(message, iteration=max(message.iteration - offset, 0))
 
 
 def _time(value: Any) -> float | None:
