@@ -59,16 +59,19 @@ class CacheModel:
     Time (where a recording says when each request was sent): an explicit entry
     expires ``ttl_s`` seconds after it was last written or read, or
     ``long_ttl_s`` for entries written with the longer lifetime (billed at
-    ``long_write_premium``); an implicit cache keeps a prefix through idle gaps
-    up to ``ttl_s``, keeps the expected share ``idle_survival`` of it through
-    gaps up to ``max_idle_s``, and nothing after. A prompt's unrecorded prefix
+    ``long_write_premium``); an implicit cache keeps the expected share of a
+    prefix that ``idle_survival`` gives for the idle gap (``(gap_s, share)``
+    pairs, ascending: gaps up to ``gap_s`` keep ``share``; longer gaps than the
+    last keep nothing; empty: nothing expires). A prompt's unrecorded prefix
     (the system prompt and tools a log left out) holds a part shared across
     sessions (``shared_share`` of it): a cold request finds it cached with the
     expected chance ``shared_warm`` (another session of the user warmed it).
     Implicit hits fall ``shortfall`` tokens short of the common prefix on
     average, and the share ``lag_share`` of them only reach the request before
-    the previous one. All of these are expectations: the simulation stays
-    deterministic.
+    the previous one. Explicit caches lose the share ``rewrite_rate`` of their
+    hits beyond the shared prefix to changes the agent made to its prompt that
+    its log does not record (server-side context editing, dropped thinking).
+    All of these are expectations: the simulation stays deterministic.
     """
 
     name: str
@@ -81,17 +84,15 @@ class CacheModel:
     write_premium: float = 1.0  # price of a token written to the cache / an uncached input token
     miss_rate: float = 0.0  # expected share of cacheable prefixes not served; credited as expectation
     source: str = ""  # where the rules come from
-    ttl_s: float | None = (
-        None  # seconds an entry (explicit) or an idle prefix (implicit) lives; None: forever
-    )
+    ttl_s: float | None = None  # explicit: seconds an entry lives after its last use; None: forever
     long_ttl_s: float | None = None  # explicit: the optional longer lifetime
     long_write_premium: float = 1.0  # explicit: price of a token written with the longer lifetime
-    max_idle_s: float | None = None  # implicit: after this idle gap nothing survives (None: ttl_s)
-    idle_survival: float = 0.0  # implicit: expected share surviving a gap between ttl_s and max_idle_s
+    idle_survival: tuple[tuple[float, float], ...] = ()  # implicit: (idle gap up to s, share kept)
     shared_share: float = 0.0  # of an unrecorded prefix: the part sessions share (tools, static system)
     shared_warm: float = 0.0  # expected chance another session warmed that part before a cold request
     shortfall: int = 0  # implicit: provider tokens a hit falls short of the common prefix on average
     lag_share: float = 0.0  # implicit: share of hits that only reach the request before the previous one
+    rewrite_rate: float = 0.0  # explicit: share of hits lost to prompt changes a log does not record
 
     def cacheable(self, prefix_tokens: float) -> int:
         """Provider tokens of a common prefix a hit can cover (before misses): 0 below the
@@ -106,12 +107,10 @@ class CacheModel:
 
     def survival(self, idle_s: float | None) -> float:
         """Implicit caches: the expected share of a cached prefix still served after ``idle_s``
-        seconds without a request (1.0 when the gap or the lifetime is unknown)."""
-        if idle_s is None or self.ttl_s is None or idle_s <= self.ttl_s:
+        seconds without a request (1.0 when the gap is unknown or nothing expires)."""
+        if idle_s is None or not self.idle_survival:
             return 1.0
-        if self.max_idle_s is not None and idle_s <= self.max_idle_s:
-            return self.idle_survival
-        return 0.0
+        return next((share for limit, share in self.idle_survival if idle_s <= limit), 0.0)
 
 
 # Fitted parameters (benchmarks/session_fit.py prints the fit; each says what it was fitted on):
@@ -124,15 +123,25 @@ class CacheModel:
 # - ttl_s: 5 minutes plus the grace the recorded hits show: requests up to ~340 s after the previous
 #   one still read its entries (the timestamps are when the request was logged, not when the
 #   provider refreshed the entry).
-ANTHROPIC_FIT: dict[str, float] = {"shared_share": 0.6, "shared_warm": 0.55, "ttl_s": 330.0}
-OPENAI_FIT: dict[str, float] = {
-    "shortfall": 0.0,
-    "lag_share": 0.0,
-    "miss_rate": 0.0,
-    "idle_survival": 0.9,
-    "shared_share": 0.0,
-    "shared_warm": 0.0,
+# - rewrite_rate: the share of steps whose recorded read fell to at most half the prompt although
+#   the previous request's entries were live (gap under 5 minutes): Claude Code changed its prompt
+#   before its end (server-side context editing, thinking blocks of earlier turns dropped) where the
+#   log shows nothing; 30 of 2,277 such steps.
+# OpenAI (the one Codex rollout with usage, ../shared/sessions/codex_coda, 161 steps):
+# - miss_rate: the share of the cacheable prefix (the previous prompt in whole 128-token blocks) the
+#   recorded hits did not serve on requests under 5 minutes apart (routing to another server: 4
+#   requests read nothing, a dozen an older prefix): 3.4% of 153 steps;
+# - OPENAI_IDLE_SURVIVAL: the share served after idle gaps, as measured there and in line with the
+#   docs (prefixes "generally remain active for 5 to 10 minutes of inactivity, up to a maximum of one
+#   hour"): 0.85 over the six 5-30 minute gaps, 0.74 over the one longer gap, nothing after an hour.
+ANTHROPIC_FIT: dict[str, float] = {
+    "shared_share": 0.7,
+    "shared_warm": 0.59,
+    "ttl_s": 330.0,
+    "rewrite_rate": 0.013,
 }
+OPENAI_FIT: dict[str, float] = {"miss_rate": 0.034, "shared_share": 0.0, "shared_warm": 0.0}
+OPENAI_IDLE_SURVIVAL = ((300.0, 1.0), (1800.0, 0.85), (3600.0, 0.74))
 
 # Today's simulation: every token of the longest common prefix with the previous request.
 _IDEAL = CacheModel("ideal", None, source="longest common prefix with the previous request, no rules")
@@ -182,12 +191,8 @@ _OPENAI = CacheModel(
     min_tokens=1024,
     increment=128,
     source="https://platform.openai.com/docs/guides/prompt-caching; fit on 1 Codex CLI rollout",
-    ttl_s=300.0,
-    max_idle_s=3600.0,
-    idle_survival=OPENAI_FIT["idle_survival"],
+    idle_survival=OPENAI_IDLE_SURVIVAL,
     miss_rate=OPENAI_FIT["miss_rate"],
-    shortfall=int(OPENAI_FIT["shortfall"]),
-    lag_share=OPENAI_FIT["lag_share"],
     shared_share=OPENAI_FIT["shared_share"],
     shared_warm=OPENAI_FIT["shared_warm"],
 )
@@ -218,6 +223,7 @@ _ANTHROPIC = CacheModel(
     long_write_premium=2.0,
     shared_share=ANTHROPIC_FIT["shared_share"],
     shared_warm=ANTHROPIC_FIT["shared_warm"],
+    rewrite_rate=ANTHROPIC_FIT["rewrite_rate"],
 )
 
 CACHE_MODELS: dict[str, CacheModel] = {m.name: m for m in (_IDEAL, _GEMINI, _OPENAI, _ANTHROPIC)}

@@ -375,9 +375,10 @@ class CacheSimulator:
         warm = 0.0
         if self._shared and read < self._shared and self._shared * self.scale >= self.model.min_tokens:
             warm = self.model.shared_warm * self._shared  # another session may have written it
+        lost = self.model.rewrite_rate * max(read - (self._shared if self._shared else 0), 0)
         live = [b for b in points if b not in fresh and self._valid(chain[b], now)]
         self._renew(chain, [*live, *(f for f in found if f >= 0)], fresh, at, long_ttl)
-        return CacheUse(round(read + warm), max(round(written - warm), 0))
+        return CacheUse(round(read + warm - lost), max(round(written - warm + lost), 0))
 
     def _breakpoints(self, messages: Sequence[Message], skip: int) -> list[int]:
         """Segment indexes of the breakpoints (segments: the prefix's, the tool schemas, the messages)."""
