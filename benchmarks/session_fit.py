@@ -182,9 +182,8 @@ def recorded_facts(runs: Sequence[RecordedRun], calibration: Calibration) -> Non
                 bucket = "<5m" if gap <= 300 else "5-60m" if gap <= 3600 else ">1h"
                 gaps[(long, bucket)].append(use.cached_tokens / use.prompt_tokens)
         for (ttl, bucket), shares in sorted(gaps.items()):
-            print(
-                f"  {ttl} writes, gap {bucket:>5}: {len(shares):4d} steps, read share {statistics.mean(shares):.3f}"
-            )
+            mean = statistics.mean(shares)
+            print(f"  {ttl} writes, gap {bucket:>5}: {len(shares):4d} steps, read share {mean:.3f}")
     for run in (r for r in runs if r.format == "codex"):
         codex_facts(run)
 
@@ -203,9 +202,8 @@ def codex_facts(run: RecordedRun) -> None:
         entry[0], entry[1], entry[2] = entry[0] + use.cached_tokens, entry[1] + cacheable, entry[2] + 1
     for bucket, (cached, cacheable, steps) in sorted(served.items()):
         share = cached / max(cacheable, 1)
-        print(
-            f"Codex {run.run_id[-12:]} gap {bucket:>6}: {steps:3d} steps, served {share:.3f} of the cacheable prefix"
-        )
+        name = run.run_id[-12:]
+        print(f"Codex {name} gap {bucket:>6}: {steps:3d} steps, served {share:.3f} of the cacheable prefix")
 
 
 def main(argv: Sequence[str]) -> None:
