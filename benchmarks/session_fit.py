@@ -189,7 +189,7 @@ def recorded_facts(runs: Sequence[RecordedRun], calibration: Calibration) -> Non
 
 
 def codex_facts(run: RecordedRun) -> None:
-    """OpenAI: the share of the cacheable previous prompt served, by idle gap (miss_rate, idle_survival)."""
+    """OpenAI: the share of the cacheable previous prompt served, by idle gap (routing, idle survival)."""
     served: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for k in range(1, run.steps):
         use, last, now, before = run.usage[k], run.usage[k - 1], run.time(k + 1), run.time(k)
@@ -244,11 +244,11 @@ def search(prompts: Sequence[Prompts], counter: IdCounter, calibration: Calibrat
                 print(f"  anthropic {field_name}={value}: " + result.line("claude-code"))
     openai = CACHE_MODELS["openai"]
     codex = [p for p in prompts if p.run.format == "codex"]
-    for miss in (0.0, 0.01, 0.02, 0.034):
-        rules = dataclasses.replace(openai, miss_rate=miss)
+    for loss in (0.0, 0.01, 0.02, 0.034):
+        rules = dataclasses.replace(openai, routing_loss=loss)
         result = evaluate(codex, counter, calibration, rules).get("codex")
         if result is not None:
-            print(f"  openai miss_rate={miss}: " + result.line("codex"))
+            print(f"  openai routing_loss={loss}: " + result.line("codex"))
 
 
 if __name__ == "__main__":

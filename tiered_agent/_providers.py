@@ -68,7 +68,8 @@ class CacheModel:
     expected chance ``shared_warm`` (another session of the user warmed it).
     Implicit hits fall ``shortfall`` tokens short of the common prefix on
     average, and the share ``lag_share`` of them only reach the request before
-    the previous one. Explicit caches lose the share ``rewrite_rate`` of their
+    the previous one, and ``routing_loss`` of them is lost to routing (a
+    simulation-only expectation). Explicit caches lose the share ``rewrite_rate`` of their
     hits beyond the shared prefix to changes the agent made to its prompt that
     its log does not record (server-side context editing, dropped thinking).
     All of these are expectations: the simulation stays deterministic.
@@ -93,6 +94,10 @@ class CacheModel:
     shortfall: int = 0  # implicit: provider tokens a hit falls short of the common prefix on average
     lag_share: float = 0.0  # implicit: share of hits that only reach the request before the previous one
     rewrite_rate: float = 0.0  # explicit: share of hits lost to prompt changes a log does not record
+    # implicit: expected share of a cacheable prefix lost to requests routed to a server without it. The
+    # simulation applies it on top of miss_rate; the break-even rule of aging (context/_breakeven.py)
+    # reads miss_rate only, so a fit here never changes the prompts the live agent builds.
+    routing_loss: float = 0.0
 
     def cacheable(self, prefix_tokens: float) -> int:
         """Provider tokens of a common prefix a hit can cover (before misses): 0 below the
@@ -128,7 +133,7 @@ class CacheModel:
 #   before its end (server-side context editing, thinking blocks of earlier turns dropped) where the
 #   log shows nothing; 30 of 2,277 such steps.
 # OpenAI (the one Codex rollout with usage, ../shared/sessions/codex_coda, 161 steps):
-# - miss_rate: the share of the cacheable prefix (the previous prompt in whole 128-token blocks) the
+# - routing_loss: the share of the cacheable prefix (the previous prompt in whole 128-token blocks) the
 #   recorded hits did not serve on requests under 5 minutes apart (routing to another server: 4
 #   requests read nothing, a dozen an older prefix): 3.4% of 153 steps;
 # - OPENAI_IDLE_SURVIVAL: the share served after idle gaps, as measured there and in line with the
@@ -140,7 +145,7 @@ ANTHROPIC_FIT: dict[str, float] = {
     "ttl_s": 330.0,
     "rewrite_rate": 0.013,
 }
-OPENAI_FIT: dict[str, float] = {"miss_rate": 0.034, "shared_share": 0.0, "shared_warm": 0.0}
+OPENAI_FIT: dict[str, float] = {"routing_loss": 0.034, "shared_share": 0.0, "shared_warm": 0.0}
 OPENAI_IDLE_SURVIVAL = ((300.0, 1.0), (1800.0, 0.85), (3600.0, 0.74))
 
 # Today's simulation: every token of the longest common prefix with the previous request.
@@ -192,7 +197,7 @@ _OPENAI = CacheModel(
     increment=128,
     source="https://platform.openai.com/docs/guides/prompt-caching; fit on 1 Codex CLI rollout",
     idle_survival=OPENAI_IDLE_SURVIVAL,
-    miss_rate=OPENAI_FIT["miss_rate"],
+    routing_loss=OPENAI_FIT["routing_loss"],
     shared_share=OPENAI_FIT["shared_share"],
     shared_warm=OPENAI_FIT["shared_warm"],
 )

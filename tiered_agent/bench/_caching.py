@@ -261,7 +261,8 @@ class CacheSimulator:
     - implicit models (``ideal``, ``gemini``, ``openai``): the longest common token prefix with
       the previous request served by the same endpoint (a recorded route; runs without routes
       have one endpoint), less the model's expected ``shortfall``, cut to its minimum and
-      increments, times ``1 - miss_rate``; the share ``lag_share`` of hits reach only the request
+      increments, times ``1 - miss_rate`` and ``1 - routing_loss``; the share ``lag_share`` of hits
+      reach only the request
       before the previous one; after an idle gap (``at``: when the request was sent) the expected
       ``survival`` share of it; a cold request reads the prefix's shared part with the expected
       chance ``shared_warm`` (``ideal``: every common token of the previous request, whatever the
@@ -345,7 +346,8 @@ class CacheSimulator:
     def _expected(self, prefix: int) -> float:
         """The expected hit on a common prefix of ``prefix`` replayed tokens, in replayed tokens."""
         provider = prefix * self.scale - self.model.shortfall
-        return self.model.expected_hit(max(provider, 0.0)) / self.scale
+        served = 1.0 - self.model.routing_loss
+        return self.model.expected_hit(max(provider, 0.0)) * served / self.scale
 
     def _cold(self) -> float:
         """A request no cache entry of this run serves: the shared prefix another session may have warmed."""
