@@ -74,6 +74,7 @@ class HistoryBuilder:
         on are all it kept, and the steps after them build on those alone."""
         self._close_step()
         self._pending, self._answered = {}, set()
+        self._assistant_at = -1  # the step is closed: nothing after the restart belongs to it
         if self.messages and self.step:
             self.restarts.append(len(self.messages))
 
@@ -153,7 +154,7 @@ class HistoryBuilder:
         for call in self.messages[self._assistant_at].tool_calls:
             if call.id in self._answered:
                 continue
-            text = f"[result not recorded: the log's malformed {damage_note(self.damaged)} were skipped]"
+            text = f"[result not recorded: the log's malformed {damage_note(self.damaged)} could not be read]"
             message = Message("tool", text, tool_call_id=call.id, name=call.name, iteration=self.step)
             self.messages.insert(self._results_end, message)
             self._results_end += 1
