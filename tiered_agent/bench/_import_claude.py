@@ -51,13 +51,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from .._messages import Usage
 from ._import_common import (
     ShapeError,
     SkippedRun,
     blocks_text,
+    compact_json,
     count,
     dump_arguments,
     is_read_only,
@@ -265,7 +264,7 @@ def _call(block: dict[str, Any], where: str) -> tuple[str | None, str, str]:
     if not isinstance(name, str) or not name:
         raise ShapeError(f"{where}: tool_use block without a name")
     arguments = block.get("input")
-    text = dump_arguments(arguments) if isinstance(arguments, dict) else orjson.dumps(arguments).decode()
+    text = dump_arguments(arguments) if isinstance(arguments, dict) else compact_json(arguments, "arguments")
     call_id = block.get("id")
     return (call_id if isinstance(call_id, str) and call_id else None), name, text
 

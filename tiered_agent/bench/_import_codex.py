@@ -53,10 +53,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-
 from .._messages import Usage
-from ._import_common import ShapeError, blocks_text, count, dump_arguments, is_read_only, kind_of, parse_time
+from ._import_common import (
+    ShapeError,
+    blocks_text,
+    compact_json,
+    count,
+    dump_arguments,
+    is_read_only,
+    kind_of,
+    parse_time,
+)
 from ._import_steps import HistoryBuilder
 from ._recorded import RecordedRun
 
@@ -262,7 +269,7 @@ def _call(item: dict[str, Any], where: str) -> tuple[str | None, str, str]:
 
 
 def _json(value: Any) -> str:
-    return dump_arguments(value) if isinstance(value, dict) else orjson.dumps(value).decode()
+    return dump_arguments(value) if isinstance(value, dict) else compact_json(value, "arguments")
 
 
 def _output_text(output: Any) -> str:

@@ -27,6 +27,7 @@ __all__ = [
     "StepTiming",
     "blocks_text",
     "build_run",
+    "compact_json",
     "count",
     "dump_arguments",
     "function_schema",
@@ -38,6 +39,9 @@ __all__ = [
     "is_read_only",
     "kind_of",
     "merge_schema",
+    "openai_call",
+    "openai_calls",
+    "openai_message",
     "parse_arguments",
     "parse_time",
     "schemas_from_calls",
@@ -171,15 +175,68 @@ def blocks_text(value: Any) -> str:
                 parts.append(block)
             elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
                 parts.append(str(block["text"]))
-            elif isinstance(block, Mapping) and block.get("type") in _IMAGE_BLOCKS:
+            elif kind_of(block) in _IMAGE_BLOCKS:
                 parts.append("[image]")
         return "\n".join(parts)
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return compact_json(value, "content", sort_keys=True)
+
+
+def compact_json(value: Any, where: str, *, sort_keys: bool = False) -> str:
+    """``value`` as compact JSON text; :class:`ShapeError` for what JSON cannot hold (nesting deeper
+    than 255 levels, integers beyond 64 bits)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None).decode()
+    except orjson.JSONEncodeError as exc:
+        raise ShapeError(f"{where}: cannot be written as JSON ({exc})") from None
+
+
+_ROLES = ("system", "user", "assistant", "tool")
+
+
+def openai_call(raw: Any, where: str) -> ToolCall:
+    """A recorded OpenAI tool call (``{"id", "function": {"name", "arguments"}}``), its shape checked:
+    arguments that are not text are kept as compact JSON; a missing id is empty."""
+    if not isinstance(raw, Mapping):
+        raise ShapeError(f"{where}: a tool call must be an object")
+    function = raw.get("function")
+    if not isinstance(function, Mapping):
+        raise ShapeError(f"{where}.function: expected an object")
+    name, arguments, call_id = function.get("name"), function.get("arguments"), raw.get("id")
+    if not isinstance(name, str) or not name:
+        raise ShapeError(f"{where}.function.name: expected a tool name")
+    if not isinstance(arguments, str):
+        arguments = compact_json(arguments if arguments is not None else {}, f"{where}.function.arguments")
+    return ToolCall(call_id if isinstance(call_id, str) else "", name, arguments)
+
+
+def openai_calls(value: Any, where: str) -> tuple[ToolCall, ...]:
+    """The ``tool_calls`` of a recorded OpenAI message (absent or null: none)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ShapeError(f"{where}: tool_calls must be a list")
+    return tuple(openai_call(raw, f"{where}[{index}]") for index, raw in enumerate(value))
+
+
+def openai_message(data: Mapping[str, Any], iteration: int, where: str) -> Message:
+    """A recorded OpenAI chat message, its shape checked (content as text, tool calls validated)."""
+    role = kind_of(data, "role")
+    if role not in _ROLES:
+        raise ShapeError(f"{where}: unknown message role {data.get('role')!r}")
+    tool_call_id, name = data.get("tool_call_id"), data.get("name")
+    return Message(
+        role,  # type: ignore[arg-type]
+        text_of(data.get("content"), where),
+        tool_calls=openai_calls(data.get("tool_calls"), f"{where}.tool_calls"),
+        tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
+        name=name if isinstance(name, str) else None,
+        iteration=iteration,
+    )
 
 
 def dump_arguments(arguments: Mapping[str, Any]) -> str:
     """Tool-call arguments as compact JSON text."""
-    return orjson.dumps(dict(arguments)).decode()
+    return compact_json(dict(arguments), "arguments")
 
 
 def parse_arguments(text: str) -> dict[str, Any]:
@@ -198,13 +255,16 @@ def parse_arguments(text: str) -> dict[str, Any]:
 def function_schema(
     name: str, description: str, properties: Mapping[str, Any], required: Sequence[str]
 ) -> dict[str, Any]:
-    """An OpenAI function-tool definition."""
+    """An OpenAI function-tool definition (recorded ``properties`` and ``required`` of another shape
+    than an object and a list of names count as none)."""
+    props = dict(properties) if isinstance(properties, Mapping) else {}
+    names = [r for r in required if isinstance(r, str)] if isinstance(required, list | tuple) else []
     return {
         "type": "function",
         "function": {
             "name": name,
             "description": description,
-            "parameters": {"type": "object", "properties": dict(properties), "required": list(required)},
+            "parameters": {"type": "object", "properties": props, "required": names},
         },
     }
 
@@ -257,7 +317,7 @@ def merge_schema(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         return a if "items" in a else b
     if ta == tb:
         return a
-    if {ta, tb} == {"integer", "number"}:
+    if isinstance(ta, str) and isinstance(tb, str) and {ta, tb} == {"integer", "number"}:
         return {"type": "number"}
     types = sorted({t for s in (ta, tb) for t in (s if isinstance(s, list) else [s]) if isinstance(t, str)})
     return {"type": types}
@@ -344,6 +404,7 @@ def build_run(
         raise ShapeError(f"{len(recorded)} usage records for {steps} steps")
     if routes and len(routes) != steps:
         raise ShapeError(f"{len(routes)} routes for {steps} steps")
+    compact_json(list(tools), "tools")  # the replay writes and hashes them: they must be valid JSON
     timing = timing or StepTiming()
     for name, values in (("timestamps", timing.timestamps), ("cache_writes_1h", timing.cache_writes_1h)):
         if values and len(values) != steps:

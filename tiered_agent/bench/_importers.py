@@ -326,7 +326,8 @@ def _converted(fmt: str, convert: Callable[[T, Path], _Converted], doc: T, path:
     except ShapeError as exc:
         raise _Unreadable(f"{fmt}: {exc}") from None
     except _UNFORESEEN as exc:
-        log.debug("importers.convert_failed", path=str(path), format=fmt, exc_info=True)
+        # no traceback: its locals may be a hostile document (rendering one can take minutes)
+        log.debug("importers.convert_failed", path=str(path), format=fmt, error=type(exc).__name__)
         raise _Unreadable(f"{fmt}: cannot convert ({type(exc).__name__}: {_short(str(exc))})") from None
     return [converted] if isinstance(converted, RecordedRun | SkippedRun) else list(converted)
 
