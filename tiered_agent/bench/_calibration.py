@@ -48,10 +48,11 @@ __all__ = [
     "calibrate",
     "fit",
     "full_prompt_tokens",
+    "measurable",
     "token_scale",
 ]
 
-_GRID = (0.5, 3.0, 0.01)  # the affine scale's coarse search: from, to, step; then refined to 0.0005
+_GRID = (0.5, 3.0, 0.05)  # the affine scale's coarse search: from, to, step; then refined to 0.0005
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +132,25 @@ class _Measured:
     points: tuple[tuple[int, int], ...]  # (replayed full tokens, recorded prompt tokens) per step
 
 
-def _measure(run: RecordedRun, counter: TokenCounter) -> _Measured | None:
+def measurable(run: RecordedRun) -> bool:
+    """Whether the calibration measures ``run``: a known provider's model and some recorded usage."""
+    return provider_of(run.model) is not None and any(
+        u is not None and u.prompt_tokens > 0 for u in run.usage
+    )
+
+
+def _measure(
+    run: RecordedRun, counter: TokenCounter | None, counted: Sequence[int] | None
+) -> _Measured | None:
     provider = provider_of(run.model)
-    if provider is None or not any(u is not None and u.prompt_tokens > 0 for u in run.usage):
+    if provider is None or not measurable(run):
         return None
+    if counted is None:
+        if counter is None:
+            raise ValueError("fit needs a token counter or the runs' counted tokens")
+        counted = full_prompt_tokens(run, counter)
     points = []
-    for index, tokens in enumerate(full_prompt_tokens(run, counter)):
+    for index, tokens in enumerate(counted):
         usage = run.usage[index] if index < len(run.usage) else None
         if usage is not None and usage.prompt_tokens > 0 and tokens > 0:
             points.append((tokens, usage.prompt_tokens))
@@ -164,11 +178,16 @@ def _error(measured: Sequence[_Measured], scale: float) -> float:
 
 
 def _affine_scale(measured: Sequence[_Measured]) -> float:
+    """The scale with the least mean relative error: a coarse grid, then two finer ones around the best
+    (steps 0.05, 0.005, 0.0005)."""
     start, stop, step = _GRID
-    candidates = [start + i * step for i in range(round((stop - start) / step) + 1)]
-    best = min(candidates, key=lambda b: (_error(measured, b), b))
-    fine = [best + i * 0.0005 for i in range(-20, 21)]
-    return min(fine, key=lambda b: (_error(measured, b), b))
+    best = min(
+        (start + i * step for i in range(round((stop - start) / step) + 1)),
+        key=lambda b: (_error(measured, b), b),
+    )
+    for fine in (0.005, 0.0005):
+        best = min((best + i * fine for i in range(-10, 11)), key=lambda b: (_error(measured, b), b))
+    return round(best, 4)
 
 
 def _provider(
@@ -217,10 +236,20 @@ def _unmeasured_prefixes(
     return out
 
 
-def fit(runs: Iterable[RecordedRun], counter: TokenCounter) -> Calibration:
-    """The scale of every provider with recorded usage in ``runs``, and the prefix of every run."""
+def fit(
+    runs: Iterable[RecordedRun],
+    counter: TokenCounter | None = None,
+    *,
+    tokens: Mapping[str, Sequence[int]] | None = None,
+) -> Calibration:
+    """The scale of every provider with recorded usage in ``runs``, and the prefix of every run.
+
+    ``tokens``: each measured run's :func:`full_prompt_tokens`, already counted (by run id); else
+    they are counted with ``counter``.
+    """
     runs = list(runs)
-    measured = [m for m in (_measure(r, counter) for r in runs) if m is not None]
+    counted = tokens or {}
+    measured = [m for m in (_measure(r, counter, counted.get(r.run_id)) for r in runs) if m is not None]
     providers: dict[str, ProviderCalibration] = {}
     prefixes: dict[str, RunPrefix] = {}
     for provider in sorted({m.provider for m in measured}):

@@ -19,9 +19,9 @@ import dataclasses
 import logging
 import multiprocessing
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import aclosing
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,6 @@ import structlog
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
-from .._tokens import TokenCounter
 from .._tools import ToolOutcome
 from ..context._breakeven import CacheTerms
 from ..context._dispatch import ToolKind
@@ -44,7 +43,7 @@ from ..context._retrieve import retrieve
 from ..context._summarizer import LLMSummarizer
 from ..context.steps import Dedup
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
-from ._calibration import Calibration, ProviderCalibration, fit
+from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_in
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
@@ -633,27 +632,25 @@ def replay_runs(
     """
     started = time.perf_counter()
     unique = _unique_ids(runs)
-    serial = workers <= 1 or len(unique) <= 1
-    # Serially the replay reuses the token ids the calibration memoized; with workers, the parent
-    # only counts (no id memo kept alive in it).
-    fitted = fit(
-        unique, _counter(settings.tokenizer) if serial else TokenCounter(settings.tokenizer, cache_size=4096)
-    )
-    calibration = dict(fitted.providers)
-    plans = {r.run_id: _plan(r, settings, fitted) for r in unique}
-    infos = {r.run_id: RunInfo.of(r, plans[r.run_id]) for r in unique}
     done: dict[str, RunReplay] = {}
+    infos: dict[str, RunInfo] = {}
 
     def finished(replay: RunReplay) -> None:
         done[replay.run_id] = replay
         if on_progress is not None:
             on_progress(infos[replay.run_id])
 
-    if serial:
+    if workers <= 1 or len(unique) <= 1:
+        # Serially the replay reuses the token ids the calibration memoized.
+        fitted = fit(unique, _counter(settings.tokenizer))
+        plans = _plans(unique, settings, fitted, infos)
         for run in unique:
             finished(_replay_job(run, policies, settings, plans[run.run_id]))
     else:
-        _replay_parallel(unique, policies, settings, plans, workers=workers, finished=finished)
+        with _pool(workers) as pool:  # the workers count the calibration's tokens too, and keep their ids
+            fitted = fit(unique, tokens=_full_tokens(pool, unique, settings.tokenizer))
+            plans = _plans(unique, settings, fitted, infos)
+            _replay_parallel(unique, policies, settings, plans, pool=pool, finished=finished)
     order = sorted(infos)
     return BenchResult(
         settings=settings,
@@ -661,8 +658,30 @@ def replay_runs(
         runs=tuple(infos[i] for i in order),
         replays=tuple(done[i] for i in order),
         elapsed_seconds=time.perf_counter() - started,
-        calibration=calibration,
+        calibration=dict(fitted.providers),
     )
+
+
+def _plans(
+    runs: Sequence[RecordedRun], settings: ReplaySettings, fitted: Calibration, infos: dict[str, RunInfo]
+) -> dict[str, RunPlan]:
+    """Each run's plan; ``infos`` gets each run's :class:`RunInfo`."""
+    plans = {r.run_id: _plan(r, settings, fitted) for r in runs}
+    infos.update({r.run_id: RunInfo.of(r, plans[r.run_id]) for r in runs})
+    return plans
+
+
+def _full_tokens_job(run: RecordedRun, tokenizer: str) -> tuple[str, list[int]]:
+    """One run's replayed ``full`` prompt tokens per step, counted in a worker (its ids kept there)."""
+    return run.run_id, full_prompt_tokens(run, _counter(tokenizer))
+
+
+def _full_tokens(
+    pool: ProcessPoolExecutor, runs: Sequence[RecordedRun], tokenizer: str
+) -> dict[str, list[int]]:
+    """The calibration's token counts of the runs it measures, counted by the workers."""
+    measured = [r for r in runs if measurable(r)]
+    return dict(pool.map(_full_tokens_job, measured, [tokenizer] * len(measured)))
 
 
 def _plan(run: RecordedRun, settings: ReplaySettings, fitted: Calibration) -> RunPlan:
@@ -692,21 +711,27 @@ def _init_worker(level: int) -> None:
     configure_logging(level=logging.getLevelName(level).lower())
 
 
+@contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    # "spawn" is safe next to the progress bar's thread.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(_log_level(),)
+    ) as pool:
+        yield pool
+
+
 def _replay_parallel(
     runs: Sequence[RecordedRun],
     policies: Mapping[str, Policy],
     settings: ReplaySettings,
     plans: Mapping[str, RunPlan],
     *,
-    workers: int,
+    pool: ProcessPoolExecutor,
     finished: Callable[[RunReplay], None],
 ) -> None:
-    # Longest runs first balances the workers; "spawn" is safe next to the progress bar's thread.
+    # Longest runs first balances the workers.
     ordered = sorted(runs, key=lambda r: (-len(r.messages), r.run_id))
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(_log_level(),)
-    ) as pool:
-        futures = [pool.submit(_replay_job, run, policies, settings, plans[run.run_id]) for run in ordered]
-        for future in as_completed(futures):
-            finished(future.result())
+    futures = [pool.submit(_replay_job, run, policies, settings, plans[run.run_id]) for run in ordered]
+    for future in as_completed(futures):
+        finished(future.result())
