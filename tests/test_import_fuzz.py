@@ -243,3 +243,18 @@ def test_the_last_resort_net_names_an_unforeseen_error(
     path.write_bytes(CODEX.read_bytes())
     [skip] = load_runs([path]).skipped
     assert skip.reason == "codex: cannot convert (AttributeError: 'list' object has no attribute 'get')"
+
+
+def test_a_malformed_file_beside_a_valid_run_is_skipped_not_fatal(tmp_path: Path) -> None:
+    """Issue 16, case 7: a ``"type"`` holding a list made the Claude Code detector raise (an unhashable
+    list looked up in a set) and the whole bench stopped."""
+    (tmp_path / "x.jsonl").write_text('{"type": []}\n{"type": "x"}\n', encoding="utf-8")
+    (tmp_path / "y.jsonl").write_text('{"type": ["a"]}\n{"type": "summary"}\n', encoding="utf-8")
+    good = tmp_path / "rollout.jsonl"
+    good.write_bytes(CODEX.read_bytes())
+    loaded = load_runs([tmp_path])
+    assert [r.format for r in loaded.runs] == ["codex"]
+    assert [(Path(s.path).name, s.reason.split(" (")[0]) for s in loaded.skipped] == [
+        ("x.jsonl", "unrecognized format"),
+        ("y.jsonl", "unrecognized format"),
+    ]
