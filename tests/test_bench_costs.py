@@ -182,9 +182,19 @@ def test_dollars_on_a_tiny_replay_as_the_recorded_model() -> None:
         "output": 1e-5,
         "cache_read": 1.25e-6,
         "cache_write": 2.5e-6,
+        "cache_write_1h": 2.5e-6,  # OpenAI bills no writes, whatever their lifetime
     }
+    # the usage records no cost: the recorded usage is priced at gpt-4o's list prices (nothing cached)
     validation = document["validation"]["cost_usd"]
-    assert validation is None  # the hand-built usage records no cost
+    recorded = sum(
+        u.prompt_tokens * 2.5e-6 + u.completion_tokens * 1e-5 for u in _run("a", 8).usage if u is not None
+    )
+    assert validation["recorded_source"] == "list prices of the recorded usage"
+    assert validation["recorded_cost_usd"] == pytest.approx(recorded, rel=1e-6)
+    assert validation["simulated_cost_usd"] == pytest.approx(full["cost_usd"], rel=1e-6)
+    assert validation["per_family"]["tiered-agent"]["ratio"] == validation["ratio"]
+    assert document["recorded"]["cost_usd"] == pytest.approx(recorded, rel=1e-6)
+    assert document["recorded"]["policies_cost_usd"]["full"] == pytest.approx(full["cost_usd"], rel=1e-6)
 
 
 def test_dollars_with_a_price_model_of_another_provider() -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 
 import pytest
 
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._messages import Message, ToolCall
-from tiered_agent._providers import CACHE_MODELS, cache_model_for
+from tiered_agent._providers import CACHE_MODELS, CacheModel, cache_model_for
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._caching import (
     CacheSimulator,
@@ -175,8 +176,15 @@ def test_gemini_block_sizes_are_in_provider_tokens(counter: IdCounter) -> None:
         CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"], scale=0)
 
 
+# The documented rules alone, without the expectations fitted on recorded sessions (tested below).
+OPENAI_RULES = dataclasses.replace(CACHE_MODELS["openai"], routing_loss=0.0, idle_survival=())
+SONNET_RULES = dataclasses.replace(
+    cache_model_for("claude-sonnet-4-5"), rewrite_rate=0.0, shared_share=0.0, shared_warm=0.0
+)
+
+
 def test_openai_cache_minimum_and_increments(counter: IdCounter) -> None:
-    cache = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["openai"])
+    cache = CacheSimulator(PromptEncoder(counter), OPENAI_RULES)
     system = _msg("system", 997)  # 1000 tokens
     cache.request([system])
     assert cache.request([system, _msg("user", 97)]).read == 0  # 1,000 common: under 1,024
@@ -187,7 +195,7 @@ def test_openai_cache_minimum_and_increments(counter: IdCounter) -> None:
 
 
 def test_anthropic_breakpoints_writes_and_rewrites(counter: IdCounter) -> None:
-    cache = CacheSimulator(PromptEncoder(counter), cache_model_for("claude-sonnet-4-5"))
+    cache = CacheSimulator(PromptEncoder(counter), SONNET_RULES)
     system, task = _msg("system", 1200), _msg("user", 10)  # 1203, 13: positions 1203, 1216
     # first request: nothing to read; the newest-message breakpoint writes everything up to it
     assert cache.request([system, task]) == CacheUse(0, 1216)
@@ -201,7 +209,7 @@ def test_anthropic_breakpoints_writes_and_rewrites(counter: IdCounter) -> None:
 
 
 def test_anthropic_lookback_is_twenty_blocks(counter: IdCounter) -> None:
-    rules = cache_model_for("claude-sonnet-4-5")
+    rules = SONNET_RULES
     system, task = _msg("system", 1200), _msg("user", 10)
     short = [_msg("user" if i % 2 else "assistant", 1, 1) for i in range(25)]  # 4 tokens each
     within = CacheSimulator(PromptEncoder(counter), rules)
@@ -218,7 +226,7 @@ def test_anthropic_lookback_counts_content_blocks(counter: IdCounter) -> None:
     """An assistant message with text and a tool call is 2 blocks, its result 1: 7 iterations are
     21 blocks, one more than the lookback reaches."""
     assert content_blocks(ACTION) == 1 and content_blocks(RESULT) == 1 and content_blocks(SYSTEM) == 1
-    rules = cache_model_for("claude-sonnet-4-5")
+    rules = SONNET_RULES
     system, task = _msg("system", 1200), _msg("user", 10)
 
     def iteration(k: int) -> list[Message]:
@@ -236,7 +244,8 @@ def test_anthropic_lookback_counts_content_blocks(counter: IdCounter) -> None:
 
 
 def test_anthropic_minimum_per_model(counter: IdCounter) -> None:
-    cache = CacheSimulator(PromptEncoder(counter), cache_model_for("claude-haiku-4-5"))  # 4,096
+    haiku = dataclasses.replace(cache_model_for("claude-haiku-4-5"), rewrite_rate=0.0)
+    cache = CacheSimulator(PromptEncoder(counter), haiku)  # 4,096
     system, task = _msg("system", 1200), _msg("user", 10)
     assert cache.request([system, task]) == CacheUse(0, 0)  # 1,216 < 4,096: no entry written
     assert cache.request([system, task, _msg("assistant", 3000, 1)]) == CacheUse(0, 4219)
@@ -249,3 +258,71 @@ def test_pricing_charges_writes_at_the_premium() -> None:
     assert pricing.input_cost(100, 60, 30, 1.25) == pytest.approx(53.5)
     assert pricing.cost(100, 60, 5, 30, 1.25) == pytest.approx(73.5)
     assert pricing.cost(100, 60, 5) == pytest.approx(10 + 30 + 6 + 20)  # no writes: as before
+
+
+# ---------------------------------------------------------------- time, lifetimes, prefixes
+def _anthropic_steps(counter: IdCounter, times: list[float], *, long: bool = False) -> list[CacheUse]:
+    """Three growing requests (1,216, then 1,269, then 1,372 tokens) sent at ``times``."""
+    system, task = _msg("system", 1200), _msg("user", 10)  # positions 1203, 1216
+    action, result = _msg("assistant", 50, 1), _msg("tool", 100, 1)  # 1269, 1372
+    cache = CacheSimulator(PromptEncoder(counter), SONNET_RULES)
+    requests = ([system, task], [system, task, action], [system, task, action, result])
+    return [cache.request(r, at=t, long_ttl=long) for r, t in zip(requests, times, strict=True)]
+
+
+def test_anthropic_entries_expire_after_their_lifetime(counter: IdCounter) -> None:
+    # 5-minute writes (330 s with the recorded grace): 100 s later the entries are read
+    assert _anthropic_steps(counter, [0, 100, 200]) == [
+        CacheUse(0, 1216),
+        CacheUse(1216, 53),
+        CacheUse(1269, 103),
+    ]
+    # 400 s after the last use everything expired: the whole prompt is written again
+    assert _anthropic_steps(counter, [0, 100, 500])[2] == CacheUse(0, 1372)
+    # a use renews an entry: read at 300, the entries written then still live at 600
+    assert _anthropic_steps(counter, [0, 300, 600])[2] == CacheUse(1269, 103)
+    # 1-hour writes survive the same gaps, not a longer one
+    assert _anthropic_steps(counter, [0, 2000, 5000], long=True)[2] == CacheUse(1269, 103)
+    assert _anthropic_steps(counter, [0, 2000, 6000], long=True)[2] == CacheUse(0, 1372)
+    # no times recorded: nothing expires
+    assert _anthropic_steps(counter, [None, None, None])[2] == CacheUse(1269, 103)  # type: ignore[list-item]
+
+
+def test_an_unrecorded_prefix_is_sent_first_and_its_shared_part_may_be_warm(counter: IdCounter) -> None:
+    rules = dataclasses.replace(SONNET_RULES, shared_share=0.5, shared_warm=0.6)
+    cache = CacheSimulator(PromptEncoder(counter), rules, prefix_tokens=4000)  # 2,000 shared + 2,000
+    assert cache.prefix_tokens == 4000
+    task, action = _msg("user", 10), _msg("assistant", 50, 1)  # positions 4013, 4066
+    # cold: breakpoints at 2,000 (shared), 4,000 (end of the prefix) and 4,013 all written, but the
+    # shared 2,000 are expected to be read with the chance 0.6 that another session warmed them
+    assert cache.request([task]) == CacheUse(1200, 2813)
+    assert cache.request([task, action]) == CacheUse(4013, 53)
+    ideal = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["ideal"], prefix_tokens=500)
+    ideal.request([task])
+    assert ideal.request([task, action]).read == 513  # the prefix is part of every common prefix
+
+
+def test_anthropic_hits_lose_the_unrecorded_rewrites(counter: IdCounter) -> None:
+    cache = CacheSimulator(PromptEncoder(counter), dataclasses.replace(SONNET_RULES, rewrite_rate=0.1))
+    system, task, action = _msg("system", 1200), _msg("user", 10), _msg("assistant", 50, 1)
+    assert cache.request([system, task]) == CacheUse(0, 1216)
+    # 10% of the 1,216 read tokens expected to be written again instead: 1216 - 121.6, 53 + 121.6
+    assert cache.request([system, task, action]) == CacheUse(1094, 175)
+
+
+def test_openai_prefixes_survive_idle_gaps_in_part(counter: IdCounter) -> None:
+    rules = dataclasses.replace(CACHE_MODELS["openai"], routing_loss=0.0)
+    system, user = _msg("system", 997), _msg("user", 97)  # 1,000 + 100
+    history = [system, user, _msg("assistant", 197, 1)]  # 1,300
+
+    def reads(times: list[float], model: CacheModel = rules) -> list[int]:
+        cache = CacheSimulator(PromptEncoder(counter), model)
+        requests = ([system, user], history, [*history, _msg("tool", 5, 1)])
+        return [cache.request(r, at=t).read for r, t in zip(requests, times, strict=True)]
+
+    assert reads([0, 100, 300]) == [0, 1024, 1280]  # within 5 minutes: all of it
+    assert reads([0, 100, 700]) == [0, 1024, 1088]  # a 10-minute gap keeps 85%: 0.85 x 1,280
+    assert reads([0, 100, 2500]) == [0, 1024, 947]  # 40 minutes: 74%
+    assert reads([0, 100, 5000]) == [0, 1024, 0]  # over an hour: nothing
+    # the fitted routing loss: 3.4% of every hit
+    assert reads([0, 100, 300], CACHE_MODELS["openai"]) == [0, 989, 1236]  # 1,024 and 1,280 x 0.966

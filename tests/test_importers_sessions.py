@@ -20,7 +20,7 @@ from tiered_agent._errors import TraceFormatError
 from tiered_agent._messages import Message, ToolCall, Usage
 from tiered_agent.bench._import_claude import read_only_tool as claude_read_only
 from tiered_agent.bench._import_codex import read_only_tool as codex_read_only
-from tiered_agent.bench._importers import NO_STEPS, SkippedInput, load_runs, write_run_trace
+from tiered_agent.bench._importers import NO_STEPS, SkippedInput, SkippedLines, load_runs, write_run_trace
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.cli import cli
 
@@ -353,20 +353,36 @@ def test_claude_code_read_only_tools(name: str, read_only: bool) -> None:
     assert claude_read_only(name) is read_only
 
 
-def test_claude_code_torn_last_line_is_dropped(tmp_path: Path) -> None:
+def test_claude_code_torn_last_line_is_counted_not_damage(tmp_path: Path) -> None:
     source = FIXTURES / ".claude" / "projects" / "-home-user-demo" / f"{CLAUDE_SESSION}.jsonl"
     torn = tmp_path / "live.jsonl"
     torn.write_bytes(
         source.read_bytes() + b'{"type":"assistant","message":{"id":"msg_'
     )  # still being written
     with capture_logs() as logs:
-        runs = _load(torn)
-    assert [r.steps for r in runs] == [4, 2]
-    assert [e["event"] for e in logs] == ["importers.torn_last_line"]
+        loaded = load_runs([torn], strict=True)  # a log still being written is not an error
+    assert [r.steps for r in loaded.runs] == [4, 2]
+    lines = source.read_bytes().count(b"\n") + 1
+    assert loaded.skipped_lines == (SkippedLines(str(torn), (lines,), torn=True),)
+    assert loaded.skipped_lines[0].to_dict() == {
+        "path": str(torn), "count": 1, "lines": [lines], "torn_last_line": True,
+    }  # fmt: skip
+    assert [(e["event"], e["log_level"]) for e in logs] == [("importers.torn_last_line", "info")]
+
+
+def test_claude_code_malformed_line_is_skipped_and_counted(tmp_path: Path) -> None:
+    source = FIXTURES / ".claude" / "projects" / "-home-user-demo" / f"{CLAUDE_SESSION}.jsonl"
     broken = tmp_path / "broken.jsonl"
     broken.write_bytes(source.read_bytes().replace(b'{"type":"file-history', b"{oops", 1))
-    with pytest.raises(TraceFormatError, match=re.escape(f"{broken}: not JSON (line 2:")):
-        _load(broken)
+    with capture_logs() as logs:
+        loaded = load_runs([broken])
+    assert [r.messages for r in loaded.runs] == [r.messages for r in _load(source)]
+    assert loaded.skipped_lines == (SkippedLines(str(broken), (2,)),)
+    assert [(e["event"], e["count"]) for e in logs if e["event"] == "importers.skipped_lines"] == [
+        ("importers.skipped_lines", 1)
+    ]
+    with pytest.raises(TraceFormatError, match=re.escape(f"{broken}: malformed line 2 (not a JSON object)")):
+        load_runs([broken], strict=True)
 
 
 # ---------------------------------------------------------------- Codex
@@ -426,8 +442,24 @@ def test_codex_rollout_steps_calls_and_token_counts() -> None:
             iteration=3,
         ),
         Message("tool", "1 passed in 0.01s", tool_call_id="call_d", name="local_shell", iteration=3),
+        # compacted: Codex rebuilt its history from the system and user messages and the summary
+        Message("system", "You are Codex, a coding agent.", iteration=3),
+        Message(
+            "system",
+            "<permissions instructions>sandbox: workspace-write</permissions instructions>",
+            iteration=3,
+        ),
+        Message(
+            "user", "<environment_context>\n  <cwd>/home/user/demo</cwd>\n</environment_context>", iteration=3
+        ),
+        Message("user", "Why does test_parse fail?", iteration=3),
+        Message("user", "Summary: parse() now strips spaces; tests pass.", iteration=3),
         Message("assistant", "Fixed: parse strips the spaces now.", iteration=4),
     )
+    assert run.restarts == (11,)
+    assert not run.prompt_complete
+    # each request was sent at the latest input item before its response (else its first item)
+    assert [round(t - run.timestamps[0], 3) for t in run.timestamps if t is not None] == [0.0, 2.1, 4.0, 6.5]
     # last_token_usage per response; the re-emitted count is ignored; input already includes the cache
     assert run.usage == (
         Usage(prompt_tokens=2000, completion_tokens=150, cached_tokens=0, requests=1),
@@ -437,6 +469,7 @@ def test_codex_rollout_steps_calls_and_token_counts() -> None:
     )
     assert run.metadata == {
         "session_id": "0199aaaa-0000-7000-8000-000000000001", "cli_version": "0.50.0", "compactions": 1,
+        "usage_order": "after",
     }  # fmt: skip
     assert run.read_only_tools == frozenset()
     assert run.task == "<environment_context>\n  <cwd>/home/user/demo</cwd>\n</environment_context>"

@@ -50,10 +50,17 @@ def test_cache_model_names_and_rules() -> None:
     assert gemini.expected_hit(4096) == pytest.approx(4096 * 0.965)
     # openai: from 1,024 tokens, in 128-token increments
     assert [openai.cacheable(x) for x in (1023, 1024, 1151, 1152, 5000)] == [0, 1024, 1024, 1152, 4992]
-    assert openai.miss_rate == 0 and openai.write_premium == 1.0
-    # anthropic: explicit breakpoints, 1.25x writes, 20-block lookback
+    # no miss rate the break-even rule would weigh (aging's prompts stay as they were); the fitted
+    # routing loss and idle survival are the simulation's
+    assert openai.miss_rate == 0 and openai.write_premium == 1.0 and openai.routing_loss == 0.034
+    assert [openai.survival(g) for g in (None, 10, 300, 301, 1800, 1801, 3600, 3601)] == [
+        1.0, 1.0, 1.0, 0.85, 0.85, 0.74, 0.74, 0.0,
+    ]  # fmt: skip
+    # anthropic: explicit breakpoints, 1.25x writes (2x with the 1-hour lifetime), 20-block lookback
     assert anthropic.explicit and anthropic.max_breakpoints == 4 and anthropic.lookback_blocks == 20
     assert (anthropic.write_premium, anthropic.min_tokens) == (1.25, 1024)
+    assert (anthropic.ttl_s, anthropic.long_ttl_s, anthropic.long_write_premium) == (330.0, 3600.0, 2.0)
+    assert anthropic.survival(10_000) == 1.0  # explicit entries expire by their own lifetime instead
 
 
 @pytest.mark.parametrize(
@@ -82,7 +89,7 @@ def test_cache_model_for_unknown_default_is_a_configuration_error() -> None:
 
 def test_model_prices_from_the_bundled_map() -> None:
     sonnet = model_prices("claude-sonnet-4-5")
-    assert sonnet == ModelPrices("claude-sonnet-4-5", 3e-6, 15e-6, 0.3e-6, 3.75e-6)
+    assert sonnet == ModelPrices("claude-sonnet-4-5", 3e-6, 15e-6, 0.3e-6, 3.75e-6, cache_write_1h=6e-6)
     assert model_prices("anthropic/claude-sonnet-4-5") == sonnet  # the provider prefix is stripped
     gpt5 = model_prices("gpt-5")
     assert gpt5 is not None and (gpt5.input, gpt5.output, gpt5.cache_read) == (1.25e-6, 10e-6, 0.125e-6)
@@ -103,6 +110,11 @@ def test_prices_cost_and_long_context() -> None:
     prices = ModelPrices("m", input=2.0, output=10.0, cache_read=0.5, cache_write=2.5)
     # 100 prompt tokens: 60 read, 30 written, 10 uncached; 7 output
     assert prices.cost(100, 60, 30, 7) == pytest.approx(10 * 2.0 + 60 * 0.5 + 30 * 2.5 + 7 * 10.0)
+    # 1-hour writes at their own price; without one listed, at the 5-minute price
+    hour = ModelPrices("m", 2.0, 10.0, 0.5, 2.5, cache_write_1h=4.0)
+    assert hour.cost(100, 60, 30, 7, written_1h=20) == pytest.approx(20 + 30 + 10 * 2.5 + 20 * 4.0 + 70)
+    assert prices.cost(100, 60, 30, 7, written_1h=20) == prices.cost(100, 60, 30, 7)
+    assert hour.cost(100, 60, 30, 7, written_1h=999) == hour.cost(100, 60, 30, 7, written_1h=30)
     long = ModelPrices("m", 4.0, 20.0, 1.0, 5.0)
     tiered = ModelPrices("m", 2.0, 10.0, 0.5, 2.5, long_context=long)
     assert tiered.for_prompt(LONG_CONTEXT_THRESHOLD) is tiered
@@ -110,6 +122,7 @@ def test_prices_cost_and_long_context() -> None:
     gemini = model_prices("google/gemini-3-pro-preview")
     assert gemini is not None and gemini.long_context is not None
     assert gemini.long_context.input == 4e-6
+    assert gemini.write_1h == gemini.cache_write  # no 1-hour cache: the same price
 
 
 def test_importing_providers_does_not_import_litellm() -> None:

@@ -44,6 +44,7 @@ TOP_KEYS = {
     "calibration",
     "pricing",
     "families",
+    "recorded",
 }
 TOTALS_KEYS = {
     "runs",
@@ -128,7 +129,7 @@ def document() -> dict[str, Any]:
 
 def test_document_schema_keys(document: dict[str, Any]) -> None:
     assert set(document) == TOP_KEYS
-    assert document["schema_version"] == SCHEMA_VERSION == 2
+    assert document["schema_version"] == SCHEMA_VERSION == 3
     assert set(document["settings"]) == {
         "tokenizer",
         "context_window",
@@ -144,8 +145,8 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
         "price_model",
     }
     assert document["settings"]["context_window"] == 20_000
-    assert set(document["inputs"]) == {"paths", "skipped", "run_count", "step_count", "runs"}
-    assert document["inputs"]["skipped"] == []
+    assert set(document["inputs"]) == {"paths", "skipped", "skipped_lines", "run_count", "step_count", "runs"}
+    assert document["inputs"]["skipped"] == [] and document["inputs"]["skipped_lines"] == []
     assert document["inputs"]["step_count"] == 42
     assert list(document["policies"]) == sorted(["full", "tiered", "masking", "tiered:truncation-only"])
     for name, policy in document["policies"].items():
@@ -189,8 +190,14 @@ def test_validation_and_fidelity_cover_runs_with_usage(document: dict[str, Any])
         "recorded_cached_share",
         "cached_share_ratio",
         "cache_models",
+        "per_family",
         "per_run",
     }
+    assert list(validation["per_family"]) == ["tiered-agent"]
+    assert validation["per_family"]["tiered-agent"]["steps"] == 20
+    # the replay counts the whole prompt of these runs: nothing is estimated to be missing
+    assert fidelity["calibrated_mean_abs_rel_error"] is not None
+    assert [r["unrecorded_prefix_source"] for r in document["inputs"]["runs"]] == ["recorded"] * 3
 
 
 def test_totals_are_the_sum_of_the_runs(document: dict[str, Any]) -> None:

@@ -55,6 +55,24 @@ class CacheModel:
     request of the conversation; *explicit* ones only the prefix up to a
     ``cache_control`` breakpoint, and only if an earlier request wrote an entry
     there (written tokens are billed at ``write_premium``).
+
+    Time (where a recording says when each request was sent): an explicit entry
+    expires ``ttl_s`` seconds after it was last written or read, or
+    ``long_ttl_s`` for entries written with the longer lifetime (billed at
+    ``long_write_premium``); an implicit cache keeps the expected share of a
+    prefix that ``idle_survival`` gives for the idle gap (``(gap_s, share)``
+    pairs, ascending: gaps up to ``gap_s`` keep ``share``; longer gaps than the
+    last keep nothing; empty: nothing expires). A prompt's unrecorded prefix
+    (the system prompt and tools a log left out) holds a part shared across
+    sessions (``shared_share`` of it): a cold request finds it cached with the
+    expected chance ``shared_warm`` (another session of the user warmed it).
+    Implicit hits fall ``shortfall`` tokens short of the common prefix on
+    average, and the share ``lag_share`` of them only reach the request before
+    the previous one, and ``routing_loss`` of them is lost to routing (a
+    simulation-only expectation). Explicit caches lose the share ``rewrite_rate`` of their
+    hits beyond the shared prefix to changes the agent made to its prompt that
+    its log does not record (server-side context editing, dropped thinking).
+    All of these are expectations: the simulation stays deterministic.
     """
 
     name: str
@@ -67,6 +85,19 @@ class CacheModel:
     write_premium: float = 1.0  # price of a token written to the cache / an uncached input token
     miss_rate: float = 0.0  # expected share of cacheable prefixes not served; credited as expectation
     source: str = ""  # where the rules come from
+    ttl_s: float | None = None  # explicit: seconds an entry lives after its last use; None: forever
+    long_ttl_s: float | None = None  # explicit: the optional longer lifetime
+    long_write_premium: float = 1.0  # explicit: price of a token written with the longer lifetime
+    idle_survival: tuple[tuple[float, float], ...] = ()  # implicit: (idle gap up to s, share kept)
+    shared_share: float = 0.0  # of an unrecorded prefix: the part sessions share (tools, static system)
+    shared_warm: float = 0.0  # expected chance another session warmed that part before a cold request
+    shortfall: int = 0  # implicit: provider tokens a hit falls short of the common prefix on average
+    lag_share: float = 0.0  # implicit: share of hits that only reach the request before the previous one
+    rewrite_rate: float = 0.0  # explicit: share of hits lost to prompt changes a log does not record
+    # implicit: expected share of a cacheable prefix lost to requests routed to a server without it. The
+    # simulation applies it on top of miss_rate; the break-even rule of aging (context/_breakeven.py)
+    # reads miss_rate only, so a fit here never changes the prompts the live agent builds.
+    routing_loss: float = 0.0
 
     def cacheable(self, prefix_tokens: float) -> int:
         """Provider tokens of a common prefix a hit can cover (before misses): 0 below the
@@ -79,6 +110,43 @@ class CacheModel:
         """The cacheable part of a prefix, discounted by the miss rate (a deterministic expectation)."""
         return self.cacheable(prefix_tokens) * (1.0 - self.miss_rate)
 
+    def survival(self, idle_s: float | None) -> float:
+        """Implicit caches: the expected share of a cached prefix still served after ``idle_s``
+        seconds without a request (1.0 when the gap is unknown or nothing expires)."""
+        if idle_s is None or not self.idle_survival:
+            return 1.0
+        return next((share for limit, share in self.idle_survival if idle_s <= limit), 0.0)
+
+
+# Fitted parameters (benchmarks/session_fit.py prints the fit; each says what it was fitted on):
+# - shared_share: the part of an unrecorded prefix that Claude Code's sessions share (its tools and
+#   static system prompt, cached at their own breakpoint): the median of first-request cache reads
+#   over the calibrated prefix, on the 43 of 73 Claude Code first requests of ../shared/sessions
+#   that read one;
+# - shared_warm: the share of cold requests (a run's first, or after its entries expired) that read
+#   that shared part, on the same sessions (first requests: 43 of 73);
+# - ttl_s: 5 minutes plus the grace the recorded hits show: requests up to ~340 s after the previous
+#   one still read its entries (the timestamps are when the request was logged, not when the
+#   provider refreshed the entry).
+# - rewrite_rate: the share of steps whose recorded read fell to at most half the prompt although
+#   the previous request's entries were live (gap under 5 minutes): Claude Code changed its prompt
+#   before its end (server-side context editing, thinking blocks of earlier turns dropped) where the
+#   log shows nothing; 30 of 2,277 such steps.
+# OpenAI (the one Codex rollout with usage, ../shared/sessions/codex_coda, 161 steps):
+# - routing_loss: the share of the cacheable prefix (the previous prompt in whole 128-token blocks) the
+#   recorded hits did not serve on requests under 5 minutes apart (routing to another server: 4
+#   requests read nothing, a dozen an older prefix): 3.4% of 153 steps;
+# - OPENAI_IDLE_SURVIVAL: the share served after idle gaps, as measured there and in line with the
+#   docs (prefixes "generally remain active for 5 to 10 minutes of inactivity, up to a maximum of one
+#   hour"): 0.85 over the six 5-30 minute gaps, 0.74 over the one longer gap, nothing after an hour.
+ANTHROPIC_FIT: dict[str, float] = {
+    "shared_share": 0.7,
+    "shared_warm": 0.59,
+    "ttl_s": 330.0,
+    "rewrite_rate": 0.013,
+}
+OPENAI_FIT: dict[str, float] = {"routing_loss": 0.034, "shared_share": 0.0, "shared_warm": 0.0}
+OPENAI_IDLE_SURVIVAL = ((300.0, 1.0), (1800.0, 0.85), (3600.0, 0.74))
 
 # Today's simulation: every token of the longest common prefix with the previous request.
 _IDEAL = CacheModel("ideal", None, source="longest common prefix with the previous request, no rules")
@@ -115,22 +183,37 @@ _GEMINI = CacheModel(
 # OpenAI automatic caching (https://platform.openai.com/docs/guides/prompt-caching, and the cookbook
 # "Prompt Caching 201"): "works automatically for prompts containing 1024 tokens or more, with cache
 # hits occurring in increments of 128 tokens"; requests are routed by a hash of the prefix to a
-# server that recently processed it. No write fee; the read discount is per model (in the prices).
+# server that recently processed it; "cached prefixes generally remain active for 5 to 10 minutes of
+# inactivity, up to a maximum of one hour during off-peak periods". No write fee; the read discount
+# is per model (in the prices). Fitted on the one Codex CLI rollout with usage in
+# ../shared/sessions/codex_coda (gpt-5-codex, 161 steps; benchmarks/session_fit.py): every recorded
+# hit is a multiple of 128 and the smallest is 2,048 (so the documented 1,024 minimum stands); hits
+# fall short of the previous prompt (see OPENAI_FIT below for the fitted shortfall, lag and misses);
+# the cache survives 5-30 minute idle gaps mostly and drops after 30 minutes.
 _OPENAI = CacheModel(
     "openai",
     "openai",
     min_tokens=1024,
     increment=128,
-    source="https://platform.openai.com/docs/guides/prompt-caching",
+    source="https://platform.openai.com/docs/guides/prompt-caching; fit on 1 Codex CLI rollout",
+    idle_survival=OPENAI_IDLE_SURVIVAL,
+    routing_loss=OPENAI_FIT["routing_loss"],
+    shared_share=OPENAI_FIT["shared_share"],
+    shared_warm=OPENAI_FIT["shared_warm"],
 )
 
 # Anthropic (https://platform.claude.com/docs/en/build-with-claude/prompt-caching): the prefix
 # (tools, system, messages in that order) is cached only up to blocks marked with cache_control, at
 # most 4 breakpoints per request; at each breakpoint the system looks for an earlier entry at most
-# 20 content blocks back; 5-minute cache writes cost 1.25x the base input price, reads 0.1x (the
-# read price comes from the model's prices). Minimum cacheable prefix per model: see
+# 20 content blocks back; "the cache has a minimum 5-minute lifetime", refreshed at no cost each
+# time the entry is used, or 1 hour with "ttl": "1h"; "5-minute cache write tokens are 1.25 times the
+# base input tokens price, 1-hour cache write tokens are 2 times the base input tokens price", reads
+# 0.1x (the read price comes from the model's prices). Minimum cacheable prefix per model: see
 # anthropic_min_tokens. tiered_agent/_model.py puts the breakpoints on the system prompt and on the
-# newest message; the simulation does the same.
+# newest message; the simulation does the same, plus one at the end of the shared part of a prefix
+# a log did not record (Claude Code caches its tools and static system prompt there, shared by its
+# sessions). Fitted on 73 recorded Claude Code first requests and 2,461 steps of
+# ../shared/sessions (benchmarks/session_fit.py): see ANTHROPIC_FIT below.
 _ANTHROPIC = CacheModel(
     "anthropic",
     "anthropic",
@@ -139,7 +222,13 @@ _ANTHROPIC = CacheModel(
     max_breakpoints=4,
     lookback_blocks=20,
     write_premium=1.25,
-    source="https://platform.claude.com/docs/en/build-with-claude/prompt-caching",
+    source="https://platform.claude.com/docs/en/build-with-claude/prompt-caching; fit on Claude Code logs",
+    ttl_s=ANTHROPIC_FIT["ttl_s"],
+    long_ttl_s=3600.0,
+    long_write_premium=2.0,
+    shared_share=ANTHROPIC_FIT["shared_share"],
+    shared_warm=ANTHROPIC_FIT["shared_warm"],
+    rewrite_rate=ANTHROPIC_FIT["rewrite_rate"],
 )
 
 CACHE_MODELS: dict[str, CacheModel] = {m.name: m for m in (_IDEAL, _GEMINI, _OPENAI, _ANTHROPIC)}
@@ -219,6 +308,14 @@ class ModelPrices:
     cache_read: float  # litellm's cache_read_input_token_cost, else the input price (no discount)
     cache_write: float  # cache_creation_input_token_cost, else the input price x the cache's write premium
     long_context: ModelPrices | None = None
+    # cache_creation_input_token_cost_above_1hr (Anthropic's 1-hour writes), else the input price x the
+    # cache's long write premium; None: the same as cache_write
+    cache_write_1h: float | None = None
+
+    @property
+    def write_1h(self) -> float:
+        """USD per token written to the cache with the 1-hour lifetime."""
+        return self.cache_write if self.cache_write_1h is None else self.cache_write_1h
 
     def for_prompt(self, prompt_tokens: float) -> ModelPrices:
         """The prices that apply to a prompt of this many (provider) tokens."""
@@ -226,11 +323,16 @@ class ModelPrices:
             return self.long_context
         return self
 
-    def cost(self, prompt: float, cached: float, written: float, output: float) -> float:
-        """USD of one call: ``cached`` read and ``written`` tokens are part of ``prompt``."""
+    def cost(
+        self, prompt: float, cached: float, written: float, output: float, *, written_1h: float = 0.0
+    ) -> float:
+        """USD of one call: ``cached`` read and ``written`` tokens are part of ``prompt``; ``written_1h``
+        of the written ones had the 1-hour lifetime."""
         p = self.for_prompt(prompt)
         uncached = max(prompt - cached - written, 0.0)
-        return uncached * p.input + cached * p.cache_read + written * p.cache_write + output * p.output
+        long = min(max(written_1h, 0.0), written)
+        writes = (written - long) * p.cache_write + long * p.write_1h
+        return uncached * p.input + cached * p.cache_read + writes + output * p.output
 
 
 def _cost_map_path() -> Path:
@@ -287,20 +389,26 @@ def _prices(key: str, entry: dict[str, Any], suffix: str = "") -> ModelPrices | 
         return None
     read = _number(entry, f"cache_read_input_token_cost{suffix}")
     write = _number(entry, f"cache_creation_input_token_cost{suffix}")
+    write_1h = _number(entry, "cache_creation_input_token_cost_above_1hr") if not suffix else None
     long_context = None if suffix else _prices(key, entry, "_above_200k_tokens")
+    rules = _rules(key)
+    cache_write = input_price * rules.write_premium if write is None else write
+    if write_1h is None and rules.long_ttl_s is not None:
+        write_1h = input_price * rules.long_write_premium
     return ModelPrices(
         model=key,
         input=input_price,
         output=output_price,
         cache_read=input_price if read is None else read,
-        cache_write=input_price * _write_premium(key) if write is None else write,
+        cache_write=cache_write,
         long_context=long_context,
+        cache_write_1h=write_1h,
     )
 
 
-def _write_premium(key: str) -> float:
+def _rules(key: str) -> CacheModel:
     provider = provider_of(key)
-    return CACHE_MODELS[provider].write_premium if provider is not None else 1.0
+    return CACHE_MODELS[provider] if provider is not None else _IDEAL
 
 
 @lru_cache(maxsize=256)

@@ -43,6 +43,7 @@ __all__ = [
     "PromptEncoder",
     "common_prefix",
     "content_blocks",
+    "prefix_segments",
 ]
 
 IDEAL = CACHE_MODELS["ideal"]
@@ -208,6 +209,7 @@ class CacheUse:
 # Where tiered_agent/_model.py puts Claude's breakpoints (CACHE_BREAKPOINTS): the system prompt
 # and the newest message.
 BREAKPOINTS = ("system", "newest message")
+_NEVER = float("inf")  # the expiry of entries when a recording has no times
 
 
 def content_blocks(message: Message) -> int:
@@ -216,106 +218,213 @@ def content_blocks(message: Message) -> int:
     return max(1, int(bool(message.text)) + len(message.tool_calls))
 
 
+def prefix_segments(tokens: int, shared_share: float) -> list[array[int]]:
+    """Stand-ins for a prompt prefix a log did not record (``tokens`` replayed tokens): the part
+    sessions share first (``shared_share`` of it), then the rest. Ids above the vocabulary and the
+    framing codes, so they never equal recorded content."""
+    if tokens <= 0:
+        return []
+    shared = min(tokens, max(0, round(tokens * shared_share)))
+    parts = [shared, tokens - shared] if shared else [tokens]
+    out, base = [], _FRAME + 1024
+    for size in parts:
+        out.append(array("I", range(base, base + size)))
+        base += size
+    return [p for p in out if p]
+
+
+@dataclass(slots=True)
+class _Route:
+    """One endpoint's implicit cache: its last two requests and when the last was sent."""
+
+    last: list[array[int]]
+    before: list[array[int]] | None
+    at: float | None
+
+
+@dataclass(slots=True)
+class _Entry:
+    """An explicit cache entry: when it expires and the lifetime a use renews."""
+
+    expires: float
+    ttl: float
+
+
 class CacheSimulator:
     """The simulated provider cache of one run: applies a :class:`CacheModel` request by request.
 
     ``scale`` converts replayed tokens into the provider's (its calibration): the model's
     minimum and block sizes are in provider tokens, the counts returned are in replayed tokens.
+    ``prefix_tokens``: replayed tokens of a prefix the recording left out (system prompt, tool
+    schemas), sent before the tool schemas of every request (:func:`prefix_segments`).
 
     - implicit models (``ideal``, ``gemini``, ``openai``): the longest common token prefix with
       the previous request served by the same endpoint (a recorded route; runs without routes
-      have one endpoint), cut to the model's minimum and increments, times ``1 - miss_rate``
-      (``ideal``: every common token of the previous request, whatever the route);
-    - explicit models (``anthropic``): breakpoints on the system prompt and the newest message;
-      a breakpoint reads an earlier entry found at its own position or at a message boundary at
-      most ``lookback_blocks`` content blocks before it (:func:`content_blocks`), and a
-      breakpoint whose prefix reaches the minimum writes an entry; the tokens between what was
-      read and the furthest new entry are billed as written.
+      have one endpoint), less the model's expected ``shortfall``, cut to its minimum and
+      increments, times ``1 - miss_rate`` and ``1 - routing_loss``; the share ``lag_share`` of hits
+      reach only the request
+      before the previous one; after an idle gap (``at``: when the request was sent) the expected
+      ``survival`` share of it; a cold request reads the prefix's shared part with the expected
+      chance ``shared_warm`` (``ideal``: every common token of the previous request, whatever the
+      route or the time);
+    - explicit models (``anthropic``): breakpoints on the shared part of the unrecorded prefix,
+      on the system prompt (or the end of the prefix and tools) and on the newest message; a
+      breakpoint reads an earlier entry that has not expired, found at its own position or at a
+      message boundary at most ``lookback_blocks`` content blocks before it
+      (:func:`content_blocks`); a breakpoint whose prefix reaches the minimum writes an entry
+      that lives ``ttl_s`` (``long_ttl_s`` for requests that write with the longer lifetime)
+      from its last use; the tokens between what was read and the furthest new entry are billed
+      as written. A cold shared part is read with the expected chance ``shared_warm``.
     """
 
-    def __init__(self, encoder: PromptEncoder, model: CacheModel = IDEAL, scale: float = 1.0) -> None:
+    def __init__(
+        self, encoder: PromptEncoder, model: CacheModel = IDEAL, scale: float = 1.0, prefix_tokens: int = 0
+    ) -> None:
         if scale <= 0:
             raise ConfigurationError(f"token scale must be positive, got {scale}")
         self.encoder = encoder
         self.model = model
         self.scale = 1.0 if model.provider is None else scale
+        self._prefix = prefix_segments(prefix_tokens, model.shared_share if model.provider else 0.0)
+        self._shared = len(self._prefix[0]) if len(self._prefix) == 2 else 0
         self._previous: list[array[int]] = []
-        self._last_by_route: dict[str | None, list[array[int]]] = {}  # implicit: each endpoint's cache
+        self._routes: dict[str | None, _Route] = {}  # implicit: each endpoint's cache
         self._chain: list[int] = []  # explicit: hashes of the previous request's segment prefixes
-        self._entries: set[int] = set()  # explicit: prefixes (chain hashes) with a cache entry
+        self._entries: dict[int, _Entry] = {}  # explicit: prefixes (chain hashes) with a cache entry
         self._keys: dict[int, tuple[array[int], int]] = {}
         self.rewrote = False  # the last request changed the previous one before its end
 
+    @property
+    def prefix_tokens(self) -> int:
+        return sum(len(s) for s in self._prefix)
+
     def request(
-        self, messages: Sequence[Message], schemas: Sequence[Mapping[str, Any]] = (), route: str | None = None
+        self,
+        messages: Sequence[Message],
+        schemas: Sequence[Mapping[str, Any]] = (),
+        route: str | None = None,
+        *,
+        at: float | None = None,
+        long_ttl: bool = False,
     ) -> CacheUse:
         """Record a request; return what the provider would bill as read from (and written to) its cache.
 
         ``route``: the endpoint that served it, where the recording names one (each endpoint keeps
-        its own cache; ``ideal`` ignores routes).
+        its own cache; ``ideal`` ignores routes). ``at``: when it was sent (POSIX seconds; None:
+        unknown, nothing expires). ``long_ttl``: its writes have the model's longer lifetime.
         """
-        current = self.encoder.request(messages, schemas)
+        current = [*self._prefix, *self.encoder.request(messages, schemas)]
         common = common_prefix(self._previous, current) if self._previous else 0
         self.rewrote = bool(self._previous) and common < sum(len(s) for s in self._previous)
         if self.model.explicit:
-            use = self._explicit(current, messages)
+            use = self._explicit(current, messages, at, long_ttl)
         else:
-            use = CacheUse(self._implicit(self._routed_prefix(current, common, route)))
+            use = CacheUse(self._implicit(current, common, route, at))
         self._previous = current
         return use
 
-    def _routed_prefix(self, current: list[array[int]], common: int, route: str | None) -> int:
-        """The common prefix with the last request the same endpoint served (``common``: the one
-        with the previous request); ``current`` becomes that endpoint's last request."""
-        if self.model.provider is None:
+    # ---------------------------------------------------------------- implicit prefixes
+    def _implicit(self, current: list[array[int]], common: int, route: str | None, at: float | None) -> int:
+        model = self.model
+        if model.provider is None:
             return common
-        last = self._last_by_route.get(route)
-        self._last_by_route[route] = current
-        if last is None:
-            return 0
-        return common if last is self._previous else common_prefix(last, current)
+        state = self._routes.get(route)
+        self._routes[route] = _Route(current, state.last if state is not None else None, at)
+        if state is None:
+            return round(self._cold())
+        prefix = common if state.last is self._previous else common_prefix(state.last, current)
+        hit = self._expected(prefix)
+        if model.lag_share and state.before is not None:
+            lagging = self._expected(common_prefix(state.before, current))
+            hit = (1 - model.lag_share) * hit + model.lag_share * lagging
+        gap = at - state.at if at is not None and state.at is not None else None
+        survival = model.survival(gap)
+        if survival < 1:
+            hit = survival * hit + (1 - survival) * self._cold()
+        return min(prefix, round(hit))
 
-    def _implicit(self, common: int) -> int:
-        if self.model.provider is None:
-            return common
-        return min(common, round(self.model.expected_hit(common * self.scale) / self.scale))
+    def _expected(self, prefix: int) -> float:
+        """The expected hit on a common prefix of ``prefix`` replayed tokens, in replayed tokens."""
+        provider = prefix * self.scale - self.model.shortfall
+        served = 1.0 - self.model.routing_loss
+        return self.model.expected_hit(max(provider, 0.0)) * served / self.scale
+
+    def _cold(self) -> float:
+        """A request no cache entry of this run serves: the shared prefix another session may have warmed."""
+        if not self._shared:
+            return 0.0
+        return self.model.shared_warm * self._expected(self._shared)
 
     # ---------------------------------------------------------------- explicit breakpoints
-    def _explicit(self, current: list[array[int]], messages: Sequence[Message]) -> CacheUse:
+    def _explicit(
+        self, current: list[array[int]], messages: Sequence[Message], at: float | None, long_ttl: bool
+    ) -> CacheUse:
         chain = self._hash_chain(current)
         positions = list(accumulate(len(s) for s in current))
-        blocks = [0, *(content_blocks(m) for m in messages)]
-        read = max(
-            (self._lookup(chain, positions, blocks, b) for b in self._breakpoints(messages)), default=0
-        )
-        new = [
+        skip = len(self._prefix)  # segments before the tool schemas
+        blocks = [0] * (skip + 1) + [content_blocks(m) for m in messages]
+        points = self._breakpoints(messages, skip)
+        now = at if at is not None else 0.0
+        found = [self._lookup(chain, blocks, b, now) for b in points]
+        read_at = max((f for f in found if f >= 0), default=-1)
+        read = positions[read_at] if read_at >= 0 else 0
+        fresh = [
             b
-            for b in self._breakpoints(messages)
-            if positions[b] * self.scale >= self.model.min_tokens and chain[b] not in self._entries
+            for b in points
+            if positions[b] * self.scale >= self.model.min_tokens and not self._valid(chain[b], now)
         ]
-        written = max((positions[b] for b in new), default=read) - read
-        self._entries.update(chain[b] for b in new)
-        return CacheUse(read, max(written, 0))
+        written = max((positions[b] for b in fresh), default=read) - read
+        warm = 0.0
+        if self._shared and read < self._shared and self._shared * self.scale >= self.model.min_tokens:
+            warm = self.model.shared_warm * self._shared  # another session may have written it
+        lost = self.model.rewrite_rate * max(read - (self._shared if self._shared else 0), 0)
+        live = [b for b in points if b not in fresh and self._valid(chain[b], now)]
+        self._renew(chain, [*live, *(f for f in found if f >= 0)], fresh, at, long_ttl)
+        return CacheUse(round(read + warm - lost), max(round(written - warm + lost), 0))
 
-    def _breakpoints(self, messages: Sequence[Message]) -> list[int]:
-        """Segment indexes of the breakpoints (segment 0 is the tool schemas)."""
+    def _breakpoints(self, messages: Sequence[Message], skip: int) -> list[int]:
+        """Segment indexes of the breakpoints (segments: the prefix's, the tool schemas, the messages)."""
         leading_system = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
-        points = {len(messages)}  # the newest message
+        points = {skip + len(messages)}  # the newest message
         if leading_system:
-            points.add(leading_system)  # the last system message
+            points.add(skip + leading_system)  # the last system message
+        elif skip:
+            points.add(skip)  # no system message recorded: the end of the unrecorded prefix and the tools
         points.discard(0)
+        if self._shared:
+            points.add(0)  # the part of the unrecorded prefix that sessions share
         return sorted(points)[-self.model.max_breakpoints :]
 
-    def _lookup(self, chain: list[int], positions: list[int], blocks: list[int], breakpoint: int) -> int:
-        """The longest entry at a message boundary at most ``lookback_blocks`` content blocks back."""
+    def _valid(self, key: int, now: float) -> bool:
+        entry = self._entries.get(key)
+        return entry is not None and entry.expires >= now
+
+    def _lookup(self, chain: list[int], blocks: list[int], breakpoint: int, now: float) -> int:
+        """The longest live entry at a message boundary at most ``lookback_blocks`` content blocks back
+        (its segment index; -1: none)."""
         back = 0
         for index in range(breakpoint, -1, -1):
-            if chain[index] in self._entries:
-                return positions[index]
+            if self._valid(chain[index], now):
+                return index
             back += blocks[index]
             if back > self.model.lookback_blocks:
                 break
-        return 0
+        return -1
+
+    def _renew(
+        self, chain: list[int], used: Iterable[int], fresh: Iterable[int], at: float | None, long_ttl: bool
+    ) -> None:
+        """The entries a request read or reached live on from now; its new breakpoints are written."""
+        for index in used:
+            entry = self._entries[chain[index]]
+            entry.expires = _NEVER if at is None else at + entry.ttl
+        model = self.model
+        ttl = model.long_ttl_s if long_ttl and model.long_ttl_s else model.ttl_s
+        for index in fresh:
+            if at is None or ttl is None:
+                self._entries[chain[index]] = _Entry(_NEVER, _NEVER)
+            else:
+                self._entries[chain[index]] = _Entry(at + ttl, ttl)
 
     def _hash_chain(self, current: list[array[int]]) -> list[int]:
         same = 0

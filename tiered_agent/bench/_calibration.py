@@ -1,39 +1,77 @@
-"""Provider calibration: how many of a provider's tokens one replayed token is.
+"""Provider calibration: how many of a provider's tokens one replayed token is, and what a log left out.
 
 The replay counts prompts with one local tokenizer (o200k_base by default); a
-provider bills in its own. For every provider family with recorded usage in
-the inputs, ``factor = recorded prompt tokens / replayed full prompt tokens``,
-summed over the steps of its runs that recorded usage. The replayed full
-prompt of step ``k`` is the tool schemas plus the whole history before
-iteration ``k``, counted exactly as the ``full`` policy's replay counts it, so
-the pooled ratio is the inverse of ``fidelity``'s for that provider.
+provider bills in its own. Some logs also leave out part of what the model was
+sent: Claude Code records neither its system prompt nor its tool schemas
+(about 18-45k tokens), Codex no tool schemas. So the recorded prompt of step
+``k`` is, per run, an affine function of the replayed ``full`` prompt
+``x_k`` (tool schemas plus the history before iteration ``k``, following the
+agent's own compactions, counted as the ``full`` policy's replay counts it)::
 
-It runs before the replay because the cache simulation needs it: block sizes
-and minimums are in the provider's tokens.
+    recorded_k ~ scale_provider * (x_k + prefix_run)
+
+- ``prefix_run`` (replayed tokens) is the part the log does not hold: added to
+  every policy's prompts by the replay as an unrecorded, cacheable prefix no
+  policy can shrink. It is 0 for runs whose log holds the whole prompt
+  (:attr:`RecordedRun.prompt_complete`). For a run that misses it, it is the
+  value that minimizes the run's mean relative error given the scale (a
+  weighted median), never negative; a run without recorded usage gets the
+  median prefix of the runs of its format that have some (else 0).
+- ``scale_provider``: on the runs of that provider whose logs hold the whole
+  prompt, recorded / replayed tokens summed over their steps (as before the
+  prefix existed: the Gemini runs of ``../shared/trajectories`` keep 1.1396);
+  a provider with only incomplete logs gets the scale that minimizes the mean
+  relative error of ``scale * (x + prefix)`` over all their steps, each run's
+  prefix refitted at each candidate (a grid search to 0.0005).
+
+It runs before the replay because the cache simulation needs it: block sizes,
+minimums and the prefix are in the provider's tokens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from .._messages import group_by_iteration
 from .._providers import provider_of
 from .._tokens import PROMPT_OVERHEAD, TokenCounter
 from ._recorded import RecordedRun
 
-__all__ = ["ProviderCalibration", "calibrate", "full_prompt_tokens", "token_scale"]
+__all__ = [
+    "NO_PREFIX",
+    "PREFIX_SOURCES",
+    "Calibration",
+    "ProviderCalibration",
+    "RunPrefix",
+    "calibrate",
+    "fit",
+    "full_prompt_tokens",
+    "measurable",
+    "token_scale",
+]
+
+_GRID = (0.5, 3.0, 0.05)  # the affine scale's coarse search: from, to, step; then refined to 0.0005
 
 
 @dataclass(frozen=True, slots=True)
 class ProviderCalibration:
-    """Recorded vs replayed prompt tokens of one provider's runs (steps with recorded usage)."""
+    """Recorded vs replayed prompt tokens of one provider's runs (steps with recorded usage).
+
+    ``replayed_prompt_tokens`` includes each run's estimated prefix; ``fit`` says how the scale
+    was fitted: ``"ratio"`` (logs holding the whole prompt: recorded / replayed) or ``"affine"``
+    (logs missing a prefix: the scale minimizing the mean relative error, prefixes per run).
+    """
 
     provider: str
     runs: int = 0
     steps: int = 0
     replayed_prompt_tokens: int = 0
     recorded_prompt_tokens: int = 0
+    scale: float = 1.0
+    fit: str = "ratio"
+    prefix_runs: int = 0  # runs whose prefix was estimated
 
     @property
     def measured(self) -> bool:
@@ -42,51 +80,189 @@ class ProviderCalibration:
     @property
     def factor(self) -> float:
         """Provider tokens per replayed token (1.0 when nothing was measured)."""
-        return self.recorded_prompt_tokens / self.replayed_prompt_tokens if self.measured else 1.0
+        return self.scale if self.measured else 1.0
 
-    def __add__(self, other: ProviderCalibration) -> ProviderCalibration:
-        return ProviderCalibration(
-            self.provider,
-            self.runs + other.runs,
-            self.steps + other.steps,
-            self.replayed_prompt_tokens + other.replayed_prompt_tokens,
-            self.recorded_prompt_tokens + other.recorded_prompt_tokens,
-        )
+
+@dataclass(frozen=True, slots=True)
+class RunPrefix:
+    """The replayed tokens a run's log does not hold, and where the number comes from."""
+
+    tokens: int = 0
+    source: str = "recorded"  # see PREFIX_SOURCES
+    steps: int = 0  # the steps it was estimated on
+
+
+NO_PREFIX = RunPrefix()
+
+# What ``RunPrefix.source`` says: the log holds the whole prompt; the prefix was estimated from the
+# run's usage; it is the median of other runs of its format; or it could not be estimated.
+PREFIX_SOURCES = ("recorded", "estimated", "format median", "not estimated")
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Per provider the scale, per run id the prefix (runs not listed: none)."""
+
+    providers: Mapping[str, ProviderCalibration] = field(default_factory=dict)
+    prefixes: Mapping[str, RunPrefix] = field(default_factory=dict)
+
+    def prefix(self, run_id: str) -> RunPrefix:
+        return self.prefixes.get(run_id, NO_PREFIX)
 
 
 def full_prompt_tokens(run: RecordedRun, counter: TokenCounter) -> list[int]:
-    """The ``full`` policy's prompt tokens per step: tool schemas plus every earlier message."""
+    """The ``full`` policy's prompt tokens per step, without any prefix: tool schemas plus every
+    earlier message the agent still held (its compactions followed)."""
     tools = counter.count_tools(run.tools)
-    groups = group_by_iteration(run.messages)
-    history = sum(counter.count_message(m) for m in groups.get(0, ()))
     out = []
-    for iteration in sorted(i for i in groups if i > 0):
-        if any(m.role == "assistant" for m in groups[iteration]):
-            out.append(PROMPT_OVERHEAD + tools + history)
-        history += sum(counter.count_message(m) for m in groups[iteration])
+    for segment in run.segments():
+        groups = group_by_iteration(segment.messages)
+        history = sum(counter.count_message(m) for m in groups.get(0, ()))
+        for iteration in sorted(i for i in groups if i > 0):
+            if any(m.role == "assistant" for m in groups[iteration]):
+                out.append(PROMPT_OVERHEAD + tools + history)
+            history += sum(counter.count_message(m) for m in groups[iteration])
     return out
 
 
-def _run_calibration(run: RecordedRun, provider: str, counter: TokenCounter) -> ProviderCalibration:
-    steps = replayed = recorded = 0
-    for index, tokens in enumerate(full_prompt_tokens(run, counter)):
+@dataclass(frozen=True, slots=True)
+class _Measured:
+    run: RecordedRun
+    provider: str
+    points: tuple[tuple[int, int], ...]  # (replayed full tokens, recorded prompt tokens) per step
+
+
+def measurable(run: RecordedRun) -> bool:
+    """Whether the calibration measures ``run``: a known provider's model and some recorded usage."""
+    return provider_of(run.model) is not None and any(
+        u is not None and u.prompt_tokens > 0 for u in run.usage
+    )
+
+
+def _measure(
+    run: RecordedRun, counter: TokenCounter | None, counted: Sequence[int] | None
+) -> _Measured | None:
+    provider = provider_of(run.model)
+    if provider is None or not measurable(run):
+        return None
+    if counted is None:
+        if counter is None:
+            raise ValueError("fit needs a token counter or the runs' counted tokens")
+        counted = full_prompt_tokens(run, counter)
+    points = []
+    for index, tokens in enumerate(counted):
         usage = run.usage[index] if index < len(run.usage) else None
         if usage is not None and usage.prompt_tokens > 0 and tokens > 0:
-            steps, replayed, recorded = steps + 1, replayed + tokens, recorded + usage.prompt_tokens
-    return ProviderCalibration(provider, int(steps > 0), steps, replayed, recorded)
+            points.append((tokens, usage.prompt_tokens))
+    return _Measured(run, provider, tuple(points)) if points else None
+
+
+def _prefix(points: Sequence[tuple[int, int]], scale: float) -> float:
+    """The prefix minimizing sum |scale * (x + p) - y| / y: the median of y / scale - x weighted by 1 / y."""
+    ranked = sorted((y / scale - x, 1.0 / y) for x, y in points)
+    half, seen = sum(w for _, w in ranked) / 2, 0.0
+    for value, weight in ranked:
+        seen += weight
+        if seen >= half:
+            return max(value, 0.0)
+    return 0.0
+
+
+def _error(measured: Sequence[_Measured], scale: float) -> float:
+    total = steps = 0.0
+    for m in measured:
+        prefix = _prefix(m.points, scale)
+        total += sum(abs(scale * (x + prefix) - y) / y for x, y in m.points)
+        steps += len(m.points)
+    return total / steps if steps else 0.0
+
+
+def _affine_scale(measured: Sequence[_Measured]) -> float:
+    """The scale with the least mean relative error: a coarse grid, then two finer ones around the best
+    (steps 0.05, 0.005, 0.0005)."""
+    start, stop, step = _GRID
+    best = min(
+        (start + i * step for i in range(round((stop - start) / step) + 1)),
+        key=lambda b: (_error(measured, b), b),
+    )
+    for fine in (0.005, 0.0005):
+        best = min((best + i * fine for i in range(-10, 11)), key=lambda b: (_error(measured, b), b))
+    return round(best, 4)
+
+
+def _provider(
+    provider: str, measured: Sequence[_Measured]
+) -> tuple[ProviderCalibration, dict[str, RunPrefix]]:
+    complete = [m for m in measured if m.run.prompt_complete]
+    partial = [m for m in measured if not m.run.prompt_complete]
+    if complete:
+        scale = sum(y for m in complete for _, y in m.points) / sum(x for m in complete for x, _ in m.points)
+    else:
+        scale = _affine_scale(partial)
+    prefixes = {
+        m.run.run_id: RunPrefix(round(_prefix(m.points, scale)), "estimated", len(m.points)) for m in partial
+    }
+    replayed = sum(x + prefixes.get(m.run.run_id, RunPrefix()).tokens for m in measured for x, _ in m.points)
+    calibration = ProviderCalibration(
+        provider=provider,
+        runs=len(measured),
+        steps=sum(len(m.points) for m in measured),
+        replayed_prompt_tokens=replayed,
+        recorded_prompt_tokens=sum(y for m in measured for _, y in m.points),
+        scale=scale,
+        fit="ratio" if complete else "affine",
+        prefix_runs=len(partial),
+    )
+    return calibration, prefixes
+
+
+def _unmeasured_prefixes(
+    runs: Iterable[RecordedRun], estimated: Mapping[str, RunPrefix], formats: Mapping[str, str]
+) -> dict[str, RunPrefix]:
+    """Runs missing a prefix without usage to estimate it: the median of their format's estimates."""
+    by_format: dict[str, list[int]] = {}
+    for run_id, prefix in estimated.items():
+        by_format.setdefault(formats[run_id], []).append(prefix.tokens)
+    out = {}
+    for run in runs:
+        if run.prompt_complete or run.run_id in estimated:
+            continue
+        known = by_format.get(run.format)
+        out[run.run_id] = (
+            RunPrefix(round(statistics.median(known)), "format median", 0)
+            if known
+            else RunPrefix(0, "not estimated")
+        )
+    return out
+
+
+def fit(
+    runs: Iterable[RecordedRun],
+    counter: TokenCounter | None = None,
+    *,
+    tokens: Mapping[str, Sequence[int]] | None = None,
+) -> Calibration:
+    """The scale of every provider with recorded usage in ``runs``, and the prefix of every run.
+
+    ``tokens``: each measured run's :func:`full_prompt_tokens`, already counted (by run id); else
+    they are counted with ``counter``.
+    """
+    runs = list(runs)
+    counted = tokens or {}
+    measured = [m for m in (_measure(r, counter, counted.get(r.run_id)) for r in runs) if m is not None]
+    providers: dict[str, ProviderCalibration] = {}
+    prefixes: dict[str, RunPrefix] = {}
+    for provider in sorted({m.provider for m in measured}):
+        calibration, estimated = _provider(provider, [m for m in measured if m.provider == provider])
+        providers[provider] = calibration
+        prefixes.update(estimated)
+    prefixes.update(_unmeasured_prefixes(runs, prefixes, {r.run_id: r.format for r in runs}))
+    return Calibration(providers, prefixes)
 
 
 def calibrate(runs: Iterable[RecordedRun], counter: TokenCounter) -> dict[str, ProviderCalibration]:
     """Calibration per provider family of the runs' recorded models (only measured providers)."""
-    found: dict[str, ProviderCalibration] = {}
-    for run in runs:
-        provider = provider_of(run.model)
-        if provider is None or not any(u is not None and u.prompt_tokens > 0 for u in run.usage):
-            continue
-        measured = _run_calibration(run, provider, counter)
-        if measured.measured:
-            found[provider] = found.get(provider, ProviderCalibration(provider)) + measured
-    return dict(sorted(found.items()))
+    return dict(fit(runs, counter).providers)
 
 
 def token_scale(calibration: Mapping[str, ProviderCalibration], provider: str | None) -> float:

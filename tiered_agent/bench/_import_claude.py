@@ -10,12 +10,20 @@ One JSON entry per line, by ``type``:
   ``cache_read_input_tokens`` + ``cache_creation_input_tokens``, ``cached_tokens`` = the cache
   read, ``cache_write_tokens`` = the cache creation, ``completion_tokens`` = ``output_tokens``
   (each the largest value among the response's entries, which repeat it), ``cost`` = the
-  entry's ``costUSD`` where older versions record it.
+  entry's ``costUSD`` where older versions record it. ``usage.cache_creation`` splits the
+  writes by lifetime: ``ephemeral_1h_input_tokens`` were written with the 1-hour time to live
+  (:attr:`RecordedRun.cache_writes_1h`), the rest with the 5-minute one.
+- ``timestamp`` (every entry): a step's request was sent at the latest entry before its
+  response (the tool results or the user's prompt), else at the response's first entry.
 - ``user``: the user's prompt (a string, or ``text``/``image`` blocks) or tool results
   (``tool_result`` blocks: tool messages answering ``tool_use_id``).
 - ``summary``, ``system``, ``progress``, ``file-history-snapshot``, ``queue-operation`` ...:
-  never sent to the model as such; ignored (``metadata["compactions"]`` counts
-  ``compact_boundary`` system entries; the compaction summary itself is a user entry and kept).
+  never sent to the model as such; ignored, except the ``compact_boundary`` system entry: Claude
+  Code compacted the conversation there, and the next user entry (``isCompactSummary``) is the
+  summary it continued from. The run restarts its history there (:attr:`RecordedRun.restarts`):
+  the summary and what follows is all the agent sent from then on (``metadata["compactions"]``
+  counts them). ``microcompact_boundary`` entries (older tool results cleared in place) are
+  counted in ``metadata["microcompactions"]`` but not followed.
 
 Entries are read in file order; an entry repeated with the same ``uuid`` is read once.
 Assistant entries of model ``<synthetic>`` (notices Claude Code writes itself, such as API
@@ -26,11 +34,15 @@ the main one. Each subagent thread (entries linked by ``parentUuid``) becomes a 
 ``claude-code/<session>/agent-<agentId>`` (or ``sidechain-<n>``), whether it is inline (older
 versions) or in ``<session>/subagents/agent-*.jsonl``.
 
-The logs hold neither the system prompt nor the tool schemas: iteration 0 is the first user
-prompt; schemas are derived from the calls. Read-only for the dedup cache: ``Read``, ``Grep``,
-``Glob``, ``LS``, ``NotebookRead``, ``TodoRead``, ``WebFetch``, ``WebSearch`` and the MCP resource
-readers (and MCP tools named like readers, ``mcp__<server>__get_...``); ``Bash``, ``Edit``,
-``Write``, ``Task`` and the rest are not.
+The logs hold neither the system prompt nor the tool schemas (``prompt_complete`` is False:
+the bench estimates that prefix from the usage): iteration 0 is the first user prompt;
+schemas are derived from the calls. Damaged logs (lines skipped by the loader): see
+``_import_steps.py``; a run left inconsistent is skipped, the file's other runs are kept.
+
+Read-only for the dedup cache: ``Read``, ``Grep``, ``Glob``, ``LS``, ``NotebookRead``,
+``TodoRead``, ``WebFetch``, ``WebSearch`` and the MCP resource readers (and MCP tools named
+like readers, ``mcp__<server>__get_...``); ``Bash``, ``Edit``, ``Write``, ``Task`` and the
+rest are not.
 """
 
 from __future__ import annotations
@@ -39,10 +51,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from .._messages import Usage
-from ._import_common import ShapeError, blocks_text, dump_arguments, is_read_only
+from ._import_common import (
+    ShapeError,
+    SkippedRun,
+    blocks_text,
+    compact_json,
+    count,
+    dump_arguments,
+    is_read_only,
+    kind_of,
+    parse_time,
+)
 from ._import_steps import HistoryBuilder
 from ._recorded import RecordedRun
 
@@ -57,8 +77,6 @@ READ_ONLY_NAMES = frozenset(
 )  # fmt: skip
 SYNTHETIC_MODEL = "<synthetic>"
 _MESSAGE_TYPES = ("user", "assistant")
-
-
 _BOOKKEEPING = frozenset({"summary", "file-history-snapshot"})
 
 
@@ -66,15 +84,15 @@ def matches(records: list[Any]) -> bool:
     """Session entries (``sessionId``/``uuid`` and a ``message``), or only summaries and snapshots."""
     if any(_is_message(r) and ("sessionId" in r or "uuid" in r) for r in records):
         return True
-    return all(isinstance(r, dict) and r.get("type") in _BOOKKEEPING for r in records)
+    return bool(records) and all(kind_of(r) in _BOOKKEEPING for r in records)
 
 
 def _is_message(record: Any) -> bool:
-    return (
-        isinstance(record, dict)
-        and record.get("type") in _MESSAGE_TYPES
-        and isinstance(record.get("message"), dict)
-    )
+    return kind_of(record) in _MESSAGE_TYPES and isinstance(record.get("message"), dict)
+
+
+def _is_boundary(record: Any) -> bool:
+    return kind_of(record) == "system" and kind_of(record, "subtype") == "compact_boundary"
 
 
 def read_only_tool(name: str) -> bool:
@@ -82,28 +100,29 @@ def read_only_tool(name: str) -> bool:
     return name in READ_ONLY_NAMES or is_read_only(name.rsplit("__", 1)[-1])
 
 
-def convert(records: list[Any], path: Path) -> list[RecordedRun]:
+def convert(records: list[Any], path: Path, damaged: tuple[int, ...] = ()) -> list[RecordedRun | SkippedRun]:
     entries = _entries(records)
-    main = [e for e in entries if not e.get("isSidechain")]
-    threads = _threads([r for r in records if isinstance(r, dict) and r.get("isSidechain")])
-    session = next((str(e["sessionId"]) for e in entries if isinstance(e.get("sessionId"), str)), path.stem)
-    compactions = sum(1 for r in records if isinstance(r, dict) and r.get("type") == "system" and _compact(r))
-    runs = []
-    if main or not threads:
-        runs.append(_run(main, f"{FORMAT}/{path.stem}", str(path), {"session_id": session}, compactions))
+    main = [e for e in entries if e.get("isSidechain") is not True]
+    threads = _threads([r for r in records if isinstance(r, dict) and r.get("isSidechain") is True])
+    session = next((e["sessionId"] for e in entries if isinstance(e.get("sessionId"), str)), path.stem)
+    micro = sum(1 for r in records if kind_of(r, "subtype") == "microcompact_boundary")
+    runs: list[RecordedRun | SkippedRun] = []
+    if any(_is_message(e) for e in main) or not threads:
+        meta = {"session_id": session, "microcompactions": micro or None}
+        runs.append(_run(main, f"{FORMAT}/{path.stem}", str(path), meta, damaged))
     for n, thread in enumerate(threads, 1):
         name = _thread_name(thread, path, n, len(threads))
         meta = {"session_id": session, "sidechain": True}
-        runs.append(_run(thread, f"{FORMAT}/{session}/{name}", f"{path}#{name}", meta, 0))
+        runs.append(_run(thread, f"{FORMAT}/{session}/{name}", f"{path}#{name}", meta, damaged))
     return runs
 
 
 def _entries(records: list[Any]) -> list[dict[str, Any]]:
-    """The user and assistant entries, each uuid once, in file order."""
+    """The user and assistant entries and the compaction boundaries, each uuid once, in file order."""
     seen: set[str] = set()
     out = []
     for record in records:
-        if not _is_message(record):
+        if not (_is_message(record) or _is_boundary(record)):
             continue
         uuid = record.get("uuid")
         if isinstance(uuid, str):
@@ -112,10 +131,6 @@ def _entries(records: list[Any]) -> list[dict[str, Any]]:
             seen.add(uuid)
         out.append(record)
     return out
-
-
-def _compact(record: dict[str, Any]) -> bool:
-    return record.get("subtype") == "compact_boundary" or "compactMetadata" in record
 
 
 def _threads(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -147,80 +162,101 @@ def _thread_name(thread: list[dict[str, Any]], path: Path, n: int, count: int) -
 class _Step:
     message_id: str | None = None
     usage: Usage | None = None
+    writes_1h: int = 0
 
 
 def _run(
-    entries: list[dict[str, Any]], run_id: str, source: str, metadata: dict[str, Any], compactions: int
-) -> RecordedRun:
-    builder = HistoryBuilder()
+    entries: list[dict[str, Any]],
+    run_id: str,
+    source: str,
+    metadata: dict[str, Any],
+    damaged: tuple[int, ...],
+) -> RecordedRun | SkippedRun:
+    builder = HistoryBuilder(damaged)
     step = _Step()
     models: list[str] = []
-    synthetic = 0
+    synthetic = compactions = 0
     for index, entry in enumerate(entries):
         where = f"entry {index + 1} ({entry.get('uuid', 'no uuid')})"
+        time = parse_time(entry.get("timestamp"))
+        if _is_boundary(entry):
+            compactions += 1
+            builder.restart()
+            continue
         message = entry["message"]
         if entry["type"] == "user":
-            _user(builder, message.get("content"), where)
+            _user(builder, message.get("content"), where, time)
         elif message.get("model") == SYNTHETIC_MODEL:
             synthetic += 1
         else:
             if isinstance(message.get("model"), str):
                 models.append(message["model"])
-            _assistant(builder, step, entry, where)
+            _assistant(builder, step, entry, where, time)
     version = next((e["version"] for e in entries if isinstance(e.get("version"), str)), None)
     extra = {"version": version, "synthetic_messages": synthetic or None, "compactions": compactions or None}
-    metadata = {**metadata, **{k: v for k, v in extra.items() if v is not None}}
-    return builder.build(
-        run_id=run_id,
-        source=source,
-        fmt=FORMAT,
-        tools=None,
-        model=models[0] if models else None,
-        metadata=metadata,
-        read_only=read_only_tool,
-    )
+    metadata = {k: v for k, v in {**metadata, **extra}.items() if v is not None}
+    try:
+        return builder.build(
+            run_id=run_id,
+            source=source,
+            fmt=FORMAT,
+            tools=None,
+            model=models[0] if models else None,
+            metadata=metadata,
+            read_only=read_only_tool,
+            prompt_complete=False,
+        )
+    except ShapeError as exc:
+        return SkippedRun(source, f"{FORMAT}: {exc}")
 
 
-def _user(builder: HistoryBuilder, content: Any, where: str) -> None:
+def _user(builder: HistoryBuilder, content: Any, where: str, time: float | None) -> None:
     if isinstance(content, str):
-        builder.context("user", content)
+        builder.context("user", content, time=time)
         return
     if not isinstance(content, list):
         raise ShapeError(f"{where}: message.content must be a string or a list of blocks")
     texts = []
     for block in content:
-        if isinstance(block, dict) and block.get("type") == "tool_result":
-            builder.add_result(str(block.get("tool_use_id") or ""), blocks_text(block.get("content")))
-        elif isinstance(block, dict) and block.get("type") in ("text", "image"):
+        kind = kind_of(block)
+        if kind == "tool_result":
+            call_id = block.get("tool_use_id")
+            builder.add_result(
+                call_id if isinstance(call_id, str) else "", blocks_text(block.get("content")), time=time
+            )
+        elif kind in ("text", "image"):
             texts.append(blocks_text([block]))
         elif isinstance(block, str):
             texts.append(block)
     if texts:
-        builder.context("user", "\n".join(texts))
+        builder.context("user", "\n".join(texts), time=time)
 
 
-def _assistant(builder: HistoryBuilder, step: _Step, entry: dict[str, Any], where: str) -> None:
+def _assistant(
+    builder: HistoryBuilder, step: _Step, entry: dict[str, Any], where: str, time: float | None
+) -> None:
     """One entry (one or more content blocks) of a response: a new step unless it continues the current."""
     message = entry["message"]
     message_id = message.get("id") if isinstance(message.get("id"), str) else None
     if message_id is None or message_id != step.message_id or builder.step == 0:
-        builder.start_step()
-        step.message_id, step.usage = message_id, None
+        builder.start_step(time=time)
+        step.message_id, step.usage, step.writes_1h = message_id, None, 0
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
     if not isinstance(blocks, list):
         raise ShapeError(f"{where}: message.content must be a string or a list of blocks")
     for block in blocks:
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "text":
-            builder.add_text(str(block.get("text") or ""))
-        elif block.get("type") == "tool_use":
+        kind = kind_of(block)
+        if kind == "text":
+            text = block.get("text")
+            builder.add_text(text if isinstance(text, str) else "")
+        elif kind == "tool_use":
             builder.add_call(*_call(block, where))
-    usage = _usage(message.get("usage"), entry.get("costUSD"), where)
+    usage = _usage(message.get("usage"), entry.get("costUSD"))
     if usage is not None:
         step.usage = usage if step.usage is None else _largest(step.usage, usage)
-        builder.set_usage(step.usage)
+        step.writes_1h = max(step.writes_1h, _writes_1h(message.get("usage")))
+        builder.set_usage(step.usage, writes_1h=step.writes_1h)
 
 
 def _call(block: dict[str, Any], where: str) -> tuple[str | None, str, str]:
@@ -228,28 +264,32 @@ def _call(block: dict[str, Any], where: str) -> tuple[str | None, str, str]:
     if not isinstance(name, str) or not name:
         raise ShapeError(f"{where}: tool_use block without a name")
     arguments = block.get("input")
-    text = dump_arguments(arguments) if isinstance(arguments, dict) else orjson.dumps(arguments).decode()
+    text = dump_arguments(arguments) if isinstance(arguments, dict) else compact_json(arguments, "arguments")
     call_id = block.get("id")
     return (call_id if isinstance(call_id, str) and call_id else None), name, text
 
 
-def _usage(raw: Any, cost: Any, where: str) -> Usage | None:
+def _usage(raw: Any, cost: Any) -> Usage | None:
+    """The usage of one entry; counts that are not whole non-negative numbers count as 0."""
     if not isinstance(raw, dict):
         return None
-    try:
-        fresh, output = int(raw.get("input_tokens") or 0), int(raw.get("output_tokens") or 0)
-        read = int(raw.get("cache_read_input_tokens") or 0)
-        write = int(raw.get("cache_creation_input_tokens") or 0)
-    except (TypeError, ValueError) as exc:
-        raise ShapeError(f"{where}: message.usage: {exc}") from exc
+    fresh, output = count(raw.get("input_tokens")), count(raw.get("output_tokens"))
+    read, write = count(raw.get("cache_read_input_tokens")), count(raw.get("cache_creation_input_tokens"))
+    cost_ok = isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < float("inf")
     return Usage(
         prompt_tokens=fresh + read + write,
         completion_tokens=output,
         cached_tokens=read,
         requests=1,
-        cost=float(cost) if isinstance(cost, int | float) else None,
+        cost=float(cost) if cost_ok else None,
         cache_write_tokens=write,
     )
+
+
+def _writes_1h(raw: Any) -> int:
+    """``usage.cache_creation.ephemeral_1h_input_tokens``: the writes with a 1-hour lifetime."""
+    split = raw.get("cache_creation") if isinstance(raw, dict) else None
+    return count(split.get("ephemeral_1h_input_tokens")) if isinstance(split, dict) else 0
 
 
 def _largest(a: Usage, b: Usage) -> Usage:

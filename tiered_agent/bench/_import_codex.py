@@ -15,14 +15,21 @@ Current rollouts hold one ``{"timestamp", "type", "payload"}`` object per line:
   arguments, as the model wrote it), ``local_shell_call`` (tool ``local_shell``, its ``action``
   as arguments) and ``web_search_call`` (tool ``web_search``, answered by the provider, so
   without a tool message). Ghost snapshots and compaction items are dropped.
-- ``event_msg`` of type ``token_count``: ``info.last_token_usage`` is the usage of the response
-  just completed, the latest step's usage: ``prompt_tokens`` = ``input_tokens`` (OpenAI counts the
-  cached part in it), ``cached_tokens`` = ``cached_input_tokens``, ``completion_tokens`` =
-  ``output_tokens`` (reasoning tokens included). Counts that carry only the running
-  ``total_token_usage`` give the difference to the previous total. A ``token_count`` whose
-  ``total_token_usage`` equals the previous one is a repeat and is ignored. Other events
-  duplicate the items.
-- ``compacted``: the history was replaced by a summary (``metadata["compactions"]``).
+- ``event_msg`` of type ``token_count``: ``info.last_token_usage`` is the usage of one response:
+  ``prompt_tokens`` = ``input_tokens`` (OpenAI counts the cached part in it), ``cached_tokens`` =
+  ``cached_input_tokens``, ``completion_tokens`` = ``output_tokens`` (reasoning tokens included).
+  Counts that carry only the running ``total_token_usage`` give the difference to the previous
+  total. A ``token_count`` whose ``total_token_usage`` equals the previous one is a repeat and is
+  ignored. Which response a count measures depends on the CLI version, and the rollout says which
+  by its first count: current versions write it after the response's items (it measures the
+  latest step), CLI 0.44 to 0.63 before them (it measures the next step: the count is held until
+  that response's first item). Other events duplicate the items.
+- ``compacted``: the agent replaced its history (``metadata["compactions"]``). The run restarts
+  there (:attr:`RecordedRun.restarts`) with what Codex kept: the ``replacement_history``
+  messages when recorded, else what Codex rebuilds, the system and developer messages and the
+  user messages since the last restart, then the summary (``message``) as a user message.
+- ``timestamp`` (every line): a step's request was sent at the latest input item before its
+  response (the user's message, the tool outputs), else at the response's first item.
 
 Steps: the output items from one input item (or ``token_count``) to the next are one model
 response, so one step with all its tool calls (parallel calls included).
@@ -30,6 +37,10 @@ response, so one step with all its tool calls (parallel calls included).
 Older rollouts are flat: the first line is the session meta itself (``id``, ``timestamp``,
 ``instructions``, no ``type``), then the response items themselves, one per line, with
 ``{"record_type": "state"}`` lines in between; they record neither usage nor model.
+
+No rollout records the tool schemas (``prompt_complete`` is False: the bench estimates the
+missing prefix from the usage); they are derived from the calls. Damaged rollouts (lines
+skipped by the loader): see ``_import_steps.py``.
 
 Read-only for the dedup cache: ``read_file``, ``list_dir``, ``grep_files``, ``view_image``,
 ``web_search`` and names following the reader convention; ``shell``, ``exec_command``,
@@ -40,12 +51,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import orjson
+from typing import Any, Literal
 
 from .._messages import Usage
-from ._import_common import ShapeError, blocks_text, dump_arguments, is_read_only
+from ._import_common import (
+    ShapeError,
+    blocks_text,
+    compact_json,
+    count,
+    dump_arguments,
+    is_read_only,
+    kind_of,
+    parse_time,
+)
 from ._import_steps import HistoryBuilder
 from ._recorded import RecordedRun
 
@@ -68,11 +86,15 @@ def matches(records: list[Any]) -> bool:
     dicts = [r for r in records if isinstance(r, dict)]
     if len(dicts) != len(records) or not dicts:
         return False
-    if any(r.get("type") in ENVELOPE_TYPES and isinstance(r.get("payload"), dict) for r in dicts):
+    if any(_is_envelope(r) for r in dicts):
         return True
     return _flat_meta(dicts[0]) and all(
-        r.get("record_type") is not None or r.get("type") in ITEM_TYPES for r in dicts[1:]
+        r.get("record_type") is not None or kind_of(r) in ITEM_TYPES for r in dicts[1:]
     )
+
+
+def _is_envelope(record: dict[str, Any]) -> bool:
+    return kind_of(record) in ENVELOPE_TYPES and isinstance(record.get("payload"), dict)
 
 
 def _flat_meta(record: dict[str, Any]) -> bool:
@@ -93,18 +115,22 @@ def read_only_tool(name: str) -> bool:
 class _Rollout:
     """Conversion state: the history so far and what the log said about the session."""
 
-    builder: HistoryBuilder = field(default_factory=HistoryBuilder)
+    builder: HistoryBuilder
     responding: bool = False  # output items since the last input item or token_count
     models: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     last_total: Any = None
     compactions: int = 0
     unmatched_usage: int = 0
+    # Where token counts sit: "before" the response they measure (CLI 0.44-0.63), or "after" it.
+    order: Literal["unknown", "before", "after"] = "unknown"
+    pending: Usage | None = None  # a count written before the response it measures
+    since_restart: int = 0  # index of the first message of the agent's current history
 
 
-def convert(records: list[dict[str, Any]], path: Path) -> RecordedRun:
-    state = _Rollout()
-    envelope = any(r.get("type") in ENVELOPE_TYPES and isinstance(r.get("payload"), dict) for r in records)
+def convert(records: list[dict[str, Any]], path: Path, damaged: tuple[int, ...] = ()) -> RecordedRun:
+    state = _Rollout(HistoryBuilder(damaged))
+    envelope = any(_is_envelope(r) for r in records)
     for index, record in enumerate(records):
         where = f"record {index + 1}"
         if envelope:
@@ -112,8 +138,16 @@ def convert(records: list[dict[str, Any]], path: Path) -> RecordedRun:
         elif index == 0 and _flat_meta(record):
             _session(state, record)
         elif record.get("record_type") is None:
-            _item(state, record, where)
-    metadata = {"session_id": state.meta.get("id"), "cli_version": state.meta.get("cli_version")}
+            _item(state, record, where, None)
+    if state.pending is not None:
+        state.unmatched_usage += 1
+    metadata = {
+        "session_id": state.meta.get("id") if isinstance(state.meta.get("id"), str) else None,
+        "cli_version": state.meta.get("cli_version")
+        if isinstance(state.meta.get("cli_version"), str)
+        else None,
+        "usage_order": state.order if state.order != "unknown" else None,
+    }
     for key, value in (("compactions", state.compactions), ("unmatched_usage", state.unmatched_usage)):
         if value:
             metadata[key] = value
@@ -125,23 +159,25 @@ def convert(records: list[dict[str, Any]], path: Path) -> RecordedRun:
         model=state.models[0] if state.models else None,
         metadata={k: v for k, v in metadata.items() if v is not None},
         read_only=read_only_tool,
+        prompt_complete=False,
     )
 
 
 def _envelope(state: _Rollout, record: dict[str, Any], where: str) -> None:
-    kind, payload = record.get("type"), record.get("payload")
+    kind, payload = kind_of(record), record.get("payload")
     if not isinstance(payload, dict):
         return
+    time = parse_time(record.get("timestamp"))
     if kind == "response_item":
-        _item(state, payload, f"{where}.payload")
-    elif kind == "event_msg" and payload.get("type") == "token_count":
+        _item(state, payload, f"{where}.payload", time)
+    elif kind == "event_msg" and kind_of(payload) == "token_count":
         _token_count(state, payload, f"{where}.payload")
     elif kind == "turn_context" and isinstance(payload.get("model"), str):
         state.models.append(payload["model"])
     elif kind == "session_meta":
         _session(state, payload)
     elif kind == "compacted":
-        state.compactions += 1
+        _compacted(state, payload, time)
 
 
 def _session(state: _Rollout, meta: dict[str, Any]) -> None:
@@ -154,40 +190,67 @@ def _session(state: _Rollout, meta: dict[str, Any]) -> None:
         state.builder.context("system", text)
 
 
-def _item(state: _Rollout, item: dict[str, Any], where: str) -> None:
-    kind = item.get("type")
+def _item(state: _Rollout, item: dict[str, Any], where: str, time: float | None) -> None:
+    kind = kind_of(item)
     if kind == "message":
-        _message(state, item, where)
+        _message(state, item, where, time)
     elif kind == "reasoning":
-        _respond(state)
+        _respond(state, time)
     elif kind in _OUTPUT_CALLS:
-        _respond(state)
+        _respond(state, time)
         state.builder.add_call(*_call(item, where))
     elif kind in _RESULTS:
         state.responding = False
         call_id = item.get("call_id")
         if not isinstance(call_id, str):
             raise ShapeError(f"{where}: {kind} without a call_id")
-        state.builder.add_result(call_id, _output_text(item.get("output")))
+        state.builder.add_result(call_id, _output_text(item.get("output")), time=time)
 
 
-def _respond(state: _Rollout) -> None:
+def _respond(state: _Rollout, time: float | None) -> None:
     """An output item: part of the current response, or the first item of a new step."""
-    if not state.responding:
-        state.builder.start_step()
-        state.responding = True
+    if state.responding:
+        return
+    state.builder.start_step(time=time)
+    state.responding = True
+    if state.pending is not None:  # counted before its items (CLI 0.44-0.63)
+        state.builder.set_usage(state.pending)
+        state.pending = None
 
 
-def _message(state: _Rollout, item: dict[str, Any], where: str) -> None:
+def _message(state: _Rollout, item: dict[str, Any], where: str, time: float | None) -> None:
     role, text = item.get("role"), blocks_text(item.get("content"))
     if role == "assistant":
-        _respond(state)
+        _respond(state, time)
         state.builder.add_text(text)
     elif role in ("user", "developer", "system"):
         state.responding = False
-        state.builder.context("user" if role == "user" else "system", text)
+        state.builder.context("user" if role == "user" else "system", text, time=time)
     else:
         raise ShapeError(f"{where}: message of unknown role {role!r}")
+
+
+def _compacted(state: _Rollout, payload: dict[str, Any], time: float | None) -> None:
+    """The agent replaced its history: restart from what it kept (see the module docstring)."""
+    state.compactions += 1
+    state.responding = False
+    builder = state.builder
+    current = builder.messages[state.since_restart :]
+    replacement = payload.get("replacement_history")
+    if isinstance(replacement, list):
+        kept = [
+            (m.get("role"), blocks_text(m.get("content"))) for m in replacement if kind_of(m) == "message"
+        ]
+    else:
+        kept = [(m.role, m.text) for m in current if m.role in ("system", "user")]
+    summary = payload.get("message")
+    if isinstance(summary, str) and summary and (not kept or kept[-1][1] != summary):
+        kept.append(("user", summary))
+    builder.restart()
+    state.since_restart = len(builder.messages)
+    for role, text in kept:
+        if role in ("system", "developer", "user") and text:
+            builder.context("user" if role == "user" else "system", text, time=time)
 
 
 def _call(item: dict[str, Any], where: str) -> tuple[str | None, str, str]:
@@ -206,7 +269,7 @@ def _call(item: dict[str, Any], where: str) -> tuple[str | None, str, str]:
 
 
 def _json(value: Any) -> str:
-    return dump_arguments(value) if isinstance(value, dict) else orjson.dumps(value).decode()
+    return dump_arguments(value) if isinstance(value, dict) else compact_json(value, "arguments")
 
 
 def _output_text(output: Any) -> str:
@@ -225,36 +288,42 @@ def _token_count(state: _Rollout, payload: dict[str, Any], where: str) -> None:
         return  # the same count re-emitted
     previous, state.last_total = state.last_total, total
     if isinstance(last, dict):
-        raw, where = last, f"{where}.info.last_token_usage"
+        raw = last
     elif isinstance(total, dict):  # only the running total: this response is the difference
-        raw, where = _difference(total, previous), f"{where}.info.total_token_usage"
+        raw = _difference(total, previous)
     else:
         return
     state.responding = False
+    _attach(state, _usage(raw))
+
+
+def _attach(state: _Rollout, usage: Usage) -> None:
+    """Give a count to the response it measures (see the module docstring: the first count decides)."""
     builder = state.builder
-    if builder.step == 0 or builder.usage[-1] is not None:
+    if state.order == "unknown":
+        state.order = "after" if builder.step and builder.usage[-1] is None else "before"
+    if state.order == "before":
+        if state.pending is not None:
+            state.unmatched_usage += 1
+        state.pending = usage
+    elif builder.step and builder.usage[-1] is None:
+        builder.set_usage(usage)
+    else:
         state.unmatched_usage += 1
-        return
-    builder.set_usage(_usage(raw, where))
 
 
 def _difference(total: dict[str, Any], previous: Any) -> dict[str, Any]:
     if not isinstance(previous, dict):
         return total
-    return {
-        key: value - previous.get(key, 0)
-        for key, value in total.items()
-        if isinstance(value, int) and isinstance(previous.get(key, 0), int)
-    }
+    return {key: count(value) - count(previous.get(key)) for key, value in total.items()}
 
 
-def _usage(raw: dict[str, Any], where: str) -> Usage:
-    try:
-        return Usage(
-            prompt_tokens=int(raw.get("input_tokens") or 0),
-            completion_tokens=int(raw.get("output_tokens") or 0),
-            cached_tokens=int(raw.get("cached_input_tokens") or 0),
-            requests=1,
-        )
-    except (TypeError, ValueError) as exc:
-        raise ShapeError(f"{where}: {exc}") from exc
+def _usage(raw: dict[str, Any]) -> Usage:
+    """One response's usage; counts that are not whole non-negative numbers count as 0."""
+    prompt = count(raw.get("input_tokens"))
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=count(raw.get("output_tokens")),
+        cached_tokens=min(count(raw.get("cached_input_tokens")), prompt),
+        requests=1,
+    )

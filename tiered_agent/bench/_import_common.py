@@ -7,7 +7,10 @@ shape; :func:`tiered_agent.bench._importers.load_runs` turns it into a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import orjson
@@ -20,8 +23,12 @@ __all__ = [
     "READ_ONLY_PREFIXES",
     "CallIds",
     "ShapeError",
+    "SkippedRun",
+    "StepTiming",
     "blocks_text",
     "build_run",
+    "compact_json",
+    "count",
     "dump_arguments",
     "function_schema",
     "generic_tool_schema",
@@ -30,8 +37,13 @@ __all__ = [
     "get_str",
     "infer_schema",
     "is_read_only",
+    "kind_of",
     "merge_schema",
+    "openai_call",
+    "openai_calls",
+    "openai_message",
     "parse_arguments",
+    "parse_time",
     "schemas_from_calls",
     "text_of",
     "tool_call",
@@ -48,6 +60,26 @@ READ_ONLY_NAMES = frozenset(
 
 class ShapeError(Exception):
     """Valid JSON of a known format, but a field is missing or has the wrong type."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRun:
+    """A run of a file that cannot be replayed (the others of the same file can), and why."""
+
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepTiming:
+    """Per step (lists as long as the run's steps, or empty): when each request was sent and
+    what it wrote to the cache with a 1-hour lifetime; message indexes where the agent restarted
+    its history (recorded compaction); whether the log holds the whole prompt."""
+
+    timestamps: Sequence[float | None] = ()
+    cache_writes_1h: Sequence[int] = ()
+    restarts: Sequence[int] = ()
+    prompt_complete: bool = True
 
 
 # ---------------------------------------------------------------- shape checks
@@ -75,6 +107,41 @@ def get_str(obj: Mapping[str, Any], key: str, where: str) -> str:
     if key not in obj:
         raise ShapeError(f"{where}: missing {key!r}")
     return _typed(obj[key], str, f"{where}.{key}")
+
+
+def kind_of(record: Any, key: str = "type") -> str | None:
+    """``record[key]`` when ``record`` is an object and the value a string (None otherwise): a
+    record's discriminator, safe to compare with sets whatever the JSON holds."""
+    if not isinstance(record, Mapping):
+        return None
+    value = record.get(key)
+    return value if isinstance(value, str) else None
+
+
+def count(value: Any) -> int:
+    """A token count as recorded: a non-negative whole number; anything else (missing, negative,
+    fractional, text, huge floats) counts as 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return max(int(value), 0)
+    return 0
+
+
+def parse_time(value: Any) -> float | None:
+    """An ISO 8601 timestamp (``2026-01-15T12:10:08.131Z``) as POSIX seconds; None when absent or
+    unreadable. A time without a zone is taken as UTC."""
+    if not isinstance(value, str) or not 10 <= len(value) <= 40:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
 
 
 def text_of(value: Any, where: str) -> str | None:
@@ -108,15 +175,68 @@ def blocks_text(value: Any) -> str:
                 parts.append(block)
             elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
                 parts.append(str(block["text"]))
-            elif isinstance(block, Mapping) and block.get("type") in _IMAGE_BLOCKS:
+            elif kind_of(block) in _IMAGE_BLOCKS:
                 parts.append("[image]")
         return "\n".join(parts)
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return compact_json(value, "content", sort_keys=True)
+
+
+def compact_json(value: Any, where: str, *, sort_keys: bool = False) -> str:
+    """``value`` as compact JSON text; :class:`ShapeError` for what JSON cannot hold (nesting deeper
+    than 255 levels, integers beyond 64 bits)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None).decode()
+    except orjson.JSONEncodeError as exc:
+        raise ShapeError(f"{where}: cannot be written as JSON ({exc})") from None
+
+
+_ROLES = ("system", "user", "assistant", "tool")
+
+
+def openai_call(raw: Any, where: str) -> ToolCall:
+    """A recorded OpenAI tool call (``{"id", "function": {"name", "arguments"}}``), its shape checked:
+    arguments that are not text are kept as compact JSON; a missing id is empty."""
+    if not isinstance(raw, Mapping):
+        raise ShapeError(f"{where}: a tool call must be an object")
+    function = raw.get("function")
+    if not isinstance(function, Mapping):
+        raise ShapeError(f"{where}.function: expected an object")
+    name, arguments, call_id = function.get("name"), function.get("arguments"), raw.get("id")
+    if not isinstance(name, str) or not name:
+        raise ShapeError(f"{where}.function.name: expected a tool name")
+    if not isinstance(arguments, str):
+        arguments = compact_json(arguments if arguments is not None else {}, f"{where}.function.arguments")
+    return ToolCall(call_id if isinstance(call_id, str) else "", name, arguments)
+
+
+def openai_calls(value: Any, where: str) -> tuple[ToolCall, ...]:
+    """The ``tool_calls`` of a recorded OpenAI message (absent or null: none)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ShapeError(f"{where}: tool_calls must be a list")
+    return tuple(openai_call(raw, f"{where}[{index}]") for index, raw in enumerate(value))
+
+
+def openai_message(data: Mapping[str, Any], iteration: int, where: str) -> Message:
+    """A recorded OpenAI chat message, its shape checked (content as text, tool calls validated)."""
+    role = kind_of(data, "role")
+    if role not in _ROLES:
+        raise ShapeError(f"{where}: unknown message role {data.get('role')!r}")
+    tool_call_id, name = data.get("tool_call_id"), data.get("name")
+    return Message(
+        role,  # type: ignore[arg-type]
+        text_of(data.get("content"), where),
+        tool_calls=openai_calls(data.get("tool_calls"), f"{where}.tool_calls"),
+        tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
+        name=name if isinstance(name, str) else None,
+        iteration=iteration,
+    )
 
 
 def dump_arguments(arguments: Mapping[str, Any]) -> str:
     """Tool-call arguments as compact JSON text."""
-    return orjson.dumps(dict(arguments)).decode()
+    return compact_json(dict(arguments), "arguments")
 
 
 def parse_arguments(text: str) -> dict[str, Any]:
@@ -135,13 +255,16 @@ def parse_arguments(text: str) -> dict[str, Any]:
 def function_schema(
     name: str, description: str, properties: Mapping[str, Any], required: Sequence[str]
 ) -> dict[str, Any]:
-    """An OpenAI function-tool definition."""
+    """An OpenAI function-tool definition (recorded ``properties`` and ``required`` of another shape
+    than an object and a list of names count as none)."""
+    props = dict(properties) if isinstance(properties, Mapping) else {}
+    names = [r for r in required if isinstance(r, str)] if isinstance(required, list | tuple) else []
     return {
         "type": "function",
         "function": {
             "name": name,
             "description": description,
-            "parameters": {"type": "object", "properties": dict(properties), "required": list(required)},
+            "parameters": {"type": "object", "properties": props, "required": names},
         },
     }
 
@@ -194,7 +317,7 @@ def merge_schema(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         return a if "items" in a else b
     if ta == tb:
         return a
-    if {ta, tb} == {"integer", "number"}:
+    if isinstance(ta, str) and isinstance(tb, str) and {ta, tb} == {"integer", "number"}:
         return {"type": "number"}
     types = sorted({t for s in (ta, tb) for t in (s if isinstance(s, list) else [s]) if isinstance(t, str)})
     return {"type": types}
@@ -265,13 +388,15 @@ def build_run(
     read_only: Callable[[str], bool] = is_read_only,
     read_only_calls: Iterable[str] = (),
     routes: Sequence[str | None] = (),
+    timing: StepTiming | None = None,
 ) -> RecordedRun:
     """A :class:`RecordedRun` with read-only tools derived from the tool names.
 
     ``read_only`` decides by tool name (the recorded agents' naming convention
     by default); ``read_only_calls`` adds single calls (ids) whose command only
     reads, for tools that can also write. ``routes``: the endpoint of each step,
-    where recorded (empty: none recorded).
+    where recorded (empty: none recorded). ``timing``: what the log recorded about
+    time, cache lifetimes and the agent's own compaction (see :class:`RecordedRun`).
     """
     steps = sum(1 for m in messages if m.role == "assistant")
     recorded = tuple(usage) if usage is not None else (None,) * steps
@@ -279,6 +404,11 @@ def build_run(
         raise ShapeError(f"{len(recorded)} usage records for {steps} steps")
     if routes and len(routes) != steps:
         raise ShapeError(f"{len(routes)} routes for {steps} steps")
+    compact_json(list(tools), "tools")  # the replay writes and hashes them: they must be valid JSON
+    timing = timing or StepTiming()
+    for name, values in (("timestamps", timing.timestamps), ("cache_writes_1h", timing.cache_writes_1h)):
+        if values and len(values) != steps:
+            raise ShapeError(f"{len(values)} {name} for {steps} steps")
     names = _tool_names(messages, tools)
     return RecordedRun(
         run_id=run_id,
@@ -292,6 +422,10 @@ def build_run(
         metadata=dict(metadata or {}),
         read_only_calls=frozenset(read_only_calls),
         routes=tuple(routes) if any(r is not None for r in routes) else (),
+        timestamps=tuple(timing.timestamps) if any(t is not None for t in timing.timestamps) else (),
+        cache_writes_1h=tuple(timing.cache_writes_1h) if any(timing.cache_writes_1h) else (),
+        restarts=tuple(sorted(set(timing.restarts))),
+        prompt_complete=timing.prompt_complete,
     )
 
 

@@ -44,6 +44,7 @@ import orjson
 from ._import_common import (
     ShapeError,
     blocks_text,
+    compact_json,
     dump_arguments,
     function_schema,
     is_read_only,
@@ -163,7 +164,7 @@ def _tool_call(event: dict[str, Any], where: str) -> tuple[str | None, str, str]
         arguments = {k: v for k, v in action.items() if k != "kind"} if isinstance(action, dict) else {}
     if not isinstance(arguments, str):
         arguments = (
-            dump_arguments(arguments) if isinstance(arguments, dict) else orjson.dumps(arguments).decode()
+            dump_arguments(arguments) if isinstance(arguments, dict) else compact_json(arguments, "arguments")
         )
     call_id = raw.get("id") or event.get("tool_call_id")
     return (call_id if isinstance(call_id, str) and call_id else None), name, arguments
@@ -208,7 +209,7 @@ def _observation_text(observation: dict[str, Any]) -> str:
         if isinstance(value, str | list):
             return f"{prefix}{blocks_text(value)}{suffix}"
     rest = {k: v for k, v in observation.items() if k != "kind"}
-    return orjson.dumps(rest, option=orjson.OPT_SORT_KEYS).decode()
+    return compact_json(rest, "observation", sort_keys=True)
 
 
 def _extended(event: dict[str, Any]) -> str:

@@ -4,53 +4,101 @@ Those logs record a model response as several entries (one per tool call, or
 one per content block) and answer each call with its own entry. The builder
 turns them into the runtime's shape: one assistant message per step carrying
 all of that response's tool calls, the results as tool messages of the same
-iteration, and one usage slot per step.
+iteration, and one usage slot per step, with when each request was sent.
+
+Damaged logs (``damaged``: the numbers of the lines that were not JSON objects
+and were skipped): a call whose result was on such a line gets a placeholder
+result naming the damage, so the conversation stays one a provider accepts; a
+result whose call was on such a line makes the conversation inconsistent, and
+:meth:`HistoryBuilder.build` raises :class:`ShapeError` with that reason.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from .._messages import Message, ToolCall, Usage
-from ._import_common import CallIds, build_run, schemas_from_calls
+from ._import_common import CallIds, ShapeError, StepTiming, build_run, schemas_from_calls
 from ._recorded import RecordedRun
 
-__all__ = ["HistoryBuilder"]
+__all__ = ["HistoryBuilder", "damage_note"]
+
+
+def damage_note(lines: Sequence[int]) -> str:
+    """How a damaged log's skipped lines are named in reasons and placeholders."""
+    shown = ", ".join(str(n) for n in lines[:5])
+    more = f" and {len(lines) - 5} more" if len(lines) > 5 else ""
+    return f"line{'s' * (len(lines) != 1)} {shown}{more}"
 
 
 class HistoryBuilder:
     """Messages, per-step usage and read-only calls of one run, appended in log order."""
 
-    def __init__(self) -> None:
+    def __init__(self, damaged: Sequence[int] = ()) -> None:
         self.messages: list[Message] = []
         self.usage: list[Usage | None] = []
+        self.times: list[float | None] = []
+        self.writes_1h: list[int] = []
+        self.restarts: list[int] = []
         self.read_only_calls: set[str] = set()
         self.unpaired_results = 0
+        self.damaged = tuple(damaged)
+        self.placeholders = 0
+        self.inconsistent: str | None = None
         self._ids = CallIds()
         self._pending: dict[str, ToolCall] = {}  # recorded call id -> call of the current step
+        self._answered: set[str] = set()  # unique ids of the current step's calls with a result
         self._assistant_at = -1  # index of the current step's assistant message
+        self._results_end = 0  # index after the current step's assistant message and its results
+        self._input_time: float | None = None  # latest entry time since the current step began
 
     @property
     def step(self) -> int:
         """The current step (0 before the first model call)."""
         return len(self.usage)
 
-    def context(self, role: Literal["system", "user"], text: str) -> None:
+    def note_time(self, time: float | None) -> None:
+        """An entry recorded at ``time`` before the next request (the request follows the latest)."""
+        if time is not None and (self._input_time is None or time > self._input_time):
+            self._input_time = time
+
+    def context(self, role: Literal["system", "user"], text: str, *, time: float | None = None) -> None:
         """A system prompt, task or user reply, in the current iteration (0 before the first step)."""
+        self.note_time(time)
         self.messages.append(Message(role, text, iteration=self.step))
 
-    def start_step(self, text: str | None = None, usage: Usage | None = None) -> None:
-        """A new model call: an assistant message with ``text`` and, so far, no tool calls."""
+    def restart(self) -> None:
+        """The agent replaced its history here (a recorded compaction): the messages added from now
+        on are all it kept, and the steps after them build on those alone."""
+        self._close_step()
+        self._pending, self._answered = {}, set()
+        self._assistant_at = -1  # the step is closed: nothing after the restart belongs to it
+        if self.messages and self.step:
+            self.restarts.append(len(self.messages))
+
+    def start_step(
+        self, text: str | None = None, usage: Usage | None = None, *, time: float | None = None
+    ) -> None:
+        """A new model call: an assistant message with ``text`` and, so far, no tool calls.
+
+        ``time``: the timestamp of the response's own entry; the request was sent at the latest
+        entry before it, when the log recorded one (a tool result, the user's prompt).
+        """
+        self._close_step()
         self.usage.append(usage)
-        self._pending = {}
+        self.times.append(self._input_time if self._input_time is not None else time)
+        self.writes_1h.append(0)
+        self._input_time = None
+        self._pending, self._answered = {}, set()
         self._assistant_at = len(self.messages)
         self.messages.append(Message("assistant", text or None, iteration=self.step))
+        self._results_end = len(self.messages)
 
     def add_text(self, text: str) -> None:
         """More text of the current step's assistant message (another block of the same response)."""
-        if not text:
+        if not text or self._assistant_at < 0:
             return
         current = self.messages[self._assistant_at]
         joined = f"{current.content}\n{text}" if current.content else text
@@ -58,6 +106,8 @@ class HistoryBuilder:
 
     def add_call(self, call_id: str | None, name: str, arguments: str, *, read_only: bool = False) -> str:
         """A tool call of the current step's response; returns its id, made unique within the run."""
+        if self._assistant_at < 0:
+            self.start_step()
         current = self.messages[self._assistant_at]
         unique = self._ids.unique(call_id, self.step, len(current.tool_calls))
         call = ToolCall(unique, name, arguments)
@@ -69,18 +119,47 @@ class HistoryBuilder:
             self.read_only_calls.add(unique)
         return unique
 
-    def add_result(self, call_id: str, text: str) -> None:
-        """The result of call ``call_id``; a result that answers no call of this step stays a user message."""
+    def add_result(self, call_id: str, text: str, *, time: float | None = None) -> None:
+        """The result of call ``call_id``; a result that answers no call of this step stays a user message
+        (in a damaged log, it makes the conversation inconsistent: its call was on a skipped line)."""
+        self.note_time(time)
         call = self._pending.get(call_id)
         if call is None:
             self.unpaired_results += 1
+            if self.damaged and self.inconsistent is None:
+                self.inconsistent = (
+                    f"inconsistent after skipping malformed {damage_note(self.damaged)}: "
+                    f"a tool result answers call {call_id!r}, which no readable line holds"
+                )
             self.context("user", text)
             return
-        self.messages.append(Message("tool", text, tool_call_id=call.id, name=call.name, iteration=self.step))
+        self._answered.add(call.id)
+        self.messages.insert(
+            self._results_end,
+            Message("tool", text, tool_call_id=call.id, name=call.name, iteration=self.step),
+        )
+        self._results_end += 1
 
-    def set_usage(self, usage: Usage) -> None:
-        """The provider usage of the current step."""
+    def set_usage(self, usage: Usage, *, writes_1h: int = 0) -> None:
+        """The provider usage of the current step (``writes_1h``: cache writes with a 1-hour lifetime)."""
+        if not self.usage:
+            return
         self.usage[-1] = usage
+        self.writes_1h[-1] = max(0, min(writes_1h, usage.cache_write_tokens))
+
+    def _close_step(self) -> None:
+        """In a damaged log, give each call of the current step that has no result a placeholder."""
+        if not self.damaged or self._assistant_at < 0:
+            return
+        for call in self.messages[self._assistant_at].tool_calls:
+            if call.id in self._answered:
+                continue
+            text = f"[result not recorded: the log's malformed {damage_note(self.damaged)} could not be read]"
+            message = Message("tool", text, tool_call_id=call.id, name=call.name, iteration=self.step)
+            self.messages.insert(self._results_end, message)
+            self._results_end += 1
+            self._answered.add(call.id)
+            self.placeholders += 1
 
     def build(
         self,
@@ -92,10 +171,17 @@ class HistoryBuilder:
         model: str | None,
         metadata: dict[str, Any],
         read_only: Callable[[str], bool],
+        prompt_complete: bool = True,
     ) -> RecordedRun:
-        """The run; tool schemas derived from the calls when the log has none (``tools`` None)."""
-        if self.unpaired_results:
-            metadata = {**metadata, "unpaired_results": self.unpaired_results}
+        """The run; tool schemas derived from the calls when the log has none (``tools`` None).
+
+        Raises :class:`ShapeError` when skipped lines left the conversation inconsistent.
+        """
+        if self.inconsistent is not None:
+            raise ShapeError(self.inconsistent)
+        # The last step's calls stay as recorded: no prompt of the run follows them.
+        extra = {"unpaired_results": self.unpaired_results, "missing_results": self.placeholders}
+        metadata = {**metadata, **{k: v for k, v in extra.items() if v}}
         return build_run(
             run_id=run_id,
             source=source,
@@ -107,4 +193,5 @@ class HistoryBuilder:
             metadata=metadata,
             read_only=read_only,
             read_only_calls=self.read_only_calls,
+            timing=StepTiming(self.times, self.writes_1h, self.restarts, prompt_complete),
         )

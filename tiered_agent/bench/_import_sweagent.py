@@ -26,6 +26,7 @@ from ._import_common import (
     get_list,
     infer_schema,
     merge_schema,
+    openai_calls,
     parse_arguments,
     text_of,
     tool_call,
@@ -117,10 +118,7 @@ def _calls_assistant(
 ) -> tuple[Message, dict[str, ToolCall]]:
     """A function-calling assistant message: its recorded tool calls (ids made unique)."""
     calls: dict[str, ToolCall] = {}
-    for index, raw in enumerate(item.get("tool_calls") or ()):
-        if not isinstance(raw, dict):
-            raise ShapeError(f"{where}.tool_calls[{index}]: expected an object")
-        parsed = ToolCall.from_openai(raw)
+    for index, parsed in enumerate(openai_calls(item.get("tool_calls"), f"{where}.tool_calls")):
         call = ToolCall(ids.unique(parsed.id, step, index), parsed.name, parsed.arguments)
         calls[parsed.id or call.id] = call
     content = text_of(item.get("content"), where)

@@ -24,6 +24,8 @@ from ._import_common import (
     get_list,
     infer_schema,
     merge_schema,
+    openai_call,
+    openai_message,
     parse_arguments,
 )
 from ._recorded import RecordedRun
@@ -71,10 +73,7 @@ def _messages(traj: list[Any], where: str) -> list[Message]:
             raise ShapeError(f"{here}: expected an object, got {type(item).__name__}")
         if item.get("role") == "assistant":
             step += 1
-        try:
-            message = Message.from_openai(item, iteration=step)
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise ShapeError(f"{here}: {exc}") from exc
+        message = openai_message(item, step, here)
         if message.role == "assistant":
             renamed = {}
             calls = []
@@ -100,9 +99,10 @@ def _derive_tools(messages: Iterator[Any]) -> list[dict[str, Any]]:
     for message in messages:
         calls = message.get("tool_calls") if isinstance(message, dict) else None
         for raw in calls if isinstance(calls, list) else ():
-            if not isinstance(raw, dict):
-                continue
-            call = ToolCall.from_openai(raw)
+            try:
+                call = openai_call(raw, "tool_calls")
+            except ShapeError:
+                continue  # the conversion names it
             schema = infer_schema(parse_arguments(call.arguments))
             schemas[call.name] = merge_schema(schemas[call.name], schema) if call.name in schemas else schema
     return [

@@ -57,7 +57,7 @@ def load_trace_run(path: Path) -> RecordedRun:
         run = replace(run, read_only_tools=_strings(config["read_only_tools"]))
     if isinstance(config.get("read_only_calls"), list):
         run = replace(run, read_only_calls=_strings(config["read_only_calls"]))
-    return run
+    return run.with_recording(config.get("recording"))
 
 
 def _strings(values: list[Any]) -> frozenset[str]:
@@ -81,6 +81,8 @@ def write_run_trace(run: RecordedRun, path: Path) -> None:
     }
     if run.read_only_calls:
         config["read_only_calls"] = sorted(run.read_only_calls)
+    if run.recording():
+        config["recording"] = run.recording()
     header = RunStarted(
         run_id=run.run_id, model=run.model or "", task=run.task, config=config, tools=list(run.tools),
         source=run.source,

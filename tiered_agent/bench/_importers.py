@@ -17,10 +17,19 @@ Every run is normalized into a :class:`RecordedRun` (see the per-format modules
 A file that cannot be read, is not a recorded run, or cannot be converted is
 skipped with one warning and listed in :attr:`LoadedRuns.skipped`, and so is a
 run without any model call; ``strict=True`` turns any of them into an error.
+
+Damaged JSON-lines logs (a line cut short or hand-redacted into invalid JSON,
+a line that is JSON but not an object): the line is skipped and counted
+(:attr:`LoadedRuns.skipped_lines`, one warning per file) and the rest of the
+log is replayed, unless the damage leaves a run's conversation inconsistent (a
+tool result whose call was on a skipped line): that run is skipped with the
+reason. A torn last line (no final newline: a log still being written) is
+counted the same way; ``strict=True`` fails on any other skipped line.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +47,8 @@ from . import (
     _import_sweagent,
     _import_taubench,
 )
-from ._import_common import ShapeError
+from ._import_common import ShapeError, SkippedRun
+from ._import_steps import damage_note
 from ._import_trace import FORMAT as TRACE_FORMAT
 from ._import_trace import load_trace_run, write_run_trace
 from ._recorded import RecordedRun
@@ -48,6 +58,7 @@ __all__ = [
     "TRAJECTORY_SUFFIXES",
     "LoadedRuns",
     "SkippedInput",
+    "SkippedLines",
     "load_file",
     "load_runs",
     "write_run_trace",
@@ -76,19 +87,29 @@ NO_STEPS = "no model calls (0 steps)"
 T = TypeVar("T")
 log = structlog.get_logger(__name__)
 
-_Converted = RecordedRun | list[RecordedRun]
+_Run = RecordedRun | SkippedRun
+_Converted = _Run | Sequence[_Run]
 _Detector = tuple[str, Callable[[Any], bool], Callable[[Any, Path], _Converted]]
+_LineDetector = tuple[
+    str,
+    Callable[[list[dict[str, Any]]], bool],
+    Callable[[list[dict[str, Any]], Path, tuple[int, ...]], _Converted],
+]
 _DOC_DETECTORS: tuple[_Detector, ...] = (
     (_import_miniswe.FORMAT, _import_miniswe.matches, _import_miniswe.convert),
     (_import_sweagent.FORMAT, _import_sweagent.matches, _import_sweagent.convert),
     (_import_taubench.FORMAT, _import_taubench.matches, _import_taubench.convert),
     (_import_openhands.FORMAT, _import_openhands.matches, _import_openhands.convert),
 )
-# Formats whose files are JSON lines: detected on the list of records.
-_LINE_DETECTORS: tuple[_Detector, ...] = (
+# Formats whose files are JSON lines: detected on the list of records; the converter also gets the
+# numbers of the lines that were skipped (not JSON objects).
+_LINE_DETECTORS: tuple[_LineDetector, ...] = (
     (_import_claude.FORMAT, _import_claude.matches, _import_claude.convert),
     (_import_codex.FORMAT, _import_codex.matches, _import_codex.convert),
 )
+# Exceptions a converter may raise on JSON of an unexpected shape that its checks did not foresee: the
+# file is skipped with the exception named (a bug to report, never a crash of the whole bench).
+_UNFORESEEN = (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +124,44 @@ class SkippedInput:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedLines:
+    """The lines of one JSON-lines file that were not JSON objects and were skipped."""
+
+    path: str
+    lines: tuple[int, ...]  # 1-based line numbers
+    torn: bool = False  # the last of them is a torn last line (no final newline: still being written)
+
+    @property
+    def damaged(self) -> tuple[int, ...]:
+        """The skipped lines that are damage (a torn last line is a log still being written)."""
+        return self.lines[:-1] if self.torn else self.lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "count": len(self.lines),
+            "lines": list(self.lines[:_LINES_LISTED]),
+            "torn_last_line": self.torn,
+        }
+
+
+_LINES_LISTED = 20
+
+
+@dataclass(frozen=True, slots=True)
 class LoadedRuns:
-    """What :func:`load_runs` found: the runs, and the inputs it skipped (sorted by path)."""
+    """What :func:`load_runs` found: the runs, the inputs it skipped (sorted by path), and the lines
+    it skipped in files whose other lines were read (sorted by path)."""
 
     runs: tuple[RecordedRun, ...]
     skipped: tuple[SkippedInput, ...] = ()
+    skipped_lines: tuple[SkippedLines, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    runs: list[_Run]
+    damage: SkippedLines | None = None
 
 
 class _Unreadable(Exception):
@@ -130,29 +184,64 @@ def load_runs(paths: Sequence[Path | str], *, strict: bool = False) -> LoadedRun
     """
     runs: list[RecordedRun] = []
     skipped: list[SkippedInput] = []
+    damaged: list[SkippedLines] = []
+    for file in _unique_files(paths):
+        try:
+            loaded = _load(file)
+        except _Unreadable as exc:
+            skipped.append(SkippedInput(str(file), str(exc)))
+            continue
+        if loaded.damage is not None:
+            damaged.append(loaded.damage)
+        for run in loaded.runs:
+            if isinstance(run, SkippedRun):
+                skipped.append(SkippedInput(run.source, run.reason))
+            elif run.steps:
+                runs.append(run)
+            else:
+                skipped.append(SkippedInput(run.source, NO_STEPS))
+    skipped.sort(key=lambda s: (s.path, s.reason))
+    damaged.sort(key=lambda d: d.path)
+    _check_strict(strict, skipped, damaged)
+    _warn(skipped, damaged)
+    return LoadedRuns(tuple(runs), tuple(skipped), tuple(damaged))
+
+
+def _unique_files(paths: Sequence[Path | str]) -> list[Path]:
+    """The input files of ``paths`` in order, each once (by resolved path)."""
     seen: set[Path] = set()
+    out = []
     for path in map(Path, paths):
         for file in _files(path):
             key = file.resolve()
-            if key in seen:
-                continue
-            seen.add(key)
-            try:
-                loaded = _load(file)
-            except _Unreadable as exc:
-                skipped.append(SkippedInput(str(file), str(exc)))
-                continue
-            for run in loaded:
-                if run.steps:
-                    runs.append(run)
-                else:
-                    skipped.append(SkippedInput(run.source, NO_STEPS))
-    skipped.sort(key=lambda s: (s.path, s.reason))
-    if strict and skipped:
-        raise TraceFormatError(_strict_message(skipped))
+            if key not in seen:
+                seen.add(key)
+                out.append(file)
+    return out
+
+
+def _warn(skipped: Sequence[SkippedInput], damaged: Sequence[SkippedLines]) -> None:
     for entry in skipped:
         log.warning("importers.skipped", path=entry.path, reason=entry.reason)
-    return LoadedRuns(tuple(runs), tuple(skipped))
+    for lines in damaged:
+        if lines.damaged:
+            log.warning(
+                "importers.skipped_lines", path=lines.path, count=len(lines.lines), lines=lines.lines[:5]
+            )
+        else:  # only a torn last line: a log still being written
+            log.info("importers.torn_last_line", path=lines.path, line=lines.lines[-1])
+
+
+def _check_strict(strict: bool, skipped: Sequence[SkippedInput], damaged: Sequence[SkippedLines]) -> None:
+    if not strict:
+        return
+    broken = [
+        SkippedInput(d.path, f"malformed {damage_note(d.damaged)} (not a JSON object)")
+        for d in damaged
+        if d.damaged
+    ]
+    if skipped or broken:
+        raise TraceFormatError(_strict_message(sorted([*skipped, *broken], key=lambda s: (s.path, s.reason))))
 
 
 def _strict_message(skipped: Sequence[SkippedInput]) -> str:
@@ -166,17 +255,18 @@ def _strict_message(skipped: Sequence[SkippedInput]) -> str:
 def load_file(path: Path) -> list[RecordedRun]:
     """The runs in one file (one, or several for a tau-bench list or a Claude Code session with subagents).
 
-    Raises :class:`TraceFormatError` naming the file and the problem.
+    Raises :class:`TraceFormatError` naming the file and the problem (a run of the file that
+    cannot be replayed is left out; :func:`load_runs` lists it).
     """
     try:
-        return _load(path)
+        return [r for r in _load(path).runs if isinstance(r, RecordedRun)]
     except _Unreadable as exc:
         raise TraceFormatError(f"{path}: {exc}") from None
 
 
-def _load(path: Path) -> list[RecordedRun]:
+def _load(path: Path) -> _Loaded:
     if path.is_dir():  # an OpenHands conversation's events/ folder
-        return _converted(_import_openhands.FORMAT, _import_openhands.convert_folder, path, path)
+        return _Loaded(_converted(_import_openhands.FORMAT, _import_openhands.convert_folder, path, path))
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -187,31 +277,63 @@ def _load(path: Path) -> list[RecordedRun]:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         if _is_trace_event_doc(_first_line(data)):
-            return [_trace(path)]
-        return _convert_records(_json_lines(data, exc), path)
+            return _Loaded([_trace(path)])
+        return _convert_lines(data, exc, path)
     if _is_trace_event_doc(doc):
-        return [_trace(path)]
+        return _Loaded([_trace(path)])
     for fmt, matches, convert in _DOC_DETECTORS:
-        if matches(doc):
-            return _converted(fmt, convert, doc, path)
+        if _safe_match(matches, doc):
+            return _Loaded(_converted(fmt, convert, doc, path))
     if isinstance(doc, dict):  # a one-line JSONL file
-        return _convert_records([doc], path)
+        return _Loaded(_convert_records([doc], path, ()))
     raise _Unreadable(f"unrecognized format ({_EXPECTED})")
 
 
-def _convert_records(records: list[Any], path: Path) -> list[RecordedRun]:
+def _convert_lines(data: bytes, whole: orjson.JSONDecodeError, path: Path) -> _Loaded:
+    records, skipped, torn = _json_lines(data, whole)
+    runs = _convert_records(records, path, tuple(n for n in skipped if not (torn and n == skipped[-1])))
+    damage = SkippedLines(str(path), tuple(skipped), torn) if skipped else None
+    return _Loaded(runs, damage)
+
+
+def _convert_records(records: list[dict[str, Any]], path: Path, damaged: tuple[int, ...]) -> list[_Run]:
     for fmt, matches, convert in _LINE_DETECTORS:
-        if matches(records):
-            return _converted(fmt, convert, records, path)
+        if _safe_match(matches, records):
+            return _converted(fmt, functools.partial(_with_damage, convert, damaged), records, path)
     raise _Unreadable(f"unrecognized format ({_EXPECTED})")
 
 
-def _converted(fmt: str, convert: Callable[[T, Path], _Converted], doc: T, path: Path) -> list[RecordedRun]:
+def _with_damage(
+    convert: Callable[[list[dict[str, Any]], Path, tuple[int, ...]], _Converted],
+    damaged: tuple[int, ...],
+    records: list[dict[str, Any]],
+    path: Path,
+) -> _Converted:
+    return convert(records, path, damaged)
+
+
+def _safe_match(matches: Callable[[Any], bool], doc: Any) -> bool:
+    try:
+        return matches(doc)
+    except _UNFORESEEN as exc:  # a detector's bug on hostile input: not this format
+        log.debug("importers.detector_failed", error=f"{type(exc).__name__}: {exc}")
+        return False
+
+
+def _converted(fmt: str, convert: Callable[[T, Path], _Converted], doc: T, path: Path) -> list[_Run]:
     try:
         converted = convert(doc, path)
     except ShapeError as exc:
         raise _Unreadable(f"{fmt}: {exc}") from None
-    return converted if isinstance(converted, list) else [converted]
+    except _UNFORESEEN as exc:
+        # no traceback: its locals may be a hostile document (rendering one can take minutes)
+        log.debug("importers.convert_failed", path=str(path), format=fmt, error=type(exc).__name__)
+        raise _Unreadable(f"{fmt}: cannot convert ({type(exc).__name__}: {_short(str(exc))})") from None
+    return [converted] if isinstance(converted, RecordedRun | SkippedRun) else list(converted)
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _trace(path: Path) -> RecordedRun:
@@ -230,24 +352,28 @@ def _first_line(data: bytes) -> Any:
         return None
 
 
-def _json_lines(data: bytes, whole: orjson.JSONDecodeError) -> list[Any]:
-    """The records of a JSON-lines file; the whole-document error when the first line is not JSON either.
+def _json_lines(data: bytes, whole: orjson.JSONDecodeError) -> tuple[list[dict[str, Any]], list[int], bool]:
+    """The objects of a JSON-lines file, the numbers of the lines skipped (not JSON objects), and whether
+    the last of those is a torn last line (no final newline: a log still being written).
 
-    A torn last line (no final newline: a log still being written) is dropped with a warning.
+    The whole-document error when no line is a JSON object (the file is not JSON lines at all).
     """
     lines = [(n, line) for n, line in enumerate(data.split(b"\n"), 1) if line.strip()]
-    records: list[Any] = []
-    for index, (number, line) in enumerate(lines):
+    records: list[dict[str, Any]] = []
+    skipped: list[int] = []
+    for number, line in lines:
         try:
-            records.append(orjson.loads(line))
-        except orjson.JSONDecodeError as exc:
-            if index == 0:
-                raise _Unreadable(f"not JSON (line {whole.lineno} col {whole.colno}: {whole.msg})") from None
-            if index == len(lines) - 1 and not data.rstrip(b" \t\r").endswith(b"\n"):
-                log.warning("importers.torn_last_line", line=number)
-                continue
-            raise _Unreadable(f"not JSON (line {number}: {exc.msg})") from None
-    return records
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            skipped.append(number)
+    if not records:
+        raise _Unreadable(f"not JSON (line {whole.lineno} col {whole.colno}: {whole.msg})")
+    torn = bool(skipped) and skipped[-1] == lines[-1][0] and not data.rstrip(b" \t\r").endswith(b"\n")
+    return records, skipped, torn
 
 
 def _files(path: Path) -> list[Path]:

@@ -8,10 +8,18 @@
   (``_calibration.py``) of the provider of the model the run is priced as, else
   of its cache model's provider; 1.0 when the inputs hold no recorded usage of
   that provider (the report says so).
+- The unrecorded prefix (``_calibration.py``): replayed tokens the run's log left out
+  (system prompt, tool schemas), sent before every policy's prompt.
+- Cache lifetimes: a run whose recorded cache writes are mostly 1-hour writes
+  (Anthropic's ``ephemeral_1h_input_tokens``) writes with the long lifetime at its
+  price (2x input) wherever a step recorded no split; a step that recorded writes
+  keeps its own majority (:func:`long_ttl_steps`).
 - Dollars: every token count is scaled, then priced with litellm's prices of that
   model. Recorded completion tokens are already in the recorded provider's tokens:
   they are divided by that provider's scale first, so pricing a Gemini run as
-  Claude converts them like everything else.
+  Claude converts them like everything else. :meth:`RunCosting.recorded_usd` prices
+  the recorded usage itself (uncached, cache reads, 5-minute and 1-hour writes,
+  output) at the recorded model's list prices: what the run cost as recorded.
 """
 
 from __future__ import annotations
@@ -31,9 +39,9 @@ from .._providers import (
     model_prices,
     provider_of,
 )
-from ._calibration import ProviderCalibration, token_scale
+from ._calibration import NO_PREFIX, ProviderCalibration, RunPrefix, token_scale
 
-__all__ = ["FAMILIES", "RunCosting", "RunPlan", "family_of", "plan_run"]
+__all__ = ["FAMILIES", "RunCosting", "RunPlan", "family_of", "long_ttl_steps", "plan_prices", "plan_run"]
 
 # Agent family of each recorded-run format: runs of one family share a harness (prompt layout,
 # tools, observation style), so their totals are comparable.
@@ -53,6 +61,18 @@ def family_of(fmt: str) -> str:
     return FAMILIES.get(fmt, fmt)
 
 
+def long_ttl_steps(usage: Sequence[Usage | None], writes_1h: Sequence[int]) -> frozenset[int]:
+    """The steps (1-based) whose cache writes have the 1-hour lifetime: those whose recorded writes
+    were mostly 1-hour writes, and, when most of the run's recorded writes were, the steps that
+    recorded no writes (the agent's setting; Claude Code picks one per session)."""
+    written = [u.cache_write_tokens if u is not None else 0 for u in usage]
+    long = [writes_1h[i] if i < len(writes_1h) else 0 for i in range(len(usage))]
+    mostly_long = sum(long) * 2 > sum(written) > 0
+    return frozenset(
+        i + 1 for i, (w, h) in enumerate(zip(written, long, strict=True)) if (h * 2 > w if w else mostly_long)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class RunPlan:
     """How one run is replayed and priced."""
@@ -62,6 +82,8 @@ class RunPlan:
     provider: str | None  # whose tokens the run is scaled to
     token_scale: float  # provider tokens per replayed token
     price_model: str | None  # the litellm cost-map key it is priced as; None: unpriced
+    prefix: RunPrefix = NO_PREFIX  # the replayed tokens its log left out, sent before every prompt
+    long_ttl: bool = False  # most of its cache writes have the longer lifetime (priced as such)
 
 
 def _cache_model(
@@ -83,19 +105,36 @@ def plan_run(
     cache_model: str,
     price_model: str | None,
     calibration: Mapping[str, ProviderCalibration],
+    *,
+    prefix: RunPrefix = NO_PREFIX,
+    long_ttl: bool = False,
 ) -> RunPlan:
-    """The plan of a run recorded with ``recorded_model`` under the bench's settings."""
+    """The plan of a run recorded with ``recorded_model`` under the bench's settings (``prefix``: what
+    its log left out; ``long_ttl``: most of its recorded cache writes had the longer lifetime)."""
     target = price_model or recorded_model
     rules, source = _cache_model(cache_model, target, recorded_model, price_model is not None)
     provider = provider_of(target) or rules.provider
     prices = model_prices(target) if target else None
+    long_ttl = long_ttl and rules.long_ttl_s is not None
+    if long_ttl:
+        rules = dataclasses.replace(rules, write_premium=rules.long_write_premium)
     return RunPlan(
         cache_model=rules,
         cache_model_source=source,
         provider=provider,
         token_scale=token_scale(calibration, provider),
         price_model=prices.model if prices is not None else None,
+        prefix=prefix,
+        long_ttl=long_ttl,
     )
+
+
+def plan_prices(plan: RunPlan) -> ModelPrices | None:
+    """The prices a run's plan bills, with the write price of its cache lifetime (what aging weighs)."""
+    prices = model_prices(plan.price_model) if plan.price_model else None
+    if prices is None or not plan.long_ttl:
+        return prices
+    return dataclasses.replace(prices, cache_write=prices.write_1h)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +146,8 @@ class RunCosting:
     recorded_output_scale: float  # provider tokens per recorded completion token
     recorded_output_steps: frozenset[int] = frozenset()  # steps whose output tokens were recorded
     summary_prices: ModelPrices | None = None  # the --summary-model's prices
+    long_steps: frozenset[int] = frozenset()  # steps whose writes have the 1-hour lifetime
+    recorded_prices: ModelPrices | None = None  # the recorded model's list prices
 
     @classmethod
     def of(
@@ -118,6 +159,7 @@ class RunCosting:
         usage: Sequence[Usage | None],
         calibration: Mapping[str, ProviderCalibration],
         summary_prices: ModelPrices | None = None,
+        writes_1h: Sequence[int] = (),
     ) -> RunCosting:
         recorded_scale = token_scale(calibration, provider_of(recorded_model))
         return cls(
@@ -128,6 +170,8 @@ class RunCosting:
                 i + 1 for i, u in enumerate(usage) if u is not None and u.completion_tokens > 0
             ),
             summary_prices=summary_prices,
+            long_steps=long_ttl_steps(usage, writes_1h),
+            recorded_prices=model_prices(recorded_model) if recorded_model else None,
         )
 
     def output_tokens(self, step: int, output: int) -> float:
@@ -135,11 +179,29 @@ class RunCosting:
         return output * (self.recorded_output_scale if step in self.recorded_output_steps else self.scale)
 
     def step_usd(self, step: int, prompt: int, cached: int, written: int, output: int) -> float:
-        """USD of one replayed call (0.0 when the run is not priced)."""
+        """USD of one replayed call (0.0 when the run is not priced); its writes at the price of the
+        step's cache lifetime."""
         if self.prices is None:
             return 0.0
         s = self.scale
-        return self.prices.cost(prompt * s, cached * s, written * s, self.output_tokens(step, output))
+        long = written * s if step in self.long_steps else 0.0
+        return self.prices.cost(
+            prompt * s, cached * s, written * s, self.output_tokens(step, output), written_1h=long
+        )
+
+    def recorded_usd(self, usage: Usage, writes_1h: int = 0) -> float | None:
+        """USD of a recorded call at the recorded model's list prices (None: not priced there): its
+        uncached input, cache reads, 5-minute and 1-hour writes, and output, as the provider billed
+        them (a cost the log itself recorded is the ``cost`` field; this is the list price)."""
+        if self.recorded_prices is None:
+            return None
+        return self.recorded_prices.cost(
+            usage.prompt_tokens,
+            usage.cached_tokens,
+            usage.cache_write_tokens,
+            usage.completion_tokens,
+            written_1h=writes_1h,
+        )
 
     def summary_usd(self, usage: Usage) -> float | None:
         """USD of the summarizer's own calls (provider-reported tokens); None: unpriced."""

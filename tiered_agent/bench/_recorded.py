@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._messages import Message, ToolCall, Usage
 
-__all__ = ["RecordedRun"]
+__all__ = ["RecordedRun", "Segment"]
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A stretch of a run between two of the agent's own compactions: what its model calls built on.
+
+    ``messages`` are renumbered as a conversation of their own: iteration 0 is what the agent
+    kept (its summary; for the first segment, the run's system prompt and task), then one
+    iteration per model call. Local iteration ``i >= 1`` is the run's iteration ``i + offset``
+    (and model call ``i + offset``).
+    """
+
+    offset: int
+    messages: tuple[Message, ...]
+
+    def run_iteration(self, local: int) -> int:
+        return local + self.offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +43,21 @@ class RecordedRun:
     ``routes[k - 1]`` the endpoint that served step ``k`` where a router
     recorded it (OpenRouter's ``provider``: ``"Google"``, ``"Google AI
     Studio"``), or None. Each endpoint has its own prompt cache.
+
+    What the log recorded about time and the agent's own context management
+    (empty tuples: not recorded):
+
+    - ``timestamps[k - 1]``: when step ``k``'s request was sent (POSIX seconds; the
+      log's timestamp of the last entry before the response), or None;
+    - ``cache_writes_1h[k - 1]``: the part of step ``k``'s ``cache_write_tokens`` written
+      with a 1-hour time to live (Anthropic's ``ephemeral_1h_input_tokens``); the rest
+      was written with the 5-minute one;
+    - ``restarts``: message indexes where the agent replaced its history (a recorded
+      compaction): from index ``i`` on, the messages from ``i`` are all the agent kept
+      (its summary first), up to the next restart;
+    - ``prompt_complete``: False when the log does not hold everything the model was
+      sent (Claude Code and Codex record neither the tool schemas nor, for Claude Code,
+      the system prompt); the bench then estimates the missing prefix from the usage.
 
     A tool call is read-only (its result may be served by the dedup cache) when
     its tool is in ``read_only_tools``, or when the call itself is in
@@ -41,6 +77,10 @@ class RecordedRun:
     metadata: dict[str, Any] = field(default_factory=dict)
     read_only_calls: frozenset[str] = frozenset()
     routes: tuple[str | None, ...] = ()
+    timestamps: tuple[float | None, ...] = ()
+    cache_writes_1h: tuple[int, ...] = ()
+    restarts: tuple[int, ...] = ()
+    prompt_complete: bool = True
 
     @property
     def steps(self) -> int:
@@ -55,6 +95,81 @@ class RecordedRun:
         """The endpoint that served model call ``step`` (1-based), if recorded."""
         return self.routes[step - 1] if 0 < step <= len(self.routes) else None
 
+    def time(self, step: int) -> float | None:
+        """When model call ``step`` (1-based) was sent, if recorded (POSIX seconds)."""
+        return self.timestamps[step - 1] if 0 < step <= len(self.timestamps) else None
+
+    def writes_1h(self, step: int) -> int:
+        """The tokens model call ``step`` wrote to the cache with a 1-hour time to live."""
+        return self.cache_writes_1h[step - 1] if 0 < step <= len(self.cache_writes_1h) else 0
+
     def is_read_only(self, call: ToolCall) -> bool:
         """Whether ``call`` only reads: its tool always does, or this call's command does."""
         return call.name in self.read_only_tools or call.id in self.read_only_calls
+
+    def segments(self) -> tuple[Segment, ...]:
+        """The run split at its :attr:`restarts` (one segment, the messages as they are, without any)."""
+        bounds = [0, *(r for r in self.restarts if 0 < r < len(self.messages)), len(self.messages)]
+        out = []
+        for start, end in itertools.pairwise(bounds):
+            part = self.messages[start:end]
+            if not part:
+                continue
+            offset = part[0].iteration if start else 0
+            renumbered = part if not offset else tuple(_shifted(m, offset) for m in part)
+            out.append(Segment(offset, renumbered))
+        return tuple(out)
+
+    def recording(self) -> dict[str, Any]:
+        """The timing and context-management fields as plain JSON (for the trace round trip;
+        empty when there are none): :meth:`with_recording` reads it back."""
+        out: dict[str, Any] = {}
+        if self.timestamps:
+            out["timestamps"] = list(self.timestamps)
+        if self.cache_writes_1h:
+            out["cache_writes_1h"] = list(self.cache_writes_1h)
+        if self.restarts:
+            out["restarts"] = list(self.restarts)
+        if not self.prompt_complete:
+            out["prompt_complete"] = False
+        return out
+
+    def with_recording(self, recording: Any) -> RecordedRun:
+        """This run with the fields :meth:`recording` wrote; values of the wrong shape are ignored."""
+        if not isinstance(recording, Mapping):
+            return self
+        steps = self.steps
+        return dataclasses.replace(
+            self,
+            timestamps=_per_step(recording.get("timestamps"), steps, _time) or self.timestamps,
+            cache_writes_1h=_per_step(recording.get("cache_writes_1h"), steps, _count)
+            or self.cache_writes_1h,
+            restarts=_restarts(recording.get("restarts"), len(self.messages)) or self.restarts,
+            prompt_complete=recording.get("prompt_complete") is not False and self.prompt_complete,
+        )
+
+
+def _shifted(message: Message, offset: int) -> Message:
+    return dataclasses.replace(message, iteration=max(message.iteration - offset, 0))
+
+
+def _time(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _per_step(values: Any, steps: int, read: Any) -> tuple[Any, ...]:
+    if not isinstance(values, Sequence) or isinstance(values, str) or len(values) != steps:
+        return ()
+    return tuple(read(v) for v in values)
+
+
+def _restarts(values: Any, messages: int) -> tuple[int, ...]:
+    if not isinstance(values, Sequence) or isinstance(values, str):
+        return ()
+    found = {v for v in values if isinstance(v, int) and not isinstance(v, bool) and 0 < v < messages}
+    return tuple(sorted(found))

@@ -19,9 +19,9 @@ import dataclasses
 import logging
 import multiprocessing
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import aclosing
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,6 @@ import structlog
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
-from .._tokens import TokenCounter
 from .._tools import ToolOutcome
 from ..context._breakeven import CacheTerms
 from ..context._dispatch import ToolKind
@@ -44,9 +43,9 @@ from ..context._retrieve import retrieve
 from ..context._summarizer import LLMSummarizer
 from ..context.steps import Dedup
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
-from ._calibration import ProviderCalibration, calibrate
+from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_in
-from ._pricing import RunPlan, family_of, plan_run
+from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
 from ._rulers import Recovery, RetrievalSources, WordIndex, prompt_texts
 
@@ -159,6 +158,10 @@ class RunInfo:
     token_scale: float = 1.0  # provider tokens per replayed token
     price_model: str | None = None  # the litellm cost-map key it is priced as
     endpoints: int = 0  # distinct endpoints its steps were served by, where recorded (0: none recorded)
+    prefix_tokens: int = 0  # replayed tokens its log left out, sent before every prompt
+    prefix_source: str = "recorded"  # where that number comes from (_calibration.PREFIX_SOURCES)
+    cache_writes_1h: tuple[int, ...] = ()  # per step, the recorded writes with the 1-hour lifetime
+    restarts: int = 0  # the agent's own compactions the replay followed
 
     @property
     def has_usage(self) -> bool:
@@ -168,7 +171,8 @@ class RunInfo:
     def of(cls, run: RecordedRun, plan: RunPlan | None = None) -> RunInfo:
         info = cls(
             run.run_id, run.source, run.format, run.model, run.steps, tuple(run.usage), family_of(run.format),
-            endpoints=len({r for r in run.routes if r is not None}),
+            endpoints=len({r for r in run.routes if r is not None}), cache_writes_1h=run.cache_writes_1h,
+            restarts=len(run.restarts),
         )  # fmt: skip
         if plan is None:
             return info
@@ -179,6 +183,8 @@ class RunInfo:
             provider=plan.provider,
             token_scale=plan.token_scale,
             price_model=plan.price_model,
+            prefix_tokens=plan.prefix.tokens,
+            prefix_source=plan.prefix.source,
         )
 
 
@@ -285,6 +291,12 @@ class _RunState:
     sources: RetrievalSources | None = None  # for the retrieval-adjusted misses
     # Retrieval charges depend on the step, the topic and the dedup settings only: shared by policies.
     retrievals: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    prefix_tokens: int = (
+        0  # replayed tokens the log left out (system prompt, tools): sent before every prompt
+    )
+    long_steps: frozenset[int] = frozenset()  # steps whose cache writes have the 1-hour lifetime
+    # The stretches between the agent's own compactions: (iteration offset, messages by local iteration).
+    segments: list[tuple[int, dict[int, list[Message]]]] = field(default_factory=list)
 
     def retrieval_charge(
         self, iteration: int, missed: Sequence[str], history: Sequence[Message], policy: Policy
@@ -302,25 +314,74 @@ class _RunState:
         cache_model: CacheModel = IDEAL,
         token_scale: float = 1.0,
         terms: CacheTerms | None = None,
+        *,
+        prefix_tokens: int = 0,
     ) -> _RunState:
+        groups = group_by_iteration(run.messages)
         return cls(
             run,
             counter,
             PromptEncoder(counter),
             SalienceIndex(run),
             _step_outputs(run, counter),
-            group_by_iteration(run.messages),
+            groups,
             cache_model,
             token_scale,
             terms or CacheTerms.of(cache_model, scale=token_scale),
             WordIndex(run),
             RetrievalSources(run, counter),
+            prefix_tokens=max(prefix_tokens, 0),
+            long_steps=long_ttl_steps(run.usage, run.cache_writes_1h),
+            segments=_segments(run, groups),
         )
+
+
+def _segments(
+    run: RecordedRun, groups: dict[int, list[Message]]
+) -> list[tuple[int, dict[int, list[Message]]]]:
+    """The run's stretches between the agent's own compactions (:meth:`RecordedRun.segments`)."""
+    if not run.restarts:
+        return [(0, groups)]
+    return [(s.offset, group_by_iteration(s.messages)) for s in run.segments()]
 
 
 async def _replay_policy(
     state: _RunState, name: str, policy: Policy, window: int, summary_model: str | None
 ) -> PolicyRunMetrics:
+    """One policy over one run: each stretch between the agent's own compactions (one without any)
+    in a fresh manager, as the agent's context restarted there; one provider cache throughout."""
+    cache = CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens)
+    steps: list[StepMetrics] = []
+    summary_usage, dedup_hits = Usage(), 0
+    for offset, groups in state.segments:
+        manager = await _replay_segment(
+            state, policy, window, summary_model, cache=cache, steps=steps, offset=offset, groups=groups
+        )
+        summary_usage, dedup_hits = summary_usage + manager.summary_usage, dedup_hits + manager.dedup_hits
+    return PolicyRunMetrics(
+        policy=name,
+        run_id=state.run.run_id,
+        steps=tuple(steps),
+        summary_usage=summary_usage,
+        dedup_hits=dedup_hits,
+        retrieval_active=policy.retrieval_active,
+        cache_write_premium=state.cache_model.write_premium,
+    )
+
+
+async def _replay_segment(
+    state: _RunState,
+    policy: Policy,
+    window: int,
+    summary_model: str | None,
+    *,
+    cache: CacheSimulator,
+    steps: list[StepMetrics],
+    offset: int,
+    groups: Mapping[int, Sequence[Message]],
+) -> ContextManager:
+    """Replay one segment (iterations renumbered from 0; the run's are ``offset`` higher); append its
+    steps to ``steps``; return the manager (its summary usage and dedup hits)."""
     run, counter = state.run, state.counter
     summarizer = None
     if summary_model is not None and policy.summarizes:  # its calls are counted as summary usage
@@ -336,16 +397,14 @@ async def _replay_policy(
         enforce_hard_limit=False,
         cache_terms=state.terms,
     )
-    cache = CacheSimulator(state.encoder, state.cache_model, state.token_scale)
     history: list[Message] = []
-    tokens = _extend(history, state.groups.get(0, ()), counter, 0)
+    tokens = _extend(history, groups.get(0, ()), counter, 0)
     limit = policy.hard_limit * (manager.context_window or window)
-    steps: list[StepMetrics] = []
     kind = _tool_kinds(run)
     async with manager:
         schemas = _schemas(run, manager, history)
-        for iteration in sorted(i for i in state.groups if i > 0):
-            group = state.groups[iteration]
+        for iteration in sorted(i for i in groups if i > 0):
+            group = groups[iteration]
             if any(m.role == "assistant" for m in group):
                 snapshot = CountedHistory(history, tokens)
                 steps.append(
@@ -355,22 +414,14 @@ async def _replay_policy(
                         cache,
                         snapshot,
                         schemas,
-                        iteration=iteration,
+                        iteration=iteration + offset,
                         step=len(steps) + 1,
                         limit=limit,
                     )
                 )
             observed = await _observations(manager, group, kind, iteration)
             tokens = _extend(history, observed, counter, tokens)
-    return PolicyRunMetrics(
-        policy=name,
-        run_id=run.run_id,
-        steps=tuple(steps),
-        summary_usage=manager.summary_usage,
-        dedup_hits=manager.dedup_hits,
-        retrieval_active=policy.retrieval_active,
-        cache_write_premium=state.cache_model.write_premium,
-    )
+    return manager
 
 
 def _schemas(run: RecordedRun, manager: ContextManager, history: list[Message]) -> list[Mapping[str, Any]]:
@@ -401,8 +452,15 @@ async def _step(
     prepared = await manager.prepare(history, schemas)
     elapsed = time.perf_counter() - started
     messages = prepared.built.messages
-    use = cache.request(messages, prepared.tools, route=state.run.route(step))
-    cached = min(use.read, prepared.prompt_tokens)
+    use = cache.request(
+        messages,
+        prepared.tools,
+        route=state.run.route(step),
+        at=state.run.time(step),
+        long_ttl=step in state.long_steps,
+    )
+    prompt_tokens = prepared.prompt_tokens + state.prefix_tokens  # the unrecorded prefix is sent too
+    cached = min(use.read, prompt_tokens)
     texts = prompt_texts(messages)
     salient = state.salience.salient(iteration)
     missed = missed_in(salient, texts)
@@ -415,7 +473,7 @@ async def _step(
             recovery = state.sources.recovery(missed, iteration, texts, manager.policy.retrieve_page_tokens)
     return StepMetrics(
         step=step,
-        prompt_tokens=prepared.prompt_tokens,
+        prompt_tokens=prompt_tokens,
         cached_tokens=cached,
         output_tokens=state.outputs[step - 1] if step <= len(state.outputs) else 0,
         salient=len(salient),
@@ -426,7 +484,7 @@ async def _step(
         over_hard_limit=prepared.estimated_tokens > limit,
         truncated_chars=prepared.built.stats.truncated_chars,
         build_seconds=elapsed,
-        cache_write_tokens=min(use.written, prepared.prompt_tokens - cached),
+        cache_write_tokens=min(use.written, prompt_tokens - cached),
         recoverable=recovery.recoverable,
         recovery_tokens=recovery.tokens,
         word_salient=len(words),
@@ -444,15 +502,17 @@ async def replay_run(
     cache_model: CacheModel = IDEAL,
     token_scale: float = 1.0,
     cache_terms: CacheTerms | None = None,
+    prefix_tokens: int = 0,
 ) -> RunReplay:
     """Replay one run under every policy (sequentially, sharing the run's token memo).
 
     ``cache_model`` is the provider cache simulated for every policy; ``token_scale``
     converts replayed tokens into that provider's (its minimum and block sizes);
     ``cache_terms`` is what aging policies decide by (default: the cache model at a 0.1
-    read price).
+    read price); ``prefix_tokens``: replayed tokens the log left out, sent before every
+    policy's prompt (the plan's prefix).
     """
-    state = _RunState.of(run, counter, cache_model, token_scale, cache_terms)
+    state = _RunState.of(run, counter, cache_model, token_scale, cache_terms, prefix_tokens=prefix_tokens)
     results = {
         name: await _replay_policy(state, name, policy, context_window, summary_model)
         for name, policy in policies.items()
@@ -464,27 +524,28 @@ async def replay_prompts(
     run: RecordedRun, policy: Policy, settings: ReplaySettings = ReplaySettings()
 ) -> AsyncGenerator[PreparedPrompt, None]:
     """Every prompt ``policy`` builds for ``run``, model call by model call, replayed as the bench
-    does (the same manager calls and dispatch; cache and price terms from the run's plan)."""
+    does (the same manager calls and dispatch; cache and price terms from the run's plan; a fresh
+    manager after each of the agent's own compactions)."""
     counter = _counter(settings.tokenizer)
     plan = plan_run(run.model, settings.cache_model, settings.price_model, {})
-    manager = ContextManager(
-        policy,
-        counter=counter,
-        context_window=settings.context_window,
-        background=False,
-        enforce_hard_limit=False,
-        cache_terms=plan_terms(plan, settings),
-    )
-    groups = group_by_iteration(run.messages)
-    history: list[Message] = list(groups.get(0, ()))
     kind = _tool_kinds(run)
-    async with manager:
-        schemas = _schemas(run, manager, history)
-        for iteration in sorted(i for i in groups if i > 0):
-            group = groups[iteration]
-            if any(m.role == "assistant" for m in group):
-                yield await manager.prepare(history, schemas)
-            history.extend(await _observations(manager, group, kind, iteration))
+    for _, groups in _segments(run, group_by_iteration(run.messages)):
+        manager = ContextManager(
+            policy,
+            counter=counter,
+            context_window=settings.context_window,
+            background=False,
+            enforce_hard_limit=False,
+            cache_terms=plan_terms(plan, settings),
+        )
+        history: list[Message] = list(groups.get(0, ()))
+        async with manager:
+            schemas = _schemas(run, manager, history)
+            for iteration in sorted(i for i in groups if i > 0):
+                group = groups[iteration]
+                if any(m.role == "assistant" for m in group):
+                    yield await manager.prepare(history, schemas)
+                history.extend(await _observations(manager, group, kind, iteration))
 
 
 async def prompt_at(
@@ -530,6 +591,7 @@ def _replay_job(
             cache_model=plan.cache_model,
             token_scale=plan.token_scale,
             cache_terms=plan_terms(plan, settings),
+            prefix_tokens=plan.prefix.tokens,
         )
 
     return anyio.run(main)
@@ -538,9 +600,8 @@ def _replay_job(
 def plan_terms(plan: RunPlan, settings: ReplaySettings) -> CacheTerms:
     """The cache terms of a run's plan: its cache model, priced as its price model (else at the
     bench's cache discount), sizes converted with its token scale."""
-    prices = model_prices(plan.price_model) if plan.price_model else None
     return CacheTerms.of(
-        plan.cache_model, prices, default_read=settings.cache_discount, scale=plan.token_scale
+        plan.cache_model, plan_prices(plan), default_read=settings.cache_discount, scale=plan.token_scale
     )
 
 
@@ -571,28 +632,25 @@ def replay_runs(
     """
     started = time.perf_counter()
     unique = _unique_ids(runs)
-    serial = workers <= 1 or len(unique) <= 1
-    # Serially the replay reuses the token ids the calibration memoized; with workers, the parent
-    # only counts (no id memo kept alive in it).
-    calibration = calibrate(
-        unique, _counter(settings.tokenizer) if serial else TokenCounter(settings.tokenizer, cache_size=4096)
-    )
-    plans = {
-        r.run_id: plan_run(r.model, settings.cache_model, settings.price_model, calibration) for r in unique
-    }
-    infos = {r.run_id: RunInfo.of(r, plans[r.run_id]) for r in unique}
     done: dict[str, RunReplay] = {}
+    infos: dict[str, RunInfo] = {}
 
     def finished(replay: RunReplay) -> None:
         done[replay.run_id] = replay
         if on_progress is not None:
             on_progress(infos[replay.run_id])
 
-    if serial:
+    if workers <= 1 or len(unique) <= 1:
+        # Serially the replay reuses the token ids the calibration memoized.
+        fitted = fit(unique, _counter(settings.tokenizer))
+        plans = _plans(unique, settings, fitted, infos)
         for run in unique:
             finished(_replay_job(run, policies, settings, plans[run.run_id]))
     else:
-        _replay_parallel(unique, policies, settings, plans, workers=workers, finished=finished)
+        with _pool(workers) as pool:  # the workers count the calibration's tokens too, and keep their ids
+            fitted = fit(unique, tokens=_full_tokens(pool, unique, settings.tokenizer))
+            plans = _plans(unique, settings, fitted, infos)
+            _replay_parallel(unique, policies, settings, plans, pool=pool, finished=finished)
     order = sorted(infos)
     return BenchResult(
         settings=settings,
@@ -600,7 +658,42 @@ def replay_runs(
         runs=tuple(infos[i] for i in order),
         replays=tuple(done[i] for i in order),
         elapsed_seconds=time.perf_counter() - started,
-        calibration=calibration,
+        calibration=dict(fitted.providers),
+    )
+
+
+def _plans(
+    runs: Sequence[RecordedRun], settings: ReplaySettings, fitted: Calibration, infos: dict[str, RunInfo]
+) -> dict[str, RunPlan]:
+    """Each run's plan; ``infos`` gets each run's :class:`RunInfo`."""
+    plans = {r.run_id: _plan(r, settings, fitted) for r in runs}
+    infos.update({r.run_id: RunInfo.of(r, plans[r.run_id]) for r in runs})
+    return plans
+
+
+def _full_tokens_job(run: RecordedRun, tokenizer: str) -> tuple[str, list[int]]:
+    """One run's replayed ``full`` prompt tokens per step, counted in a worker (its ids kept there)."""
+    return run.run_id, full_prompt_tokens(run, _counter(tokenizer))
+
+
+def _full_tokens(
+    pool: ProcessPoolExecutor, runs: Sequence[RecordedRun], tokenizer: str
+) -> dict[str, list[int]]:
+    """The calibration's token counts of the runs it measures, counted by the workers."""
+    measured = [r for r in runs if measurable(r)]
+    return dict(pool.map(_full_tokens_job, measured, [tokenizer] * len(measured)))
+
+
+def _plan(run: RecordedRun, settings: ReplaySettings, fitted: Calibration) -> RunPlan:
+    """A run's plan under the bench's settings, with its unrecorded prefix and cache lifetime."""
+    long = len(long_ttl_steps(run.usage, run.cache_writes_1h)) * 2 > run.steps
+    return plan_run(
+        run.model,
+        settings.cache_model,
+        settings.price_model,
+        fitted.providers,
+        prefix=fitted.prefix(run.run_id),
+        long_ttl=long,
     )
 
 
@@ -618,21 +711,27 @@ def _init_worker(level: int) -> None:
     configure_logging(level=logging.getLevelName(level).lower())
 
 
+@contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    # "spawn" is safe next to the progress bar's thread.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(_log_level(),)
+    ) as pool:
+        yield pool
+
+
 def _replay_parallel(
     runs: Sequence[RecordedRun],
     policies: Mapping[str, Policy],
     settings: ReplaySettings,
     plans: Mapping[str, RunPlan],
     *,
-    workers: int,
+    pool: ProcessPoolExecutor,
     finished: Callable[[RunReplay], None],
 ) -> None:
-    # Longest runs first balances the workers; "spawn" is safe next to the progress bar's thread.
+    # Longest runs first balances the workers.
     ordered = sorted(runs, key=lambda r: (-len(r.messages), r.run_id))
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(_log_level(),)
-    ) as pool:
-        futures = [pool.submit(_replay_job, run, policies, settings, plans[run.run_id]) for run in ordered]
-        for future in as_completed(futures):
-            finished(future.result())
+    futures = [pool.submit(_replay_job, run, policies, settings, plans[run.run_id]) for run in ordered]
+    for future in as_completed(futures):
+        finished(future.result())

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .._providers import DEFAULT_CACHE_MODEL, ModelPrices, model_prices, price_map_source
+from .._providers import DEFAULT_CACHE_MODEL, ModelPrices, model_prices, price_map_source, provider_of
+from ._calibration import token_scale
 from ._metrics import (
     CacheValidation,
-    CostValidation,
     Fidelity,
     PolicyRunMetrics,
     Totals,
@@ -25,10 +25,18 @@ from ._metrics import (
     percentile,
     totals,
     validate_caching,
-    validate_cost,
 )
-from ._pricing import RunCosting
-from ._replay import ABLATIONS, BASELINE, BenchResult
+from ._pricing import RunCosting, long_ttl_steps
+from ._replay import ABLATIONS, BASELINE, BenchResult, RunInfo
+from ._validation import (
+    CalibratedFidelity,
+    DollarCheck,
+    Recorded,
+    as_recorded,
+    calibrated_fidelity,
+    check_dollars,
+    recorded_totals,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -46,7 +54,7 @@ __all__ = [
     "write_json",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TIMING_KEY = "timing"
 _MAX_MISSED_LISTED = 20
 
@@ -125,9 +133,7 @@ def _totals_dict(t: Totals, full: Totals | None) -> dict[str, Any]:
     }
 
 
-def _validation_dict(v: CacheValidation | None, cache_models: set[str]) -> dict[str, Any] | None:
-    if v is None:
-        return None
+def _caching_summary(v: CacheValidation) -> dict[str, Any]:
     return {
         "runs": v.runs,
         "steps": v.steps,
@@ -135,7 +141,18 @@ def _validation_dict(v: CacheValidation | None, cache_models: set[str]) -> dict[
         "simulated_cached_share": _r(v.simulated_share),
         "recorded_cached_share": _r(v.recorded_share),
         "cached_share_ratio": _r(v.share_ratio),
+    }
+
+
+def _validation_dict(
+    v: CacheValidation | None, cache_models: set[str], per_family: Mapping[str, CacheValidation | None]
+) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    return {
+        **_caching_summary(v),
         "cache_models": sorted(cache_models),
+        "per_family": {f: _caching_summary(c) for f, c in sorted(per_family.items()) if c is not None},
         "per_run": [
             {
                 "run_id": r.run_id,
@@ -149,19 +166,31 @@ def _validation_dict(v: CacheValidation | None, cache_models: set[str]) -> dict[
     }
 
 
-def _cost_validation_dict(v: CostValidation | None) -> dict[str, Any] | None:
-    if v is None:
-        return None
+def _dollars_summary(v: DollarCheck) -> dict[str, Any]:
     return {
         "runs": v.runs,
         "steps": v.steps,
         "recorded_cost_usd": _r(v.recorded_usd),
         "simulated_cost_usd": _r(v.simulated_usd),
         "ratio": _r(v.ratio),
+        "recorded_source": v.source,
     }
 
 
-def _fidelity_dict(f: Fidelity | None) -> dict[str, Any] | None:
+def _cost_validation_dict(
+    v: DollarCheck | None, per_family: Mapping[str, DollarCheck | None]
+) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    families = {f: _dollars_summary(c) for f, c in sorted(per_family.items()) if c is not None}
+    return {**_dollars_summary(v), "per_family": families}
+
+
+def _fidelity_dict(
+    f: Fidelity | None,
+    calibrated: CalibratedFidelity | None,
+    per_family: Mapping[str, CalibratedFidelity | None],
+) -> dict[str, Any] | None:
     if f is None:
         return None
     return {
@@ -170,6 +199,16 @@ def _fidelity_dict(f: Fidelity | None) -> dict[str, Any] | None:
         "replayed_prompt_tokens": f.replayed_prompt_tokens,
         "recorded_prompt_tokens": f.recorded_prompt_tokens,
         "ratio": _r(f.ratio),
+        "calibrated_mean_abs_rel_error": _r(calibrated.mean_abs_rel_error) if calibrated else None,
+        "per_family": {
+            name: {
+                "runs": c.runs,
+                "steps": c.steps,
+                "calibrated_mean_abs_rel_error": _r(c.mean_abs_rel_error),
+            }
+            for name, c in sorted(per_family.items())
+            if c is not None
+        },
         "per_run": [
             {
                 "run_id": r.run_id,
@@ -180,6 +219,28 @@ def _fidelity_dict(f: Fidelity | None) -> dict[str, Any] | None:
             }
             for r in f.per_run
         ],
+    }
+
+
+def _recorded_dict(v: Recorded | None) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    full = v.policy_usd.get(BASELINE)
+    return {
+        "runs": v.runs,
+        "steps": v.steps,
+        "prompt_tokens": v.prompt_tokens,
+        "cached_tokens": v.cached_tokens,
+        "cache_write_tokens": v.cache_write_tokens,
+        "output_tokens": v.output_tokens,
+        "cached_share": _r(v.cached_share),
+        "priced_runs": v.priced_runs,
+        "cost_usd": None if v.cost_usd is None else _r(v.cost_usd),
+        "policies_cost_usd": {n: _r(usd) for n, usd in v.policy_usd.items()},
+        "policies_cost_usd_vs_recorded": {
+            n: _r(usd / v.cost_usd) for n, usd in v.policy_usd.items() if v.cost_usd
+        },
+        "full_cost_usd": None if full is None else _r(full),
     }
 
 
@@ -202,11 +263,15 @@ def _settings_dict(result: BenchResult) -> dict[str, Any]:
 
 
 def _inputs_dict(
-    result: BenchResult, paths: Sequence[str], skipped: Sequence[Mapping[str, str]]
+    result: BenchResult,
+    paths: Sequence[str],
+    skipped: Sequence[Mapping[str, str]],
+    skipped_lines: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
     return {
         "paths": sorted(paths),
         "skipped": sorted(({"path": s["path"], "reason": s["reason"]} for s in skipped), key=_skip_key),
+        "skipped_lines": sorted((dict(s) for s in skipped_lines), key=lambda s: str(s["path"])),
         "run_count": len(result.runs),
         "step_count": sum(r.steps for r in result.runs),
         "runs": [
@@ -224,6 +289,10 @@ def _inputs_dict(
                 "provider": r.provider,
                 "token_scale": _r(r.token_scale),
                 "price_model": r.price_model,
+                "unrecorded_prefix_tokens": r.prefix_tokens,
+                "unrecorded_prefix_source": r.prefix_source,
+                "compactions_followed": r.restarts,
+                "long_ttl_steps": len(long_ttl_steps(r.usage, r.cache_writes_1h)),
             }
             for r in result.runs
         ],
@@ -293,6 +362,7 @@ def _costings(result: BenchResult) -> dict[str, RunCosting]:
             usage=r.usage,
             calibration=result.calibration,
             summary_prices=summary_prices,
+            writes_1h=r.cache_writes_1h,
         )
         for r in result.runs
     }
@@ -323,8 +393,62 @@ def _families_dict(
             "runs": len(subset),
             "steps": policies[BASELINE]["steps"],
             "policies": {n: {"totals": t} for n, t in policies.items()},
+            "recorded": _recorded_dict(_recorded(result, costing, {r.run_id for r in subset})),
         }
     return out
+
+
+def _recorded(
+    result: BenchResult, costing: Mapping[str, RunCosting], run_ids: set[str] | None = None
+) -> Recorded | None:
+    """What the runs (``run_ids``: a subset) cost as recorded, and each policy on the same runs."""
+    runs = [r for r in result.runs if run_ids is None or r.run_id in run_ids]
+    replays = [r.policies for r in result.replays if run_ids is None or r.run_id in run_ids]
+    return recorded_totals(
+        replays,
+        {r.run_id: r.usage for r in runs},
+        {r.run_id: r.cache_writes_1h for r in runs},
+        costing,
+        frozenset(r.run_id for r in runs if as_recorded(r.model, r.price_model)),
+    )
+
+
+def _validation(result: BenchResult, costing: Mapping[str, RunCosting]) -> dict[str, Any]:
+    """``validation`` and ``fidelity``: ``full`` against the recorded usage, pooled and per family."""
+    full = {r.run_id: r.policies[BASELINE] for r in result.replays}
+    usage = {r.run_id: r.usage for r in result.runs}
+    writes = {r.run_id: r.cache_writes_1h for r in result.runs}
+    scales = {r.run_id: token_scale(result.calibration, provider_of(r.model)) for r in result.runs}
+    families = sorted({r.family for r in result.runs})
+
+    def runs_of(family: str | None, *, priced: bool = False) -> list[RunInfo]:
+        return [
+            r
+            for r in result.runs
+            if (family is None or r.family == family) and (not priced or as_recorded(r.model, r.price_model))
+        ]
+
+    def caching(family: str | None) -> CacheValidation | None:
+        return validate_caching([full[r.run_id] for r in runs_of(family)], usage)
+
+    def dollars(family: str | None) -> DollarCheck | None:
+        return check_dollars([full[r.run_id] for r in runs_of(family, priced=True)], usage, writes, costing)
+
+    def calibrated(family: str | None) -> CalibratedFidelity | None:
+        return calibrated_fidelity([full[r.run_id] for r in runs_of(family)], usage, scales)
+
+    pooled = caching(None)
+    validated = {v.run_id for v in pooled.per_run} if pooled else set()
+    models = {r.cache_model for r in result.runs if r.run_id in validated}
+    return {
+        "validation": {
+            "caching": _validation_dict(pooled, models, {f: caching(f) for f in families}),
+            "cost_usd": _cost_validation_dict(dollars(None), {f: dollars(f) for f in families}),
+        },
+        "fidelity": _fidelity_dict(
+            fidelity(list(full.values()), usage), calibrated(None), {f: calibrated(f) for f in families}
+        ),
+    }
 
 
 def _calibration_dict(result: BenchResult) -> dict[str, Any]:
@@ -336,6 +460,8 @@ def _calibration_dict(result: BenchResult) -> dict[str, Any]:
             "recorded_prompt_tokens": c.recorded_prompt_tokens,
             "factor": _r(c.factor),
             "measured": True,
+            "fit": c.fit,
+            "prefix_runs": c.prefix_runs,
         }
         for p, c in result.calibration.items()
     }
@@ -348,6 +474,8 @@ def _calibration_dict(result: BenchResult) -> dict[str, Any]:
             "recorded_prompt_tokens": 0,
             "factor": 1.0,
             "measured": False,
+            "fit": None,
+            "prefix_runs": 0,
         }
     return dict(sorted(measured.items()))
 
@@ -358,6 +486,7 @@ def _prices_dict(prices: ModelPrices) -> dict[str, Any]:
         "output": prices.output,
         "cache_read": prices.cache_read,
         "cache_write": prices.cache_write,
+        "cache_write_1h": prices.write_1h,
     }
 
 
@@ -378,43 +507,31 @@ def _pricing_dict(result: BenchResult) -> dict[str, Any]:
 
 
 def build_document(
-    result: BenchResult, paths: Sequence[str] = (), skipped: Sequence[Mapping[str, str]] = ()
+    result: BenchResult,
+    paths: Sequence[str] = (),
+    skipped: Sequence[Mapping[str, str]] = (),
+    skipped_lines: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The JSON document of a benchmark result (see docs/bench-json-schema.md).
 
-    ``skipped``: the inputs the importers skipped (``{"path", "reason"}`` each).
+    ``skipped``: the inputs the importers skipped (``{"path", "reason"}`` each); ``skipped_lines``:
+    the lines skipped in files whose other lines were read (``SkippedLines.to_dict`` each).
     """
     names = sorted(result.policies)
     costing = _costings(result)
     pooled = _policy_totals([r.policies for r in result.replays], names, result, costing)
-    full_runs = [r.policies[BASELINE] for r in result.replays]
-    usage = {r.run_id: r.usage for r in result.runs}
-    as_recorded = {
-        r.run_id
-        for r in result.runs
-        if r.price_model and (p := model_prices(r.model or "")) is not None and p.model == r.price_model
-    }
-    caching = validate_caching(full_runs, usage)
-    validated = {v.run_id for v in caching.per_run} if caching else set()
     return {
         "schema_version": SCHEMA_VERSION,
         "generator": "tiered-agent bench",
-        "inputs": _inputs_dict(result, paths, skipped),
+        "inputs": _inputs_dict(result, paths, skipped, skipped_lines),
         "settings": _settings_dict(result),
         "calibration": _calibration_dict(result),
         "pricing": _pricing_dict(result),
         "policies": {n: _policy_meta(n, result) | {"totals": pooled[n]} for n in names},
         "families": _families_dict(result, names, costing),
+        "recorded": _recorded_dict(_recorded(result, costing)),
         "runs": _runs_list(result, names, costing),
-        "validation": {
-            "caching": _validation_dict(
-                caching, {r.cache_model for r in result.runs if r.run_id in validated}
-            ),
-            "cost_usd": _cost_validation_dict(
-                validate_cost([r for r in full_runs if r.run_id in as_recorded], usage, costing)
-            ),
-        },
-        "fidelity": _fidelity_dict(fidelity(full_runs, usage)),
+        **_validation(result, costing),
         TIMING_KEY: _timing_dict(result, names),
     }
 
@@ -464,10 +581,22 @@ def _compact(value: float) -> str:
     return f"{value:.0f}"
 
 
+def _recorded_row(document: Mapping[str, Any], compact: bool) -> list[str]:
+    """The ``recorded`` row: what the runs with recorded usage cost as billed (its USD covers only those)."""
+    recorded = document.get("recorded")
+    if not recorded or recorded["cost_usd"] is None:
+        return []
+    cells = ["n/a"] * len(TABLE_HEADERS)
+    cells[0] = "recorded" if compact else "recorded (as billed)"
+    cells[TABLE_HEADERS.index("cached share")] = _share(recorded["cached_share"])
+    cells[TABLE_HEADERS.index("cost USD")] = _usd(recorded["cost_usd"], compact=compact)
+    return cells
+
+
 def _table_rows(document: Mapping[str, Any], *, compact: bool = False) -> list[list[str]]:
     timing = document.get(TIMING_KEY, {}).get("policies", {})
     number = _compact if compact else (lambda v: f"{v:,.0f}")
-    rows = []
+    rows = [row for row in [_recorded_row(document, compact)] if row]
     for name in policies_by_cost(document):
         t = document["policies"][name]["totals"]
         ms = timing.get(name)
@@ -669,18 +798,76 @@ def _md_validation(document: Mapping[str, Any]) -> list[str]:
         )
     if f is not None:
         worst = sorted(f["per_run"], key=lambda r: (abs(r["ratio"] - 1), r["run_id"]))[-1]
+        calibrated = f["calibrated_mean_abs_rel_error"]
         lines.append(
-            f"- Baseline fidelity: replayed `full` prompt tokens / recorded provider prompt tokens = "
-            f"{f['ratio']:.3f} over {f['runs']} runs ({f['steps']:,} steps); farthest run "
-            f"`{worst['run_id']}` at {worst['ratio']:.3f}."
+            "- Baseline fidelity: replayed `full` prompt tokens (with each run's unrecorded prefix) / "
+            f"recorded provider prompt tokens = {f['ratio']:.3f} over {f['runs']} runs ({f['steps']:,} "
+            f"steps); farthest run `{worst['run_id']}` at {worst['ratio']:.3f}. Calibrated (x each "
+            f"provider's scale), the per-step prompt is off by {calibrated * 100:.1f}% on average."
         )
     if cost is not None:
         lines.append(
             f"- Dollars: `full` priced as the recorded model ({cost['runs']} runs, {cost['steps']:,} steps) "
-            f"{_usd(cost['simulated_cost_usd'])} vs the recorded cost {_usd(cost['recorded_cost_usd'])} "
-            f"(ratio {cost['ratio']:.3f})."
+            f"{_usd(cost['simulated_cost_usd'])} vs the recorded usage's {_usd(cost['recorded_cost_usd'])} "
+            f"({cost['recorded_source']}; ratio {cost['ratio']:.3f})."
         )
-    return [*lines, ""]
+    return [*lines, "", *_md_validation_families(document), ""]
+
+
+def _md_validation_families(document: Mapping[str, Any]) -> list[str]:
+    """Per agent family: where the simulation can be trusted."""
+    caching = (document["validation"]["caching"] or {}).get("per_family", {})
+    cost = (document["validation"]["cost_usd"] or {}).get("per_family", {})
+    sizes = (document["fidelity"] or {}).get("per_family", {})
+    rows = []
+    for family in sorted(set(caching) | set(cost) | set(sizes)):
+        c, d, z = caching.get(family), cost.get(family), sizes.get(family)
+        rows.append(
+            [
+                family,
+                str(c["steps"]) if c else "n/a",
+                f"{c['mean_abs_error_cached_share']:.3f}" if c else "n/a",
+                f"{_share(c['simulated_cached_share'])} vs {_share(c['recorded_cached_share'])}"
+                if c
+                else "n/a",
+                f"{_usd(d['simulated_cost_usd'])} vs {_usd(d['recorded_cost_usd'])} ({d['ratio']:.3f}x)"
+                if d
+                else "n/a",
+                f"{z['calibrated_mean_abs_rel_error'] * 100:.1f}%" if z else "n/a",
+            ]
+        )
+    if not rows:
+        return []
+    headers = [
+        "family",
+        "steps",
+        "cached-share MAE",
+        "cached share sim vs rec",
+        "`full` USD vs recorded",
+        "prompt error",
+    ]
+    return ["Per agent family (`full` against the recorded usage):", "", *_md_table(headers, rows)]
+
+
+def _md_recorded(document: Mapping[str, Any]) -> list[str]:
+    """What the runs cost as recorded, and each policy on the same runs."""
+    recorded = document.get("recorded")
+    if not recorded or recorded["cost_usd"] is None:
+        return []
+    lines = [
+        "## As recorded",
+        "",
+        f"{recorded['priced_runs']} of the {recorded['runs']} runs with recorded usage are priced as their "
+        f"recorded model: they cost {_usd(recorded['cost_usd'])} as recorded ({recorded['steps']:,} calls, "
+        f"{recorded['prompt_tokens']:,} provider prompt tokens, {_share(recorded['cached_share'])} read from "
+        "the cache). Each policy replayed over the same runs:",
+        "",
+    ]
+    rows = [
+        [f"`{name}`", _usd(usd), f"{recorded['policies_cost_usd_vs_recorded'].get(name, 0.0):.3f}x"]
+        for name, usd in sorted(recorded["policies_cost_usd"].items(), key=lambda x: (x[1], x[0]))
+    ]
+    return [*lines, *_md_table(["policy", "cost USD", "vs recorded"], rows), ""]
 
 
 def _md_dollars(document: Mapping[str, Any]) -> list[str]:
@@ -812,7 +999,7 @@ def render_markdown(
         lines += [f"![per-step prompt tokens and totals]({chart})", ""]
     lines += md_faithful(document, frontier)
     lines += _md_caching(document) + _md_dollars(document) + _md_families(document)
-    lines += _md_validation(document) + _md_highlights(document)
+    lines += _md_recorded(document) + _md_validation(document) + _md_highlights(document)
     summarizer = document["settings"]["summarizer"]
     summaries = (
         "Summaries use the deterministic digest (no model calls, 0 tokens)."

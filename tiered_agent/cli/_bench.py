@@ -207,8 +207,9 @@ def _run(
     if workers == 0:
         workers = min(2, os.cpu_count() or 1) if steps >= _PARALLEL_MIN_STEPS else 1
     skipped = [s.to_dict() for s in loaded.skipped]
+    lines = [s.to_dict() for s in loaded.skipped_lines]
     document = _replay_with_progress(
-        runs, policies, settings, workers, [str(p) for p in inputs], skipped=skipped
+        runs, policies, settings, workers, [str(p) for p in inputs], skipped=skipped, skipped_lines=lines
     )
     _write_outputs(document, json_path, out_dir)
 
@@ -221,6 +222,7 @@ def _replay_with_progress(
     paths: Sequence[str],
     *,
     skipped: Sequence[Mapping[str, str]] = (),
+    skipped_lines: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -243,7 +245,7 @@ def _replay_with_progress(
             progress.advance(task, info.steps)
 
         result = replay_runs(runs, policies, settings, workers=workers, on_progress=advance)
-    return build_document(result, paths, skipped)
+    return build_document(result, paths, skipped, skipped_lines)
 
 
 def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir: Path) -> None:
