@@ -1,13 +1,22 @@
-"""Live per-iteration display of a run for the CLI (rich); the loop only emits events."""
+"""Live per-iteration display of a run for the CLI (rich); the loop only emits events.
+
+Everything the CLI prints goes through a :class:`TerminalConsole`: text from a model, a tool or a
+trace cannot carry terminal control sequences (ESC, OSC titles, ``\r``) or bidi overrides to the
+user's terminal; they are shown as escapes (``\x1b``, ``\u202e``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.markup import escape
+from rich.segment import Segment
 
 from ._result import RunResult
+from ._text import terminal_safe
 from ._trace import (
     ErrorEvent,
     Event,
@@ -20,7 +29,26 @@ from ._trace import (
     redact,
 )
 
-__all__ = ["RunDisplay"]
+__all__ = ["RunDisplay", "TerminalConsole"]
+
+
+class TerminalConsole(Console):
+    """A rich console that prints control characters and bidi overrides of any text as escapes.
+
+    The escaping happens on the rendered segments, after rich laid them out: its own styling
+    (written from styles, not from text) is untouched, and so is every text without such
+    characters.
+    """
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            safe = terminal_safe(segment.text) if segment.control is None else segment.text
+            yield segment if safe is segment.text else Segment(safe, segment.style)
+
+    @classmethod
+    def for_cli(cls, *, stderr: bool = False, **options: Any) -> TerminalConsole:
+        """The CLI's console: no highlighting, and a sentence is never cut into lines."""
+        return cls(stderr=stderr, highlight=False, soft_wrap=True, **options)
 
 
 @dataclass
@@ -31,6 +59,7 @@ class RunDisplay:
     """
 
     console: Console
+    preface: tuple[str, ...] = ()  # lines printed after the run's first line (resume: the endpoint)
     context_window: int | None = None
     hard_limit: float = 0.95
     first_prompt: int | None = None
@@ -43,7 +72,9 @@ class RunDisplay:
         if isinstance(event, RunStarted):
             self.context_window = event.config.get("context_window")
             self.hard_limit = float(event.config.get("context", {}).get("hard_limit", 0.95))
-            self.console.print(f"[bold]run {event.run_id}[/] · model {escape(event.model)}")
+            self.console.print(f"[bold]run {escape(event.run_id)}[/] · model {escape(event.model)}")
+            for line in self.preface:
+                self.console.print(f"[dim]{escape(line)}[/]")
         elif isinstance(event, ModelRequest):
             self._request = event
         elif isinstance(event, ModelResponse):
