@@ -314,7 +314,10 @@ async def test_search_text_invalid_regex_outcome_and_bounds(tmp_path: Path) -> N
 async def test_search_text_ignores_symlinked_files_outside(layout: tuple[Workspace, Path]) -> None:
     ws, outside = layout
     (ws.root / "leak.txt").symlink_to(outside / "secret.txt")
-    assert await tools_by_name(ws)["search_text"].fn("secret", ".", None, 100) == "No matches for 'secret' in '.'."
+    assert (
+        await tools_by_name(ws)["search_text"].fn("secret", ".", None, 100)
+        == "No matches for 'secret' in '.'."
+    )
 
 
 # --------------------------------------------------------------------------- write_file / edit_file

@@ -8,6 +8,7 @@ itself cannot block (``O_NONBLOCK``), and what it opened must be a regular file.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -17,7 +18,13 @@ __all__ = ["NotRegularFile", "describe_mode", "open_regular", "open_regular_for_
 
 
 class NotRegularFile(OSError):
-    """The path names a FIFO, a device, a socket or a directory: the message says which."""
+    """The path names a FIFO, a device, a socket or a directory: ``kind`` says which (a noun phrase,
+    ``"a FIFO (named pipe)"``), the message names the path too."""
+
+    def __init__(self, path: Path | str, kind: str) -> None:
+        phrase = kind if kind.startswith("not ") else f"{kind}, not a regular file"
+        super().__init__(f"{path} is {phrase}")
+        self.kind = kind
 
 
 def describe_mode(mode: int) -> str:
@@ -36,9 +43,7 @@ def describe_mode(mode: int) -> str:
 
 
 def _not_regular(path: Path | str, mode: int) -> NotRegularFile:
-    kind = describe_mode(mode)
-    phrase = kind if kind.startswith("not ") else f"{kind}, not a regular file"
-    return NotRegularFile(f"{path} is {phrase}")
+    return NotRegularFile(path, describe_mode(mode))
 
 
 def open_regular(path: Path | str) -> BinaryIO:
@@ -55,7 +60,7 @@ def open_regular_for_writing(path: Path | str, *, create: bool = True) -> Binary
     try:
         fd = os.open(path, flags, 0o666)
     except OSError as exc:
-        if exc.errno == getattr(os, "ENXIO", None):  # a FIFO with no reader
+        if exc.errno == errno.ENXIO:  # a FIFO with no reader
             raise _not_regular(path, stat.S_IFIFO) from None
         raise
     handle = _checked(fd, path, "wb")

@@ -54,6 +54,7 @@ class Found:
     skipped_large: int = 0
     timed_out: bool = False
     too_many_files: bool = False
+    current: str | None = None  # the file being searched (where a stopped search stalled)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,7 +113,9 @@ def search_files(
         if time.monotonic() > deadline:
             found.timed_out = True
             break
+        found.current = shown
         _search_file(pattern, path, shown, limits, found)
+    found.current = None
     return found
 
 
@@ -192,6 +195,9 @@ def read_reply(data: bytes) -> Found:
             continue
         if isinstance(item, dict) and isinstance(item.get("line"), str):
             found.lines.append(item["line"])
+        elif isinstance(item, dict) and isinstance(item.get("file"), str):
+            found.files_seen += 1
+            found.current = item["file"]
         elif isinstance(item, dict) and "totals" in item:
             totals = Found.from_dict(item["totals"])
             totals.lines = found.lines
@@ -204,8 +210,21 @@ class _Streamed(list[str]):
 
     def append(self, line: str) -> None:
         super().append(line)
-        sys.stdout.write(json.dumps({"line": line}) + "\n")
-        sys.stdout.flush()
+        _emit({"line": line})
+
+
+class _Progress(Found):
+    """Each file announced before it is searched: a killed search still says where it stalled."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "current" and value is not None:
+            _emit({"file": value})
+
+
+def _emit(item: dict[str, str]) -> None:
+    sys.stdout.write(json.dumps(item) + "\n")
+    sys.stdout.flush()
 
 
 def _main() -> int:
@@ -214,7 +233,7 @@ def _main() -> int:
     signal.alarm(max(int(limits.seconds) + 2, 1))  # a caller that died cannot kill this: the alarm does
     pattern = re.compile(job["pattern"])
     files: Iterator[tuple[str, str]] = ((str(a), str(b)) for a, b in job["files"])
-    found = search_files(pattern, files, limits, Found(lines=_Streamed()))
+    found = search_files(pattern, files, limits, _Progress(lines=_Streamed()))
     totals = found.to_dict()
     totals["lines"] = []
     sys.stdout.write(json.dumps({"totals": totals}) + "\n")

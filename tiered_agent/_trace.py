@@ -32,6 +32,7 @@ from ._text import clean_surrogates
 from ._trace_shapes import checked_fields
 
 __all__ = [
+    "REDACTED",
     "SCHEMA_VERSION",
     "ErrorEvent",
     "Event",
@@ -52,6 +53,7 @@ __all__ = [
     "is_secret_name",
     "iter_trace",
     "load_history",
+    "longest_secret",
     "move_torn_tail",
     "overlong",
     "read_trace",
@@ -251,6 +253,11 @@ def register_secret(value: str | None) -> None:
     """Add a value (an API key given to the runtime) to what :func:`redact` replaces everywhere."""
     if value and len(value) >= MIN_SECRET_CHARS:
         _registered.add(value)
+
+
+def longest_secret() -> int:
+    """The length of the longest secret value :func:`redact` knows now (0 when it knows none)."""
+    return max(map(len, _secret_values()), default=0)
 
 
 def _secret_values() -> frozenset[str]:
@@ -518,7 +525,7 @@ def _open_append(path: Path) -> IO[bytes]:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFile(f"{path} is {describe_mode(info.st_mode)}, not a regular file")
+            raise NotRegularFile(path, describe_mode(info.st_mode))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

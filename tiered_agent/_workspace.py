@@ -112,8 +112,7 @@ def _open_file(ws: Workspace, path: str, real: Path) -> BinaryIO:
     try:
         return open_regular(real)
     except NotRegularFile as exc:
-        kind = str(exc).rsplit(" is ", 1)[-1]
-        raise ToolError(f"{path!r} is {kind}: only regular files can be read") from None
+        raise ToolError(f"{path!r} is {exc.kind}: only regular files can be read") from None
     except OSError as exc:
         raise ToolError(f"cannot read {path!r}: {exc.strerror or exc}") from None
 
@@ -303,8 +302,9 @@ def _search_report(found: Found, limits: SearchLimits, pattern: str, path: str) 
     if found.too_many_files:
         lines.append(f"[stopped after scanning {limits.max_files} files; narrow the path or glob]")
     if found.timed_out:
+        where = f", in {found.current}" if found.current else ""
         lines.append(
-            f"[search stopped after {limits.seconds:g} s with the matches above (scanned "
+            f"[search stopped after {limits.seconds:g} s{where}, with the matches above (scanned "
             f"{found.files_seen} file(s)); the pattern may backtrack catastrophically, e.g. nested "
             "repetition like (a+)+: simplify it, or narrow the path or glob]"
         )
@@ -371,8 +371,7 @@ def _write(path: str, real: Path, data: bytes) -> None:
         with open_regular_for_writing(real) as handle:
             handle.write(data)
     except NotRegularFile as exc:
-        kind = str(exc).rsplit(" is ", 1)[-1]
-        raise ToolError(f"{path!r} is {kind}: only regular files can be written") from None
+        raise ToolError(f"{path!r} is {exc.kind}: only regular files can be written") from None
 
 
 def _read_for_edit(ws: Workspace, path: str) -> tuple[Path, str]:
