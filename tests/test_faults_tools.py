@@ -13,8 +13,7 @@ import anyio
 import orjson
 import pytest
 
-from tiered_agent import ToolSet, Workspace, workspace_tools
-from tiered_agent import _search, _workspace
+from tiered_agent import ToolSet, Workspace, _search, _workspace, workspace_tools
 from tiered_agent._messages import ToolCall
 from tiered_agent._shell import _HeadTail, shell_tool
 from tiered_agent._tools import ToolOutcome
