@@ -14,7 +14,13 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["NotRegularFile", "describe_mode", "open_regular", "open_regular_for_writing"]
+__all__ = [
+    "NotRegularFile",
+    "describe_mode",
+    "open_regular",
+    "open_regular_for_appending",
+    "open_regular_for_writing",
+]
 
 
 class NotRegularFile(OSError):
@@ -66,6 +72,18 @@ def open_regular_for_writing(path: Path | str, *, create: bool = True) -> Binary
     handle = _checked(fd, path, "wb")
     os.ftruncate(handle.fileno(), 0)
     return handle
+
+
+def open_regular_for_appending(path: Path | str) -> BinaryIO:
+    """An existing regular file opened for appending (nothing is written), or
+    :class:`NotRegularFile`; never blocks on a FIFO."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO with no reader
+            raise _not_regular(path, stat.S_IFIFO) from None
+        raise
+    return _checked(fd, path, "ab")
 
 
 def _checked(fd: int, path: Path | str, mode: str) -> BinaryIO:

@@ -41,7 +41,6 @@ from ..context._names import RETRIEVE_TOOL_NAME
 from ..context._policy import Policy
 from ..context._presets import PRESETS
 from ..context._retrieve import retrieve
-from ..context._summarizer import LLMSummarizer
 from ..context.steps import Dedup
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import ProviderCalibration, calibrate
@@ -49,6 +48,7 @@ from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_in
 from ._pricing import RunPlan, family_of, plan_run
 from ._recorded import RecordedRun
 from ._rulers import Recovery, RetrievalSources, WordIndex, prompt_texts
+from ._summarizer_check import CheckedSummarizer
 
 __all__ = [
     "ABLATIONS",
@@ -324,7 +324,7 @@ async def _replay_policy(
     run, counter = state.run, state.counter
     summarizer = None
     if summary_model is not None and policy.summarizes:  # its calls are counted as summary usage
-        summarizer = LLMSummarizer(
+        summarizer = CheckedSummarizer(
             summary_model, max_tokens=policy.summary_max_tokens, timeout_s=policy.summary_timeout_s
         )
     manager = ContextManager(
@@ -360,6 +360,8 @@ async def _replay_policy(
                         limit=limit,
                     )
                 )
+                if summarizer is not None:  # a summary that failed: stop before reporting its savings
+                    summarizer.check(name)
             observed = await _observations(manager, group, kind, iteration)
             tokens = _extend(history, observed, counter, tokens)
     return PolicyRunMetrics(

@@ -15,6 +15,7 @@ sentence, and a line too long to be an event is skipped unread.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from .._messages import Usage
 from .._trace import SCHEMA_VERSION, SkippedLine, check_event_fields, overlong, trace_lines
 
 __all__ = ["LoadedTrace", "RawEvent", "find_traces", "load_trace"]
@@ -86,6 +88,7 @@ def load_trace(path: Path) -> LoadedTrace:
             if problem is not None:
                 invalid.append(SkippedLine(number, problem))
                 continue
+            data = _with_clean_usage(data)
         events.append(RawEvent(number, data))
     return LoadedTrace(path, tuple(events), _warning(path, bad, total, versions, invalid))
 
@@ -106,6 +109,15 @@ def _shape_problem(data: Mapping[str, Any]) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
+
+
+def _with_clean_usage(data: dict[str, Any]) -> dict[str, Any]:
+    """The event with its usage read as the runtime reads it: a negative or odd count is missing
+    (:meth:`Usage.from_dict`), so no total the views add up can turn negative."""
+    usage = data.get("usage")
+    if not isinstance(usage, Mapping):
+        return data
+    return {**data, "usage": dataclasses.asdict(Usage.from_dict(usage))}
 
 
 def _hashable(value: Any) -> Any:
