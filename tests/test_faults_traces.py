@@ -111,6 +111,13 @@ MALFORMED = {
 }
 
 
+def test_the_sample_trace_is_a_valid_run(sample: Path) -> None:
+    scan = scan_trace(sample)
+    assert scan.skipped == () and len(scan.events) == len(sample.read_bytes().splitlines())
+    history = [e.message for e in scan.events if isinstance(e, MessageEvent)]
+    assert provider_problems(to_openai(history)) == [] and len(history) == 2 + 2 * 6
+
+
 @pytest.mark.parametrize("case", list(MALFORMED))
 def test_each_reader_skips_a_malformed_line_with_its_reason(case: str, sample: Path) -> None:
     line, edit, reason = MALFORMED[case]

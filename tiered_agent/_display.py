@@ -1,22 +1,17 @@
 """Live per-iteration display of a run for the CLI (rich); the loop only emits events.
 
-Everything the CLI prints goes through a :class:`TerminalConsole`: text from a model, a tool or a
-trace cannot carry terminal control sequences (ESC, OSC titles, ``\r``) or bidi overrides to the
-user's terminal; they are shown as escapes (``\x1b``, ``\u202e``).
+It prints on a :class:`~._terminal.TerminalConsole`, so nothing from a model, a tool or a trace
+reaches the terminal as a control sequence.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-from rich.console import Console, ConsoleOptions, RenderableType
+from rich.console import Console
 from rich.markup import escape
-from rich.segment import Segment
 
 from ._result import RunResult
-from ._text import terminal_safe
 from ._trace import (
     ErrorEvent,
     Event,
@@ -29,26 +24,7 @@ from ._trace import (
     redact,
 )
 
-__all__ = ["RunDisplay", "TerminalConsole"]
-
-
-class TerminalConsole(Console):
-    """A rich console that prints control characters and bidi overrides of any text as escapes.
-
-    The escaping happens on the rendered segments, after rich laid them out: its own styling
-    (written from styles, not from text) is untouched, and so is every text without such
-    characters.
-    """
-
-    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
-        for segment in super().render(renderable, options):
-            safe = terminal_safe(segment.text) if segment.control is None else segment.text
-            yield segment if safe is segment.text else Segment(safe, segment.style)
-
-    @classmethod
-    def for_cli(cls, *, stderr: bool = False, **options: Any) -> TerminalConsole:
-        """The CLI's console: no highlighting, and a sentence is never cut into lines."""
-        return cls(stderr=stderr, highlight=False, soft_wrap=True, **options)
+__all__ = ["RunDisplay"]
 
 
 @dataclass

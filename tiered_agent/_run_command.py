@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from ._agent import DEFAULT_SYSTEM_PROMPT, Agent, RunLimits
 from ._cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunOptions
-from ._display import RunDisplay, TerminalConsole
+from ._display import RunDisplay
 from ._endpoint import resume_endpoint
 from ._errors import (
     AuthenticationError,
@@ -36,6 +36,7 @@ from ._model import LiteLLMModel, RetryPolicy
 from ._otel_export import cli_telemetry
 from ._result import RunResult
 from ._telemetry import Telemetry
+from ._terminal import TerminalConsole
 from ._trace import Event, RunStarted, redact, scan_trace
 from ._workspace import Workspace, workspace_tools
 from .context._policy import Policy

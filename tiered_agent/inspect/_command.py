@@ -29,7 +29,7 @@ def trace() -> None:
 
 def _consoles() -> tuple[Console, Console]:
     """stdout and stderr consoles that print a trace's control characters as escapes."""
-    from .._display import TerminalConsole
+    from .._terminal import TerminalConsole
 
     return TerminalConsole(highlight=False), TerminalConsole(stderr=True, highlight=False)
 
