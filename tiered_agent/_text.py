@@ -33,8 +33,9 @@ __all__ = [
 NUL_ESCAPE = "\\x00"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 controls but tab and newline, DEL, C1 controls; bidi embeddings, overrides and isolates
-# (U+202A-U+202E, U+2066-U+2069), the Arabic letter mark, and line/paragraph separators.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# (U+202A-U+202E, U+2066-U+2069), the Arabic letter mark, line/paragraph separators; and lone
+# surrogates (a non-UTF-8 path), which a UTF-8 terminal stream refuses to encode.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _SHORT_ESCAPES = {"\r": "\\r", "\x1b": "\\x1b", "\x00": "\\x00"}
 # What JSON encoders leave raw in strings but a terminal acts on: DEL, C1 controls, bidi controls.
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -49,8 +50,8 @@ def clean_surrogates(text: str) -> str:
 
 
 def terminal_safe(text: str) -> str:
-    """``text`` with terminal control characters and bidi overrides shown as escapes (``\\x1b``,
-    ``\\u202e``); newlines and tabs are kept."""
+    """``text`` with terminal control characters, bidi overrides and lone surrogates shown as
+    escapes (``\\x1b``, ``\\u202e``, ``\\udcff``); newlines and tabs are kept."""
     if _UNSAFE.search(text) is None:
         return text
     return _UNSAFE.sub(_escape, text)
