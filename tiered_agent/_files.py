@@ -74,19 +74,27 @@ def open_regular_for_writing(path: Path | str, *, create: bool = True) -> Binary
     return handle
 
 
-def open_regular_for_appending(path: Path | str) -> BinaryIO:
-    """An existing regular file opened for appending (nothing is written), or
-    :class:`NotRegularFile`; never blocks on a FIFO."""
+def open_regular_for_appending(path: Path | str, *, create: bool = False, buffered: bool = True) -> BinaryIO:
+    """A regular file opened for appending (created if missing when ``create``), or
+    :class:`NotRegularFile`; never blocks on a FIFO. ``buffered=False``: every write goes to the
+    file at once (the trace)."""
+    flags = (
+        os.O_WRONLY
+        | os.O_APPEND
+        | os.O_NONBLOCK
+        | getattr(os, "O_CLOEXEC", 0)
+        | (os.O_CREAT if create else 0)
+    )
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags, 0o644)
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a FIFO with no reader
             raise _not_regular(path, stat.S_IFIFO) from None
         raise
-    return _checked(fd, path, "ab")
+    return _checked(fd, path, "ab", buffering=-1 if buffered else 0)
 
 
-def _checked(fd: int, path: Path | str, mode: str) -> BinaryIO:
+def _checked(fd: int, path: Path | str, mode: str, buffering: int = -1) -> BinaryIO:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -95,5 +103,5 @@ def _checked(fd: int, path: Path | str, mode: str) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
-    handle: BinaryIO = os.fdopen(fd, mode)  # type: ignore[assignment]
+    handle: BinaryIO = os.fdopen(fd, mode, buffering=buffering)  # type: ignore[assignment]
     return handle

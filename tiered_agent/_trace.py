@@ -24,7 +24,7 @@ import orjson
 import structlog
 
 from ._errors import TraceFormatError, TraceWriteError
-from ._files import NotRegularFile, describe_mode, open_regular
+from ._files import NotRegularFile, open_regular, open_regular_for_appending
 from ._lock import TraceLock
 from ._messages import Message, ToolCall, Usage
 from ._scrub import CleanTexts, sub_around, sub_at
@@ -438,7 +438,7 @@ class TraceWriter:
             raise TraceWriteError(f"cannot write the trace {self.path}: {_reason(exc)}") from exc
         try:
             self.torn = move_torn_tail(self.path)
-            self._file = _open_append(self.path)
+            self._file = open_regular_for_appending(self.path, create=True, buffered=False)
             self._size = self._file.seek(0, os.SEEK_END)
         except OSError as exc:
             self.lock.release()
@@ -517,20 +517,6 @@ def _without_surrogates(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_without_surrogates(v) for v in value]
     return value
-
-
-def _open_append(path: Path) -> IO[bytes]:
-    """The trace opened for appending, unbuffered; never blocks on (nor appends to) a FIFO."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFile(path, describe_mode(info.st_mode))
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return os.fdopen(fd, "ab", buffering=0)
 
 
 def _write_all(file: IO[bytes], data: bytes) -> None:

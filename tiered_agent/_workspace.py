@@ -107,7 +107,7 @@ class Workspace:
 # --------------------------------------------------------------------------- helpers
 
 
-def _open_file(ws: Workspace, path: str, real: Path) -> BinaryIO:
+def _open_file(path: str, real: Path) -> BinaryIO:
     """``real`` opened for reading; a FIFO, a device or a socket is refused (never waited on)."""
     try:
         return open_regular(real)
@@ -162,7 +162,7 @@ def _text_file(ws: Workspace, path: str) -> tuple[Path, BinaryIO]:
     real = ws.existing(path)
     if real.is_dir():
         raise ToolError(f"{path!r} is a directory; use list_dir to see its contents")
-    handle = _open_file(ws, path, real)
+    handle = _open_file(path, real)
     if b"\x00" in handle.read(_SNIFF_BYTES):
         size = os.fstat(handle.fileno()).st_size
         handle.close()
@@ -378,7 +378,7 @@ def _read_for_edit(ws: Workspace, path: str) -> tuple[Path, str]:
     real = ws.existing(path)
     if real.is_dir():
         raise ToolError(f"{path!r} is a directory")
-    with _open_file(ws, path, real) as handle:
+    with _open_file(path, real) as handle:
         data = handle.read()
     if b"\x00" in data[:_SNIFF_BYTES]:
         raise ToolError(f"{path!r} is a binary file; edit_file only edits text")
