@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall
-from tiered_agent._agent import _ResumeState, _Run
+from tiered_agent._agent import _Run
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._providers import CACHE_MODELS, ModelPrices
+from tiered_agent._resume import ResumeState
 from tiered_agent._tokens import TokenCounter
 from tiered_agent._tools import Tool, ToolOutcome, ToolSet
 from tiered_agent._trace import ModelRequest, read_trace
@@ -496,7 +497,7 @@ async def test_resume_rebuilds_the_schedule_from_the_trace(
         trace_dir=tmp_path,
     )
     result = await agent.run(run.task)
-    live = _Run(agent, run.task, _ResumeState.load(result.trace_path, None))
+    live = _Run(agent, run.task, ResumeState.load(result.trace_path, None))
     live.restore(live.resumed)  # type: ignore[arg-type]
     schedule = live.manager.schedule
     assert schedule is not None and len(schedule.epochs) >= 2

@@ -161,7 +161,9 @@ async def test_minimal_environment_and_chosen_variables(
     assert {"PATH", "HOME", "LC_ALL"} <= names
     assert not {"OPENAI_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "MY_TOOL_HOME"} & names
     chosen = await shell_tool(tmp_path, pass_env=["GITHUB_TOKEN", "MY_TOOL_*"]).fn("env")
-    assert "GITHUB_TOKEN=ghp_passed_on_purpose_0123" in chosen and "MY_TOOL_HOME=/opt/tool" in chosen
+    # passed (its line is there), and redacted by the tool itself before its output is cut
+    assert "GITHUB_TOKEN=[redacted]" in chosen and "MY_TOOL_HOME=/opt/tool" in chosen
+    assert "ghp_passed_on_purpose_0123" not in chosen
     assert "OPENAI_API_KEY" not in chosen and "DB_PASSWORD" not in chosen
     with pytest.raises(ConfigurationError):
         shell_tool(tmp_path, pass_env="GITHUB_TOKEN")  # type: ignore[arg-type]

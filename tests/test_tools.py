@@ -453,9 +453,9 @@ async def test_non_str_results_are_converted() -> None:
         assert outcome.original_bytes == len(expected.encode())
 
 
-async def test_lone_surrogates_are_replaced() -> None:
+async def test_lone_surrogates_are_written_as_escapes() -> None:
     outcome = await ToolSet([_returning("a\ud800b")]).execute(call("produce"))
-    assert outcome.content == "a?b"
+    assert outcome.content == "a\\ud800b"  # visible, and nothing else of the text is lost
     orjson.dumps(outcome.content)  # serialisable for the trace
 
 

@@ -263,43 +263,43 @@ async def test_read_file_start_line_validated(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- search_text
 
 
-def test_search_text_matches_and_skips_git(layout: tuple[Workspace, Path]) -> None:
+async def test_search_text_matches_and_skips_git(layout: tuple[Workspace, Path]) -> None:
     ws, _ = layout
     search = tools_by_name(ws)["search_text"].fn
-    assert search(r"main", ".", None, 100).splitlines() == [
+    assert (await search(r"main", ".", None, 100)).splitlines() == [
         "README.md:2: main entry point",
         "src/main.py:3: def main():",
         "src/pkg/util.py:2: return 'main'",
     ]
-    assert search(r"main", ".", "*.py", 100).splitlines() == [
+    assert (await search(r"main", ".", "*.py", 100)).splitlines() == [
         "src/main.py:3: def main():",
         "src/pkg/util.py:2: return 'main'",
     ]
-    assert search(r"main", ".", "src/pkg/*", 100) == "src/pkg/util.py:2: return 'main'"
-    assert search(r"return", "src/main.py", None, 100) == "src/main.py:4: return 42"
-    assert search(r"zzz", ".", None, 100) == "No matches for 'zzz' in '.'."
+    assert await search(r"main", ".", "src/pkg/*", 100) == "src/pkg/util.py:2: return 'main'"
+    assert await search(r"return", "src/main.py", None, 100) == "src/main.py:4: return 42"
+    assert await search(r"zzz", ".", None, 100) == "No matches for 'zzz' in '.'."
 
 
-def test_search_text_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_search_text_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "many.txt").write_text("hit\n" * 50)
     (tmp_path / "big.txt").write_text("hit " * 1000)
     (tmp_path / "bin.dat").write_bytes(b"hit\x00hit")
     (tmp_path / "wide.txt").write_text("hit" + "y" * 1000 + "\n")
     monkeypatch.setattr(_workspace, "SEARCH_MAX_FILE_BYTES", 2000)
     search = tools_by_name(Workspace(tmp_path))["search_text"].fn
-    lines = search("hit", ".", None, 5).splitlines()
+    lines = (await search("hit", ".", None, 5)).splitlines()
     assert lines[:5] == [f"many.txt:{i}: hit" for i in range(1, 6)]
     assert lines[5] == "[stopped after 5 matches; narrow the pattern, path or glob]"
     assert lines[6] == "[1 file(s) over 2000 bytes not searched]"
     assert len(lines) == 7
-    wide = search("hit", "wide.txt", None, 10)
+    wide = await search("hit", "wide.txt", None, 10)
     assert wide == "wide.txt:1: hit" + "y" * 297 + "… [line cut, 1003 chars]"
 
 
-def test_search_text_invalid_regex(tmp_path: Path) -> None:
+async def test_search_text_invalid_regex(tmp_path: Path) -> None:
     search = tools_by_name(Workspace(tmp_path))["search_text"].fn
     with pytest.raises(ToolError, match=r"invalid regular expression '\(unclosed'"):
-        search("(unclosed", ".", None, 10)
+        await search("(unclosed", ".", None, 10)
 
 
 async def test_search_text_invalid_regex_outcome_and_bounds(tmp_path: Path) -> None:
@@ -311,10 +311,13 @@ async def test_search_text_invalid_regex_outcome_and_bounds(tmp_path: Path) -> N
     assert too_many.error_kind == "invalid_arguments"
 
 
-def test_search_text_ignores_symlinked_files_outside(layout: tuple[Workspace, Path]) -> None:
+async def test_search_text_ignores_symlinked_files_outside(layout: tuple[Workspace, Path]) -> None:
     ws, outside = layout
     (ws.root / "leak.txt").symlink_to(outside / "secret.txt")
-    assert tools_by_name(ws)["search_text"].fn("secret", ".", None, 100) == "No matches for 'secret' in '.'."
+    assert (
+        await tools_by_name(ws)["search_text"].fn("secret", ".", None, 100)
+        == "No matches for 'secret' in '.'."
+    )
 
 
 # --------------------------------------------------------------------------- write_file / edit_file

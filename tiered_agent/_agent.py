@@ -8,7 +8,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,9 @@ from ._errors import (
     ContextWindowExceeded,
     ModelError,
     ModelNotFoundError,
+    TraceWriteError,
 )
+from ._lock import TraceLock
 from ._messages import Message, ToolCall, Usage
 from ._model import (
     DEFAULT_MAX_RETRIES,
@@ -34,6 +36,7 @@ from ._model import (
     RetryPolicy,
 )
 from ._result import IterationStats, RunResult, StopReason
+from ._resume import INTERRUPTED, ResumeState, describe_notes
 from ._tokens import TokenCounter
 from ._tools import Tool, ToolOutcome, ToolSet
 from ._trace import (
@@ -44,22 +47,16 @@ from ._trace import (
     ModelResponse,
     RunEnded,
     RunStarted,
-    SummaryEvent,
     ToolResult,
     TraceWriter,
-    load_history,
-    read_trace,
     redact,
 )
-from .context._aging import schedule_from_records
 from .context._config import ContextConfig
 from .context._dispatch import ToolKind
 from .context._manager import ContextManager, PreparedPrompt
 from .context._policy import Policy
 from .context._presets import as_policy
-from .context._schedule import AgingSchedule
 from .context._summarizer import Summarizer
-from .context._types import Summary
 from .mcp._config import MCPServerConfig
 from .mcp._runtime import check_servers, open_mcp_tools
 from .telemetry import Telemetry, run_observer
@@ -159,11 +156,26 @@ class Agent:
 
         The full history and the latest summary are restored; tool calls the
         run never answered (it stopped mid-iteration) get an "interrupted"
-        result so every call keeps its result. ``follow_up`` adds a user
-        message first; it is required when the run had already answered.
+        result so every call keeps its result, and a history no provider would
+        accept (duplicated or misplaced lines) is repaired (see
+        :func:`~._resume.repair_history`; each change is recorded as an ``error``
+        event of kind ``resume_repair``). ``follow_up`` adds a user message
+        first; it is required when the run had already answered. Another process
+        running or resuming the same trace makes this raise
+        :class:`~._errors.TraceInUse`.
         """
-        state = _ResumeState.load(Path(trace_path), follow_up)
-        run = _Run(self, state.task, resume=state)
+        path = Path(trace_path)
+        lock = TraceLock(path)
+        try:
+            lock.acquire()  # before reading: no other process appends between the read and the run
+            state = ResumeState.load(path, follow_up)
+            run = _Run(self, state.task, resume=state, lock=lock)
+        except OSError as exc:
+            lock.release()
+            raise TraceWriteError(f"cannot lock the trace {path}: {exc.strerror or exc}") from exc
+        except BaseException:
+            lock.release()
+            raise
         return await run.execute()
 
 
@@ -182,62 +194,6 @@ def _model(model: str | Model, request_timeout_s: float | None, max_retries: int
     return LiteLLMModel(model, timeout_s=timeout, retry=RetryPolicy(max_attempts=retries + 1))
 
 
-INTERRUPTED = "[interrupted: the run stopped before this call returned; call it again if you still need it]"
-
-
-@dataclass(frozen=True, slots=True)
-class _ResumeState:
-    """What a resumed run starts from: the traced history, made valid to continue."""
-
-    path: Path
-    task: str
-    history: tuple[Message, ...]
-    summary: Summary | None
-    schedule: AgingSchedule = field(default_factory=AgingSchedule)
-
-    @classmethod
-    def load(cls, path: Path, follow_up: str | None) -> _ResumeState:
-        events = read_trace(path)
-        started = next((e for e in events if isinstance(e, RunStarted)), None)
-        history = load_history(events)
-        if started is None or len(history) < 2:
-            raise ConfigurationError(f"{path}: not a tiered-agent run trace (no run_start or no messages)")
-        history = _answer_interrupted(history)
-        last = history[-1]
-        if follow_up:
-            history.append(Message("user", follow_up, iteration=last.iteration))
-        elif last.role == "assistant":
-            raise ConfigurationError(
-                f"{path}: the run already answered; pass follow_up (--follow-up) to continue it"
-            )
-        summaries = [e for e in events if isinstance(e, SummaryEvent)]
-        latest = max(summaries, key=lambda s: s.last_iteration, default=None)
-        summary = (
-            None
-            if latest is None
-            else Summary(
-                latest.first_iteration,
-                latest.last_iteration,
-                latest.text,
-                latest.model,
-                latest.input_tokens,
-                latest.output_tokens,
-                latest.created_at_iteration,
-            )
-        )
-        requests = [e.context for e in events if isinstance(e, ModelRequest)]
-        return cls(path, started.task, tuple(history), summary, schedule_from_records(requests))
-
-
-def _answer_interrupted(history: list[Message]) -> list[Message]:
-    """The history with an "interrupted" result for every call of the last assistant message left open."""
-    iteration, calls = _open_calls(history)
-    missing = [
-        Message("tool", INTERRUPTED, tool_call_id=c.id, name=c.name, iteration=iteration) for c in calls
-    ]
-    return [*history, *missing]
-
-
 def _open_calls(history: Sequence[Message]) -> tuple[int, list[ToolCall]]:
     """The iteration of the last assistant message and its tool calls that have no result yet."""
     last_assistant = next((m for m in reversed(history) if m.role == "assistant"), None)
@@ -251,7 +207,9 @@ def _open_calls(history: Sequence[Message]) -> tuple[int, list[ToolCall]]:
 class _Run:
     """The state of one run; created by :meth:`Agent.run`, never shared."""
 
-    def __init__(self, agent: Agent, task: str, resume: _ResumeState | None = None) -> None:
+    def __init__(
+        self, agent: Agent, task: str, resume: ResumeState | None = None, lock: TraceLock | None = None
+    ) -> None:
         self.agent = agent
         self.task = task
         self.resumed = resume
@@ -259,7 +217,9 @@ class _Run:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         self.trace_path = resume.path if resume else agent.trace_dir / f"{stamp}-{self.run_id}.jsonl"
         self.spill_dir = self.trace_path.with_suffix(".outputs")
-        self.trace = TraceWriter(self.trace_path)
+        self.trace = TraceWriter(self.trace_path, lock=lock)
+        self.started = False  # run_start is written: from then on the trace gets its run_end
+        self.created = False  # this run created the trace file (not a resume)
         self.counter = TokenCounter.for_model(agent.model.name)
         self.history: list[Message] = []
         self.stats: list[IterationStats] = []
@@ -287,7 +247,6 @@ class _Run:
         self.run_scope: Callable[[], AbstractContextManager[None]] = (
             telemetry.run_scope if telemetry is not None else nullcontext
         )
-        self.started = False  # run_start is recorded: from then on the trace gets a run_end
         self.mcp_servers: tuple[dict[str, Any], ...] = ()  # what run_start records of them
 
     # ------------------------------------------------------------------ events
@@ -309,7 +268,9 @@ class _Run:
         """Run the loop; whatever ends it (a signal, a full disk), the trace gets its ``run_end``.
 
         A trace that cannot be written raises :class:`TraceWriteError` once; the trace keeps
-        every complete event written before the failure.
+        every complete event written before the failure. A run that fails before its
+        ``run_start`` is written (an MCP server that cannot start) leaves no trace behind, and a
+        resume that fails then appends nothing: never a ``run_end`` without its ``run_start``.
         """
         with self.run_scope():
             result = await self.traced()
@@ -318,9 +279,9 @@ class _Run:
         return result
 
     async def traced(self) -> RunResult:
-        """The run between its trace's ``run_start`` and ``run_end``. A run that fails before it
-        starts (an MCP server that cannot start) leaves no trace: no new file, nothing appended."""
-        existed = self.trace_path.exists()
+        """The run between its trace's ``run_start`` and ``run_end`` (see :meth:`finish` and
+        :meth:`abandon` for a run that fails before it starts)."""
+        self.created = not self.trace_path.exists()
         self.trace.open()
         try:
             async with self.manager, open_mcp_tools(self.agent.mcp_servers) as mcp:
@@ -330,30 +291,15 @@ class _Run:
                 reason, output, error = await self.loop()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                if not self.end_unstarted(existed):
-                    self.finish(StopReason.CANCELLED, None, "cancelled")
+                self.finish(StopReason.CANCELLED, None, "cancelled")
             raise
         except BaseException as exc:
-            if not self.end_unstarted(existed):
-                self.finish(StopReason.ERROR, None, f"{type(exc).__name__}: {exc}")
+            self.finish(StopReason.ERROR, None, f"{type(exc).__name__}: {exc}")
             raise
         return self.finish(reason, output, error)
 
-    def end_unstarted(self, existed: bool) -> bool:
-        """Close the trace of a run that never recorded its ``run_start`` (True), removing the empty
-        file it created; False for a started run (it gets its ``run_end``)."""
-        if self.started:
-            return False
-        self.trace.close()
-        if not existed:
-            with contextlib.suppress(OSError):  # best effort: an empty file is all that is left
-                if self.trace_path.stat().st_size == 0:
-                    self.trace_path.unlink()
-        return True
-
     def start(self) -> None:
         agent = self.agent
-        self.started = True
         self.emit(
             RunStarted(
                 run_id=self.run_id,
@@ -374,6 +320,7 @@ class _Run:
                 conversation_id=self.trace_path.stem,
             )
         )
+        self.started = True
         if self.resumed is None:
             self.append(Message("system", self.agent.system_prompt))
             self.append(Message("user", self.task))
@@ -381,12 +328,18 @@ class _Run:
             self.restore(self.resumed)
         self.trace.flush()
 
-    def restore(self, state: _ResumeState) -> None:
-        """Reload a traced history; only the messages the trace does not hold yet are written."""
-        traced = len(load_history(self.trace_path))
-        self.history.extend(state.history[:traced])
-        for message in state.history[traced:]:
-            self.append(message)
+    def restore(self, state: ResumeState) -> None:
+        """Reload a traced history; only the messages the trace does not hold yet are written, and
+        each repair the history needed is recorded (and shown) as a ``resume_repair`` error event."""
+        last = max(m.iteration for m in state.history)
+        for note in describe_notes(state.notes):
+            self.emit(ErrorEvent(last, "resume_repair", note))
+        appended = set(map(id, state.appended))
+        for message in state.history:
+            if id(message) in appended:
+                self.append(message)
+            else:
+                self.history.append(message)
         if state.summary is not None:
             self.manager.restore_summary(state.summary)
         self.manager.restore_schedule(state.schedule)
@@ -583,7 +536,10 @@ class _Run:
     # ------------------------------------------------------------------ end
     def finish(self, reason: StopReason, output: str | None, error: str | None) -> RunResult:
         """Close open calls, record ``run_end`` and close the trace (never raises for the trace)."""
-        self.close_open_calls()
+        if not self.started:
+            self.abandon()
+        else:
+            self.close_open_calls()
         result = RunResult(
             output=output,
             stop_reason=reason,
@@ -593,19 +549,29 @@ class _Run:
             summary_usage=self.manager.summary_usage,
             error=error,
         )
-        self.emit(
-            RunEnded(
-                stop_reason=reason.value,
-                output=output,
-                iterations=len(self.stats),
-                usage=self.usage,
-                prompt_tokens_local=result.prompt_tokens_local,
-                counterfactual_tokens=result.counterfactual_tokens,
-                error=error,
+        if self.started:
+            self.emit(
+                RunEnded(
+                    stop_reason=reason.value,
+                    output=output,
+                    iterations=len(self.stats),
+                    usage=self.usage,
+                    prompt_tokens_local=result.prompt_tokens_local,
+                    counterfactual_tokens=result.counterfactual_tokens,
+                    error=error,
+                )
             )
-        )
         self.trace.close()
         return result
+
+    def abandon(self) -> None:
+        """Nothing of this run reached the trace before it failed: write nothing, and remove the file
+        this run created (it is empty: events are buffered until ``run_start`` is flushed)."""
+        self.trace.discard()
+        if self.created:
+            with contextlib.suppress(FileNotFoundError):
+                if self.trace_path.stat().st_size == 0:
+                    self.trace_path.unlink()
 
     def close_open_calls(self) -> None:
         """Give each call of an interrupted batch a result: its outcome if it finished, else "interrupted"."""

@@ -7,6 +7,7 @@ raises one of these::
 
     TieredAgentError
     ├── ConfigurationError          bad settings: unknown preset, no model, bad path, ...
+    │   └── TraceInUse              another process is running or resuming this trace
     ├── ToolError                   raised *inside* a tool: its message becomes the tool result
     │   └── PathOutsideWorkspace    a path escapes the workspace root
     ├── ModelError                  a model call failed for good (after retries)
@@ -33,6 +34,7 @@ __all__ = [
     "TieredAgentError",
     "ToolError",
     "TraceFormatError",
+    "TraceInUse",
     "TraceWriteError",
 ]
 
@@ -43,6 +45,10 @@ class TieredAgentError(Exception):
 
 class ConfigurationError(TieredAgentError, ValueError):
     """The developer configured something that cannot work."""
+
+
+class TraceInUse(ConfigurationError):
+    """Another process holds the trace's lock (a run or a resume of it is going on); names the holder."""
 
 
 class ToolError(TieredAgentError):

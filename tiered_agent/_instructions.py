@@ -14,6 +14,7 @@ from pathlib import Path
 import structlog
 
 from ._errors import ConfigurationError
+from ._text import clean_surrogates
 
 __all__ = [
     "AGENTS_FILE",
@@ -69,7 +70,8 @@ def load_instructions(
         if text is None:
             continue
         sources.append(path)
-        sections.append(f"## {scope}: {path}\n\n{text.strip()}\n")
+        # a path is bytes on POSIX: one that is not UTF-8 is shown with escapes (\udcff), not refused
+        sections.append(f"## {scope}: {clean_surrogates(str(path))}\n\n{text.strip()}\n")
     if not sections:
         return Instructions()
     text, truncated = _cap("\n".join(sections), cap_bytes)
@@ -115,7 +117,7 @@ def _read(path: Path) -> str | None:
         text = path.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         raise ConfigurationError(
-            f"cannot read the instructions in {path}: {exc.strerror or exc}; "
+            f"cannot read the instructions in {clean_surrogates(str(path))}: {exc.strerror or exc}; "
             "fix its permissions or move it away"
         ) from exc
     return text if text.strip() else None

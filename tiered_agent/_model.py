@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import os
 import random
 import re
@@ -33,7 +34,7 @@ from ._errors import (
     ModelError,
     ModelNotFoundError,
 )
-from ._messages import Message, Usage
+from ._messages import Message, Usage, token_count
 from ._trace import redact, register_secret
 
 __all__ = [
@@ -192,16 +193,23 @@ class ModelReply:
 
 
 def map_usage(raw: Any, *, cost: float | None = None) -> Usage:
-    """A :class:`Usage` from a litellm/OpenAI usage object or dict; every field may be missing or None."""
+    """A :class:`Usage` from a litellm/OpenAI usage object or dict; every field may be missing or None.
+
+    A count that is negative, fractional or not a number is treated as missing (0): a provider's
+    nonsense must not defeat the token budget (which then counts locally) nor print a negative
+    total. A cost that is not a finite number >= 0 is unknown.
+    """
     details = _get(raw, "prompt_tokens_details")
-    cached = max(_int(_get(details, "cached_tokens")), _int(_get(raw, "cache_read_input_tokens")))
+    cached = max(
+        token_count(_get(details, "cached_tokens")), token_count(_get(raw, "cache_read_input_tokens"))
+    )
     return Usage(
-        prompt_tokens=_int(_get(raw, "prompt_tokens")),
-        completion_tokens=_int(_get(raw, "completion_tokens")),
+        prompt_tokens=token_count(_get(raw, "prompt_tokens")),
+        completion_tokens=token_count(_get(raw, "completion_tokens")),
         cached_tokens=cached,
         requests=1,
-        cost=cost,
-        cache_write_tokens=_int(_get(raw, "cache_creation_input_tokens")),
+        cost=cost if cost is None or 0 <= cost < math.inf else None,
+        cache_write_tokens=token_count(_get(raw, "cache_creation_input_tokens")),
     )
 
 
@@ -213,13 +221,14 @@ def _get(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
-
-
 def _message_from(raw: Any) -> Message:
+    """The reply's assistant message; ValueError when its shape is wrong. Lone surrogates in its
+    text are written as escapes, so the paid reply can always be traced."""
+    raw_calls = _get(raw, "tool_calls") or ()
+    if not isinstance(raw_calls, list | tuple):
+        raise ValueError(f"tool_calls is a {type(raw_calls).__name__}, not a list")
     calls = []
-    for call in _get(raw, "tool_calls") or ():
+    for call in raw_calls:
         function = _get(call, "function")
         calls.append(
             {
@@ -437,11 +446,18 @@ class LiteLLMModel:
         choice = choices[0]
         reported = _get(response, "model")
         route = _get(response, "provider")
+        finish = _get(choice, "finish_reason")
+        try:
+            message = _message_from(_get(choice, "message"))
+        except ValueError as exc:  # a tool call whose id is an object, a list of calls that is not one
+            raise ModelError(
+                f"Model {self.name!r} sent a reply that is not a chat completion: {exc}"
+            ) from None
         return ModelReply(
-            message=_message_from(_get(choice, "message")),
+            message=message,
             usage=map_usage(_get(response, "usage"), cost=self._cost(litellm, response)),
-            finish_reason=_get(choice, "finish_reason"),
-            model=str(reported) if reported else self.name,
+            finish_reason=finish if isinstance(finish, str) else None,
+            model=str(reported) if isinstance(reported, str) and reported else self.name,
             attempts=attempts,
             latency_s=latency_s,
             route=route if isinstance(route, str) and route else None,

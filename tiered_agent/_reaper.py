@@ -1,182 +1,189 @@
-"""Finding and killing everything a shell command started, including what left its session.
+"""The supervisor of one shell command: it starts the command, and kills everything it started.
 
-``run_shell`` starts each command in a new session, so killing the process group covers what it
-starts, except a descendant that calls ``setsid`` (``setsid server &``, daemons that double-fork).
-Each command therefore carries a marker in its environment, :data:`MARKER` = a fresh token, which
-every descendant inherits. After the command, :func:`kill_command` kills (SIGKILL, in rounds until
-none is left) every process that carries the token or descends from one that does, and reaps the
-ones that were re-parented to the runtime.
+``run_shell`` does not start ``bash`` itself but this small program (``python -I -S _reaper.py``,
+standard library only), which:
 
-On Linux the runtime also becomes a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``, once, at
-the first command): orphaned descendants are re-parented to it instead of init, so they stay in its
-process tree and it reaps them after the kill. Where ``/proc`` or ``prctl`` is missing (macOS),
-only the process group is killed.
+1. becomes a *child subreaper* (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``): whatever the command
+   starts stays in this process's tree even when it detaches, double-forks, calls ``setsid`` and
+   clears its environment (``setsid env -i daemon &``), because an orphan is re-parented to the
+   nearest subreaper instead of init;
+2. forks and runs the command in its own process group, and writes ``pid N`` and, when the command
+   exits, ``exit N`` (its exit code, negative for a signal) to the status pipe;
+3. waits on its *lifeline*, a pipe whose other end only the runtime holds. When the lifeline
+   closes, because the runtime is done with the command or because the runtime died (even by
+   ``kill -9``: the kernel closes its descriptors), it SIGKILLs every process of its tree, in
+   rounds until none is left, reaps them, and exits. SIGTERM, SIGINT and SIGHUP do the same.
+
+So no command outlives its tool call, and a run killed mid-command leaves nothing running behind
+it. Where there is no ``/proc`` or no ``prctl`` (macOS), the command's process group is killed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import os
+import select
 import signal
 import sys
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cache
 
-import structlog
+__all__ = ["descendants", "main"]
 
-__all__ = ["MARKER", "become_subreaper", "command_processes", "kill_command", "start_ticks"]
-
-MARKER = "TIERED_AGENT_SHELL_ID"
 _PROC_DIR = "/proc"
 _PR_SET_CHILD_SUBREAPER = 36
-_MAX_ROUNDS = 50
+_MAX_ROUNDS = 100
 _ROUND_PAUSE_S = 0.005
-_REAP_WAIT_S = 0.5
-
-log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class _Proc:
-    pid: int
-    ppid: int
-    state: str
-    start: int  # clock ticks after boot
-
-    @property
-    def alive(self) -> bool:
-        return self.state not in ("Z", "X")
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# Python ignores these at startup; an ignored signal stays ignored across exec (subprocess restores them)
+_RESTORED = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name))
 
 
-@cache
-def become_subreaper() -> bool:
-    """Make this process a child subreaper (Linux); True when it is one. Done once per process."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        failed = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0
-    except (OSError, AttributeError) as exc:  # no libc or no prctl: the process group kill remains
-        log.debug("shell.subreaper_unavailable", error=str(exc))
-        return False
-    if failed:
-        log.debug("shell.subreaper_unavailable", error=os.strerror(ctypes.get_errno()))
-    return not failed
+def main(argv: list[str]) -> int:
+    """``_reaper.py STATUS_FD LIFELINE_FD COMMAND...``; see the module docstring."""
+    status_fd, lifeline_fd, command = int(argv[1]), int(argv[2]), argv[3:]
+    for fd in (status_fd, lifeline_fd):
+        os.set_inheritable(fd, False)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, _ignore)
+    stop: list[int] = []
+    for number in _STOP_SIGNALS:
+        signal.signal(number, lambda signum, frame: stop.append(signum))
+    _become_subreaper()
+    child = _spawn(command)
+    _release_output()
+    _write(status_fd, f"pid {child}\n")
+    _supervise(child, status_fd, lifeline_fd, wake_r, stop)
+    _kill_tree(child)
+    return 0
 
 
-def start_ticks() -> int:
-    """Now, in the clock ticks of ``/proc/<pid>/stat``'s start time (0 where unknown)."""
-    try:
-        uptime = float((_read(f"{_PROC_DIR}/uptime") or b"").split()[0])
-    except (ValueError, IndexError):
-        return 0
-    return int(uptime * os.sysconf("SC_CLK_TCK"))
+def _ignore(signum: int, frame: object) -> None:
+    """A handler that does nothing: the signal only wakes the loop (through the wakeup fd)."""
 
 
-def command_processes(token: str, since: int = 0) -> set[int]:
-    """Live processes of one command: those started at or after ``since`` whose environment
-    carries ``MARKER=token``, and every descendant of those (never this process)."""
-    table = _snapshot()
-    needle = f"\0{MARKER}={token}\0".encode()
-    roots = [p.pid for p in table.values() if p.alive and p.start >= since - 1 and _carries(p.pid, needle)]
+def _spawn(command: list[str]) -> int:
+    pid = os.fork()
+    if pid == 0:  # the command: its own process group, default signal handling, then exec
+        try:
+            os.setpgid(0, 0)
+            signal.set_wakeup_fd(-1)
+            for number in (*_STOP_SIGNALS, signal.SIGCHLD, *_RESTORED):
+                signal.signal(number, signal.SIG_DFL)
+            os.execvp(command[0], command)
+        finally:
+            os._exit(127)
+    with contextlib.suppress(OSError):  # both sides set it: no window where the group does not exist
+        os.setpgid(pid, pid)
+    return pid
+
+
+def _release_output() -> None:
+    """Stop holding the command's output pipe (the runtime reads it until every holder closes it)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def _supervise(child: int, status_fd: int, lifeline_fd: int, wake_fd: int, stop: list[int]) -> None:
+    """Report the command's exit, reap orphans, and return when the lifeline closes or a stop
+    signal arrives."""
+    reported = False
+    while not stop:
+        ready, _, _ = select.select([lifeline_fd, wake_fd], [], [], 1.0)
+        if wake_fd in ready:
+            with contextlib.suppress(OSError):
+                os.read(wake_fd, 512)
+        status = _reap(child)
+        if status is not None and not reported:
+            _write(status_fd, f"exit {os.waitstatus_to_exitcode(status)}\n")
+            reported = True
+        if lifeline_fd in ready:
+            return
+
+
+def _reap(child: int) -> int | None:
+    """Collect every exited child; the wait status of ``child`` if it was among them."""
+    found = None
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return found
+        if pid == 0:
+            return found
+        if pid == child:
+            found = status
+
+
+def _kill_tree(child: int) -> None:
+    """SIGKILL the command's group and every descendant of this process until none is left."""
+    for _ in range(_MAX_ROUNDS):
+        with contextlib.suppress(OSError):
+            os.killpg(child, signal.SIGKILL)
+        targets = descendants(os.getpid())
+        for pid in targets:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        _reap(child)
+        if not targets:
+            return
+        time.sleep(_ROUND_PAUSE_S)
+
+
+def descendants(root: int) -> set[int]:
+    """Live processes below ``root`` in the process tree (empty where there is no ``/proc``)."""
+    parents = _parents()
     children: dict[int, list[int]] = {}
-    for p in table.values():
-        children.setdefault(p.ppid, []).append(p.pid)
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
     found: set[int] = set()
-    stack = roots
+    stack = list(children.get(root, ()))
     while stack:
         pid = stack.pop()
         if pid not in found:
             found.add(pid)
             stack.extend(children.get(pid, ()))
-    found.discard(os.getpid())
-    return {pid for pid in found if table[pid].alive}
+    return found
 
 
-def kill_command(token: str, since: int = 0, *, spare: int | None = None) -> set[int]:
-    """SIGKILL every process of the command (see :func:`command_processes`) until none is left,
-    reap those re-parented to this process, and return their pids. ``spare`` (the shell itself,
-    whose exit status its owner collects) is killed but never reaped here."""
-    killed: set[int] = set()
-    for _ in range(_MAX_ROUNDS):
-        targets = command_processes(token, since)
-        if not targets:
-            break
-        for pid in targets:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        killed |= targets
-        time.sleep(_ROUND_PAUSE_S)
-    else:
-        log.warning("shell.descendants_survive", token=token, pids=sorted(targets))
-    _reap(killed - {spare} if spare is not None else killed)
-    return killed
-
-
-def _reap(pids: Iterable[int]) -> None:
-    """Collect the exit status of killed processes that are (now) children of this one."""
-    pending = set(pids)
-    deadline = time.monotonic() + _REAP_WAIT_S
-    while pending and time.monotonic() < deadline:
-        for pid in list(pending):
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:  # not our child (init or another parent reaps it)
-                pending.discard(pid)
-                continue
-            if done:
-                pending.discard(pid)
-        if pending:
-            time.sleep(_ROUND_PAUSE_S)
-
-
-def _snapshot() -> dict[int, _Proc]:
-    table: dict[int, _Proc] = {}
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every live (not zombie) process."""
+    table: dict[int, int] = {}
     try:
         names = os.listdir(_PROC_DIR)
     except OSError:
         return table
     for name in names:
-        if name.isdigit():
-            proc = _read_stat(int(name))
-            if proc is not None:
-                table[proc.pid] = proc
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{_PROC_DIR}/{name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:  # exited while we looked
+            continue
+        # "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and fields[0] not in (b"Z", b"X"):
+            table[int(name)] = int(fields[1])
     return table
 
 
-def _read(path: str) -> bytes | None:
-    """A small /proc file in one read (os.open: a scan reads hundreds, pathlib costs 5x as much)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:  # the process exited while being read
-        return None
-    finally:
-        os.close(fd)
+def _become_subreaper() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):  # no libc or no prctl: the group kill remains
+        libc = ctypes.CDLL(None, use_errno=True)  # this process's own symbols, libc's among them
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _read_stat(pid: int) -> _Proc | None:
-    stat = _read(f"{_PROC_DIR}/{pid}/stat")
-    if stat is None:
-        return None
-    # "pid (comm) state ppid pgrp session ... starttime(22nd)"; comm may hold spaces and parentheses.
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    try:
-        return _Proc(pid, int(fields[1]), fields[0].decode(), int(fields[19]))
-    except (IndexError, ValueError):
-        return None
+def _write(fd: int, text: str) -> None:
+    with contextlib.suppress(OSError):  # the runtime is gone: nobody reads the status any more
+        os.write(fd, text.encode())
 
 
-def _carries(pid: int, needle: bytes) -> bool:
-    environ = _read(f"{_PROC_DIR}/{pid}/environ")  # None: gone, or another user's process
-    return environ is not None and needle in b"\0" + environ
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

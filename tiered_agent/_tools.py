@@ -35,6 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, Validation
 
 from ._errors import ConfigurationError, ToolError
 from ._messages import ToolCall
+from ._text import clean_surrogates, escape_nul
+from ._trace import redact
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
@@ -450,14 +452,15 @@ class ToolSet:
             text, kind = decoded
         else:
             text, kind = _to_text(result), None
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates: JSON encoders downstream would refuse them
-            data = text.encode("utf-8", errors="replace")
-            text = data.decode("utf-8")
+        # Redacted before anything is cut or saved: a cap cannot leave half a secret behind, and the
+        # spilled file holds what the trace would. Lone surrogates (JSON cannot hold them) become
+        # escapes; NUL bytes, which providers reject or cut at, are shown to the model as \x00.
+        full: str = redact(clean_surrogates(text))
+        shown = escape_nul(full)
+        data = shown.encode("utf-8")
         if item.internal or len(data) <= self.max_output_bytes:
-            return ToolOutcome(content=text, error_kind=kind, original_bytes=len(data))
-        return await _cap(data, self.max_output_bytes, call.id, spill_dir)
+            return ToolOutcome(content=shown, error_kind=kind, original_bytes=len(data))
+        return await _cap(data, self.max_output_bytes, call.id, spill_dir, full=full.encode("utf-8"))
 
 
 def _prepare_arguments(item: Tool, raw: str) -> dict[str, Any] | ToolOutcome:
@@ -579,7 +582,7 @@ async def _decode_bytes(
 async def _binary(data: bytes, call_id: str, spill_dir: Path | None) -> ToolOutcome:
     text = f"[binary output, {len(data)} bytes, not shown]"
     try:
-        path = await _spill(data, call_id, spill_dir)
+        path = await _spill(_redact_bytes(data), call_id, spill_dir)
     except OSError as exc:
         return _spill_failed(f"{text[:-1]}; saving it failed: {_reason(exc)}]", len(data))
     if path is not None:
@@ -587,16 +590,25 @@ async def _binary(data: bytes, call_id: str, spill_dir: Path | None) -> ToolOutc
     return ToolOutcome(content=text, error_kind="binary_output", original_bytes=len(data), spill_path=path)
 
 
-async def _cap(data: bytes, limit: int, call_id: str, spill_dir: Path | None) -> ToolOutcome:
+def _redact_bytes(data: bytes) -> bytes:
+    """``data`` redacted like text, every other byte kept (non-UTF-8 bytes pass through as is)."""
+    text = data.decode("utf-8", "surrogateescape")
+    cleaned: str = redact(text)
+    return data if cleaned == text else cleaned.encode("utf-8", "surrogateescape")
+
+
+async def _cap(data: bytes, limit: int, call_id: str, spill_dir: Path | None, *, full: bytes) -> ToolOutcome:
+    """The first ``limit`` bytes of ``data`` (the output as shown), the whole output (``full``,
+    already redacted) saved in ``spill_dir``."""
     head = data[:limit].decode("utf-8", errors="ignore")  # never split a character
     shown = f"\n\n[output capped: showing the first {limit} of {len(data)} bytes; "
     try:
-        path = await _spill(data, call_id, spill_dir)
+        path = await _spill(full, call_id, spill_dir)
     except OSError as exc:
         note = f"saving the full output failed ({_reason(exc)}), so {len(data) - limit} bytes are lost]"
         return _spill_failed(head + shown + note, len(data))
     if path is not None:
-        note = f"the full output ({len(data)} bytes) is saved at {path}]"
+        note = f"the full output ({len(full)} bytes) is saved at {path}]"
     else:
         note = f"{len(data) - limit} bytes dropped]"
     return ToolOutcome(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -23,10 +24,15 @@ import orjson
 import structlog
 
 from ._errors import TraceFormatError, TraceWriteError
+from ._files import NotRegularFile, open_regular, open_regular_for_appending
+from ._lock import TraceLock
 from ._messages import Message, ToolCall, Usage
 from ._scrub import CleanTexts, sub_around, sub_at
+from ._text import clean_surrogates
+from ._trace_shapes import checked_fields
 
 __all__ = [
+    "REDACTED",
     "SCHEMA_VERSION",
     "ErrorEvent",
     "Event",
@@ -36,17 +42,25 @@ __all__ = [
     "RetrievalEvent",
     "RunEnded",
     "RunStarted",
+    "SkippedLine",
     "SummaryEvent",
     "ToolResult",
+    "TraceScan",
     "TraceWriter",
+    "check_event_fields",
     "event_from_dict",
     "event_to_dict",
     "is_secret_name",
+    "iter_trace",
     "load_history",
+    "longest_secret",
     "move_torn_tail",
+    "overlong",
     "read_trace",
     "redact",
     "register_secret",
+    "scan_trace",
+    "trace_lines",
 ]
 
 SCHEMA_VERSION = 1
@@ -241,6 +255,11 @@ def register_secret(value: str | None) -> None:
         _registered.add(value)
 
 
+def longest_secret() -> int:
+    """The length of the longest secret value :func:`redact` knows now (0 when it knows none)."""
+    return max(map(len, _secret_values()), default=0)
+
+
 def _secret_values() -> frozenset[str]:
     """The values to redact now: secret-looking environment variables and registered keys."""
     return _env_secrets(_environ_key()) | _registered
@@ -364,32 +383,47 @@ def event_to_dict(event: Event) -> dict[str, Any]:
 
 
 def event_from_dict(data: Mapping[str, Any]) -> Event:
+    """The event a trace line holds; ValueError (and no other error) naming the first field whose
+    shape is wrong (see :mod:`._trace_shapes`). Keys it does not know are ignored."""
     kind = data.get("type")
     cls = _EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise ValueError(f"unknown event type {kind!r}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    kwargs = {k: v for k, v in data.items() if k in names}
-    if cls is MessageEvent:
-        kwargs["message"] = Message.from_openai(data["message"])
-    for key in ("usage",):
-        if key in kwargs and isinstance(kwargs[key], Mapping):
-            kwargs[key] = Usage(**kwargs[key])
-    event: Event = cls(**kwargs)
+        raise ValueError(f"unknown event type {_short(kind)}")
+    event: Event = cls(**checked_fields(cls, data))
     return event
+
+
+def check_event_fields(data: Mapping[str, Any]) -> None:
+    """Check the fields an event of a known type holds, as :func:`event_from_dict` does, but let
+    fields be missing (a lenient reader fills them in); ValueError names the first wrong one.
+    Events of a type this version does not know pass unchecked."""
+    kind = data.get("type")
+    cls = _EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is not None:
+        checked_fields(cls, data, complete=False)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class TraceWriter:
     """Appends events to one JSONL file; :meth:`flush` at every iteration boundary.
 
-    Opening the file happens in :meth:`open` (or ``with``), never in ``__init__``. Opening an
-    existing trace first moves a torn last line aside (:func:`move_torn_tail`), so appending never
-    buries it. A failed write (a full disk) is cut back to the last complete line and raises
-    :class:`TraceWriteError` once; :meth:`close` never raises (it keeps the failure in ``error``).
+    Opening the file happens in :meth:`open` (or ``with``), never in ``__init__``. Opening takes
+    the trace's :class:`~._lock.TraceLock` (``lock``, if given, may be held already: a resume locks
+    before it reads), so a second writer is refused with :class:`~._errors.TraceInUse`; closing
+    releases it. Opening an existing trace first moves a torn last line aside
+    (:func:`move_torn_tail`), so appending never buries it. A failed write (a full disk) is cut
+    back to the last complete line and raises :class:`TraceWriteError` once; :meth:`close` never
+    raises (it keeps the failure in ``error``). Text that JSON cannot hold (a lone surrogate) is
+    written as its escape rather than failing the write.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, lock: TraceLock | None = None) -> None:
         self.path = path
+        self.lock = lock if lock is not None else TraceLock(path)
         self.torn: Path | None = None  # where open() moved a torn last line, if it did
         self.error: TraceWriteError | None = None  # the first write failure
         self._file: IO[bytes] | None = None
@@ -399,10 +433,15 @@ class TraceWriter:
     def open(self) -> TraceWriter:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.lock.acquire()
+        except OSError as exc:
+            raise TraceWriteError(f"cannot write the trace {self.path}: {_reason(exc)}") from exc
+        try:
             self.torn = move_torn_tail(self.path)
-            self._file = self.path.open("ab", buffering=0)
+            self._file = open_regular_for_appending(self.path, create=True, buffered=False)
             self._size = self._file.seek(0, os.SEEK_END)
         except OSError as exc:
+            self.lock.release()
             raise TraceWriteError(f"cannot write the trace {self.path}: {_reason(exc)}") from exc
         return self
 
@@ -413,8 +452,7 @@ class TraceWriter:
         self.close()
 
     def write(self, event: Event) -> None:
-        line = orjson.dumps(redact(event_to_dict(event)), option=orjson.OPT_SERIALIZE_NUMPY)
-        self._buffer.append(line + b"\n")
+        self._buffer.append(_line(redact(event_to_dict(event))))
 
     def flush(self) -> None:
         """Write the buffered events; on failure, cut the file back to its last complete line and raise."""
@@ -436,9 +474,15 @@ class TraceWriter:
             raise error from exc
         self._size += len(data)
 
+    def discard(self) -> None:
+        """Drop the events buffered since the last flush (a run that never started records none)."""
+        self._buffer.clear()
+
     def close(self) -> None:
-        """Flush what is buffered and close; a failure is kept in :attr:`error`, never raised."""
+        """Flush what is buffered, close and release the lock; a failure is kept in :attr:`error`,
+        never raised."""
         if self._file is None:
+            self.lock.release()
             return
         try:
             self.flush()
@@ -447,6 +491,7 @@ class TraceWriter:
         finally:
             self._file.close()
             self._file = None
+            self.lock.release()
 
     def _cut_back(self) -> None:
         assert self._file is not None
@@ -454,6 +499,24 @@ class TraceWriter:
             os.ftruncate(self._file.fileno(), self._size)
         except OSError as exc:  # the torn tail stays; the next open() moves it aside
             log.warning("trace.cut_back_failed", path=str(self.path), error=_reason(exc))
+
+
+def _line(data: dict[str, Any]) -> bytes:
+    """One trace line. A lone surrogate (a model's reply, a non-UTF-8 path) is written as its escape."""
+    try:
+        return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_without_surrogates(data), option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_surrogates(value)
+    if isinstance(value, Mapping):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_surrogates(v) for v in value]
+    return value
 
 
 def _write_all(file: IO[bytes], data: bytes) -> None:
@@ -474,19 +537,22 @@ def move_torn_tail(path: Path) -> Path | None:
     into ``<path>.torn`` (``<path>.2.torn``, ... if taken) and cut it from the trace, so that new
     events can be appended after the last complete one. Returns the ``.torn`` file, or None when
     the trace ends cleanly (or does not exist). The torn bytes are never dropped: they are written
-    to the ``.torn`` file before the trace is cut."""
+    to the ``.torn`` file before the trace is cut. A last line that is complete JSON but not a
+    valid event stays (reading skips it with its reason)."""
     try:
         handle = path.open("r+b")
     except FileNotFoundError:
         return None
     with handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
         size = handle.seek(0, os.SEEK_END)
         if size == 0:
             return None
         start = _last_line_start(handle, size)
         handle.seek(start)
         tail = handle.read()
-        if not tail.strip() or (tail.endswith(b"\n") and _parses(tail)):
+        if not tail.strip() or (tail.endswith(b"\n") and _is_json_object(tail)):
             return None
         torn = _keep_aside(path, tail)
         handle.truncate(start)
@@ -507,12 +573,11 @@ def _last_line_start(handle: IO[bytes], size: int) -> int:
     return 0
 
 
-def _parses(line: bytes) -> bool:
+def _is_json_object(line: bytes) -> bool:
     try:
-        _parse_line(line)
-    except (ValueError, TypeError, KeyError):
+        return isinstance(orjson.loads(line), dict)
+    except orjson.JSONDecodeError:
         return False
-    return True
 
 
 def _keep_aside(path: Path, tail: bytes) -> Path:
@@ -527,44 +592,159 @@ def _keep_aside(path: Path, tail: bytes) -> Path:
     raise FileExistsError(f"{path}: too many .torn files next to it")
 
 
+# ---------------------------------------------------------------- reading
+MAX_LINE_BYTES = 64 * 1024 * 1024  # far above any event (tool outputs over 1 MB are spilled to files)
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    """A line of a trace that was not read as an event, and why (``torn`` for a cut-off last line)."""
+
+    line: int
+    reason: str
+    torn: bool = False
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceScan:
+    """Every readable event of a trace with its line number, and every line skipped with its reason."""
+
+    path: Path
+    events: tuple[Event, ...]
+    lines: tuple[int, ...]  # lines[i]: the line of events[i] in the file (1-based)
+    skipped: tuple[SkippedLine, ...]
+
+    def line_of(self, index: int) -> int:
+        return self.lines[index]
+
+
+class _BadLine(ValueError):
+    """One line's problem (its reason)."""
+
+
 def _parse_line(line: bytes) -> Event:
-    data = orjson.loads(line)
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise _BadLine(f"not JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise ValueError("line is not a JSON object")
+        raise _BadLine("not a JSON object")
     version = data.get("v")
     if version != SCHEMA_VERSION:
-        raise ValueError(f"schema version {version!r}, expected {SCHEMA_VERSION}")
-    return event_from_dict(data)
+        raise _BadLine(f"schema version {_short(version)}, expected {SCHEMA_VERSION}")
+    try:
+        return event_from_dict(data)
+    except ValueError as exc:
+        raise _BadLine(str(exc)) from None
+
+
+def trace_lines(path: Path) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) for every line of the file at ``path``; None for a line over
+    :data:`MAX_LINE_BYTES` (skipped unread, so memory stays bounded).
+
+    Refuses (one sentence, :class:`TraceFormatError`) what is not a regular file: a FIFO would
+    block and ``/dev/zero`` never end.
+    """
+    try:
+        handle = open_regular(path)
+    except NotRegularFile as exc:
+        raise TraceFormatError(f"{exc}: it cannot be a trace") from None
+    except OSError as exc:
+        raise TraceFormatError(f"{path}: cannot read trace ({_reason(exc)})") from exc
+    with handle:
+        number = 0
+        while line := _read_line(handle, path):
+            number += 1
+            yield number, None if line is _OVERLONG else line
+
+
+def overlong(number: int) -> SkippedLine:
+    """The skipped line :func:`trace_lines` reports as None."""
+    return SkippedLine(number, f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MB")
+
+
+def _records(path: Path) -> Iterator[tuple[int, Event | SkippedLine]]:
+    """(line number, event or skipped line) for every line of the trace at ``path``."""
+    for number, line in trace_lines(path):
+        yield number, overlong(number) if line is None else _record(line, number)
+
+
+def _read_line(handle: IO[bytes], path: Path) -> bytes:
+    try:
+        line = handle.readline(MAX_LINE_BYTES + 1)
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while (more := handle.readline(1 << 20)) and not more.endswith(b"\n"):
+                pass
+            return _OVERLONG
+    except OSError as exc:
+        raise TraceFormatError(f"{path}: cannot read trace ({_reason(exc)})") from exc
+    return line
+
+
+_OVERLONG = b"\0overlong"  # a sentinel no trace line can be (a NUL byte is never valid JSON here)
+
+
+def _record(line: bytes, number: int) -> Event | SkippedLine:
+    if not line.strip():
+        return SkippedLine(number, "blank")
+    try:
+        return _parse_line(line)
+    except _BadLine as exc:
+        return SkippedLine(number, str(exc), torn=not line.endswith(b"\n"))
 
 
 _warned_torn: set[tuple[str, int]] = set()
 
 
+def scan_trace(path: Path | str) -> TraceScan:
+    """Every readable event of the trace at ``path``, with the lines skipped and why (a torn last
+    line, a line that is not JSON, an event whose fields have the wrong shape, another schema
+    version). Raises :class:`TraceFormatError` only when the file cannot be read at all."""
+    path = Path(path)
+    events: list[Event] = []
+    lines: list[int] = []
+    skipped: list[SkippedLine] = []
+    for number, record in _records(path):
+        if isinstance(record, SkippedLine):
+            if record.reason != "blank":
+                skipped.append(record)
+        else:
+            events.append(record)
+            lines.append(number)
+    return TraceScan(path, tuple(events), tuple(lines), tuple(skipped))
+
+
 def iter_trace(path: Path) -> Iterator[Event]:
-    """Events of a trace file in order. A torn last line (a crash mid-write) is skipped with a
-    warning, logged once per file state however often the trace is read."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TraceFormatError(f"{path}: cannot read trace ({exc})") from exc
-    lines = data.splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    """Events of a trace file in order, strictly: a line that is not a valid event raises
+    :class:`TraceFormatError` naming the file, the line and the problem (and nothing else is
+    raised), except an unreadable last line (a crash mid-write), which is skipped with a warning
+    logged once per file state however often the trace is read. :func:`scan_trace` skips instead."""
+    pending: SkippedLine | None = None
+    for _, record in _records(path):
+        if isinstance(record, SkippedLine) and record.reason == "blank":
             continue
-        try:
-            yield _parse_line(line)
-        except (ValueError, TypeError, KeyError) as exc:
-            if number == len(lines):
-                _warn_torn(path, len(data), number, exc)
-                return
-            raise TraceFormatError(f"{path}:{number}: {exc}") from exc
+        if pending is not None:
+            raise TraceFormatError(f"{path}:{pending.line}: {pending.reason}")
+        if isinstance(record, SkippedLine):
+            pending = record
+            continue
+        yield record
+    if pending is not None:
+        _warn_torn(path, pending)
 
 
-def _warn_torn(path: Path, size: int, number: int, exc: Exception) -> None:
+def _warn_torn(path: Path, skipped: SkippedLine) -> None:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = -1
     key = (str(path.absolute()), size)
     if key not in _warned_torn:
         _warned_torn.add(key)
-        log.warning("trace.torn_last_line", path=str(path), line=number, error=str(exc))
+        log.warning("trace.torn_last_line", path=str(path), line=skipped.line, error=skipped.reason)
 
 
 def read_trace(path: Path | str) -> list[Event]:

@@ -10,22 +10,25 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated, BinaryIO
 
 from pydantic import Field
 
 from ._errors import ConfigurationError, PathOutsideWorkspace, ToolError
+from ._files import NotRegularFile, open_regular, open_regular_for_writing
+from ._grep import Found, SearchLimits
+from ._search import search
 from ._shell import DEFAULT_SHELL_TIMEOUT_S, shell_tool
 from ._tools import Tool, tool
 
 __all__ = [
     "LIST_DIR_MAX_ENTRIES",
     "READ_FILE_MAX_LINES",
+    "READ_TOOL_TIMEOUT_S",
     "SEARCH_MAX_FILE_BYTES",
+    "SEARCH_TIMEOUT_S",
     "Workspace",
     "workspace_tools",
 ]
@@ -36,6 +39,8 @@ READ_FILE_MAX_LINE_CHARS = 2000
 SEARCH_MAX_FILE_BYTES = 1_000_000
 SEARCH_MAX_FILES = 20_000
 SEARCH_MAX_LINE_CHARS = 300
+SEARCH_TIMEOUT_S = 30.0  # a search stops here and reports what it found (a pattern that backtracks)
+READ_TOOL_TIMEOUT_S = 30.0  # list_dir, read_file: a filesystem that hangs (a dead network mount)
 _SKIP_DIRS = frozenset({".git"})
 _SNIFF_BYTES = 8192
 _LINE_BYTES = READ_FILE_MAX_LINE_CHARS * 4 + 4  # enough bytes for the characters a line shows
@@ -102,23 +107,14 @@ class Workspace:
 # --------------------------------------------------------------------------- helpers
 
 
-def _is_binary(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return b"\x00" in handle.read(_SNIFF_BYTES)
-
-
-def _split_lines(text: str) -> list[str]:
-    """Lines as editors and grep count them: split on \\n only, a final newline ends the last line."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
-
-
-def _cut_line(line: str, limit: int) -> str:
-    if len(line) <= limit:
-        return line
-    return f"{line[:limit]}… [line cut, {len(line)} chars]"
+def _open_file(path: str, real: Path) -> BinaryIO:
+    """``real`` opened for reading; a FIFO, a device or a socket is refused (never waited on)."""
+    try:
+        return open_regular(real)
+    except NotRegularFile as exc:
+        raise ToolError(f"{path!r} is {exc.kind}: only regular files can be read") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {path!r}: {exc.strerror or exc}") from None
 
 
 def _walk(ws: Workspace, top: Path, max_depth: int) -> Iterator[tuple[Path, bool]]:
@@ -152,54 +148,36 @@ def _glob_match(rel: str, name: str, pattern: str) -> bool:
     return fnmatch.fnmatch(rel, pattern) if "/" in pattern else fnmatch.fnmatch(name, pattern)
 
 
-@dataclass
-class _SearchState:
-    lines: list[str]
-    max_results: int
-    skipped_large: int = 0
-    files_seen: int = 0
-
-    @property
-    def full(self) -> bool:
-        return len(self.lines) >= self.max_results
+def _search_candidates(ws: Workspace, top: Path, glob: str | None) -> Iterator[tuple[str, str]]:
+    """(real path, path as the model writes it) of each file to search; symlinks out of the root
+    and what is not a file are left out (the search itself refuses FIFOs and devices)."""
+    for path in _iter_files(ws, top, glob):
+        real = path.resolve()
+        if real.is_relative_to(ws.root) and real.is_file():
+            yield str(real), ws.relative(path)
 
 
-def _search_file(ws: Workspace, path: Path, regex: re.Pattern[str], state: _SearchState) -> None:
-    real = path.resolve()
-    if not real.is_relative_to(ws.root) or not real.is_file():
-        return
-    if real.stat().st_size > SEARCH_MAX_FILE_BYTES:
-        state.skipped_large += 1
-        return
-    data = real.read_bytes()
-    if b"\x00" in data[:_SNIFF_BYTES]:
-        return
-    rel = ws.relative(path)
-    for number, line in enumerate(_split_lines(data.decode("utf-8", errors="replace")), start=1):
-        if regex.search(line):
-            state.lines.append(f"{rel}:{number}: {_cut_line(line.strip(), SEARCH_MAX_LINE_CHARS)}")
-            if state.full:
-                return
-
-
-def _text_file(ws: Workspace, path: str) -> Path:
+def _text_file(ws: Workspace, path: str) -> tuple[Path, BinaryIO]:
+    """The resolved path of a text file and the file, open for reading (the caller closes it)."""
     real = ws.existing(path)
     if real.is_dir():
         raise ToolError(f"{path!r} is a directory; use list_dir to see its contents")
-    if _is_binary(real):
-        raise ToolError(
-            f"{path!r} is a binary file ({real.stat().st_size} bytes); it cannot be shown as text"
-        )
-    return real
+    handle = _open_file(path, real)
+    if b"\x00" in handle.read(_SNIFF_BYTES):
+        size = os.fstat(handle.fileno()).st_size
+        handle.close()
+        raise ToolError(f"{path!r} is a binary file ({size} bytes); it cannot be shown as text")
+    handle.seek(0)
+    return real, handle
 
 
-def _read_range(path: Path, first: int, last: int) -> tuple[list[str], int]:
+def _read_range(handle: BinaryIO, first: int, last: int) -> tuple[list[str], int]:
     """Lines ``first..last`` (1-based, inclusive, each cut to READ_FILE_MAX_LINE_CHARS) and the
-    file's number of lines, counted as :func:`_split_lines` does. Streams: memory stays bounded by
-    what is shown, however large the file or long its lines."""
+    file's number of lines, counted as editors and grep count them (a final newline ends the last
+    line). Streams: memory stays bounded by what is shown, however large the file or long its lines."""
     shown: list[str] = []
     total = 0
-    with path.open("rb") as handle:
+    with handle:
         while total < last:
             head = handle.readline(_LINE_BYTES)
             if not head:
@@ -221,7 +199,7 @@ def _chars(data: bytes) -> int:
 def _render_line(head: bytes, chars: int, ending: bytes) -> str:
     """One line as read_file shows it: without its line ending, cut past READ_FILE_MAX_LINE_CHARS."""
     text = head.decode("utf-8", errors="replace")
-    for end in (b"\n", b"\r"):  # as _split_lines: a final "\r" goes with the "\n"
+    for end in (b"\n", b"\r"):  # a final "\r" goes with the "\n", as editors count lines
         if ending.endswith(end):
             chars, text, ending = chars - 1, text.removesuffix(end.decode()), ending[:-1]
     if chars <= READ_FILE_MAX_LINE_CHARS:
@@ -243,7 +221,7 @@ def _count_lines(handle: BinaryIO) -> int:
 
 
 def _read_tools(ws: Workspace) -> list[Tool]:
-    @tool(read_only=True)
+    @tool(read_only=True, timeout_s=READ_TOOL_TIMEOUT_S)
     def list_dir(path: str = ".", depth: Depth = 1) -> str:
         """List the files and directories under a workspace directory, one per line; directories end
         with "/". Paths are relative to the workspace root and can be passed to the other tools as
@@ -263,7 +241,7 @@ def _read_tools(ws: Workspace) -> list[Tool]:
             lines.append(f"{ws.relative(entry)}{'/' if is_dir else ''}")
         return "\n".join(lines) if lines else f"{ws.relative(top)}/ is empty"
 
-    @tool(read_only=True)
+    @tool(read_only=True, timeout_s=READ_TOOL_TIMEOUT_S)
     def read_file(path: str, start_line: LineNumber = 1, end_line: LineNumber | None = None) -> str:
         """Read a text file from the workspace with line numbers, optionally only lines start_line to
         end_line (1-based, inclusive). At most 2000 lines are returned per call; the first line of
@@ -274,11 +252,11 @@ def _read_tools(ws: Workspace) -> list[Tool]:
             start_line: First line to show (1-based).
             end_line: Last line to show, inclusive (default: the end of the file).
         """
-        real = _text_file(ws, path)
         if end_line is not None and end_line < start_line:
             raise ToolError(f"end_line ({end_line}) is before start_line ({start_line})")
+        real, handle = _text_file(ws, path)
         wanted = start_line + READ_FILE_MAX_LINES - 1
-        lines, total = _read_range(real, start_line, min(end_line or wanted, wanted))
+        lines, total = _read_range(handle, start_line, min(end_line or wanted, wanted))
         if total == 0:
             return f"{ws.relative(real)} is empty (0 lines)"
         if start_line > total:
@@ -292,44 +270,46 @@ def _read_tools(ws: Workspace) -> list[Tool]:
             footer = [f"[stopped at {READ_FILE_MAX_LINES} lines; continue with start_line={last + 1}]"]
         return "\n".join([header, *body, *footer])
 
-    @tool(read_only=True, timeout_s=60)
-    def search_text(
+    @tool(read_only=True, timeout_s=SEARCH_TIMEOUT_S + READ_TOOL_TIMEOUT_S)
+    async def search_text(
         pattern: str, path: str = ".", glob: str | None = None, max_results: MaxResults = 100
     ) -> str:
-        """Search text files for a Python regular expression; prints "path:line: text" for each
-        matching line. Binary files, the .git directory and files over 1 MB are skipped. Use glob to
-        restrict the files searched, e.g. "*.py" (file names) or "src/*.py" (paths).
+        """Search text files for a regular expression (Python syntax); prints "path:line: text" for
+        each matching line. Binary files, the .git directory and files over 1 MB are skipped. Use glob
+        to restrict the files searched, e.g. "*.py" (file names) or "src/*.py" (paths). A search
+        stops after 30 s with the matches found so far.
 
         Args:
-            pattern: Python regular expression searched for in each line (re.search).
+            pattern: Regular expression searched for in each line (like Python's re.search).
             path: File or directory to search, relative to the workspace root.
             glob: Optional fnmatch pattern for file names, or for paths when it contains "/".
             max_results: Stop after this many matching lines (at most 1000).
         """
-        try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from exc
         top = ws.existing(path)
-        state = _SearchState(lines=[], max_results=max_results)
-        for file in _iter_files(ws, top, glob):
-            state.files_seen += 1
-            if state.full or state.files_seen > SEARCH_MAX_FILES:
-                break
-            _search_file(ws, file, regex, state)
-        return _search_report(state, pattern, path)
+        limits = SearchLimits(
+            max_results, SEARCH_MAX_FILE_BYTES, SEARCH_MAX_FILES, SEARCH_MAX_LINE_CHARS, SEARCH_TIMEOUT_S
+        )
+        found = await search(pattern, _search_candidates(ws, top, glob), limits)
+        return _search_report(found, limits, pattern, path)
 
     return [list_dir, read_file, search_text]
 
 
-def _search_report(state: _SearchState, pattern: str, path: str) -> str:
-    lines = list(state.lines) or [f"No matches for {pattern!r} in {path!r}."]
-    if state.full:
-        lines.append(f"[stopped after {state.max_results} matches; narrow the pattern, path or glob]")
-    if state.files_seen > SEARCH_MAX_FILES:
-        lines.append(f"[stopped after scanning {SEARCH_MAX_FILES} files; narrow the path or glob]")
-    if state.skipped_large:
-        lines.append(f"[{state.skipped_large} file(s) over {SEARCH_MAX_FILE_BYTES} bytes not searched]")
+def _search_report(found: Found, limits: SearchLimits, pattern: str, path: str) -> str:
+    lines = list(found.lines) or [f"No matches for {pattern!r} in {path!r}."]
+    if len(found.lines) >= limits.max_results:
+        lines.append(f"[stopped after {limits.max_results} matches; narrow the pattern, path or glob]")
+    if found.too_many_files:
+        lines.append(f"[stopped after scanning {limits.max_files} files; narrow the path or glob]")
+    if found.timed_out:
+        where = f", in {found.current}" if found.current else ""
+        lines.append(
+            f"[search stopped after {limits.seconds:g} s{where}, with the matches above (scanned "
+            f"{found.files_seen} file(s)); the pattern may backtrack catastrophically, e.g. nested "
+            "repetition like (a+)+: simplify it, or narrow the path or glob]"
+        )
+    if found.skipped_large:
+        lines.append(f"[{found.skipped_large} file(s) over {limits.max_file_bytes} bytes not searched]")
     return "\n".join(lines)
 
 
@@ -348,8 +328,8 @@ def _write_tools(ws: Workspace) -> list[Tool]:
             raise ToolError(f"{path!r} is a directory")
         existed = real.exists()
         real.parent.mkdir(parents=True, exist_ok=True)
-        data = content.encode("utf-8")
-        real.write_bytes(data)
+        data = content.encode("utf-8", "backslashreplace")
+        _write(path, real, data)
         verb = "Overwrote" if existed else "Created"
         return f"{verb} {ws.relative(real)}: {len(data)} bytes, {len(content.splitlines())} lines"
 
@@ -379,17 +359,27 @@ def _write_tools(ws: Workspace) -> list[Tool]:
                 f"to make it unique, or pass count={found} (or 0) to replace every occurrence"
             )
         first_line = text[: text.index(old)].count("\n") + 1
-        real.write_bytes(text.replace(old, new).encode("utf-8"))
+        _write(path, real, text.replace(old, new).encode("utf-8", "backslashreplace"))
         return f"Replaced {found} occurrence(s) in {ws.relative(real)} (first at line {first_line})"
 
     return [write_file, edit_file]
+
+
+def _write(path: str, real: Path, data: bytes) -> None:
+    """Replace the file's content; a FIFO, a device or a socket is refused (never waited on)."""
+    try:
+        with open_regular_for_writing(real) as handle:
+            handle.write(data)
+    except NotRegularFile as exc:
+        raise ToolError(f"{path!r} is {exc.kind}: only regular files can be written") from None
 
 
 def _read_for_edit(ws: Workspace, path: str) -> tuple[Path, str]:
     real = ws.existing(path)
     if real.is_dir():
         raise ToolError(f"{path!r} is a directory")
-    data = real.read_bytes()
+    with _open_file(path, real) as handle:
+        data = handle.read()
     if b"\x00" in data[:_SNIFF_BYTES]:
         raise ToolError(f"{path!r} is a binary file; edit_file only edits text")
     try:

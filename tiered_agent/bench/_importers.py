@@ -39,6 +39,7 @@ import orjson
 import structlog
 
 from .._errors import ConfigurationError, TraceFormatError
+from .._files import describe_mode
 from . import (
     _import_claude,
     _import_codex,
@@ -394,6 +395,9 @@ def _files(path: Path) -> list[Path]:
             log.debug("importers.not_a_run", path=str(path))
             return []
         return [path]
+    if path.exists():  # a FIFO or a device: refused before anything opens it (it could block or never end)
+        kind = describe_mode(path.stat().st_mode)
+        raise ConfigurationError(f"{path}: {kind}, not a file or folder of recorded runs or traces")
     raise ConfigurationError(f"{path}: no such file or folder (expected recorded runs or traces)")
 
 

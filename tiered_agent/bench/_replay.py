@@ -40,7 +40,6 @@ from ..context._names import RETRIEVE_TOOL_NAME
 from ..context._policy import Policy
 from ..context._presets import PRESETS
 from ..context._retrieve import retrieve
-from ..context._summarizer import LLMSummarizer
 from ..context.steps import Dedup
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
@@ -48,6 +47,7 @@ from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_in
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
 from ._rulers import Recovery, RetrievalSources, WordIndex, prompt_texts
+from ._summarizer_check import CheckedSummarizer
 
 __all__ = [
     "ABLATIONS",
@@ -385,7 +385,7 @@ async def _replay_segment(
     run, counter = state.run, state.counter
     summarizer = None
     if summary_model is not None and policy.summarizes:  # its calls are counted as summary usage
-        summarizer = LLMSummarizer(
+        summarizer = CheckedSummarizer(
             summary_model, max_tokens=policy.summary_max_tokens, timeout_s=policy.summary_timeout_s
         )
     manager = ContextManager(
@@ -419,6 +419,8 @@ async def _replay_segment(
                         limit=limit,
                     )
                 )
+                if summarizer is not None:  # a summary that failed: stop before reporting its savings
+                    summarizer.check(policy.name)
             observed = await _observations(manager, group, kind, iteration)
             tokens = _extend(history, observed, counter, tokens)
     return manager

@@ -164,6 +164,7 @@ def agent_options(*, resume: bool) -> Callable[[F], F]:
 def run(**options: Any) -> None:
     """Run TASK with a model and the workspace tools; print progress, the answer and the trace path."""
     settings = RunOptions(**options)
+    _check_text(settings)
     if not settings.model:
         raise click.UsageError(
             "No model given: pass --model (e.g. openai/gpt-4o-mini) or set TIERED_AGENT_MODEL."
@@ -185,12 +186,34 @@ def resume(**options: Any) -> None:
     A torn last line (a crash mid-write) is moved to TRACE.torn first, never dropped.
     """
     settings = RunOptions(**options)
+    _check_text(settings)
     _check_workspace(settings)
     assert settings.trace is not None
     _check_trace_file(settings.trace)
     from ._run import resume_task
 
     sys.exit(resume_task(settings))
+
+
+def _check_text(settings: RunOptions) -> None:
+    """A value that is not UTF-8 (a shell's $'\\xff') cannot reach the model, the trace or the
+    terminal intact: one sentence, before anything is written."""
+    from .._text import undecodable
+
+    values = {
+        "TASK": settings.task,
+        "--follow-up": settings.follow_up,
+        "--workspace": settings.workspace,
+        "--trace-dir": settings.trace_dir,
+        "TRACE": settings.trace,
+        "--model": settings.model,
+        "--api-base": settings.api_base,
+        "--summary-model": settings.summary_model,
+    }
+    for name, value in values.items():
+        problem = None if value is None else undecodable(str(value))
+        if problem is not None:
+            raise click.UsageError(f"{name} is not valid UTF-8 text ({problem}); pass it as UTF-8.")
 
 
 def _check_workspace(settings: RunOptions) -> None:
@@ -211,11 +234,15 @@ def _check_trace_dir(path: Path) -> None:
 
 
 def _check_trace_file(path: Path) -> None:
+    from .._files import NotRegularFile, open_regular_for_appending
+
     try:
-        with path.open("ab"):
+        with open_regular_for_appending(path):  # a FIFO would block the open: refused first
             pass
         with tempfile.TemporaryFile(dir=path.parent):  # room for TRACE.torn and TRACE.outputs
             pass
+    except NotRegularFile as exc:
+        raise click.BadParameter(f"{exc}, so it cannot be a trace.", param_hint="'TRACE'") from None
     except OSError as exc:
         raise click.BadParameter(
             f"cannot append to {path}: {exc.strerror or exc}.", param_hint="'TRACE'"

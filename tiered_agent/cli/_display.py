@@ -1,4 +1,8 @@
-"""Live per-iteration display of a run for the CLI (rich); the loop only emits events."""
+"""Live per-iteration display of a run for the CLI (rich); the loop only emits events.
+
+It prints on a :class:`~._terminal.TerminalConsole`, so nothing from a model, a tool or a trace
+reaches the terminal as a control sequence.
+"""
 
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ class RunDisplay:
     """
 
     console: Console
+    preface: tuple[str, ...] = ()  # lines printed after the run's first line (resume: the endpoint)
     context_window: int | None = None
     hard_limit: float = 0.95
     first_prompt: int | None = None
@@ -43,7 +48,9 @@ class RunDisplay:
         if isinstance(event, RunStarted):
             self.context_window = event.config.get("context_window")
             self.hard_limit = float(event.config.get("context", {}).get("hard_limit", 0.95))
-            self.console.print(f"[bold]run {event.run_id}[/] · model {escape(event.model)}")
+            self.console.print(f"[bold]run {escape(event.run_id)}[/] · model {escape(event.model)}")
+            for line in self.preface:
+                self.console.print(f"[dim]{escape(line)}[/]")
         elif isinstance(event, ModelRequest):
             self._request = event
         elif isinstance(event, ModelResponse):

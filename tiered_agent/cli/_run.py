@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .._agent import DEFAULT_SYSTEM_PROMPT, Agent, RunLimits
+from .._endpoint import resume_endpoint
 from .._errors import (
     AuthenticationError,
     ConfigurationError,
@@ -31,7 +32,8 @@ from .._instructions import build_system_prompt, load_instructions
 from .._litellm import settle_heap_on_import
 from .._model import LiteLLMModel, RetryPolicy
 from .._result import RunResult
-from .._trace import Event, RunStarted, iter_trace, redact
+from .._terminal import TerminalConsole
+from .._trace import Event, RunStarted, redact, scan_trace
 from .._workspace import Workspace, workspace_tools
 from ..context._policy import Policy
 from ..context._presets import PRESETS, preset
@@ -77,7 +79,7 @@ def _exporting(options: RunOptions, main: Callable[[Telemetry | None], int]) -> 
     try:
         exporting = cli_telemetry(options.otel)
     except ConfigurationError as exc:
-        return _error(Console(stderr=True, highlight=False, soft_wrap=True), exc, EXIT_USAGE)
+        return _error(TerminalConsole.for_cli(stderr=True), exc, EXIT_USAGE)
     try:
         return main(exporting.telemetry if exporting else None)
     finally:
@@ -87,8 +89,8 @@ def _exporting(options: RunOptions, main: Callable[[Telemetry | None], int]) -> 
 
 def _main(prepare: Callable[[Console, Console], _Launch]) -> int:
     settle_heap_on_import()  # this process is ours: litellm's objects need no garbage collection
-    console = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)  # a sentence is never cut into lines
+    console = TerminalConsole.for_cli()
+    err = TerminalConsole.for_cli(stderr=True)  # a sentence is never cut into lines
     try:
         launch = prepare(console, err)
         result, signum = _run_until_signal(launch.start)
@@ -177,26 +179,21 @@ def _prepare_resume(
     started = _last_run_start(trace)
     same_model = options.model in (None, started.model)
     model = options.model or started.model
-    recorded_base = started.config.get("api_base")
-    api_base = options.api_base or (recorded_base if same_model and _usable(recorded_base) else None)
+    endpoint = resume_endpoint(options.api_base, started.config.get("api_base"), model)
     window = options.context_window or (started.config.get("context_window") if same_model else None)
     options = dataclasses.replace(options, context_window=window if isinstance(window, int) else None)
     context = _resumed_context(options, started)
     _note_tools(started, options, err)
-    display = RunDisplay(console)
-    agent = _agent(options, model, api_base, context, display, telemetry=telemetry)
+    display = RunDisplay(console, preface=(endpoint.described, *(f"note: {n}" for n in [endpoint.note] if n)))
+    agent = _agent(options, model, endpoint.api_base, context, display, telemetry=telemetry)
     return _Launch(display, lambda: agent.resume(trace, options.follow_up), lambda: trace)
 
 
 def _last_run_start(trace: Path) -> RunStarted:
-    started = [e for e in iter_trace(trace) if isinstance(e, RunStarted)]
+    started = [e for e in scan_trace(trace).events if isinstance(e, RunStarted)]
     if not started:
         raise ConfigurationError(f"{trace} is not a tiered-agent run trace (it has no run_start)")
     return started[-1]
-
-
-def _usable(api_base: Any) -> bool:
-    return isinstance(api_base, str) and bool(api_base) and "[redacted]" not in api_base
 
 
 def _resumed_context(options: RunOptions, started: RunStarted) -> Policy:
@@ -207,15 +204,17 @@ def _resumed_context(options: RunOptions, started: RunStarted) -> Policy:
     if isinstance(recorded, Mapping):
         try:
             return Policy.from_dict(recorded)
-        except (ConfigurationError, TypeError, ValueError, KeyError):
-            if recorded.get("name") in PRESETS:
-                return preset(str(recorded["name"]))
+        except (ConfigurationError, TypeError, ValueError, KeyError, AttributeError):
+            name = recorded.get("name")
+            if isinstance(name, str) and name in PRESETS:
+                return preset(name)
     raise ConfigurationError(f"{options.trace} does not record its context policy: pass --policy")
 
 
 def _note_tools(started: RunStarted, options: RunOptions, err: Console) -> None:
     """Tools are never re-enabled from a trace: say which flags the run had."""
-    used = {str(t.get("function", {}).get("name")) for t in started.tools if isinstance(t, Mapping)}
+    functions = (t.get("function") for t in started.tools if isinstance(t, Mapping))
+    used = {str(f.get("name")) for f in functions if isinstance(f, Mapping)}
     for flag, name in _RUN_TOOLS.items():
         if name in used and not getattr(options, flag):
             err.print(

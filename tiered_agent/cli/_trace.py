@@ -28,9 +28,10 @@ def trace() -> None:
 
 
 def _consoles() -> tuple[Console, Console]:
-    from rich.console import Console
+    """stdout and stderr consoles that print a trace's control characters as escapes."""
+    from .._terminal import TerminalConsole
 
-    return Console(highlight=False), Console(stderr=True, highlight=False)
+    return TerminalConsole(highlight=False), TerminalConsole(stderr=True, highlight=False)
 
 
 def _newest(folder: Path) -> Path:
@@ -64,12 +65,15 @@ def _read_run(path: Path, err: Console) -> RunView:
 
 
 def _echo_json(value: object) -> None:
-    """``value`` as indented JSON on stdout, secrets redacted (older or imported traces may hold some)."""
+    """``value`` as indented JSON on stdout, secrets redacted (older or imported traces may hold some)
+    and the characters a terminal would act on escaped (the same JSON value)."""
     import orjson
 
+    from .._text import json_terminal_safe
     from .._trace import redact
 
-    sys.stdout.buffer.write(orjson.dumps(redact(value), option=orjson.OPT_INDENT_2) + b"\n")
+    data = orjson.dumps(redact(value), option=orjson.OPT_INDENT_2)
+    sys.stdout.buffer.write(json_terminal_safe(data) + b"\n")
     sys.stdout.flush()
 
 

@@ -1,14 +1,21 @@
 """Read a trace leniently, as raw event dicts: what can be read is shown, the rest is one warning.
 
-:func:`tiered_agent._trace.iter_trace` is strict on purpose (resume and replay
-must not guess). An inspector must instead show whatever a trace holds: a torn
-last line, a line from another schema version or an unknown event type never
-stop it. Events stay plain mappings so that keys added by newer versions (or
-missing in older ones) are read defensively by the views, never rejected here.
+:func:`tiered_agent._trace.iter_trace` is strict on purpose (replay must not guess).
+An inspector must instead show whatever a trace holds: a torn last line, a line
+from another schema version or an unknown event type never stop it. Events stay
+plain mappings so that keys added by newer versions (or missing in older ones)
+are read defensively by the views, never rejected here. An event of this schema
+version and a known type is checked with the trace reader's own rules
+(:func:`~tiered_agent._trace.check_event_fields`; missing keys are allowed): one
+whose fields have the wrong shape is skipped with its reason, so no view meets a
+message that is a string or tool calls that are not a list. The file is read
+through the trace reader's line reader: a FIFO or a device is refused in one
+sentence, and a line too long to be an event is skipped unread.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from .._errors import TraceFormatError
-from .._trace import SCHEMA_VERSION
+from .._messages import Usage
+from .._trace import SCHEMA_VERSION, SkippedLine, check_event_fields, overlong, trace_lines
 
 __all__ = ["LoadedTrace", "RawEvent", "find_traces", "load_trace"]
 
@@ -53,41 +60,83 @@ class LoadedTrace:
 
 
 def load_trace(path: Path) -> LoadedTrace:
-    """Every parseable JSON-object line of ``path``; problems are summed up in one warning.
+    """Every readable JSON-object line of ``path``; problems are summed up in one warning.
 
-    Raises :class:`TraceFormatError` only when the file cannot be read at all.
+    Raises :class:`TraceFormatError` only when the file cannot be read at all (it does not exist,
+    it is a FIFO or a device, it cannot be opened).
     """
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise TraceFormatError(f"{path}: cannot read trace ({exc.strerror or exc})") from exc
     events: list[RawEvent] = []
     bad: list[int] = []
+    invalid: list[SkippedLine] = []
     versions: Counter[Any] = Counter()
-    for number, line in enumerate(lines, start=1):
+    total = 0
+    for number, line in trace_lines(path):
+        total = number
+        if line is None:
+            invalid.append(overlong(number))
+            continue
         if not line.strip():
             continue
-        try:
-            data = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            bad.append(number)
-            continue
-        if not isinstance(data, dict):
+        data = _object(line)
+        if data is None:
             bad.append(number)
             continue
         if data.get("v") != SCHEMA_VERSION:
-            versions[data.get("v")] += 1
+            versions[_hashable(data.get("v"))] += 1
+        else:
+            problem = _shape_problem(data)
+            if problem is not None:
+                invalid.append(SkippedLine(number, problem))
+                continue
+            data = _with_clean_usage(data)
         events.append(RawEvent(number, data))
-    return LoadedTrace(path, tuple(events), _warning(path, bad, len(lines), versions))
+    return LoadedTrace(path, tuple(events), _warning(path, bad, total, versions, invalid))
 
 
-def _warning(path: Path, bad: list[int], total: int, versions: Counter[Any]) -> str | None:
+def _object(line: bytes) -> dict[str, Any] | None:
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _shape_problem(data: Mapping[str, Any]) -> str | None:
+    """Why an event of a known type cannot be shown: a field it holds has the wrong shape (a
+    missing field is no problem here; the views read every key defensively)."""
+    try:
+        check_event_fields(data)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _with_clean_usage(data: dict[str, Any]) -> dict[str, Any]:
+    """The event with its usage read as the runtime reads it: a negative or odd count is missing
+    (:meth:`Usage.from_dict`), so no total the views add up can turn negative."""
+    usage = data.get("usage")
+    if not isinstance(usage, Mapping):
+        return data
+    return {**data, "usage": dataclasses.asdict(Usage.from_dict(usage))}
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool | None) else repr(value)[:40]
+
+
+def _warning(
+    path: Path, bad: list[int], total: int, versions: Counter[Any], invalid: list[SkippedLine]
+) -> str | None:
     problems = []
     if bad == [total]:
         problems.append(f"its last line (line {total}) is torn, probably cut off mid-write, and was skipped")
     elif bad:
         listed = ", ".join(str(n) for n in bad[:_MAX_LISTED_LINES]) + (", ..." if len(bad) > 3 else "")
         problems.append(f"{len(bad)} unreadable line(s) were skipped (line {listed})")
+    if invalid:
+        listed = "; ".join(str(s) for s in invalid[:_MAX_LISTED_LINES])
+        more = ", ..." if len(invalid) > _MAX_LISTED_LINES else ""
+        problems.append(f"{len(invalid)} event(s) with a wrong shape were skipped ({listed}{more})")
     if versions:
         found = ", ".join(f"{v!r}" for v in sorted(versions, key=repr))
         problems.append(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._errors import TraceFormatError
 from ._load import find_traces, load_trace
 from ._totals import Totals
 from ._view import RunView, build_run
@@ -103,7 +104,12 @@ def collect_stats(paths: Iterable[Path]) -> RunStats:
     skipped: list[str] = []
     warnings: list[str] = []
     for path in find_traces(list(paths)):
-        loaded = load_trace(path)
+        try:
+            loaded = load_trace(path)
+        except TraceFormatError as exc:  # a FIFO, a device, an unreadable file: one warning, the rest goes on
+            warnings.append(str(exc))
+            skipped.append(str(path))
+            continue
         if not loaded.is_trace:
             skipped.append(str(path))
             continue
