@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,7 @@ import orjson
 
 from .._messages import Message
 from ._recorded import RecordedRun
-from ._terms import message_text, normalize, occurrences, specific_terms
+from ._terms import message_text, normalize, occurrences, occurrences_backward, specific_terms
 
 __all__ = ["CONTEXT_CHARS", "MIN_CONTEXT", "EvidenceIndex", "Needed", "PromptView", "TextMemo"]
 
@@ -63,14 +63,16 @@ class Needed:
 class _Term:
     """Where one term occurs in a run: its windows and the messages that hold it."""
 
-    __slots__ = ("keys", "observed", "observed_sources", "sources", "written")
+    __slots__ = ("keys", "observed", "observed_sources", "positions", "sources", "written")
 
     def __init__(self) -> None:
-        self.observed: Windows = {}  # windows on observation lines
-        self.written: Windows = {}  # windows on any line
-        self.keys: dict[tuple[str, str], int] = {}  # JSON (key, value up to the term) -> first index
+        self.positions: list[int] = []  # where it occurs in the run's corpus
         self.observed_sources: list[int] = []  # observation messages holding it, ascending
         self.sources: list[int] = []  # every message holding it, ascending
+        # filled when first searched for (most terms stand in the prompt in an unchanged message):
+        self.observed: Windows | None = None  # windows on observation lines
+        self.written: Windows = {}  # windows on any line
+        self.keys: dict[tuple[str, str], int] = {}  # JSON (key, value up to the term) -> first index
 
 
 def _add(windows: Windows, key: tuple[int, int], window: str, index: int) -> None:
@@ -98,6 +100,17 @@ def _windows(text: str, at: int, size: int) -> list[tuple[tuple[int, int], str]]
     elif after > 0:
         out.append(((0, after + 1), text[at:end] + "\n"))
     return out
+
+
+def _window_at(windows: Windows, text: str, at: int, size: int, cutoff: int) -> bool:
+    """Whether one of ``windows`` (from a message before ``cutoff``) surrounds ``text[at:at+size]``."""
+    for (before, after), known in windows.items():
+        if at < before or at + size + after > len(text):
+            continue
+        first = known.get(text[at - before : at + size + after])
+        if first is not None and first < cutoff:
+            return True
+    return False
 
 
 def _json_fields(text: str) -> list[tuple[str, str]]:
@@ -209,16 +222,27 @@ class EvidenceIndex:
     def _collect(self, term: str) -> _Term:
         found = _Term()
         for at in occurrences(self._corpus, term):
+            found.positions.append(at)
             index = self._index_at(at)
             if not found.sources or found.sources[-1] != index:
                 found.sources.append(index)
                 if self._observed[index]:
                     found.observed_sources.append(index)
-                    self._json_evidence(found, term, index)
+        return found
+
+    def _windows_of(self, found: _Term, term: str) -> _Term:
+        """``found`` with its windows and JSON fields (computed once)."""
+        if found.observed is not None:
+            return found
+        found.observed = {}
+        for at in found.positions:
+            index = self._index_at(at)
             for key, window in _windows(self._corpus, at, len(term)):
                 _add(found.written, key, window, index)
                 if self._observed[index]:
                     _add(found.observed, key, window, index)
+        for index in found.observed_sources:
+            self._json_evidence(found, term, index)
         return found
 
     def _json_evidence(self, found: _Term, term: str, index: int) -> None:
@@ -235,23 +259,30 @@ class EvidenceIndex:
             found.keys.setdefault(("" if cut else key, prefix), index)
 
     # ------------------------------------------------------------------ shown
-    def shown(self, term: str, prompt: str, cutoff: int, *, observed: bool) -> bool:
-        """Whether ``prompt`` (a :class:`PromptView` text) shows ``term`` with evidence from a message
-        before ``cutoff``: observation lines only (``observed``, the line ruler) or any line."""
-        if term not in prompt:
-            return False
+    def shown(self, term: str, prompt: PromptView, cutoff: int, *, observed: bool) -> bool:
+        """Whether ``prompt`` shows ``term`` with evidence from a message before ``cutoff``: evidence on
+        observation lines only (``observed``, the line ruler) or on any line.
+
+        A message that holds the term and stands in the prompt unchanged (the same object) shows it
+        (all its lines are there); otherwise the part of the prompt the ruler reads is searched,
+        newest message first."""
         found = self._term(term)
-        windows = found.observed if observed else found.written
-        size = len(term)
-        for at in reversed(list(occurrences(prompt, term))):
-            for (before, after), known in windows.items():
-                if at < before or at + size + after > len(prompt):
-                    continue
-                first = known.get(prompt[at - before : at + size + after])
-                if first is not None and first < cutoff:
-                    return True
-            if found.keys and self._keyed(found.keys, prompt, at, size, cutoff):
+        for index in reversed(found.observed_sources if observed else found.sources):
+            if index < cutoff and prompt.holds(self.messages[index]):
                 return True
+        size = len(term)
+        windows: Windows | None = None
+        for text in prompt.observed() if observed else prompt.everything():
+            if term not in text:
+                continue
+            if windows is None:
+                self._windows_of(found, term)
+                windows = (found.observed if observed else found.written) or {}
+            for at in occurrences_backward(text, term):
+                if _window_at(windows, text, at, size, cutoff):
+                    return True
+                if found.keys and self._keyed(found.keys, text, at, size, cutoff):
+                    return True
         return False
 
     def _keyed(self, keys: dict[tuple[str, str], int], prompt: str, at: int, size: int, cutoff: int) -> bool:
@@ -296,7 +327,8 @@ class EvidenceIndex:
 
 
 class TextMemo:
-    """Normalized texts of prompt messages, memoized per message object for one run (the entry keeps
+    """Normalized texts of prompt messages, each between two ``\n`` (so a window anchored at a line
+    boundary matches at the message's edges), memoized per message object for one run (the entry keeps
     the message alive, so its ``id`` is not reused)."""
 
     def __init__(self) -> None:
@@ -305,31 +337,36 @@ class TextMemo:
     def text(self, message: Message) -> str:
         entry = self._texts.get(id(message))
         if entry is None or entry[0] is not message:
-            entry = (message, normalize(message_text(message)))
+            entry = (message, f"\n{normalize(message_text(message))}\n")
             self._texts[id(message)] = entry
         return entry[1]
 
 
 class PromptView:
-    """A prompt as the rulers search it: normalized lines, ``\\n`` before and after each message."""
+    """A prompt as the rulers search it: each message's normalized text, newest first (each list built
+    once, when a ruler first reads it)."""
 
-    def __init__(self, prompt: Iterable[Message], memo: TextMemo) -> None:
-        self._prompt = list(prompt)
+    def __init__(self, prompt: Sequence[Message], memo: TextMemo) -> None:
+        self._prompt = prompt
         self._memo = memo
-        self._observed: str | None = None
-        self._everything: str | None = None
+        self._observed: list[str] | None = None
+        self._everything: list[str] | None = None
+        self._ids: set[int] | None = None
 
-    @property
-    def observed(self) -> str:
-        """The messages that are not the agent's own (the line ruler's part of the prompt)."""
+    def holds(self, message: Message) -> bool:
+        """Whether ``message`` itself (the same object, so unchanged) is in the prompt."""
+        if self._ids is None:
+            self._ids = {id(m) for m in self._prompt}
+        return id(message) in self._ids
+
+    def observed(self) -> list[str]:
+        """The messages that are not the agent's own (what the line ruler reads)."""
         if self._observed is None:
-            texts = [self._memo.text(m) for m in self._prompt if m.role != "assistant"]
-            self._observed = "\n" + "\n".join(texts) + "\n"
+            self._observed = [self._memo.text(m) for m in reversed(self._prompt) if m.role != "assistant"]
         return self._observed
 
-    @property
-    def everything(self) -> str:
-        """Every message (the own-writing ruler's part of the prompt)."""
+    def everything(self) -> list[str]:
+        """Every message (what the own-writing ruler reads)."""
         if self._everything is None:
-            self._everything = "\n" + "\n".join(self._memo.text(m) for m in self._prompt) + "\n"
+            self._everything = [self._memo.text(m) for m in reversed(self._prompt)]
         return self._everything

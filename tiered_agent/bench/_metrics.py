@@ -35,6 +35,7 @@ __all__ = [
     "SalienceIndex",
     "StepMetrics",
     "Totals",
+    "absent_from",
     "fidelity",
     "is_salient",
     "missed_in",
@@ -127,8 +128,15 @@ def missed_strings(salient: Sequence[str], prompt: Sequence[Message]) -> tuple[s
 
 
 def missed_in(salient: Sequence[str], texts: Sequence[str]) -> tuple[str, ...]:
-    """The salient strings in none of ``texts`` (a prompt's message texts, newest first)."""
-    return tuple(s for s in salient if not any(s in text for text in texts))
+    """The salient strings in none of ``texts`` (a prompt's message texts, newest first).
+
+    The texts are searched as one (a string never spans two: salient strings hold no line break)."""
+    return absent_from(salient, "\n".join(texts)) if salient else ()
+
+
+def absent_from(strings: Sequence[str], joined: str) -> tuple[str, ...]:
+    """The ``strings`` that are not in ``joined`` (a prompt's texts joined by line breaks)."""
+    return tuple(s for s in strings if s not in joined)
 
 
 @dataclass(frozen=True, slots=True)

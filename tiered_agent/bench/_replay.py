@@ -46,10 +46,10 @@ from ..context.steps import Dedup
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import ProviderCalibration, calibrate
 from ._evidence import EvidenceIndex, PromptView, TextMemo
-from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_in
+from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, absent_from
 from ._pricing import RunPlan, family_of, plan_run
 from ._recorded import RecordedRun
-from ._rulers import Recovery, RetrievalSources, WordIndex, prompt_texts, shown_retrievals
+from ._rulers import RawTexts, Recovery, RetrievalSources, WordIndex, prompt_texts, shown_retrievals
 from ._turns import RetrievalTurn, retrieval_turn
 
 __all__ = [
@@ -294,6 +294,7 @@ class _RunState:
     sources: RetrievalSources | None = None  # for the retrieval-adjusted misses
     evidence: EvidenceIndex | None = None  # the line and own-writing rulers
     memo: TextMemo = field(default_factory=TextMemo)  # normalized prompt messages, shared by policies
+    raw: RawTexts = field(default_factory=RawTexts)  # prompt messages as sent, shared by policies
     routing: str = "recorded"
     # Retrieval charges depend on the step, the topic and the dedup settings only: shared by policies.
     retrievals: dict[tuple[Any, ...], int] = field(default_factory=dict)
@@ -426,9 +427,10 @@ async def _step(
     messages = prepared.built.messages
     use = cache.request(messages, prepared.tools, route=state.route(step))
     cached = min(use.read, prepared.prompt_tokens)
-    texts = prompt_texts(messages)
+    texts = prompt_texts(messages, state.raw)
+    joined = "\n".join(texts)  # salient strings and words hold no line break
     salient = state.salience.salient(iteration)
-    missed = missed_in(salient, texts)
+    missed = absent_from(salient, joined)
     words = state.words.salient(iteration) if state.words is not None else ()
     retrieval = 0
     recovery = Recovery()
@@ -462,7 +464,7 @@ async def _step(
         recoverable=recovery.recoverable,
         recovery_tokens=recovery.tokens,
         word_salient=len(words),
-        word_missed=len(missed_in(words, texts)),
+        word_missed=len(absent_from(words, joined)),
         line_needed=lines.line_needed,
         line_missed=lines.line_missed,
         line_recoverable=lines.line_recoverable,
@@ -505,12 +507,8 @@ def _line_rulers(
     needed = evidence.needed(iteration)
     cutoff = evidence.cutoff(iteration)
     view = PromptView(messages, state.memo)
-    line_missed = tuple(
-        t for t in needed.observed if not evidence.shown(t, view.observed, cutoff, observed=True)
-    )
-    own_missed = tuple(
-        t for t in needed.own if not evidence.shown(t, view.everything, cutoff, observed=False)
-    )
+    line_missed = tuple(t for t in needed.observed if not evidence.shown(t, view, cutoff, observed=True))
+    own_missed = tuple(t for t in needed.own if not evidence.shown(t, view, cutoff, observed=False))
     result = _LineRulers(len(needed.observed), line_missed, 0, len(needed.own), own_missed)
     if not policy.retrieval_active or state.sources is None or not (missed or line_missed or own_missed):
         return result

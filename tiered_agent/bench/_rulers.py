@@ -28,7 +28,15 @@ from .._tokens import TokenCounter
 from ._recorded import RecordedRun
 from ._turns import CALL_TOKENS
 
-__all__ = ["CALL_TOKENS", "Recovery", "RetrievalSources", "WordIndex", "prompt_texts", "shown_retrievals"]
+__all__ = [
+    "CALL_TOKENS",
+    "RawTexts",
+    "Recovery",
+    "RetrievalSources",
+    "WordIndex",
+    "prompt_texts",
+    "shown_retrievals",
+]
 
 _WORD = re.compile(r"\w{4,}", re.ASCII)
 _CALL = re.compile(r'context_retrieve\((tool_call_id|iteration)="([^"]*)"\)')
@@ -41,9 +49,27 @@ def _text(message: Message) -> str:
     return "\n".join([message.text, *(f"{c.name}\n{c.arguments}" for c in message.tool_calls)])
 
 
-def prompt_texts(prompt: Sequence[Message]) -> list[str]:
+class RawTexts:
+    """What the model reads of each message (its content and calls, as sent), memoized per message
+    object for one run (the entry keeps the message alive, so its ``id`` is not reused)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[Message, str]] = {}
+
+    def text(self, message: Message) -> str:
+        if not message.tool_calls:
+            return message.text
+        entry = self._texts.get(id(message))
+        if entry is None or entry[0] is not message:
+            entry = self._texts[id(message)] = (message, _text(message))
+        return entry[1]
+
+
+def prompt_texts(prompt: Sequence[Message], memo: RawTexts | None = None) -> list[str]:
     """What the model reads of each prompt message, newest first (the order searches go in)."""
-    return [_text(m) for m in reversed(prompt)]
+    if memo is None:
+        return [_text(m) for m in reversed(prompt)]
+    return [memo.text(m) for m in reversed(prompt)]
 
 
 def shown_retrievals(texts: Iterable[str]) -> tuple[frozenset[str], tuple[tuple[int, int], ...]]:
@@ -122,6 +148,7 @@ class RetrievalSources:
         self._texts = [_text(m) for m in self._messages]
         self._counter = counter
         self._occurrences: dict[str, tuple[int, ...]] = {}
+        self._tokens: dict[int, int] = {}
 
     def _where(self, string: str) -> tuple[int, ...]:
         found = self._occurrences.get(string)
@@ -133,7 +160,9 @@ class RetrievalSources:
 
     def page_tokens(self, index: int, page_tokens: int) -> int:
         """Tokens one retrieval of message ``index`` returns: the message, at most one page."""
-        return min(self._counter.count_text(self._messages[index].text), page_tokens)
+        if index not in self._tokens:
+            self._tokens[index] = self._counter.count_text(self._messages[index].text)
+        return min(self._tokens[index], page_tokens)
 
     def sources(
         self, missed: Sequence[str], iteration: int, ids: frozenset[str], ranges: Sequence[tuple[int, int]]

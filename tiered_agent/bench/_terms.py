@@ -45,12 +45,14 @@ __all__ = [
     "message_text",
     "normalize",
     "occurrences",
+    "occurrences_backward",
     "specific_terms",
     "terms",
 ]
 
 _TERM = re.compile(r"\w+(?:[./\-]\w+)*")
 _MIN_SPECIFIC = 3
+_CODE_CHARS = re.compile(r"[\d_./]")  # any of these makes a term specific
 _BREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _SPACES = re.compile(r"[^\S\n]+")
 _EDGES = re.compile(r" ?\n ?")
@@ -69,12 +71,14 @@ def is_specific(term: str) -> bool:
     """A name or a value: 3+ characters and not an ordinary word (see the module docstring)."""
     if len(term) < _MIN_SPECIFIC:
         return False
+    if _CODE_CHARS.search(term):
+        return True
     return not all(_ordinary(part) for part in term.split("-"))
 
 
 def specific_terms(text: str) -> set[str]:
     """The distinct specific terms of ``text``."""
-    return {t for t in _TERM.findall(text) if is_specific(t)}
+    return {t for t in set(_TERM.findall(text)) if is_specific(t)}
 
 
 def normalize(text: str) -> str:
@@ -99,6 +103,18 @@ def occurrences(text: str, term: str, start: int = 0, end: int | None = None) ->
         if not (before and _is_word(before)) and not (after and _is_word(after)):
             yield at
         at = text.find(term, at + 1, stop)
+
+
+def occurrences_backward(text: str, term: str) -> Iterator[int]:
+    """Positions where ``term`` occurs in ``text``, last first (lazily: a search can stop early)."""
+    size = len(term)
+    at = text.rfind(term)
+    while at >= 0:
+        before = text[at - 1] if at > 0 else ""
+        after = text[at + size] if at + size < len(text) else ""
+        if not (before and _is_word(before)) and not (after and _is_word(after)):
+            yield at
+        at = text.rfind(term, 0, at + size - 1) if at > 0 else -1
 
 
 def _leaves(value: Any, out: list[str]) -> None:
