@@ -240,6 +240,24 @@ def test_a_json_field_is_shown_by_its_key_and_value() -> None:
     assert not shown("booked HAT017 earlier")
 
 
+def test_the_lines_of_a_json_wrapped_output_are_its_lines() -> None:
+    """Codex CLI (2025) wrapped shell output in JSON: ``{"output": "...\\n...", "metadata": ...}``."""
+    wrapped = orjson.dumps(
+        {"output": "a.py\n1909: class DataDocumenter(Base):\nok", "metadata": {"exit_code": 0}}
+    )
+    messages = (
+        Message("system", "s"),
+        Message("user", "task"),
+        Message("assistant", None, _call("c1", "grep -n class a.py"), iteration=1),
+        Message("tool", wrapped.decode(), tool_call_id="c1", iteration=1),
+        Message("assistant", "DataDocumenter it is.", _call("c2", "true"), iteration=2),
+    )
+    index = EvidenceIndex(RecordedRun("r", "t", "codex", messages))
+    assert index.needed(2) == Needed(observed=("DataDocumenter",))
+    decoded = [Message("tool", "[older output]\noutput: a.py\n1909: class DataDocumenter(Base):\n[...]")]
+    assert index.shown("DataDocumenter", PromptView(decoded, TextMemo()), index.cutoff(2), observed=True)
+
+
 @pytest.mark.anyio
 async def test_the_replay_reports_the_line_and_own_rulers() -> None:
     policies = resolve_policies(["full", "masking"])

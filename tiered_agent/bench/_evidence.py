@@ -137,6 +137,39 @@ def _json_fields(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def _multiline_strings(text: str) -> list[str]:
+    """The string values of a JSON document that span lines (a tool that wraps its output in JSON,
+    ``{"output": "line 1\\nline 2", ...}``, holds its real lines there), in document order."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[" or "\\n" not in stripped:
+        return []
+    try:
+        data = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return []
+    out: list[str] = []
+    stack: list[Any] = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+        elif isinstance(value, str) and "\n" in value:
+            out.append(value)
+    return out
+
+
+def _evidence_text(message: Message) -> str:
+    """A message as evidence (normalized): what it says, and for an observation that is a JSON
+    document, the lines of its multi-line string values too (their lines are the output's lines)."""
+    text = normalize(message_text(message))
+    if message.role == "assistant":
+        return text
+    decoded = _multiline_strings(message.text)
+    return "\n".join([text, *(normalize(value) for value in decoded)]) if decoded else text
+
+
 class EvidenceIndex:
     """Needed strings and their evidence, per step of one recorded run (policy-independent)."""
 
@@ -146,7 +179,7 @@ class EvidenceIndex:
             always.append(orjson.dumps(list(run.tools)).decode())
         self._always = "\n".join(always)
         self.messages = [m for m in run.messages if m.iteration >= 1]
-        texts = [normalize(message_text(m)) for m in self.messages]
+        texts = [_evidence_text(m) for m in self.messages]
         self._starts: list[int] = []
         position = 0
         for text in texts:
