@@ -39,6 +39,8 @@ COUNTER = IdCounter("o200k_base")
         ("ERROR", False),
         ("read-only", False),
         ("v2", False),  # under 3 characters
+        ("e.g", False),  # initials
+        ("i.e", False),
         ("été", False),
         ("Ünïcode", False),
         ("naïveDatetime", True),
@@ -63,6 +65,11 @@ def test_a_term_occurs_only_between_non_word_characters() -> None:
 
 def test_normalize_unifies_line_breaks_and_whitespace() -> None:
     assert normalize("  a\t\tb  \r\n   c\rd\u2028e  ") == "a b\nc\nd\ne"
+    assert normalize('print("\\nAll done\\t!")') == 'print(" All done !")'  # escapes written in code
+
+
+def test_escapes_written_in_code_separate_terms() -> None:
+    assert specific_terms('print("\\nTest_2 passed")\nx = "a\\tb_c"') == {"Test_2", "b_c"}
 
 
 def test_an_action_s_text_decodes_its_arguments() -> None:

@@ -12,17 +12,20 @@ graph). Definitions (also in docs/rulers.md):
 - A term is *specific* (a name or a value, not prose) when it has 3 or more
   characters and is not an ordinary word. An ordinary word is made of letters
   only, each ``-``-separated part either capitalized at most on its first letter
-  (``error``, ``Error``, ``read-only``) or all capitals (``ERROR``). So
-  ``405``, ``HAT017``, ``utils.py``, ``TIME_ZONE``, ``DataDocumenter`` and
-  ``HTTPServer`` are specific; ``localtime`` is not (the word ruler counts it).
+  (``error``, ``Error``, ``read-only``) or all capitals (``ERROR``); single
+  letters joined by dots (``e.g``, ``i.e``) are ordinary too. So ``405``,
+  ``HAT017``, ``utils.py``, ``TIME_ZONE``, ``DataDocumenter`` and ``HTTPServer``
+  are specific; ``localtime`` is not (the word ruler counts it).
+- The escapes ``\\n``, ``\\t`` and ``\\r`` written inside code (``print("\\nAll")``)
+  separate terms: that is ``All``, not ``nAll``.
 - A term *occurs* in a text where it is not preceded or followed by a word
   character: ``utils.py`` occurs in ``django/db/utils.py``, ``405`` in
   ``base.py:405`` and not in ``14059``.
 - Text is compared *normalized*: every line break (``\\n``, ``\\r\\n``, ``\\r`` and
   the other characters :meth:`str.splitlines` breaks at) becomes ``\\n``, every
-  other run of whitespace one space, and lines lose their leading and trailing
-  spaces. A renderer that re-indents a line or collapses its spacing still
-  shows the same line.
+  escape ``\\n``, ``\\t``, ``\\r`` written as text and every other run of whitespace
+  one space, and lines lose their leading and trailing spaces. A renderer that
+  re-indents a line or collapses its spacing still shows the same line.
 - An *action's text* is what the agent wrote in it: its content, each tool
   call's name and the values of its JSON arguments, decoded (a heredoc in a
   ``command`` argument is its own lines, not one line of ``\\n`` escapes);
@@ -53,6 +56,8 @@ __all__ = [
 _TERM = re.compile(r"\w+(?:[./\-]\w+)*")
 _MIN_SPECIFIC = 3
 _CODE_CHARS = re.compile(r"[\d_./]")  # any of these makes a term specific
+_INITIALS = re.compile(r"[^\W\d_](?:[./\-][^\W\d_])+")  # e.g, i.e: single letters joined
+_ESCAPES = re.compile(r"\\[nrt]")  # an escape written in code separates terms
 _BREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _SPACES = re.compile(r"[^\S\n]+")
 _EDGES = re.compile(r" ?\n ?")
@@ -60,7 +65,7 @@ _EDGES = re.compile(r" ?\n ?")
 
 def terms(text: str) -> list[str]:
     """The terms of ``text``, in order (repeats included)."""
-    return _TERM.findall(text)
+    return _TERM.findall(_ESCAPES.sub(" ", text))
 
 
 def _ordinary(part: str) -> bool:
@@ -69,7 +74,7 @@ def _ordinary(part: str) -> bool:
 
 def is_specific(term: str) -> bool:
     """A name or a value: 3+ characters and not an ordinary word (see the module docstring)."""
-    if len(term) < _MIN_SPECIFIC:
+    if len(term) < _MIN_SPECIFIC or _INITIALS.fullmatch(term):
         return False
     if _CODE_CHARS.search(term):
         return True
@@ -78,13 +83,13 @@ def is_specific(term: str) -> bool:
 
 def specific_terms(text: str) -> set[str]:
     """The distinct specific terms of ``text``."""
-    return {t for t in set(_TERM.findall(text)) if is_specific(t)}
+    return {t for t in set(terms(text)) if is_specific(t)}
 
 
 def normalize(text: str) -> str:
     """``text`` with line breaks unified, whitespace runs collapsed and lines stripped."""
     text = _BREAKS.sub("\n", text)
-    text = _SPACES.sub(" ", text)
+    text = _SPACES.sub(" ", _ESCAPES.sub(" ", text))
     return _EDGES.sub("\n", text).strip(" ")
 
 
