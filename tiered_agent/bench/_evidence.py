@@ -176,7 +176,7 @@ class EvidenceIndex:
     def __init__(self, run: RecordedRun) -> None:
         always = [normalize(message_text(m)) for m in run.messages if m.iteration == 0]
         if run.tools:
-            always.append(orjson.dumps(list(run.tools)).decode())
+            always.append(normalize(orjson.dumps(list(run.tools)).decode()))
         self._always = "\n".join(always)
         self.messages = [m for m in run.messages if m.iteration >= 1]
         texts = [_evidence_text(m) for m in self.messages]
