@@ -129,6 +129,19 @@ async def test_sticky_routing_serves_every_call_from_the_first_endpoint_s_cache(
     ]
 
 
+def test_the_report_says_when_routing_is_sticky() -> None:
+    from tiered_agent.bench._replay import replay_runs
+    from tiered_agent.bench._report import build_document, render_markdown
+
+    result = replay_runs([_routed_run()], resolve_policies(["full"]), ReplaySettings(routing="sticky"))
+    document = build_document(result)
+    assert document["settings"]["routing"] == "sticky"
+    assert "Routing: `sticky`" in render_markdown(document)
+    assert "runs that recorded more than one endpoint: 1)" in render_markdown(document)
+    recorded = build_document(replay_runs([_routed_run()], resolve_policies(["full"]), ReplaySettings()))
+    assert "Routing:" not in render_markdown(recorded)
+
+
 def test_routing_is_validated() -> None:
     with pytest.raises(ConfigurationError, match="unknown routing 'pinned'"):
         ReplaySettings(routing="pinned")

@@ -785,6 +785,18 @@ def _md_highlights(document: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _md_routing(document: Mapping[str, Any]) -> list[str]:
+    """One sentence when the cache accounting pins each run to its first endpoint (``--routing sticky``)."""
+    if document["settings"].get("routing") != "sticky":
+        return []
+    routed = sum(1 for r in document["inputs"]["runs"] if r["endpoints"] > 1)
+    return [
+        "Routing: `sticky`: every call of a run is served by the cache of the endpoint that served its first "
+        f"call (what pinning the endpoint saves; runs that recorded more than one endpoint: {routed}).",
+        "",
+    ]
+
+
 METHOD_NOTES = (
     "Each recorded step is replayed through `ContextManager.prepare`, the call the live agent makes, with "
     "the history of the earlier iterations (observations of read-only tools served by the dedup cache "
@@ -830,7 +842,7 @@ def render_markdown(
     """report.md: the table, caching, checks, per family lean and faithful, highlights, method notes."""
     from ._report_faithful import md_faithful
 
-    lines = _md_header(document)
+    lines = _md_header(document) + _md_routing(document)
     lines += ["## Policies (cheapest first)", ""]
     lines += _md_table(TABLE_HEADERS, [[f"`{r[0]}`", *r[1:]] for r in _table_rows(document)])
     lines.append("")
