@@ -1,5 +1,5 @@
 """Tune the `tiered` preset on recorded runs: replay candidate policies, print per-family tables,
-draw the frontier (input cost saved vs miss rate of every preset and candidate).
+draw the frontier (input cost saved vs the worst ruler of every preset and candidate).
 
 Uses the same replay as `tiered-agent bench` (the live ContextManager, the provider-true cache
 model `auto`, each run's own prices); candidates are Policies, i.e. step lists around the default.
@@ -93,7 +93,18 @@ PRESET_NAMES = (
     "adk-code",
     "anthropic-clear",
 )
-COLUMNS = ("tokens", "input cost", "USD", "miss", "adjusted", "word", "peak 65+", "rewrites")
+COLUMNS = (
+    "tokens",
+    "input cost",
+    "w/ turns",
+    "USD",
+    "salient",
+    "word",
+    "line",
+    "own",
+    "peak 65+",
+    "rewrites",
+)
 
 
 def half_of(run_id: str) -> str:
@@ -109,10 +120,12 @@ def _row(name: str, t: Mapping[str, Any]) -> str:
     cells = [
         t["token_savings_vs_full"],
         t["input_cost_savings_vs_full"],
+        t["input_cost_adjusted_savings_vs_full"],
         t["cost_usd_savings_vs_full"],
         t["miss_rate"],
-        t["miss_rate_adjusted"],
         t["word_miss_rate"],
+        t["line_miss_rate"],
+        t["own_miss_rate"],
         t["long_run_peak_vs_full"] if t["long_runs"] else None,
         t["prefix_rewrite_rate"],
     ]

@@ -93,8 +93,37 @@ TOTALS_KEYS = {
     "long_runs",
     "long_run_peak_tokens",
     "long_run_peak_vs_full",
+    # the line and own-writing rulers, the worst ruler, the retrieval turns (docs/rulers.md)
+    "line_needed",
+    "line_missed",
+    "line_miss_rate",
+    "line_recoverable_missed",
+    "line_miss_rate_adjusted",
+    "own_needed",
+    "own_missed",
+    "own_miss_rate",
+    "own_recoverable_missed",
+    "own_miss_rate_adjusted",
+    "worst_miss_rate",
+    "worst_ruler",
+    "retrieval_turns",
+    "retrieval_turn_tokens",
+    "retrieval_turn_output_tokens",
+    "retrieval_turn_input_cost",
 }
-RUN_POLICY_KEYS = (TOTALS_KEYS - {"runs"}) | {"missed_strings", "per_step"}
+# per set of runs (pooled, family): the runs that cost more than full
+LOSS_KEYS = {
+    "runs_costlier_than_full",
+    "runs_costlier_than_full_share",
+    "worst_excess_vs_full",
+    "worst_excess_run",
+}
+RUN_POLICY_KEYS = (TOTALS_KEYS - {"runs"}) | {
+    "missed_strings",
+    "line_missed_strings",
+    "own_missed_strings",
+    "per_step",
+}
 
 
 def _run(run_id: str, steps: int, *, usage: bool = True) -> RecordedRun:
@@ -129,7 +158,7 @@ def document() -> dict[str, Any]:
 
 def test_document_schema_keys(document: dict[str, Any]) -> None:
     assert set(document) == TOP_KEYS
-    assert document["schema_version"] == SCHEMA_VERSION == 3
+    assert document["schema_version"] == SCHEMA_VERSION == 4
     assert set(document["settings"]) == {
         "tokenizer",
         "context_window",
@@ -143,6 +172,7 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
         "cache_model",
         "cache_model_default",
         "price_model",
+        "routing",
     }
     assert document["settings"]["context_window"] == 20_000
     assert set(document["inputs"]) == {"paths", "skipped", "skipped_lines", "run_count", "step_count", "runs"}
@@ -151,7 +181,7 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
     assert list(document["policies"]) == sorted(["full", "tiered", "masking", "tiered:truncation-only"])
     for name, policy in document["policies"].items():
         assert set(policy) == {"config", "ablation_of", "retrieval_active", "totals"}
-        assert set(policy["totals"]) == TOTALS_KEYS
+        assert set(policy["totals"]) == TOTALS_KEYS | LOSS_KEYS
         assert policy["config"]["name"] == name
     assert document["policies"]["tiered:truncation-only"]["ablation_of"] == "tiered"
     assert document["policies"]["full"]["totals"]["token_savings_vs_full"] == 0.0
@@ -166,6 +196,8 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
                 "cached_tokens",
                 "cache_write_tokens",
                 "missed",
+                "line_missed",
+                "own_missed",
             }
             assert len(entry["per_step"]["prompt_tokens"]) == run["steps"]
     assert set(document["timing"]) == {"elapsed_seconds", "policies"}
@@ -228,7 +260,7 @@ def test_json_is_sorted_and_deterministic(document: dict[str, Any], tmp_path: Pa
 
 def test_schema_doc_names_every_key() -> None:
     text = DOCS.read_text(encoding="utf-8")
-    for key in TOP_KEYS | TOTALS_KEYS | RUN_POLICY_KEYS:
+    for key in TOP_KEYS | TOTALS_KEYS | LOSS_KEYS | RUN_POLICY_KEYS:
         assert f"`{key}`" in text, key
 
 
@@ -247,8 +279,9 @@ def test_markdown_and_table(document: dict[str, Any]) -> None:
         "## Method",
         "![per-step prompt tokens and totals](bench.png)",
         "## Lean and faithful: per family",
-        "| policy | tokens saved | input cost saved | USD saved | miss | miss (retrieval-adjusted) |",
-        "![input cost saved vs miss rate, per family](frontier.png)",
+        "| policy | tokens saved | input cost saved | with retrieval turns | USD saved | salient | word | "
+        "line | own | worst ruler |",
+        "![input cost saved vs the worst ruler, per family](frontier.png)",
     ):
         assert section in text
     rows = [line for line in text.splitlines() if line.startswith("| `")]

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import structlog
 
+from ._affinity import cache_affinity
 from ._errors import (
     AuthenticationError,
     ConfigurationError,
@@ -149,7 +150,8 @@ class Agent:
         retries could not fix, or on cancellation (the trace still gets its end).
         """
         run = _Run(self, task)
-        return await run.execute()
+        with cache_affinity(run.run_id):  # the run's calls share one cache affinity (_affinity.py)
+            return await run.execute()
 
     async def resume(self, trace_path: Path | str, follow_up: str | None = None) -> RunResult:
         """Continue a run from its trace, appending to the same file.
@@ -176,7 +178,8 @@ class Agent:
         except BaseException:
             lock.release()
             raise
-        return await run.execute()
+        with cache_affinity(run.run_id):
+            return await run.execute()
 
 
 def _model(model: str | Model, request_timeout_s: float | None, max_retries: int | None) -> Model:

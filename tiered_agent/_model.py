@@ -26,6 +26,7 @@ import anyio
 import structlog
 
 from . import _litellm
+from ._affinity import CacheAffinity, affinity_fields, current_affinity
 from ._defaults import DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT_S
 from ._errors import (
     AuthenticationError,
@@ -266,6 +267,9 @@ class LiteLLMModel:
     answers is given up after about 3 minutes). ``sleep`` replaces ``anyio.sleep`` between retries
     (tests inject a recorder). ``context_window`` overrides litellm's cost-map value. ``api_key``
     is redacted from every trace, log and error sentence (:func:`~tiered_agent._trace.register_secret`).
+    ``cache_affinity`` adds the request fields that keep the provider's cache warm across a run's
+    calls (``_affinity.py``: OpenAI's ``prompt_cache_key``, OpenRouter's endpoint pinned, Claude's
+    1-hour TTL after long gaps); ``clock`` is the monotonic clock it measures gaps with.
     """
 
     name: str
@@ -288,6 +292,8 @@ class LiteLLMModel:
         context_window: int | None = None,
         sleep: SleepFn | None = None,
         cache_breakpoints: bool = True,
+        cache_affinity: bool = True,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"model must be a non-empty string like 'openai/gpt-4o', got {model!r}")
@@ -310,6 +316,8 @@ class LiteLLMModel:
         self.context_window_override = context_window
         self.sleep = sleep or anyio.sleep
         self.cache_breakpoints = cache_breakpoints
+        self.cache_affinity = cache_affinity
+        self.clock = clock or time.monotonic
 
     def context_window(self) -> int | None:
         """The override if given, else litellm's cost map; ``None`` when unknown."""
@@ -319,7 +327,10 @@ class LiteLLMModel:
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
         litellm = _litellm.import_litellm()
-        kwargs = self._request(messages, tools)
+        affinity = current_affinity() if self.cache_affinity else None
+        if affinity is not None:
+            affinity.requested(self.clock())
+        kwargs = self._request(messages, tools, affinity)
         started = time.perf_counter()
         attempt = 0
         while True:
@@ -329,9 +340,17 @@ class LiteLLMModel:
             except Exception as exc:
                 await self._handle_failure(litellm, exc, attempt)
                 continue
-            return self._reply(litellm, response, attempt, time.perf_counter() - started)
+            reply = self._reply(litellm, response, attempt, time.perf_counter() - started)
+            if affinity is not None:
+                affinity.answered(reply.route)
+            return reply
 
-    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def _request(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        affinity: CacheAffinity | None = None,
+    ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.name,
             "messages": messages,
@@ -345,10 +364,12 @@ class LiteLLMModel:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
+        points = None
         if self.cache_breakpoints and needs_cache_breakpoints(self.name):
-            kwargs["cache_control_injection_points"] = [dict(point) for point in CACHE_BREAKPOINTS]
-        kwargs.update(self.extra_kwargs or {})
-        return kwargs
+            points = kwargs["cache_control_injection_points"] = [dict(point) for point in CACHE_BREAKPOINTS]
+        if self.cache_affinity:
+            kwargs.update(affinity_fields(self.name, messages, affinity, points))
+        return _with_extra(kwargs, self.extra_kwargs)
 
     async def _handle_failure(self, litellm: ModuleType, exc: Exception, attempt: int) -> None:
         """Sleep before the next attempt, or raise the mapped error."""
@@ -483,6 +504,15 @@ CACHE_BREAKPOINTS: tuple[dict[str, Any], ...] = (
     {"location": "message", "index": -1},
 )
 _EXPLICIT_CACHE_PROVIDERS = ("anthropic/", "bedrock/", "vertex_ai/", "azure_ai/")
+
+
+def _with_extra(kwargs: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with the caller's ``extra_kwargs`` over them; ``extra_body`` dicts are merged (the
+    caller's keys win)."""
+    merged = {**kwargs, **extra}
+    if isinstance(kwargs.get("extra_body"), dict) and isinstance(extra.get("extra_body"), dict):
+        merged["extra_body"] = {**kwargs["extra_body"], **extra["extra_body"]}
+    return merged
 
 
 def needs_cache_breakpoints(model: str) -> bool:

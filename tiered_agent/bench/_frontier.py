@@ -1,9 +1,11 @@
-"""The frontier chart: input cost saved vs miss rate of every policy, overall and per agent family (PNG).
+"""The frontier chart: input cost saved vs the worst ruler of every policy, overall and per family (PNG).
 
-Each panel is one set of runs (all, then each family); each point a policy,
-the dashed line its Pareto frontier (no policy to its upper left: cheaper
-*and* missing less). The goal lines of issue 8 (5% misses, 40% input cost
-saved) are drawn for reference. matplotlib (Agg) is imported only here.
+Each panel is one set of runs (all, then each family); each point a policy at
+its worst miss rate over the four rulers (salient, word, line, own-writing:
+docs/rulers.md), the dashed line its Pareto frontier (no policy to its upper
+left: cheaper *and* with a lower worst ruler). The goal lines (5% misses on
+every ruler, 40% input cost saved) are drawn for reference. matplotlib (Agg)
+is imported only here.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ GOAL_SAVED = 40.0  # percent
 
 
 def _point(totals: Mapping[str, Any]) -> tuple[float, float]:
-    return totals["miss_rate"] * 100, (totals.get("input_cost_savings_vs_full") or 0.0) * 100
+    return totals["worst_miss_rate"] * 100, (totals.get("input_cost_savings_vs_full") or 0.0) * 100
 
 
 def frontier(points: Mapping[str, tuple[float, float]]) -> list[str]:
@@ -79,7 +81,7 @@ def _draw(ax: Any, title: str, policies: Mapping[str, Any], highlight: Sequence[
     ax.axhline(0, color="black", linewidth=0.5)
     ax.set_ylim(_FLOOR - 3, max(55.0, max(p[1] for p in points.values()) + 5))
     ax.set_title(title, fontsize=10)
-    ax.set_xlabel("miss rate (% of salient strings hidden)", fontsize=8)
+    ax.set_xlabel("worst ruler (% of what the next action needed hidden)", fontsize=8)
     ax.set_ylabel("input cost saved vs full (%)", fontsize=8)
     ax.tick_params(labelsize=7)
     ax.grid(alpha=0.3)
@@ -100,7 +102,7 @@ def write_frontier(document: Mapping[str, Any], path: Path, highlight: Sequence[
             _draw(ax, title, policies, highlight)
         for ax in flat[len(panels) :]:
             ax.set_axis_off()
-        fig.suptitle("Input cost saved vs information hidden (upper left is better)", fontsize=10)
+        fig.suptitle("Input cost saved vs the worst of four rulers (upper left is better)", fontsize=10)
     except BaseException:
         plt.close(fig)
         raise

@@ -6,7 +6,9 @@ tool-call arguments) that first appeared in an earlier observation (a tool or
 user message of iteration >= 1) and appear nowhere in what the model always
 sees (system prompt, task, tool schemas). A salient string absent from the
 prompt a policy built for step ``k`` is *missed*: the recorded model used a
-fact that policy would have hidden.
+fact that policy would have hidden. This is the *salient* ruler; the word ruler
+(``_rulers.py``), the line ruler and the own-writing ruler (``_evidence.py``)
+stand next to it, and docs/rulers.md defines all four.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .._messages import Message, Usage
 from ._caching import Pricing
 from ._pricing import RunCosting
 from ._recorded import RecordedRun
+from ._turns import RetrievalTurn
 
 __all__ = [
     "LONG_RUN_STEPS",
@@ -32,6 +35,7 @@ __all__ = [
     "SalienceIndex",
     "StepMetrics",
     "Totals",
+    "absent_from",
     "fidelity",
     "is_salient",
     "missed_in",
@@ -124,8 +128,15 @@ def missed_strings(salient: Sequence[str], prompt: Sequence[Message]) -> tuple[s
 
 
 def missed_in(salient: Sequence[str], texts: Sequence[str]) -> tuple[str, ...]:
-    """The salient strings in none of ``texts`` (a prompt's message texts, newest first)."""
-    return tuple(s for s in salient if not any(s in text for text in texts))
+    """The salient strings in none of ``texts`` (a prompt's message texts, newest first).
+
+    The texts are searched as one (a string never spans two: salient strings hold no line break)."""
+    return absent_from(salient, "\n".join(texts)) if salient else ()
+
+
+def absent_from(strings: Sequence[str], joined: str) -> tuple[str, ...]:
+    """The ``strings`` that are not in ``joined`` (a prompt's texts joined by line breaks)."""
+    return tuple(s for s in strings if s not in joined)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +160,13 @@ class StepMetrics:
     recovery_tokens: int = 0  # those calls and what they return (at most a page each)
     word_salient: int = 0  # the word-level ruler (``_rulers.py``)
     word_missed: int = 0
+    line_needed: int = 0  # the line ruler (``_evidence.py``): strings first seen in an observation
+    line_missed: tuple[str, ...] = ()  # shown without a line of an observation that held them
+    line_recoverable: int = 0
+    own_needed: int = 0  # the own-writing ruler: strings the agent wrote first
+    own_missed: tuple[str, ...] = ()
+    own_recoverable: int = 0
+    turn: RetrievalTurn | None = None  # the extra model turn the recoverable misses cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +216,53 @@ class Totals:
     word_missed: int = 0
     long_runs: int = 0  # runs of LONG_RUN_STEPS steps or more
     long_run_peak_tokens: int = 0  # the sum over those runs of each run's peak prompt
+    line_needed: int = 0
+    line_missed: int = 0
+    line_recoverable: int = 0
+    own_needed: int = 0
+    own_missed: int = 0
+    own_recoverable: int = 0
+    retrieval_turns: int = 0  # steps that cost an extra model turn to retrieve what they missed
+    retrieval_turn_tokens: int = 0  # prompt tokens of those turns
+    retrieval_turn_output_tokens: int = 0
+    retrieval_turn_input_cost: float = 0.0  # their prompts, in uncached-input-token units
+
+    @property
+    def line_miss_rate(self) -> float:
+        return self.line_missed / self.line_needed if self.line_needed else 0.0
+
+    @property
+    def own_miss_rate(self) -> float:
+        return self.own_missed / self.own_needed if self.own_needed else 0.0
+
+    @property
+    def line_miss_rate_adjusted(self) -> float:
+        """Line misses no shown exact retrieval call recovers."""
+        return (self.line_missed - self.line_recoverable) / self.line_needed if self.line_needed else 0.0
+
+    @property
+    def own_miss_rate_adjusted(self) -> float:
+        return (self.own_missed - self.own_recoverable) / self.own_needed if self.own_needed else 0.0
+
+    @property
+    def rulers(self) -> dict[str, float]:
+        """Every ruler's miss rate, by name."""
+        return {
+            "salient": self.miss_rate,
+            "word": self.word_miss_rate,
+            "line": self.line_miss_rate,
+            "own": self.own_miss_rate,
+        }
+
+    @property
+    def worst_miss_rate(self) -> float:
+        """The largest miss rate of the four rulers."""
+        return max(self.rulers.values())
+
+    @property
+    def input_cost_adjusted(self) -> float:
+        """Input cost with the extra model turns the recoverable misses cost."""
+        return self.input_cost + self.retrieval_turn_input_cost
 
     @property
     def miss_rate_adjusted(self) -> float:
@@ -230,6 +295,34 @@ class Totals:
     @property
     def retrieval_adjusted_input_tokens(self) -> int | None:
         return None if self.retrieval_tokens is None else self.input_tokens + self.retrieval_tokens
+
+
+def _turn_cost(items: Sequence[PolicyRunMetrics], pricing: Pricing) -> float:
+    """The extra retrieval turns' prompts, in uncached-input-token units."""
+    return sum(
+        pricing.input_cost(
+            s.turn.prompt_tokens, s.turn.cached_tokens, s.turn.written_tokens, r.cache_write_premium
+        )
+        for r in items
+        for s in r.steps
+        if s.turn is not None
+    )
+
+
+def _ruler_sums(steps: Sequence[StepMetrics]) -> dict[str, int]:
+    """The line and own-writing rulers' counts and the retrieval turns, summed over ``steps``."""
+    turns = [s.turn for s in steps if s.turn is not None]
+    return {
+        "line_needed": sum(s.line_needed for s in steps),
+        "line_missed": sum(len(s.line_missed) for s in steps),
+        "line_recoverable": sum(s.line_recoverable for s in steps),
+        "own_needed": sum(s.own_needed for s in steps),
+        "own_missed": sum(len(s.own_missed) for s in steps),
+        "own_recoverable": sum(s.own_recoverable for s in steps),
+        "retrieval_turns": len(turns),
+        "retrieval_turn_tokens": sum(t.prompt_tokens for t in turns),
+        "retrieval_turn_output_tokens": sum(t.output_tokens for t in turns),
+    }
 
 
 def _unit_costs(items: Sequence[PolicyRunMetrics], pricing: Pricing, summary: Usage) -> tuple[float, float]:
@@ -324,6 +417,8 @@ def totals(
         long_run_peak_tokens=sum(
             max(s.prompt_tokens for s in r.steps) for r in items if len(r.steps) >= LONG_RUN_STEPS
         ),
+        retrieval_turn_input_cost=_turn_cost(items, pricing),
+        **_ruler_sums(steps),
     )
 
 

@@ -43,15 +43,18 @@ from ..context._retrieve import retrieve
 from ..context.steps import Dedup
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
-from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_in
+from ._evidence import EvidenceIndex, PromptView, TextMemo
+from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, absent_from
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
-from ._rulers import Recovery, RetrievalSources, WordIndex, prompt_texts
+from ._rulers import RawTexts, Recovery, RetrievalSources, WordIndex, prompt_texts, shown_retrievals
 from ._summarizer_check import CheckedSummarizer
+from ._turns import RetrievalTurn, retrieval_turn
 
 __all__ = [
     "ABLATIONS",
     "BASELINE",
+    "ROUTINGS",
     "BenchResult",
     "ReplaySettings",
     "RunInfo",
@@ -67,6 +70,9 @@ __all__ = [
 
 BASELINE = "full"
 RETRIEVE_TOOL = RETRIEVE_TOOL_NAME
+# How each step is routed to an endpoint's cache: as recorded, or every step of a run to the endpoint
+# that served its first call (what pinning the endpoint would have done).
+ROUTINGS = ("recorded", "sticky")
 # Each tier of ``tiered`` alone: the steps of the other tiers switched off.
 ABLATIONS: dict[str, tuple[str, ...]] = {
     "truncation-only": ("dedup", "age", "compact"),
@@ -119,6 +125,7 @@ class ReplaySettings:
     summary_model: str | None = None  # None: the deterministic digest (offline, 0 tokens)
     cache_model: str = "auto"  # a CACHE_MODELS name, or "auto": each run's model picks its provider's
     price_model: str | None = None  # price every run as this litellm model (None: its recorded model)
+    routing: str = "recorded"  # ROUTINGS: the recorded endpoint of each step, or the first one throughout
 
     def __post_init__(self) -> None:
         if self.context_window < 1:
@@ -130,6 +137,8 @@ class ReplaySettings:
             raise ConfigurationError(
                 f"unknown cache model {self.cache_model!r}; choose from {', '.join(CACHE_MODEL_NAMES)}"
             )
+        if self.routing not in ROUTINGS:
+            raise ConfigurationError(f"unknown routing {self.routing!r}; choose from {', '.join(ROUTINGS)}")
         if self.price_model is not None and model_prices(self.price_model) is None:
             raise ConfigurationError(
                 f"litellm's price map has no model {self.price_model!r}, so it cannot price the runs "
@@ -289,6 +298,10 @@ class _RunState:
     terms: CacheTerms = field(default_factory=CacheTerms)  # what aging decides by: cache and prices
     words: WordIndex | None = None  # the word-level ruler
     sources: RetrievalSources | None = None  # for the retrieval-adjusted misses
+    evidence: EvidenceIndex | None = None  # the line and own-writing rulers
+    memo: TextMemo = field(default_factory=TextMemo)  # normalized prompt messages, shared by policies
+    raw: RawTexts = field(default_factory=RawTexts)  # prompt messages as sent, shared by policies
+    routing: str = "recorded"
     # Retrieval charges depend on the step, the topic and the dedup settings only: shared by policies.
     retrievals: dict[tuple[Any, ...], int] = field(default_factory=dict)
     prefix_tokens: int = (
@@ -306,6 +319,13 @@ class _RunState:
             self.retrievals[key] = _retrieval_charge(missed, history, policy, self.counter)
         return self.retrievals[key]
 
+    def route(self, step: int) -> str | None:
+        """The endpoint whose cache serves model call ``step``: the recorded one, or (``sticky``) the
+        first recorded endpoint of the run for every call."""
+        if self.routing == "sticky":
+            return next((r for r in self.run.routes if r is not None), None)
+        return self.run.route(step)
+
     @classmethod
     def of(
         cls,
@@ -316,6 +336,7 @@ class _RunState:
         terms: CacheTerms | None = None,
         *,
         prefix_tokens: int = 0,
+        routing: str = "recorded",
     ) -> _RunState:
         groups = group_by_iteration(run.messages)
         return cls(
@@ -330,6 +351,8 @@ class _RunState:
             terms or CacheTerms.of(cache_model, scale=token_scale),
             WordIndex(run),
             RetrievalSources(run, counter),
+            EvidenceIndex(run),
+            routing=routing,
             prefix_tokens=max(prefix_tokens, 0),
             long_steps=long_ttl_steps(run.usage, run.cache_writes_1h),
             segments=_segments(run, groups),
@@ -454,18 +477,19 @@ async def _step(
     prepared = await manager.prepare(history, schemas)
     elapsed = time.perf_counter() - started
     messages = prepared.built.messages
+    prompt_tokens = prepared.prompt_tokens + state.prefix_tokens  # the unrecorded prefix is sent too
     use = cache.request(
         messages,
         prepared.tools,
-        route=state.run.route(step),
+        route=state.route(step),
         at=state.run.time(step),
         long_ttl=step in state.long_steps,
     )
-    prompt_tokens = prepared.prompt_tokens + state.prefix_tokens  # the unrecorded prefix is sent too
     cached = min(use.read, prompt_tokens)
-    texts = prompt_texts(messages)
+    texts = prompt_texts(messages, state.raw)
+    joined = "\n".join(texts)  # salient strings and words hold no line break
     salient = state.salience.salient(iteration)
-    missed = missed_in(salient, texts)
+    missed = absent_from(salient, joined)
     words = state.words.salient(iteration) if state.words is not None else ()
     retrieval = 0
     recovery = Recovery()
@@ -473,6 +497,15 @@ async def _step(
         retrieval = state.retrieval_charge(iteration, missed, history, manager.policy)
         if state.sources is not None:
             recovery = state.sources.recovery(missed, iteration, texts, manager.policy.retrieve_page_tokens)
+    lines = _line_rulers(
+        state,
+        iteration,
+        messages,
+        texts=texts,
+        missed=missed,
+        policy=manager.policy,
+        prompt_tokens=prompt_tokens,
+    )
     return StepMetrics(
         step=step,
         prompt_tokens=prompt_tokens,
@@ -490,8 +523,72 @@ async def _step(
         recoverable=recovery.recoverable,
         recovery_tokens=recovery.tokens,
         word_salient=len(words),
-        word_missed=len(missed_in(words, texts)),
+        word_missed=len(absent_from(words, joined)),
+        line_needed=lines.line_needed,
+        line_missed=lines.line_missed,
+        line_recoverable=lines.line_recoverable,
+        own_needed=lines.own_needed,
+        own_missed=lines.own_missed,
+        own_recoverable=lines.own_recoverable,
+        turn=lines.turn,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _LineRulers:
+    """One step under the line and own-writing rulers, and the retrieval turn its misses cost."""
+
+    line_needed: int = 0
+    line_missed: tuple[str, ...] = ()
+    line_recoverable: int = 0
+    own_needed: int = 0
+    own_missed: tuple[str, ...] = ()
+    own_recoverable: int = 0
+    turn: RetrievalTurn | None = None
+
+
+def _line_rulers(
+    state: _RunState,
+    iteration: int,
+    messages: Sequence[Message],
+    *,
+    texts: Sequence[str],
+    missed: Sequence[str],
+    policy: Policy,
+    prompt_tokens: int,
+) -> _LineRulers:
+    """The line and own-writing rulers at one step (``_evidence.py``); with retrieval, the extra
+    turn (``_turns.py``) that retrieves every recoverable miss of any of the salient, line and
+    own-writing rulers."""
+    evidence = state.evidence
+    if evidence is None:
+        return _LineRulers()
+    needed = evidence.needed(iteration)
+    cutoff = evidence.cutoff(iteration)
+    view = PromptView(messages, state.memo)
+    line_missed = tuple(t for t in needed.observed if not evidence.shown(t, view, cutoff, observed=True))
+    own_missed = tuple(t for t in needed.own if not evidence.shown(t, view, cutoff, observed=False))
+    result = _LineRulers(len(needed.observed), line_missed, 0, len(needed.own), own_missed)
+    if not policy.retrieval_active or state.sources is None or not (missed or line_missed or own_missed):
+        return result
+    ids, ranges = shown_retrievals(texts)
+    if not ids and not ranges:
+        return result
+    line = {
+        t: i
+        for t in line_missed
+        if (i := evidence.source(t, cutoff, observed=True, ids=ids, ranges=ranges)) is not None
+    }
+    own = {
+        t: i
+        for t in own_missed
+        if (i := evidence.source(t, cutoff, observed=False, ids=ids, ranges=ranges)) is not None
+    }
+    salient = state.sources.sources(missed, iteration, ids, ranges)
+    chosen = sorted({*line.values(), *own.values(), *salient.values()})
+    pages = [state.sources.page_tokens(i, policy.retrieve_page_tokens) for i in chosen]
+    turn = retrieval_turn(state.cache_model, state.token_scale, prompt_tokens, pages)
+    return dataclasses.replace(result, line_recoverable=len(line), own_recoverable=len(own), turn=turn)
 
 
 async def replay_run(
@@ -505,6 +602,7 @@ async def replay_run(
     token_scale: float = 1.0,
     cache_terms: CacheTerms | None = None,
     prefix_tokens: int = 0,
+    routing: str = "recorded",
 ) -> RunReplay:
     """Replay one run under every policy (sequentially, sharing the run's token memo).
 
@@ -512,9 +610,12 @@ async def replay_run(
     converts replayed tokens into that provider's (its minimum and block sizes);
     ``cache_terms`` is what aging policies decide by (default: the cache model at a 0.1
     read price); ``prefix_tokens``: replayed tokens the log left out, sent before every
-    policy's prompt (the plan's prefix).
+    policy's prompt (the plan's prefix); ``routing`` (:data:`ROUTINGS`) which endpoint's cache
+    serves each call.
     """
-    state = _RunState.of(run, counter, cache_model, token_scale, cache_terms, prefix_tokens=prefix_tokens)
+    state = _RunState.of(
+        run, counter, cache_model, token_scale, cache_terms, prefix_tokens=prefix_tokens, routing=routing
+    )
     results = {
         name: await _replay_policy(state, name, policy, context_window, summary_model)
         for name, policy in policies.items()
@@ -594,6 +695,7 @@ def _replay_job(
             token_scale=plan.token_scale,
             cache_terms=plan_terms(plan, settings),
             prefix_tokens=plan.prefix.tokens,
+            routing=settings.routing,
         )
 
     return anyio.run(main)

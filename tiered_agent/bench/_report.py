@@ -16,6 +16,7 @@ import orjson
 
 from .._providers import DEFAULT_CACHE_MODEL, ModelPrices, model_prices, price_map_source, provider_of
 from ._calibration import token_scale
+from ._losses import costlier_than_full
 from ._metrics import (
     CacheValidation,
     Fidelity,
@@ -28,6 +29,7 @@ from ._metrics import (
 )
 from ._pricing import RunCosting, long_ttl_steps
 from ._replay import ABLATIONS, BASELINE, BenchResult, RunInfo
+from ._report_faithful import ruler_totals
 from ._validation import (
     CalibratedFidelity,
     DollarCheck,
@@ -54,7 +56,7 @@ __all__ = [
     "write_json",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 TIMING_KEY = "timing"
 _MAX_MISSED_LISTED = 20
 
@@ -112,10 +114,6 @@ def _totals_dict(t: Totals, full: Totals | None) -> dict[str, Any]:
         "recoverable_missed": t.recoverable,
         "miss_rate_adjusted": _r(t.miss_rate_adjusted),
         "recovery_tokens": t.recovery_tokens,
-        "input_cost_adjusted": _r(t.input_cost + t.recovery_tokens),
-        "input_cost_adjusted_savings_vs_full": _r(1 - (t.input_cost + t.recovery_tokens) / full.input_cost)
-        if full and full.input_cost
-        else None,
         "word_salient": t.word_salient,
         "word_missed": t.word_missed,
         "word_miss_rate": _r(t.word_miss_rate),
@@ -130,7 +128,7 @@ def _totals_dict(t: Totals, full: Totals | None) -> dict[str, Any]:
         "compactions": t.compactions,
         "dedup_hits": t.dedup_hits,
         "truncated_chars": t.truncated_chars,
-    }
+    } | ruler_totals(t, full)
 
 
 def _caching_summary(v: CacheValidation) -> dict[str, Any]:
@@ -259,6 +257,7 @@ def _settings_dict(result: BenchResult) -> dict[str, Any]:
         "cache_model": s.cache_model,
         "cache_model_default": DEFAULT_CACHE_MODEL,
         "price_model": s.price_model,
+        "routing": s.routing,
     }
 
 
@@ -325,17 +324,28 @@ def _runs_list(
             metrics = replay.policies[name]
             entry = _totals_dict(totals([metrics], pricing, costing), full)
             del entry["runs"]
-            missed = sorted({s for step in metrics.steps for s in step.missed})
-            entry["missed_strings"] = missed[:_MAX_MISSED_LISTED]
+            entry |= _missed_lists(metrics)
             entry["per_step"] = {
                 "prompt_tokens": [s.prompt_tokens for s in metrics.steps],
                 "cached_tokens": [s.cached_tokens for s in metrics.steps],
                 "cache_write_tokens": [s.cache_write_tokens for s in metrics.steps],
                 "missed": [len(s.missed) for s in metrics.steps],
+                "line_missed": [len(s.line_missed) for s in metrics.steps],
+                "own_missed": [len(s.own_missed) for s in metrics.steps],
             }
             policies[name] = entry
         out.append({"run_id": replay.run_id, "steps": len(replay.output_tokens), "policies": policies})
     return out
+
+
+def _missed_lists(metrics: PolicyRunMetrics) -> dict[str, list[str]]:
+    """A run's missed strings under the salient, line and own-writing rulers (sorted, the first few)."""
+    lists = {
+        "missed_strings": {s for step in metrics.steps for s in step.missed},
+        "line_missed_strings": {s for step in metrics.steps for s in step.line_missed},
+        "own_missed_strings": {s for step in metrics.steps for s in step.own_missed},
+    }
+    return {key: sorted(found)[:_MAX_MISSED_LISTED] for key, found in lists.items()}
 
 
 def _timing_dict(result: BenchResult, names: Sequence[str]) -> dict[str, Any]:
@@ -378,7 +388,8 @@ def _policy_totals(
     pooled numbers and for each family."""
     pricing = result.settings.pricing
     per_policy = {n: totals([r[n] for r in replays], pricing, costing) for n in names}
-    return {n: _totals_dict(per_policy[n], per_policy[BASELINE]) for n in names}
+    losses = costlier_than_full(replays, names, pricing, costing, baseline=BASELINE)
+    return {n: _totals_dict(per_policy[n], per_policy[BASELINE]) | losses[n] for n in names}
 
 
 def _families_dict(
@@ -610,6 +621,8 @@ def _table_rows(document: Mapping[str, Any], *, compact: bool = False) -> list[l
                 _share(t["cached_share"]),
                 number(t["peak_prompt_tokens"]),
                 _share(t["miss_rate"]),
+                _share(t["line_miss_rate"]),
+                _share(t["own_miss_rate"]),
                 _pct(t["retrieval_adjusted_savings_vs_full"]),
                 f"{ms['build_ms_median']:.2f}/{ms['build_ms_p99']:.1f}" if ms else "n/a",
                 _usd(t["cost_usd"], compact=compact),
@@ -628,6 +641,8 @@ TABLE_HEADERS = (
     "cached share",
     "peak prompt",
     "miss rate",
+    "line miss",
+    "own miss",
     "savings with retrieval",
     "build ms p50/p99",
     "cost USD",
@@ -642,6 +657,8 @@ _SHORT_HEADERS = (
     "cached",
     "peak",
     "miss",
+    "line",
+    "own",
     "w/ retr.",
     "ms p50/p99",
     "USD",
@@ -661,7 +678,8 @@ def render_table(document: Mapping[str, Any]) -> Table:
         ),
         caption=(
             f"savings vs full; cost: cached input {s['cache_discount']}x, output {s['output_price_ratio']}x "
-            f"the input price; miss: salient strings hidden; {_usd_caption(document)}"
+            f"the input price; miss: salient strings hidden, line: without their output line, own: the "
+            f"agent's own writing (docs/rulers.md); {_usd_caption(document)}"
         ),
         pad_edge=False,
     )
@@ -954,6 +972,18 @@ def _md_highlights(document: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _md_routing(document: Mapping[str, Any]) -> list[str]:
+    """One sentence when the cache accounting pins each run to its first endpoint (``--routing sticky``)."""
+    if document["settings"].get("routing") != "sticky":
+        return []
+    routed = sum(1 for r in document["inputs"]["runs"] if r["endpoints"] > 1)
+    return [
+        "Routing: `sticky`: every call of a run is served by the cache of the endpoint that served its first "
+        f"call (what pinning the endpoint saves; runs that recorded more than one endpoint: {routed}).",
+        "",
+    ]
+
+
 METHOD_NOTES = (
     "Each recorded step is replayed through `ContextManager.prepare`, the call the live agent makes, with "
     "the history of the earlier iterations (observations of read-only tools served by the dedup cache "
@@ -969,17 +999,25 @@ METHOD_NOTES = (
     "from 1,024 tokens in 128-token "
     "increments; `anthropic` up to breakpoints on the system prompt and the newest message, writes at "
     "1.25x. Sizes are in provider tokens (replayed tokens x the calibration factor).",
-    "Missed information: identifiers, paths and numbers (4+ characters, code-like) of the recorded action "
-    "that first appeared in an earlier observation, are absent from the system prompt, task and tool "
-    "schemas, and are absent from the prompt the policy built. Miss rate = missed / salient.",
+    "Missed information, by four rulers (exact definitions: docs/rulers.md). Salient: identifiers, paths "
+    "and numbers (4+ characters, code-like) of the recorded action that first appeared in an earlier "
+    "observation, are absent from the system prompt, task and tool schemas, and are absent from the "
+    "prompt the policy built. Word: the same check with every word of 4+ characters. Line: the names and "
+    "values (3+ characters, not ordinary words) the action took from an earlier observation, counted as "
+    "shown only where the prompt holds them with their line of that output (a mention in the agent's "
+    "text, a command or a note's summary line is not the line). Own: the names and values the agent "
+    "wrote first itself (edits, scripts, commands), shown only with the line that held them. Miss rate "
+    "= missed / needed, per ruler; the worst ruler is the largest of the four.",
     "Retrieval-adjusted tokens charge each step with at least one miss one `context_retrieve` round trip: "
     "the call plus the first page it would return (a lower bound: the re-sent prompt of the extra call is "
     "not charged).",
-    "Retrieval-adjusted misses: a missed string is recoverable when it lies in an earlier message whose "
-    "exact retrieval call the prompt shows (`context_retrieve(tool_call_id=...)` for that output, "
-    "`context_retrieve(iteration=...)` for its iteration); `input_cost_adjusted` adds 20 tokens per such "
-    "call plus what it returns (at most one page), uncached. The word-level miss rate is an independent "
-    "ruler: every word of 4+ characters instead of the code-like strings.",
+    "Retrieval turns: a missed string (salient, line or own) is recoverable when it lies in an earlier "
+    "message whose exact retrieval call the prompt shows (`context_retrieve(tool_call_id=...)` for that "
+    "output, `context_retrieve(iteration=...)` for its iteration). Each step with a recoverable miss "
+    "costs one extra model turn: its prompt again, at the cache price the step's own request just "
+    "filled, plus 20 tokens per call and what each call returns (at most one page), uncached; "
+    "`input_cost_adjusted` adds those turns to the input cost. The adjusted miss rates count only the "
+    "misses no shown call recovers.",
     "The hard limit is not enforced during replay; steps over it are counted (`over_hard_limit_steps`).",
     "Timings (prompt-building time per step) are machine-dependent and excluded from determinism.",
 )
@@ -991,7 +1029,7 @@ def render_markdown(
     """report.md: the table, caching, checks, per family lean and faithful, highlights, method notes."""
     from ._report_faithful import md_faithful
 
-    lines = _md_header(document)
+    lines = _md_header(document) + _md_routing(document)
     lines += ["## Policies (cheapest first)", ""]
     lines += _md_table(TABLE_HEADERS, [[f"`{r[0]}`", *r[1:]] for r in _table_rows(document)])
     lines.append("")

@@ -1,12 +1,14 @@
-"""Two more rulers of what a policy hid, next to the raw miss rate (``_metrics.py``).
+"""The word ruler and retrieval, next to the salient ruler (``_metrics.py``) and the line and
+own-writing rulers (``_evidence.py``); docs/rulers.md defines them all.
 
 * **Retrieval-adjusted misses.** A missed string is *recoverable* when it lies in
   an earlier message whose exact retrieval call is shown in that prompt:
   ``context_retrieve(tool_call_id="X")`` for output ``X``, or
   ``context_retrieve(iteration="A-B")`` for a message of iterations A..B (a
   marker, a placeholder, an aged output's header, a condensed note). The model
-  could get it back with that one call; the adjustment charges the call's
-  tokens (:data:`CALL_TOKENS`) plus the message's tokens, at most one page.
+  could get it back with that one call; what that costs is one extra model
+  turn (``_turns.py``): :meth:`RetrievalSources.sources` says which messages
+  it retrieves.
 * **The word-level check.** An independent ruler: every word of 4+ characters
   (``\\w{4,}``, not only code-like ones) of the recorded action that first
   appeared in an earlier observation and is not in the system prompt, task or
@@ -24,10 +26,18 @@ import orjson
 from .._messages import Message
 from .._tokens import TokenCounter
 from ._recorded import RecordedRun
+from ._turns import CALL_TOKENS
 
-__all__ = ["CALL_TOKENS", "Recovery", "RetrievalSources", "WordIndex", "prompt_texts", "shown_retrievals"]
+__all__ = [
+    "CALL_TOKENS",
+    "RawTexts",
+    "Recovery",
+    "RetrievalSources",
+    "WordIndex",
+    "prompt_texts",
+    "shown_retrievals",
+]
 
-CALL_TOKENS = 20  # one context_retrieve call as the model writes it
 _WORD = re.compile(r"\w{4,}", re.ASCII)
 _CALL = re.compile(r'context_retrieve\((tool_call_id|iteration)="([^"]*)"\)')
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -39,9 +49,27 @@ def _text(message: Message) -> str:
     return "\n".join([message.text, *(f"{c.name}\n{c.arguments}" for c in message.tool_calls)])
 
 
-def prompt_texts(prompt: Sequence[Message]) -> list[str]:
+class RawTexts:
+    """What the model reads of each message (its content and calls, as sent), memoized per message
+    object for one run (the entry keeps the message alive, so its ``id`` is not reused)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[Message, str]] = {}
+
+    def text(self, message: Message) -> str:
+        if not message.tool_calls:
+            return message.text
+        entry = self._texts.get(id(message))
+        if entry is None or entry[0] is not message:
+            entry = self._texts[id(message)] = (message, _text(message))
+        return entry[1]
+
+
+def prompt_texts(prompt: Sequence[Message], memo: RawTexts | None = None) -> list[str]:
     """What the model reads of each prompt message, newest first (the order searches go in)."""
-    return [_text(m) for m in reversed(prompt)]
+    if memo is None:
+        return [_text(m) for m in reversed(prompt)]
+    return [memo.text(m) for m in reversed(prompt)]
 
 
 def shown_retrievals(texts: Iterable[str]) -> tuple[frozenset[str], tuple[tuple[int, int], ...]]:
@@ -120,6 +148,7 @@ class RetrievalSources:
         self._texts = [_text(m) for m in self._messages]
         self._counter = counter
         self._occurrences: dict[str, tuple[int, ...]] = {}
+        self._tokens: dict[int, int] = {}
 
     def _where(self, string: str) -> tuple[int, ...]:
         found = self._occurrences.get(string)
@@ -129,25 +158,38 @@ class RetrievalSources:
             )
         return found
 
+    def page_tokens(self, index: int, page_tokens: int) -> int:
+        """Tokens one retrieval of message ``index`` returns: the message, at most one page."""
+        if index not in self._tokens:
+            self._tokens[index] = self._counter.count_text(self._messages[index].text)
+        return min(self._tokens[index], page_tokens)
+
+    def sources(
+        self, missed: Sequence[str], iteration: int, ids: frozenset[str], ranges: Sequence[tuple[int, int]]
+    ) -> dict[str, int]:
+        """``{missed string: index of the message}`` for the misses of the step before ``iteration``
+        that a shown call (``ids``, ``ranges``: :func:`shown_retrievals`) recovers. Indexes count
+        the run's messages of iteration 1 and later, in order."""
+        found: dict[str, int] = {}
+        if not ids and not ranges:
+            return found
+        for string in missed:
+            source = self._source(string, iteration, ids, tuple(ranges))
+            if source is not None:
+                found[string] = source
+        return found
+
     def recovery(
         self, missed: Sequence[str], iteration: int, texts: Sequence[str], page_tokens: int
     ) -> Recovery:
-        """The misses of the step before ``iteration`` that a call shown in ``texts`` recovers."""
+        """The misses of the step before ``iteration`` that a call shown in ``texts`` recovers, and
+        the tokens of those calls and what they return."""
         if not missed:
             return Recovery()
         ids, ranges = shown_retrievals(texts)
-        if not ids and not ranges:
-            return Recovery()
-        charged: dict[int, int] = {}
-        count = 0
-        for string in missed:
-            source = self._source(string, iteration, ids, ranges)
-            if source is not None:
-                count += 1
-                if source not in charged:
-                    tokens = self._counter.count_text(self._messages[source].text)
-                    charged[source] = CALL_TOKENS + min(tokens, page_tokens)
-        return Recovery(count, sum(charged.values()))
+        found = self.sources(missed, iteration, ids, ranges)
+        charged = {s: CALL_TOKENS + self.page_tokens(s, page_tokens) for s in set(found.values())}
+        return Recovery(len(found), sum(charged.values()))
 
     def _source(
         self, string: str, iteration: int, ids: frozenset[str], ranges: tuple[tuple[int, int], ...]

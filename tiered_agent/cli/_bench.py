@@ -27,6 +27,8 @@ __all__ = ["bench"]
 _TOKENIZERS = ("o200k_base", "cl100k_base")
 # tiered_agent._providers.CACHE_MODEL_NAMES, spelled out so --help does not import the providers module
 _CACHE_MODELS = ("auto", "ideal", "gemini", "openai", "anthropic")
+# tiered_agent.bench._replay.ROUTINGS, spelled out for the same reason
+_ROUTINGS = ("recorded", "sticky")
 _PARALLEL_MIN_STEPS = 600  # below this, spawning worker processes costs more than it saves
 
 
@@ -116,6 +118,15 @@ def _policy_names(value: str | None) -> list[str] | None:
     "where litellm's bundled price map knows it).",
 )
 @click.option(
+    "--routing",
+    type=click.Choice(_ROUTINGS),
+    default="recorded",
+    show_default=True,
+    help="Which endpoint's cache serves each model call of runs whose router recorded it (OpenRouter's "
+    "provider): the recorded one, or sticky: the endpoint of the run's first call for every call (what "
+    "pinning the endpoint would have saved).",
+)
+@click.option(
     "--workers",
     type=click.IntRange(min=0),
     default=0,
@@ -137,6 +148,7 @@ def bench(
     strict: bool,
     cache_model: str,
     price_model: str | None,
+    routing: str,
 ) -> None:
     """Replay recorded agent runs (PATH: files or folders; default: the bundled traces) through the
     context policies and report tokens, cost with prompt caching, and the information each one hid."""
@@ -155,6 +167,7 @@ def bench(
             model,
             cache_model=cache_model,
             price_model=price_model,
+            routing=routing,
         )
         _run(paths, names, settings, json_path=json_path, out_dir=out_dir, workers=workers, strict=strict)
     except (TieredAgentError, OSError) as exc:

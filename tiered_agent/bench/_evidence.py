@@ -1,0 +1,405 @@
+"""The line ruler and the own-writing ruler: what each recorded action needed, and whether a prompt
+showed it together with the line that held it.
+
+Definitions (terms, specific, occurs, normalized: ``_terms.py``; all of it in docs/rulers.md):
+
+- The strings *needed* by the action of iteration ``k`` are its specific terms
+  (:func:`~._terms.action_text`) whose first occurrence in the run, counting
+  only messages of iterations 1 and later, lies in an earlier iteration, and
+  that occur nowhere in what the model always sees (system prompt, task, tool
+  schemas). A term first seen in an observation (a tool result or a user
+  message) is *observed*: the line ruler counts it. A term the agent wrote
+  first (its content, commands, edits, file contents, scripts, patches) is
+  *own*: the own-writing ruler counts it.
+- Every line of an earlier message that holds the term is *evidence*: for the
+  line ruler only lines of observations, for the own-writing ruler lines of any
+  message. The evidence around one occurrence is a *window*: the term with up
+  to :data:`CONTEXT_CHARS` characters of its line before it, and another with
+  up to as many after it. A side with fewer than :data:`MIN_CONTEXT` characters
+  of context is anchored to its line boundary; a side with none is not a
+  window, and a line that is the term alone has the window ``line == term``.
+  For an observation that is a JSON document, a field whose value holds the
+  term is evidence too: the key and the value up to the term, the key right
+  before the value (``"flight_number": "HAT017"``, ``flights[0].flight_number:
+  HAT017``).
+- The term is *shown* when the prompt holds one of those windows verbatim
+  (normalized) around an occurrence of the term. For the line ruler only
+  messages that are not the agent's own count (tool results, user messages,
+  notes and summaries a policy wrote): a mention in the agent's reasoning or
+  commands, or in a note's summary line (``3. ... → bash: sed -n '1909,2000p'
+  ...``), is not the line. For the own-writing ruler every message counts.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .._messages import Message
+from ._recorded import RecordedRun
+from ._terms import message_text, normalize, occurrences, occurrences_backward, specific_terms
+
+__all__ = ["CONTEXT_CHARS", "MIN_CONTEXT", "EvidenceIndex", "Needed", "PromptView", "TextMemo"]
+
+CONTEXT_CHARS = 40  # characters of a line kept on each side of a term in a window
+MIN_CONTEXT = 8  # below this much context, a side must reach its line boundary
+
+Windows = dict[tuple[int, int], dict[str, int]]  # (chars before the term, after) -> window -> first index
+
+
+@dataclass(frozen=True, slots=True)
+class Needed:
+    """The strings one action needed, split by where they came from (sorted)."""
+
+    observed: tuple[str, ...] = ()  # first seen in an observation: the line ruler
+    own: tuple[str, ...] = ()  # first written by the agent: the own-writing ruler
+
+
+class _Term:
+    """Where one term occurs in a run: its windows and the messages that hold it."""
+
+    __slots__ = ("keys", "observed", "observed_sources", "positions", "sources", "written")
+
+    def __init__(self) -> None:
+        self.positions: list[int] = []  # where it occurs in the run's corpus
+        self.observed_sources: list[int] = []  # observation messages holding it, ascending
+        self.sources: list[int] = []  # every message holding it, ascending
+        # filled when first searched for (most terms stand in the prompt in an unchanged message):
+        self.observed: Windows | None = None  # windows on observation lines
+        self.written: Windows = {}  # windows on any line
+        self.keys: dict[tuple[str, str], int] = {}  # JSON (key, value up to the term) -> first index
+
+
+def _add(windows: Windows, key: tuple[int, int], window: str, index: int) -> None:
+    found = windows.setdefault(key, {})
+    if window not in found:
+        found[window] = index
+
+
+def _windows(text: str, at: int, size: int) -> list[tuple[tuple[int, int], str]]:
+    """The windows of the occurrence of a term of ``size`` chars at ``at`` of normalized ``text``."""
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at + size)
+    end = len(text) if end < 0 else end
+    before, after = min(CONTEXT_CHARS, at - start), min(CONTEXT_CHARS, end - at - size)
+    term = text[at : at + size]
+    out: list[tuple[tuple[int, int], str]] = []
+    if before == 0 and after == 0:
+        out.append(((1, 1), f"\n{term}\n"))
+    if before >= MIN_CONTEXT:
+        out.append(((before, 0), text[at - before : at + size]))
+    elif before > 0:
+        out.append(((before + 1, 0), "\n" + text[start : at + size]))
+    if after >= MIN_CONTEXT:
+        out.append(((0, after), text[at : at + size + after]))
+    elif after > 0:
+        out.append(((0, after + 1), text[at:end] + "\n"))
+    return out
+
+
+def _window_at(windows: Windows, text: str, at: int, size: int, cutoff: int) -> bool:
+    """Whether one of ``windows`` (from a message before ``cutoff``) surrounds ``text[at:at+size]``."""
+    for (before, after), known in windows.items():
+        if at < before or at + size + after > len(text):
+            continue
+        first = known.get(text[at - before : at + size + after])
+        if first is not None and first < cutoff:
+            return True
+    return False
+
+
+def _json_fields(text: str) -> list[tuple[str, str]]:
+    """``(key, normalized value)`` of every scalar field of a JSON object or array (list items take
+    the key of the field holding the list); empty for anything else."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[":
+        return []
+    try:
+        data = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return []
+    out: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((str(k), v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((key, v) for v in reversed(value))
+        elif value is not None:
+            scalar = value if isinstance(value, str) else orjson.dumps(value).decode()
+            out.append((key, normalize(scalar)))
+    return out
+
+
+def _multiline_strings(text: str) -> list[str]:
+    """The string values of a JSON document that span lines (a tool that wraps its output in JSON,
+    ``{"output": "line 1\\nline 2", ...}``, holds its real lines there), in document order."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[" or "\\n" not in stripped:
+        return []
+    try:
+        data = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return []
+    out: list[str] = []
+    stack: list[Any] = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+        elif isinstance(value, str) and "\n" in value:
+            out.append(value)
+    return out
+
+
+def _evidence_text(message: Message) -> str:
+    """A message as evidence (normalized): what it says, and for an observation that is a JSON
+    document, the lines of its multi-line string values too (their lines are the output's lines)."""
+    text = normalize(message_text(message))
+    if message.role == "assistant":
+        return text
+    decoded = _multiline_strings(message.text)
+    return "\n".join([text, *(normalize(value) for value in decoded)]) if decoded else text
+
+
+class EvidenceIndex:
+    """Needed strings and their evidence, per step of one recorded run (policy-independent)."""
+
+    def __init__(self, run: RecordedRun) -> None:
+        always = [normalize(message_text(m)) for m in run.messages if m.iteration == 0]
+        if run.tools:
+            always.append(normalize(orjson.dumps(list(run.tools)).decode()))
+        self._always = "\n".join(always)
+        self.messages = [m for m in run.messages if m.iteration >= 1]
+        texts = [_evidence_text(m) for m in self.messages]
+        self._starts: list[int] = []
+        position = 0
+        for text in texts:
+            self._starts.append(position)
+            position += len(text) + 1
+        self._corpus = "\n".join(texts)
+        self._observed = [m.role != "assistant" for m in self.messages]
+        self._action_at: dict[int, int] = {}
+        for index, message in enumerate(self.messages):
+            if message.role == "assistant":
+                self._action_at.setdefault(message.iteration, index)
+        self._terms: dict[str, _Term] = {}
+        self._first: dict[str, int | None] = {}
+        self._in_always: dict[str, bool] = {}
+        self._needed: dict[int, Needed] = {}
+        self._fields: dict[int, list[tuple[str, str]]] = {}
+        self._patterns: dict[str, re.Pattern[str]] = {}
+
+    # ------------------------------------------------------------------ needed strings
+    def _text(self, index: int) -> str:
+        start = self._starts[index]
+        end = self._starts[index + 1] - 1 if index + 1 < len(self._starts) else len(self._corpus)
+        return self._corpus[start:end]
+
+    def _index_at(self, position: int) -> int:
+        return bisect_right(self._starts, position) - 1
+
+    def _first_index(self, term: str) -> int | None:
+        if term not in self._first:
+            at = next(occurrences(self._corpus, term), None)
+            self._first[term] = None if at is None else self._index_at(at)
+        return self._first[term]
+
+    def _always_has(self, term: str) -> bool:
+        if term not in self._in_always:
+            self._in_always[term] = next(occurrences(self._always, term), None) is not None
+        return self._in_always[term]
+
+    def cutoff(self, iteration: int) -> int:
+        """Index of the first message of ``iteration`` or later: evidence must come before it."""
+        index = self._action_at.get(iteration, len(self.messages))
+        while index > 0 and self.messages[index - 1].iteration >= iteration:
+            index -= 1
+        return index
+
+    def needed(self, iteration: int) -> Needed:
+        """The strings the action of ``iteration`` needed (empty when it has no action)."""
+        if iteration not in self._needed:
+            self._needed[iteration] = self._compute(iteration)
+        return self._needed[iteration]
+
+    def _compute(self, iteration: int) -> Needed:
+        action = self._action_at.get(iteration)
+        if action is None:
+            return Needed()
+        cutoff = self.cutoff(iteration)
+        observed: list[str] = []
+        own: list[str] = []
+        for term in sorted(specific_terms(self._text(action))):
+            first = self._first_index(term)
+            if first is None or first >= cutoff or self._always_has(term):
+                continue
+            (observed if self._observed[first] else own).append(term)
+        return Needed(tuple(observed), tuple(own))
+
+    # ------------------------------------------------------------------ evidence
+    def _term(self, term: str) -> _Term:
+        found = self._terms.get(term)
+        if found is None:
+            found = self._terms[term] = self._collect(term)
+        return found
+
+    def _collect(self, term: str) -> _Term:
+        found = _Term()
+        for at in occurrences(self._corpus, term):
+            found.positions.append(at)
+            index = self._index_at(at)
+            if not found.sources or found.sources[-1] != index:
+                found.sources.append(index)
+                if self._observed[index]:
+                    found.observed_sources.append(index)
+        return found
+
+    def _windows_of(self, found: _Term, term: str) -> _Term:
+        """``found`` with its windows and JSON fields (computed once)."""
+        if found.observed is not None:
+            return found
+        found.observed = {}
+        for at in found.positions:
+            index = self._index_at(at)
+            for key, window in _windows(self._corpus, at, len(term)):
+                _add(found.written, key, window, index)
+                if self._observed[index]:
+                    _add(found.observed, key, window, index)
+        for index in found.observed_sources:
+            self._json_evidence(found, term, index)
+        return found
+
+    def _json_evidence(self, found: _Term, term: str, index: int) -> None:
+        if index not in self._fields:
+            self._fields[index] = _json_fields(self.messages[index].text)
+        for key, value in self._fields[index]:
+            at = next(occurrences(value, term), None)
+            if at is None:
+                continue
+            cut = at > CONTEXT_CHARS  # a long value: its own context stands in for the key
+            if not key and not cut:
+                continue  # a bare value with nothing around it is no evidence
+            prefix = value[max(0, at - CONTEXT_CHARS) : at + len(term)]
+            found.keys.setdefault(("" if cut else key, prefix), index)
+
+    # ------------------------------------------------------------------ shown
+    def shown(self, term: str, prompt: PromptView, cutoff: int, *, observed: bool) -> bool:
+        """Whether ``prompt`` shows ``term`` with evidence from a message before ``cutoff``: evidence on
+        observation lines only (``observed``, the line ruler) or on any line.
+
+        A message that holds the term and stands in the prompt unchanged (the same object) shows it
+        (all its lines are there); otherwise the part of the prompt the ruler reads is searched,
+        newest message first."""
+        found = self._term(term)
+        for index in reversed(found.observed_sources if observed else found.sources):
+            if index < cutoff and prompt.holds(self.messages[index]):
+                return True
+        size = len(term)
+        windows: Windows | None = None
+        for text in prompt.observed() if observed else prompt.everything():
+            if term not in text:
+                continue
+            if windows is None:
+                self._windows_of(found, term)
+                windows = (found.observed if observed else found.written) or {}
+            for at in occurrences_backward(text, term):
+                if _window_at(windows, text, at, size, cutoff):
+                    return True
+                if found.keys and self._keyed(found.keys, text, at, size, cutoff):
+                    return True
+        return False
+
+    def _keyed(self, keys: dict[tuple[str, str], int], prompt: str, at: int, size: int, cutoff: int) -> bool:
+        line_start = prompt.rfind("\n", 0, at) + 1
+        for (key, prefix), first in keys.items():
+            start = at + size - len(prefix)
+            if first >= cutoff or start < line_start or prompt[start : at + size] != prefix:
+                continue
+            if not key or self._key_pattern(key).search(prompt, line_start, start):
+                return True
+        return False
+
+    def _key_pattern(self, key: str) -> re.Pattern[str]:
+        pattern = self._patterns.get(key)
+        if pattern is None:
+            pattern = self._patterns[key] = re.compile(
+                r"(?<!\w)" + re.escape(key) + r"[\"']?\s*[:=]\s*[\"']?$"
+            )
+        return pattern
+
+    def source(
+        self,
+        term: str,
+        cutoff: int,
+        *,
+        observed: bool,
+        ids: frozenset[str],
+        ranges: Sequence[tuple[int, int]],
+    ) -> int | None:
+        """The latest message before ``cutoff`` holding ``term`` (an observation for ``observed``) whose
+        exact retrieval call is in ``ids`` (output ids) or ``ranges`` (iteration ranges); None if none."""
+        found = self._term(term)
+        for index in reversed(found.observed_sources if observed else found.sources):
+            if index >= cutoff:
+                continue
+            message = self.messages[index]
+            if message.role == "tool" and message.tool_call_id in ids:
+                return index
+            if any(low <= message.iteration <= high for low, high in ranges):
+                return index
+        return None
+
+
+class TextMemo:
+    """Normalized texts of prompt messages, each between two ``\n`` (so a window anchored at a line
+    boundary matches at the message's edges), memoized per message object for one run (the entry keeps
+    the message alive, so its ``id`` is not reused)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[Message, str]] = {}
+
+    def text(self, message: Message) -> str:
+        entry = self._texts.get(id(message))
+        if entry is None or entry[0] is not message:
+            entry = (message, f"\n{normalize(message_text(message))}\n")
+            self._texts[id(message)] = entry
+        return entry[1]
+
+
+class PromptView:
+    """A prompt as the rulers search it: each message's normalized text, newest first (each list built
+    once, when a ruler first reads it)."""
+
+    def __init__(self, prompt: Sequence[Message], memo: TextMemo) -> None:
+        self._prompt = prompt
+        self._memo = memo
+        self._observed: list[str] | None = None
+        self._everything: list[str] | None = None
+        self._ids: set[int] | None = None
+
+    def holds(self, message: Message) -> bool:
+        """Whether ``message`` itself (the same object, so unchanged) is in the prompt."""
+        if self._ids is None:
+            self._ids = {id(m) for m in self._prompt}
+        return id(message) in self._ids
+
+    def observed(self) -> list[str]:
+        """The messages that are not the agent's own (what the line ruler reads)."""
+        if self._observed is None:
+            self._observed = [self._memo.text(m) for m in reversed(self._prompt) if m.role != "assistant"]
+        return self._observed
+
+    def everything(self) -> list[str]:
+        """Every message (what the own-writing ruler reads)."""
+        if self._everything is None:
+            self._everything = [self._memo.text(m) for m in reversed(self._prompt)]
+        return self._everything
