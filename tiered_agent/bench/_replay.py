@@ -16,10 +16,9 @@ agent. Nothing here re-implements a policy.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import multiprocessing
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -27,13 +26,14 @@ from typing import Any
 
 import anyio
 import orjson
-import structlog
 
+from .._cluster import RayAddress, map_on_ray, ray_session
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
 from .._tokens import TokenCounter
 from .._tools import ToolOutcome
+from .._workers import configure_worker_logging, owned_resource_tracker, worker_log_level
 from ..context._breakeven import CacheTerms
 from ..context._dispatch import ToolKind
 from ..context._manager import ContextManager, PreparedPrompt
@@ -564,19 +564,26 @@ def replay_runs(
     *,
     workers: int = 1,
     on_progress: Callable[[RunInfo], None] | None = None,
+    ray: RayAddress | None = None,
+    calibration: Mapping[str, ProviderCalibration] | None = None,
 ) -> BenchResult:
-    """Replay every run under every policy; ``workers > 1`` spreads runs over processes.
+    """Replay every run under every policy; ``workers > 1`` spreads runs over processes, ``ray``
+    over a Ray cluster (``workers`` then bounds the runs in flight; 0: twice its CPUs).
 
-    The result is ordered by run id whatever the worker count, so it is deterministic.
+    ``calibration`` (see :func:`calibrate`): the provider calibration to price the runs with,
+    when it was measured on more runs than these (a shard's, on all of them). The result is
+    ordered by run id whatever the worker count or backend, so it is deterministic.
     """
     started = time.perf_counter()
     unique = _unique_ids(runs)
-    serial = workers <= 1 or len(unique) <= 1
-    # Serially the replay reuses the token ids the calibration memoized; with workers, the parent
-    # only counts (no id memo kept alive in it).
-    calibration = calibrate(
-        unique, _counter(settings.tokenizer) if serial else TokenCounter(settings.tokenizer, cache_size=4096)
-    )
+    serial = ray is None and (workers <= 1 or len(unique) <= 1)
+    if calibration is None:
+        # Serially the replay reuses the token ids the calibration memoized; with workers, the
+        # parent only counts (no id memo kept alive in it).
+        counter = (
+            _counter(settings.tokenizer) if serial else TokenCounter(settings.tokenizer, cache_size=4096)
+        )
+        calibration = calibrate(unique, counter)
     plans = {
         r.run_id: plan_run(r.model, settings.cache_model, settings.price_model, calibration) for r in unique
     }
@@ -592,7 +599,7 @@ def replay_runs(
         for run in unique:
             finished(_replay_job(run, policies, settings, plans[run.run_id]))
     else:
-        _replay_parallel(unique, policies, settings, plans, workers=workers, finished=finished)
+        _replay_parallel(unique, policies, settings, plans, workers=workers, finished=finished, ray=ray)
     order = sorted(infos)
     return BenchResult(
         settings=settings,
@@ -600,22 +607,16 @@ def replay_runs(
         runs=tuple(infos[i] for i in order),
         replays=tuple(done[i] for i in order),
         elapsed_seconds=time.perf_counter() - started,
-        calibration=calibration,
+        calibration=dict(calibration),
     )
 
 
-def _log_level() -> int:
-    """The parent's structlog level, so workers log (or stay quiet) alike."""
-    try:
-        return int(structlog.get_logger().bind().get_effective_level())
-    except AttributeError:
-        return logging.WARNING
-
-
-def _init_worker(level: int) -> None:
-    from .._logging import configure_logging
-
-    configure_logging(level=logging.getLevelName(level).lower())
+def _replay_in_worker(
+    level: int, policies: Mapping[str, Policy], settings: ReplaySettings, run: RecordedRun, plan: RunPlan
+) -> RunReplay:
+    """One run in a worker process, whoever started it (our pool, Ray): logging first."""
+    configure_worker_logging(level)
+    return _replay_job(run, policies, settings, plan)
 
 
 def _replay_parallel(
@@ -626,13 +627,42 @@ def _replay_parallel(
     *,
     workers: int,
     finished: Callable[[RunReplay], None],
+    ray: RayAddress | None = None,
 ) -> None:
-    # Longest runs first balances the workers; "spawn" is safe next to the progress bar's thread.
+    """The runs on worker processes, or on Ray; ``finished`` gets each replay as it arrives.
+
+    Longest runs first balances the workers. The pool uses "spawn" (safe next to the progress
+    bar's thread) and stops the resource tracker it started once it is done."""
     ordered = sorted(runs, key=lambda r: (-len(r.messages), r.run_id))
+    jobs = ((run, plans[run.run_id]) for run in ordered)
+    level = worker_log_level()
+    if ray is not None:
+        with ray_session(ray, log_level=level) as session:
+            in_flight = workers if workers > 0 else 2 * session.cpus
+            for replay, _node in map_on_ray(
+                _replay_in_worker,
+                jobs,
+                shared=(level, policies, settings),
+                in_flight=in_flight,
+                log_level=level,
+            ):
+                finished(replay)
+        return
+    with owned_resource_tracker():
+        _replay_on_pool(jobs, policies, settings, workers=workers, level=level, finished=finished)
+
+
+def _replay_on_pool(
+    jobs: Iterable[tuple[RecordedRun, RunPlan]],
+    policies: Mapping[str, Policy],
+    settings: ReplaySettings,
+    *,
+    workers: int,
+    level: int,
+    finished: Callable[[RunReplay], None],
+) -> None:
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(_log_level(),)
-    ) as pool:
-        futures = [pool.submit(_replay_job, run, policies, settings, plans[run.run_id]) for run in ordered]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [pool.submit(_replay_in_worker, level, policies, settings, run, plan) for run, plan in jobs]
         for future in as_completed(futures):
             finished(future.result())
