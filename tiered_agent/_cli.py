@@ -74,7 +74,11 @@ class LazyGroup(click.Group):
 
 @click.group(
     cls=LazyGroup,
-    lazy={"bench": "tiered_agent.bench._command:bench", "trace": "tiered_agent.inspect._command:trace"},
+    lazy={
+        "batch": "tiered_agent.batch._command:batch",
+        "bench": "tiered_agent.bench._command:bench",
+        "trace": "tiered_agent.inspect._command:trace",
+    },
 )
 @click.version_option(package_name="tiered-agent")
 @click.option("--log-json", is_flag=True, help="Log as JSON lines on stderr.")

@@ -13,7 +13,7 @@ import dataclasses
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -469,12 +469,13 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
-def move_torn_tail(path: Path) -> Path | None:
+def move_torn_tail(path: Path, parses: Callable[[bytes], bool] | None = None) -> Path | None:
     """Move an unreadable last line of the trace at ``path`` (a crash or a full disk mid-write)
     into ``<path>.torn`` (``<path>.2.torn``, ... if taken) and cut it from the trace, so that new
     events can be appended after the last complete one. Returns the ``.torn`` file, or None when
     the trace ends cleanly (or does not exist). The torn bytes are never dropped: they are written
-    to the ``.torn`` file before the trace is cut."""
+    to the ``.torn`` file before the trace is cut. ``parses`` tells a complete line of another
+    append-only JSONL file (default: a trace event)."""
     try:
         handle = path.open("r+b")
     except FileNotFoundError:
@@ -486,7 +487,7 @@ def move_torn_tail(path: Path) -> Path | None:
         start = _last_line_start(handle, size)
         handle.seek(start)
         tail = handle.read()
-        if not tail.strip() or (tail.endswith(b"\n") and _parses(tail)):
+        if not tail.strip() or (tail.endswith(b"\n") and (parses or _parses)(tail)):
             return None
         torn = _keep_aside(path, tail)
         handle.truncate(start)
