@@ -76,7 +76,10 @@ def batch(
     result line per task. Rerun the same command to resume: finished tasks are skipped, interrupted
     ones continue from their traces. Takes run's options for every task."""
     settings, tasks, address = _prepare(tasks_file, run, ray_opt)
+    from .._litellm import settle_heap_on_import
     from .._run_command import _run_until_signal
+
+    settle_heap_on_import()  # this process is ours: litellm's objects need no garbage collection
 
     console, err = _consoles()
     done = _done_before(tasks, results_file)

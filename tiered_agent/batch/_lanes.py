@@ -26,6 +26,7 @@ import anyio
 import structlog
 
 from .._cluster import RayAddress
+from .._litellm import settle_heap_on_import
 from .._workers import configure_worker_logging, owned_resource_tracker, worker_log_level
 from ._capacity import ABORT_WAIT_S, lane_count
 from ._results import TaskResult
@@ -78,8 +79,9 @@ async def open_lanes(
                 yield lanes
             finally:
                 with anyio.CancelScope(shield=True):
-                    for lane in lanes:
-                        await lane.close()
+                    async with anyio.create_task_group() as closing:
+                        for lane in lanes:
+                            closing.start_soon(lane.close)
 
 
 @dataclass
@@ -132,7 +134,13 @@ class ProcessLane:
         return _Started(cls(f"process-{index}", capacity, process, ours))
 
     async def read(self) -> None:
-        """Deliver the worker's results until it closes the pipe; then fail what still waits."""
+        """Deliver the worker's results until it closes the pipe; then fail what still waits.
+
+        Shielded: a stopping batch still needs the results of the tasks it stops."""
+        with anyio.CancelScope(shield=True):
+            await self._read()
+
+    async def _read(self) -> None:
         while (message := await _next(self._connection)) is not None:
             task_id, result = message
             waiting = self._waiting.get(task_id)
@@ -219,6 +227,7 @@ def serve_lane(connection: Connection, settings: BatchSettings, level: int) -> N
     """A worker process: run what the driver sends until it says close (or goes away)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_worker_logging(level)
+    settle_heap_on_import()  # our process: litellm's objects need no garbage collection
     anyio.run(_serve, connection, settings, backend="asyncio")
 
 

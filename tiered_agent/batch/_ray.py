@@ -18,6 +18,7 @@ import anyio
 import structlog
 
 from .._cluster import RayAddress, import_ray, node_id, ray_session
+from .._litellm import settle_heap_on_import
 from .._workers import configure_worker_logging
 from ._capacity import ABORT_WAIT_S, lane_count
 from ._results import TaskResult
@@ -35,6 +36,7 @@ class BatchActor:
 
     def __init__(self, settings: BatchSettings, level: int) -> None:
         configure_worker_logging(level)
+        settle_heap_on_import()  # the actor's process is ours: litellm's objects need no collection
         self.runner = TaskRunner(settings).open()
 
     async def run(self, task: BatchTask) -> TaskResult:

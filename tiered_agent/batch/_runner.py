@@ -18,7 +18,6 @@ import anyio
 import structlog
 
 from .._errors import TieredAgentError
-from .._litellm import settle_heap_on_import
 from .._otel_export import CliTelemetry, cli_telemetry
 from .._run_command import _agent as build_agent
 from .._trace import Event, redact
@@ -51,7 +50,6 @@ class TaskRunner:
         self._exporting: CliTelemetry | None = None
 
     def open(self) -> TaskRunner:
-        settle_heap_on_import()  # this process runs agents: litellm's objects need no collection
         self._exporting = cli_telemetry(self.settings.otel)
         return self
 
