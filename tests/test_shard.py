@@ -133,7 +133,7 @@ def test_bench_shards_on_the_command_line_cover_the_unsharded_runs(tmp_path: Pat
 
     from tiered_agent._cli import cli
 
-    traces = sorted((ROOT / "traces").glob("*.jsonl"))[:5]
+    traces = sorted((ROOT / "traces").rglob("*.jsonl"))[:5]
     runner = CliRunner()
     documents = []
     for shard in (None, "1/2", "2/2"):
