@@ -392,3 +392,20 @@ def test_task_folders_are_safe_and_distinct(tmp_path: Path) -> None:
     assert len(set(folders)) == len(ids)
     assert all(f.parent == tmp_path and len(f.name) <= 80 and "/" not in f.name for f in folders)
     assert task_folder(tmp_path, "a") == task_folder(tmp_path, "a")
+
+
+@pytest.mark.anyio
+async def test_a_second_batch_on_the_same_results_file_is_refused(
+    server: FakeOpenAIServer, workspace: Path, tmp_path: Path
+) -> None:
+    from tiered_agent._errors import ConfigurationError
+    from tiered_agent.batch._results import ResultsFile
+
+    server.respond = model = BatchModel()
+    tasks = write_tasks(tmp_path / "tasks.jsonl", ["a"])
+    out = tmp_path / "results.jsonl"
+    refused = pytest.raises(ConfigurationError, match="another batch is running with the results file")
+    with ResultsFile(out), refused:  # a batch running in another process holds it
+        await run_batch(tasks, out, settings_for(server, workspace, tmp_path))
+    assert sum(model.calls.values()) == 0
+    assert (await run_batch(tasks, out, settings_for(server, workspace, tmp_path))).ok

@@ -39,12 +39,12 @@ def task_folder(trace_dir: Path, task_id: str) -> Path:
 
 
 def latest_trace(folder: Path) -> Path | None:
-    """The task's newest trace file (names start with the UTC start time), if any."""
+    """The task's most recently written trace file, if any."""
     try:
-        found = sorted(p for p in folder.glob("*.jsonl") if p.is_file())
+        found = sorted((p.stat().st_mtime_ns, p.name, p) for p in folder.glob("*.jsonl") if p.is_file())
     except OSError:
         return None
-    return found[-1] if found else None
+    return found[-1][2] if found else None
 
 
 @dataclass(frozen=True, slots=True)
