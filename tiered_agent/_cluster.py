@@ -150,8 +150,8 @@ def _connect(ray: Any, address: RayAddress, log_level: int) -> None:
     }
     if address.local:
         options["include_dashboard"] = False
-    elif address.loopback:
-        options["_node_ip_address"] = "127.0.0.1"  # a cluster on this machine's loopback only
+    elif address.loopback and not address.address.startswith("ray://"):
+        options["_node_ip_address"] = "127.0.0.1"  # joins a cluster on this machine's loopback only
     try:
         ray.init(address=address.address, **options)
     except (ConnectionError, RuntimeError, ValueError, OSError) as exc:

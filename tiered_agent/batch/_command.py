@@ -130,7 +130,7 @@ def _prepare(
 
     _check_trace_dir(run["trace_dir"])
     try:
-        settings = BatchSettings(**{k: v for k, v in run.items() if k in BatchSettings.__dataclass_fields__})
+        settings = BatchSettings(**run)  # run's options, every one of them (a new one must be added there)
         tasks = load_tasks(tasks_file)
         for task in tasks:
             settings.model_of(task)
