@@ -156,3 +156,18 @@ def test_bench_refuses_a_bad_shard_in_one_sentence() -> None:
     result = CliRunner().invoke(cli, ["bench", "--shard", "3/2"])
     assert result.exit_code == 2
     assert "shard 3/2 does not exist" in result.output and "Traceback" not in result.output
+
+
+def test_an_empty_shard_writes_an_empty_document(tmp_path: Path) -> None:
+    """A CI matrix wider than the runs: the shards without runs succeed with nothing replayed."""
+    from click.testing import CliRunner
+
+    from tiered_agent._cli import cli
+
+    traces = sorted((ROOT / "traces").rglob("*.jsonl"))[:2]
+    assert not Shard(1, 100).select(load_runs(traces).runs)
+    args = ["bench", *map(str, traces), "--policies", "full", "--out", str(tmp_path), "--shard", "1/100"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "shard 1/100: 0 of 2 runs (0 model calls)" in result.output
+    assert json.loads((tmp_path / "bench.json").read_text())["inputs"]["run_count"] == 0

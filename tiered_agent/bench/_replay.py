@@ -633,6 +633,8 @@ def _replay_parallel(
 
     Longest runs first balances the workers. The pool uses "spawn" (safe next to the progress
     bar's thread) and stops the resource tracker it started once it is done."""
+    if not runs:
+        return
     ordered = sorted(runs, key=lambda r: (-len(r.messages), r.run_id))
     jobs = ((run, plans[run.run_id]) for run in ordered)
     level = worker_log_level()
