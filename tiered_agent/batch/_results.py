@@ -8,6 +8,7 @@ task runs again.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -118,14 +119,28 @@ class ResultsFile:
         self._file: IO[bytes] | None = None
 
     def open(self) -> ResultsFile:
+        """Open for appending, after moving a torn last line aside. One batch at a time appends to a
+        results file (two would resume the same traces): a second one is refused while the first
+        holds the file's lock."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            move_torn_tail(self.path, parses=_is_result)
-            self._file = self.path.open("ab", buffering=0)
+            handle = self.path.open("ab", buffering=0)
         except OSError as exc:
+            reason = exc.strerror or exc
+            raise ConfigurationError(f"cannot append to the results file {self.path}: {reason}") from exc
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
             raise ConfigurationError(
-                f"cannot append to the results file {self.path}: {exc.strerror or exc}"
-            ) from exc
+                f"another batch is running with the results file {self.path}; wait for it to end"
+            ) from None
+        try:
+            move_torn_tail(self.path, parses=_is_result)
+        except OSError as exc:
+            handle.close()
+            raise ConfigurationError(f"cannot repair the results file {self.path}: {exc}") from exc
+        self._file = handle
         return self
 
     def __enter__(self) -> ResultsFile:
