@@ -110,9 +110,9 @@ async def run_batch(
     _check(chosen, settings, concurrency, workers)
     address = RayAddress(ray) if isinstance(ray, str) else ray
     path = Path(results)
-    earlier = read_results(path)
-    todo = [t for t in chosen if not (t.id in earlier and earlier[t.id].final)]
-    with ResultsFile(path) as out:
+    with ResultsFile(path) as out:  # locked and repaired first: then what it holds is read
+        earlier = read_results(path)
+        todo = [t for t in chosen if not (t.id in earlier and earlier[t.id].final)]
         progress = _Progress(out, dict(earlier), on_result)
         if todo:
             width = min(concurrency, len(todo))
