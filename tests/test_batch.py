@@ -355,10 +355,10 @@ def test_task_lines_are_read_with_their_defaults(tmp_path: Path) -> None:
 
     (tmp_path / "repo").mkdir()
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(
-        "\n"
-        + '{"id": 7, "task": "fix it", "workspace": "repo", "model": "m", "policy": "full"}\n'
-        + '{"id": "b", "task": "t", "workspace": null}\n\n'
+    tasks.write_bytes(  # a byte-order mark, Windows line ends, a blank line, null for "not given"
+        b"\xef\xbb\xbf\r\n"
+        + b'{"id": 7, "task": "fix it", "workspace": "repo", "model": "m", "policy": "full"}\r\n'
+        + b'{"id": "b", "task": "t", "workspace": null}\n\n'
     )
     assert load_tasks(tasks) == (
         BatchTask("7", "fix it", (tmp_path / "repo").resolve(), "m", "full", line=2),

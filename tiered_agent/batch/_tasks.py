@@ -50,6 +50,7 @@ def parse_tasks(data: bytes, *, name: str, base: Path) -> tuple[BatchTask, ...]:
     """Tasks from the bytes of a tasks file called ``name``; relative workspaces are under ``base``."""
     tasks: list[BatchTask] = []
     seen: dict[str, int] = {}
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark some editors write first
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
