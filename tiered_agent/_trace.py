@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -532,13 +532,14 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
-def move_torn_tail(path: Path) -> Path | None:
+def move_torn_tail(path: Path, parses: Callable[[bytes], bool] | None = None) -> Path | None:
     """Move an unreadable last line of the trace at ``path`` (a crash or a full disk mid-write)
     into ``<path>.torn`` (``<path>.2.torn``, ... if taken) and cut it from the trace, so that new
     events can be appended after the last complete one. Returns the ``.torn`` file, or None when
     the trace ends cleanly (or does not exist). The torn bytes are never dropped: they are written
     to the ``.torn`` file before the trace is cut. A last line that is complete JSON but not a
-    valid event stays (reading skips it with its reason)."""
+    valid event stays (reading skips it with its reason). ``parses`` tells a complete line of another
+    append-only JSONL file (default: a JSON object, as a trace event is)."""
     try:
         handle = path.open("r+b")
     except FileNotFoundError:
@@ -552,7 +553,7 @@ def move_torn_tail(path: Path) -> Path | None:
         start = _last_line_start(handle, size)
         handle.seek(start)
         tail = handle.read()
-        if not tail.strip() or (tail.endswith(b"\n") and _is_json_object(tail)):
+        if not tail.strip() or (tail.endswith(b"\n") and (parses or _is_json_object)(tail)):
             return None
         torn = _keep_aside(path, tail)
         handle.truncate(start)

@@ -16,10 +16,9 @@ agent. Nothing here re-implements a policy.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import multiprocessing
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
@@ -27,12 +26,14 @@ from typing import Any
 
 import anyio
 import orjson
-import structlog
 
+from .._cluster import RayAddress, map_on_ray, ray_session
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
+from .._tokens import TokenCounter
 from .._tools import ToolOutcome
+from .._workers import configure_worker_logging, owned_resource_tracker, worker_log_level
 from ..context._breakeven import CacheTerms
 from ..context._dispatch import ToolKind
 from ..context._manager import ContextManager, PreparedPrompt
@@ -729,10 +730,15 @@ def replay_runs(
     *,
     workers: int = 1,
     on_progress: Callable[[RunInfo], None] | None = None,
+    ray: RayAddress | None = None,
+    calibration: Calibration | None = None,
 ) -> BenchResult:
-    """Replay every run under every policy; ``workers > 1`` spreads runs over processes.
+    """Replay every run under every policy; ``workers > 1`` spreads runs over processes, ``ray``
+    over a Ray cluster (``workers`` then bounds the runs in flight; 0: twice its CPUs).
 
-    The result is ordered by run id whatever the worker count, so it is deterministic.
+    ``calibration`` (see :func:`~._calibration.fit`): the calibration to price the runs with, when
+    it was measured on more runs than these (a shard's, on all of them). The result is ordered by
+    run id whatever the worker count or backend, so it is deterministic.
     """
     started = time.perf_counter()
     unique = _unique_ids(runs)
@@ -744,17 +750,22 @@ def replay_runs(
         if on_progress is not None:
             on_progress(infos[replay.run_id])
 
-    if workers <= 1 or len(unique) <= 1:
+    if ray is None and (workers <= 1 or len(unique) <= 1):
         # Serially the replay reuses the token ids the calibration memoized.
-        fitted = fit(unique, _counter(settings.tokenizer))
+        fitted = calibration or fit(unique, _counter(settings.tokenizer))
         plans = _plans(unique, settings, fitted, infos)
         for run in unique:
             finished(_replay_job(run, policies, settings, plans[run.run_id]))
+    elif ray is not None:
+        fitted = calibration or fit(unique, TokenCounter(settings.tokenizer, cache_size=4096))
+        plans = _plans(unique, settings, fitted, infos)
+        _replay_on_ray(unique, policies, settings, plans, ray=ray, in_flight=workers, finished=finished)
     else:
-        with _pool(workers) as pool:  # the workers count the calibration's tokens too, and keep their ids
-            fitted = fit(unique, tokens=_full_tokens(pool, unique, settings.tokenizer))
+        with owned_resource_tracker(), _pool(workers) as pool:
+            # the workers count the calibration's tokens too, and keep their ids
+            fitted = calibration or fit(unique, tokens=_full_tokens(pool, unique, settings.tokenizer))
             plans = _plans(unique, settings, fitted, infos)
-            _replay_parallel(unique, policies, settings, plans, pool=pool, finished=finished)
+            _replay_on_pool(unique, policies, settings, plans, pool=pool, finished=finished)
     order = sorted(infos)
     return BenchResult(
         settings=settings,
@@ -775,8 +786,9 @@ def _plans(
     return plans
 
 
-def _full_tokens_job(run: RecordedRun, tokenizer: str) -> tuple[str, list[int]]:
+def _full_tokens_job(level: int, run: RecordedRun, tokenizer: str) -> tuple[str, list[int]]:
     """One run's replayed ``full`` prompt tokens per step, counted in a worker (its ids kept there)."""
+    configure_worker_logging(level)
     return run.run_id, full_prompt_tokens(run, _counter(tokenizer))
 
 
@@ -785,7 +797,8 @@ def _full_tokens(
 ) -> dict[str, list[int]]:
     """The calibration's token counts of the runs it measures, counted by the workers."""
     measured = [r for r in runs if measurable(r)]
-    return dict(pool.map(_full_tokens_job, measured, [tokenizer] * len(measured)))
+    level = worker_log_level()
+    return dict(pool.map(_full_tokens_job, [level] * len(measured), measured, [tokenizer] * len(measured)))
 
 
 def _plan(run: RecordedRun, settings: ReplaySettings, fitted: Calibration) -> RunPlan:
@@ -801,31 +814,59 @@ def _plan(run: RecordedRun, settings: ReplaySettings, fitted: Calibration) -> Ru
     )
 
 
-def _log_level() -> int:
-    """The parent's structlog level, so workers log (or stay quiet) alike."""
-    try:
-        return int(structlog.get_logger().bind().get_effective_level())
-    except AttributeError:
-        return logging.WARNING
-
-
-def _init_worker(level: int) -> None:
-    from .._logging import configure_logging
-
-    configure_logging(level=logging.getLevelName(level).lower())
+def _replay_in_worker(
+    level: int, policies: Mapping[str, Policy], settings: ReplaySettings, run: RecordedRun, plan: RunPlan
+) -> RunReplay:
+    """One run in a worker process, whoever started it (our pool, Ray): logging first."""
+    configure_worker_logging(level)
+    return _replay_job(run, policies, settings, plan)
 
 
 @contextmanager
 def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
-    # "spawn" is safe next to the progress bar's thread.
+    """Worker processes ("spawn" is safe next to the progress bar's thread); each unit of work
+    configures its logging (:func:`configure_worker_logging`)."""
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(_log_level(),)
-    ) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         yield pool
 
 
-def _replay_parallel(
+def _longest_first(
+    runs: Sequence[RecordedRun], plans: Mapping[str, RunPlan]
+) -> Iterable[tuple[RecordedRun, RunPlan]]:
+    """The runs with their plans, longest first (balances the workers)."""
+    ordered = sorted(runs, key=lambda r: (-len(r.messages), r.run_id))
+    return ((run, plans[run.run_id]) for run in ordered)
+
+
+def _replay_on_ray(
+    runs: Sequence[RecordedRun],
+    policies: Mapping[str, Policy],
+    settings: ReplaySettings,
+    plans: Mapping[str, RunPlan],
+    *,
+    ray: RayAddress,
+    in_flight: int,
+    finished: Callable[[RunReplay], None],
+) -> None:
+    """The runs as Ray tasks, at most ``in_flight`` at once (0: twice the cluster's CPUs);
+    ``finished`` gets each replay as it arrives."""
+    if not runs:
+        return
+    level = worker_log_level()
+    with ray_session(ray, log_level=level) as session:
+        bound = in_flight if in_flight > 0 else 2 * session.cpus
+        for replay, _node in map_on_ray(
+            _replay_in_worker,
+            _longest_first(runs, plans),
+            shared=(level, policies, settings),
+            in_flight=bound,
+            log_level=level,
+        ):
+            finished(replay)
+
+
+def _replay_on_pool(
     runs: Sequence[RecordedRun],
     policies: Mapping[str, Policy],
     settings: ReplaySettings,
@@ -834,8 +875,11 @@ def _replay_parallel(
     pool: ProcessPoolExecutor,
     finished: Callable[[RunReplay], None],
 ) -> None:
-    # Longest runs first balances the workers.
-    ordered = sorted(runs, key=lambda r: (-len(r.messages), r.run_id))
-    futures = [pool.submit(_replay_job, run, policies, settings, plans[run.run_id]) for run in ordered]
+    """The runs on the worker pool; ``finished`` gets each replay as it arrives."""
+    level = worker_log_level()
+    futures = [
+        pool.submit(_replay_in_worker, level, policies, settings, run, plan)
+        for run, plan in _longest_first(runs, plans)
+    ]
     for future in as_completed(futures):
         finished(future.result())

@@ -44,7 +44,11 @@ class LazyGroup(click.Group):
 
 @click.group(
     cls=LazyGroup,
-    lazy={"bench": "tiered_agent.cli._bench:bench", "trace": "tiered_agent.cli._trace:trace"},
+    lazy={
+        "batch": "tiered_agent.cli._batch:batch",
+        "bench": "tiered_agent.cli._bench:bench",
+        "trace": "tiered_agent.cli._trace:trace",
+    },
 )
 @click.version_option(package_name="tiered-agent")
 @click.option("--log-json", is_flag=True, help="Log as JSON lines on stderr.")

@@ -18,6 +18,8 @@ import click
 from ._options import EXIT_FAILED, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from ..bench._calibration import Calibration
+    from ..bench._fleet import Fleet
     from ..bench._recorded import RecordedRun
     from ..bench._replay import ReplaySettings
     from ..context._policy import Policy
@@ -131,7 +133,24 @@ def _policy_names(value: str | None) -> list[str] | None:
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="Worker processes (0: automatic, at most 2).",
+    help="Worker processes (0: automatic, at most 2); with --ray, the runs in flight (0: twice the "
+    "cluster's CPUs).",
+)
+@click.option(
+    "--shard",
+    "shard_opt",
+    metavar="K/N",
+    help="Replay only shard K of N (1 <= K <= N): a deterministic 1/N of the runs, chosen by a hash of "
+    "each run's id, the same on every machine (docs/fleet.md).",
+)
+@click.option(
+    "--ray",
+    "ray_opt",
+    is_flag=False,
+    flag_value="local",
+    metavar="[ADDRESS]",
+    help="Replay on Ray: 'local' (the default value) starts Ray on this machine; HOST:PORT, ray://HOST:PORT "
+    "or 'auto' joins a cluster. Needs the ray extra.",
 )
 def bench(
     *,
@@ -149,11 +168,14 @@ def bench(
     cache_model: str,
     price_model: str | None,
     routing: str,
+    shard_opt: str | None,
+    ray_opt: str | None,
 ) -> None:
     """Replay recorded agent runs (PATH: files or folders; default: the bundled traces) through the
     context policies and report tokens, cost with prompt caching, and the information each one hid."""
     names = _policy_names(policies_opt)
     _check_price_model(price_model)
+    fleet = _fleet(shard_opt, ray_opt)
     from .._errors import TieredAgentError
     from ..bench._replay import ReplaySettings
 
@@ -169,7 +191,16 @@ def bench(
             price_model=price_model,
             routing=routing,
         )
-        _run(paths, names, settings, json_path=json_path, out_dir=out_dir, workers=workers, strict=strict)
+        _run(
+            paths,
+            names,
+            settings,
+            json_path=json_path,
+            out_dir=out_dir,
+            workers=workers,
+            strict=strict,
+            fleet=fleet,
+        )
     except (TieredAgentError, OSError) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_FAILED)
@@ -193,6 +224,18 @@ def _check_price_model(price_model: str | None) -> None:
         sys.exit(EXIT_USAGE)
 
 
+def _fleet(shard: str | None, ray: str | None) -> Fleet:
+    """``--shard`` and ``--ray``, checked before anything is loaded (a mistake: one sentence, exit 2)."""
+    from .._errors import ConfigurationError
+    from ..bench._fleet import Fleet
+
+    try:
+        return Fleet.of(shard, ray)
+    except ConfigurationError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
 def _run(
     paths: Sequence[Path],
     names: list[str] | None,
@@ -202,9 +245,11 @@ def _run(
     out_dir: Path,
     workers: int,
     strict: bool = False,
+    fleet: Fleet | None = None,
 ) -> None:
     from .._errors import ConfigurationError
     from ..bench._bundle import bundled_trace_paths
+    from ..bench._fleet import Fleet
     from ..bench._importers import load_runs
     from ..bench._replay import resolve_policies
 
@@ -216,13 +261,26 @@ def _run(
         note = f" ({count} input{'s' * (count != 1)} skipped, see the warnings)" if count else ""
         raise ConfigurationError(f"no recorded runs found in {', '.join(str(p) for p in inputs)}{note}")
     policies = resolve_policies(names)
+    fleet = fleet or Fleet()
+    selection = fleet.select(runs, settings.tokenizer)
+    runs, calibration = selection.runs, selection.calibration
+    if selection.note:
+        click.echo(selection.note, err=True)
     steps = sum(r.steps for r in runs)
-    if workers == 0:
+    if workers == 0 and fleet.ray is None:
         workers = min(2, os.cpu_count() or 1) if steps >= _PARALLEL_MIN_STEPS else 1
     skipped = [s.to_dict() for s in loaded.skipped]
     lines = [s.to_dict() for s in loaded.skipped_lines]
     document = _replay_with_progress(
-        runs, policies, settings, workers, [str(p) for p in inputs], skipped=skipped, skipped_lines=lines
+        runs,
+        policies,
+        settings,
+        workers,
+        [str(p) for p in inputs],
+        skipped=skipped,
+        skipped_lines=lines,
+        fleet=fleet,
+        calibration=calibration,
     )
     _write_outputs(document, json_path, out_dir)
 
@@ -236,6 +294,8 @@ def _replay_with_progress(
     *,
     skipped: Sequence[Mapping[str, str]] = (),
     skipped_lines: Sequence[Mapping[str, Any]] = (),
+    fleet: Fleet | None = None,
+    calibration: Calibration | None = None,
 ) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -257,7 +317,10 @@ def _replay_with_progress(
         def advance(info: RunInfo) -> None:
             progress.advance(task, info.steps)
 
-        result = replay_runs(runs, policies, settings, workers=workers, on_progress=advance)
+        ray = fleet.ray if fleet is not None else None
+        result = replay_runs(
+            runs, policies, settings, workers=workers, on_progress=advance, ray=ray, calibration=calibration
+        )
     return build_document(result, paths, skipped, skipped_lines)
 
 

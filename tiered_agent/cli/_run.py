@@ -12,7 +12,7 @@ import signal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from rich.console import Console
@@ -49,6 +49,7 @@ __all__ = ["DIGEST", "resume_task", "run_task"]
 DIGEST = "digest"  # --summary-model value for the deterministic working memory
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+T = TypeVar("T")
 _RUN_TOOLS = {"allow_write": "write_file", "allow_shell": "run_shell"}
 
 
@@ -116,7 +117,7 @@ def _error(err: Console, exc: Exception, code: int) -> int:
     return code
 
 
-def _run_until_signal(start: Callable[[], Awaitable[RunResult]]) -> tuple[RunResult | None, int | None]:
+def _run_until_signal(start: Callable[[], Awaitable[T]]) -> tuple[T | None, int | None]:
     """Run ``start()``; a signal in :data:`_SIGNALS` cancels it. (result, None) or (None, signal)."""
     outcome: dict[str, Any] = {}
 

@@ -51,13 +51,18 @@ def exporter_names(signal: Signal) -> list[str]:
 
 
 def global_provider_configured(signal: Signal = "traces") -> bool:
-    """An application installed a global provider for ``signal``; never imports OpenTelemetry to find out."""
+    """An application installed a global provider for ``signal``; never imports OpenTelemetry to find out.
+
+    A module another thread is still importing (litellm imports OpenTelemetry in its own threads) is
+    in ``sys.modules`` half-initialized: nothing can have installed a provider through it yet."""
     if signal == "traces":
         trace = sys.modules.get("opentelemetry.trace")
-        return trace is not None and not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+        get, proxy = getattr(trace, "get_tracer_provider", None), getattr(trace, "ProxyTracerProvider", None)
+        return get is not None and proxy is not None and not isinstance(get(), proxy)
     metrics = sys.modules.get("opentelemetry.metrics")
-    if metrics is None:
+    if getattr(metrics, "get_meter_provider", None) is None:
         return False
+    assert metrics is not None
     from opentelemetry.metrics._internal import _ProxyMeterProvider  # the API's stand-in until one is set
 
     return not isinstance(metrics.get_meter_provider(), _ProxyMeterProvider)
