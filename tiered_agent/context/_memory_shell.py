@@ -93,9 +93,12 @@ def _tokens(line: str) -> list[str]:
 
 
 def _unquote(word: str) -> str:
+    """``word`` without its shell quoting: ``'a b'`` -> ``a b``, ``""`` -> the empty string."""
     if not any(c in word for c in "'\"\\"):
         return word
-    return "".join(m.group(1) or m.group(2) or m.group(3) or m.group(4) for m in _QUOTED.finditer(word))
+    # Exactly one alternative of _QUOTED matches, and it may match the empty string (``''``):
+    # its group is the last one that took part in the match.
+    return "".join(m[m.lastindex or 0] for m in _QUOTED.finditer(word))
 
 
 def _segments(tokens: list[str]) -> Iterator[list[str]]:
@@ -181,6 +184,11 @@ def _sed_expression(args: list[str]) -> str:
     return ""
 
 
+def _without_suffix(args: list[str]) -> list[str]:
+    """``sed``'s arguments without the empty backup suffix BSD sed takes after ``-i`` (``sed -i '' ...``)."""
+    return [a for i, a in enumerate(args) if a or i == 0 or args[i - 1] != "-i"]
+
+
 def _sed_lines(expression: str) -> tuple[tuple[int, int], ...]:
     found = _SED_ADDRESS.match(expression.strip())
     if found is None:
@@ -203,6 +211,8 @@ def _body_touch(path: str, body: list[str], verb: str) -> Touch:
 
 def _segment_touches(segment: _Segment, body: list[str]) -> list[Touch]:
     program, args = segment.program, segment.args
+    if program == "sed":
+        args = _without_suffix(args)
     if body and (program == "patch" or (program == "git" and args[:1] == ["apply"])):
         return list(patch_touches("\n".join(body)))
     options, paths = _positional(program, args)
