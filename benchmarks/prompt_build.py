@@ -37,10 +37,10 @@ from tiered_agent._messages import Message
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.context._manager import ContextManager
-from tiered_agent.context._pipeline import build_prompt
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._schedule import AgingSchedule
-from tiered_agent.context._types import Summary
+from tiered_agent.context.aging._schedule import AgingSchedule
+from tiered_agent.context.pipeline._build import build_prompt
+from tiered_agent.context.pipeline._types import Summary
 
 RUN = Path(__file__).resolve().parents[1] / "traces" / "mini-swe-agent" / "django__django-16560.jsonl"
 

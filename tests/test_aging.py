@@ -19,19 +19,19 @@ from tiered_agent._trace import ModelRequest, read_trace
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_prompts
-from tiered_agent.context._aged import AgedStyle, age_batch, preamble
-from tiered_agent.context._aging import AgingState, schedule_from_records
-from tiered_agent.context._breakeven import CacheTerms
-from tiered_agent.context._condense import condensed_line, condensed_note, format_label
-from tiered_agent.context._jsonform import json_fields
 from tiered_agent.context._manager import ContextManager
-from tiered_agent.context._novel import novel_lines
-from tiered_agent.context._pipeline import build_prompt, validate_pairs
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._reasoning import cut_arguments, shorten_reasoning, split_sentences
-from tiered_agent.context._refs import refs
-from tiered_agent.context._schedule import AgingSchedule, Epoch
-from tiered_agent.context._types import Summary
+from tiered_agent.context.aging._breakeven import CacheTerms
+from tiered_agent.context.aging._condense import condensed_line, condensed_note, format_label
+from tiered_agent.context.aging._forms import AgedStyle, age_batch, preamble
+from tiered_agent.context.aging._jsonform import json_fields
+from tiered_agent.context.aging._novel import novel_lines
+from tiered_agent.context.aging._reasoning import cut_arguments, shorten_reasoning, split_sentences
+from tiered_agent.context.aging._refs import refs
+from tiered_agent.context.aging._schedule import AgingSchedule, Epoch
+from tiered_agent.context.aging._state import AgingState, schedule_from_records
+from tiered_agent.context.pipeline._build import build_prompt, validate_pairs
+from tiered_agent.context.pipeline._types import Summary
 from tiered_agent.context.steps import Age, Compact, Dedup, Truncate
 from tiered_agent.testing import FunctionModel, text
 
@@ -525,7 +525,7 @@ async def test_the_memoized_aged_part_equals_a_render_from_scratch() -> None:
     # Between epochs the aged part is reused, and at an epoch only what it added is rendered
     # (steps/_age.py, so a prompt does not cost more as the history grows): the same prompts as
     # rendering every aged iteration again.
-    from tiered_agent.context.steps import _age
+    from tiered_agent.context.aging import _step as _age
 
     run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
     counter = TokenCounter()

@@ -25,14 +25,14 @@ from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import _observations, _tool_kinds, policy_config
-from tiered_agent.context._dedup import DedupCache
 from tiered_agent.context._dispatch import ToolKind, dispatch_calls
-from tiered_agent.context._draft import HistoryFacts
-from tiered_agent.context._duplicates import DuplicateIndex
 from tiered_agent.context._manager import ContextManager
-from tiered_agent.context._pipeline import build_prompt, validate_pairs
 from tiered_agent.context._policy import Policy
-from tiered_agent.context._types import Summary
+from tiered_agent.context.dedup._cache import DedupCache
+from tiered_agent.context.dedup._duplicates import DuplicateIndex
+from tiered_agent.context.pipeline._build import build_prompt, validate_pairs
+from tiered_agent.context.pipeline._draft import HistoryFacts
+from tiered_agent.context.pipeline._types import Summary
 from tiered_agent.context.steps import Compact, Dedup, Elide, Mask, Summarize, Truncate
 from tiered_agent.testing import AgentRequest, FunctionModel, text
 

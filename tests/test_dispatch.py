@@ -18,9 +18,9 @@ from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import _observations, _tool_kinds, policy_config, replay_run
-from tiered_agent.context._dedup import DedupCache, DedupHit
 from tiered_agent.context._dispatch import Dispatched, ToolKind, dispatch_calls
 from tiered_agent.context._manager import ContextManager
+from tiered_agent.context.dedup._cache import DedupCache, DedupHit
 from tiered_agent.testing import FunctionModel, text
 
 pytestmark = pytest.mark.anyio

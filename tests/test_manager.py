@@ -14,7 +14,7 @@ from tiered_agent._tokens import TokenCounter
 from tiered_agent._trace import ModelRequest, SummaryEvent, read_trace
 from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._types import Summary
+from tiered_agent.context.pipeline._types import Summary
 from tiered_agent.testing import FunctionModel, calls, text
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tiered_agent._messages import Message, ToolCall
-from tiered_agent.context._digest import MAX_DIGEST_CHARS, digest
+from tiered_agent.context.summary._digest import MAX_DIGEST_CHARS, digest
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 
@@ -431,7 +431,7 @@ def test_an_overlapping_range_folds_on_and_equals_one_pass() -> None:
     ],
 )
 def test_empty_quoted_words_parse(command: str, touches: tuple[tuple[str, str], ...]) -> None:
-    from tiered_agent.context._memory_shell import shell_facts
+    from tiered_agent.context.summary.memory._shell import shell_facts
 
     assert tuple((t.path, t.kind) for t in shell_facts(command).touches) == touches
 

@@ -13,11 +13,11 @@ from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.context._config import ContextConfig
 from tiered_agent.context._names import RETRIEVE_TOOL_NAME
-from tiered_agent.context._pipeline import build_prompt, validate_pairs
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._presets import PRESETS, as_policy
-from tiered_agent.context._schedule import AgingSchedule, Epoch
-from tiered_agent.context._types import BuiltPrompt, Summary
+from tiered_agent.context.aging._schedule import AgingSchedule, Epoch
+from tiered_agent.context.pipeline._build import build_prompt, validate_pairs
+from tiered_agent.context.pipeline._types import BuiltPrompt, Summary
 from tiered_agent.context.steps import (
     Age,
     Clear,

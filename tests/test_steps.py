@@ -17,12 +17,12 @@ from tiered_agent._trace import ModelRequest, RunStarted, read_trace
 from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._replay import replay_run, replay_runs, resolve_policies
 from tiered_agent.bench._report import build_document
-from tiered_agent.context._draft import BuildContext, Draft, with_content
 from tiered_agent.context._manager import ContextManager
-from tiered_agent.context._pipeline import build_prompt, validate_pairs
-from tiered_agent.context._types import BuiltPrompt, Summary
+from tiered_agent.context.pipeline._build import build_prompt, validate_pairs
+from tiered_agent.context.pipeline._draft import BuildContext, Draft, with_content
+from tiered_agent.context.pipeline._types import BuiltPrompt, Summary
 from tiered_agent.context.steps import Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
-from tiered_agent.context.steps._compact import compaction_keep
+from tiered_agent.context.summary._compact import compaction_keep
 from tiered_agent.testing import FunctionModel, calls, text
 
 COUNTER = TokenCounter("o200k_base")

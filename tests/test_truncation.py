@@ -13,10 +13,10 @@ from tiered_agent._errors import ConfigurationError
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.context._names import RETRIEVE_TOOL_NAME
-from tiered_agent.context._pipeline import build_prompt
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._types import Truncation
+from tiered_agent.context.pipeline._build import build_prompt
+from tiered_agent.context.pipeline._types import Truncation
 from tiered_agent.context.steps import Mask, Step, Truncate
 from tiered_agent.context.steps._truncate import TruncationMode, count_lines, truncate_output
 

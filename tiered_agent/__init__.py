@@ -86,10 +86,10 @@ _LOCATIONS = {
     "Policy": ".context._policy",
     "PRESETS": ".context._presets",
     "preset": ".context._presets",
-    "Summary": ".context._types",
-    "Summarizer": ".context._summarizer",
-    "DigestSummarizer": ".context._summarizer",
-    "LLMSummarizer": ".context._summarizer",
+    "Summary": ".context.pipeline._types",
+    "Summarizer": ".context.summary._summarizer",
+    "DigestSummarizer": ".context.summary._summarizer",
+    "LLMSummarizer": ".context.summary._llm",
     "TokenCounter": "._tokens",
     "Telemetry": "._telemetry",
     "read_trace": "._trace",
@@ -129,8 +129,9 @@ if TYPE_CHECKING:
     from .context._config import ContextConfig
     from .context._policy import Policy
     from .context._presets import PRESETS, preset
-    from .context._summarizer import DigestSummarizer, LLMSummarizer, Summarizer
-    from .context._types import Summary
+    from .context.pipeline._types import Summary
+    from .context.summary._llm import LLMSummarizer
+    from .context.summary._summarizer import DigestSummarizer, Summarizer
     from .mcp._config import MCPHttpServer, MCPServerConfig, MCPStdioServer, load_mcp_config
 
 

@@ -51,15 +51,15 @@ from ._trace import (
     read_trace,
     redact,
 )
-from .context._aging import schedule_from_records
 from .context._config import ContextConfig
 from .context._dispatch import ToolKind
 from .context._manager import ContextManager, PreparedPrompt
 from .context._policy import Policy
 from .context._presets import as_policy
-from .context._schedule import AgingSchedule
-from .context._summarizer import Summarizer
-from .context._types import Summary
+from .context.aging._schedule import AgingSchedule
+from .context.aging._state import schedule_from_records
+from .context.pipeline._types import Summary
+from .context.summary._summarizer import Summarizer
 from .mcp._config import MCPServerConfig
 from .mcp._runtime import check_servers, open_mcp_tools
 

@@ -37,9 +37,9 @@ from ._result import RunResult
 from ._telemetry import Telemetry
 from ._trace import Event, RunStarted, iter_trace, redact
 from ._workspace import Workspace, workspace_tools
+from .context import LLMSummarizer
 from .context._policy import Policy
 from .context._presets import PRESETS, preset
-from .context._summarizer import LLMSummarizer
 from .mcp._config import load_mcp_config
 
 __all__ = ["DIGEST", "resume_task", "run_task"]

@@ -34,15 +34,15 @@ from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
 from .._tokens import TokenCounter
 from .._tools import ToolOutcome
-from ..context._breakeven import CacheTerms
 from ..context._dispatch import ToolKind
 from ..context._manager import ContextManager, PreparedPrompt
 from ..context._names import RETRIEVE_TOOL_NAME
 from ..context._policy import Policy
 from ..context._presets import PRESETS
-from ..context._retrieve import retrieve
-from ..context._summarizer import LLMSummarizer
+from ..context.aging._breakeven import CacheTerms
+from ..context.retrieve._tool import retrieve
 from ..context.steps import Dedup
+from ..context.summary._llm import LLMSummarizer
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import ProviderCalibration, calibrate
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, missed_in

@@ -60,29 +60,29 @@ _LOCATIONS = {
     "as_policy": "._presets",
     "ContextConfig": "._config",
     "Policy": "._policy",
-    "DedupCache": "._dedup",
-    "DedupHit": "._dedup",
-    "digest": "._digest",
+    "DedupCache": ".dedup._cache",
+    "DedupHit": ".dedup._cache",
+    "digest": ".summary._digest",
     "ContextManager": "._manager",
     "PreparedPrompt": "._manager",
-    "build_prompt": "._pipeline",
-    "validate_pairs": "._pipeline",
-    "RetrievalResult": "._retrieve",
-    "make_retrieve_tool": "._retrieve",
-    "retrieve": "._retrieve",
-    "DigestSummarizer": "._summarizer",
-    "LLMSummarizer": "._summarizer",
-    "SmartSummarizer": "._summarizer",
-    "Summarizer": "._summarizer",
+    "build_prompt": ".pipeline._build",
+    "validate_pairs": ".pipeline._build",
+    "RetrievalResult": ".retrieve._tool",
+    "make_retrieve_tool": ".retrieve._tool",
+    "retrieve": ".retrieve._tool",
+    "DigestSummarizer": ".summary._summarizer",
+    "LLMSummarizer": ".summary._llm",
+    "SmartSummarizer": ".summary._worker",
+    "Summarizer": ".summary._summarizer",
     "truncate_output": ".steps._truncate",
-    "AgingSchedule": "._schedule",
-    "Epoch": "._schedule",
-    "CacheTerms": "._breakeven",
-    "BuiltPrompt": "._types",
-    "ContextStats": "._types",
-    "Summary": "._types",
-    "SentPrompt": "._types",
-    "Truncation": "._types",
+    "AgingSchedule": ".aging._schedule",
+    "Epoch": ".aging._schedule",
+    "CacheTerms": ".aging._breakeven",
+    "BuiltPrompt": ".pipeline._types",
+    "ContextStats": ".pipeline._types",
+    "Summary": ".pipeline._types",
+    "SentPrompt": ".pipeline._types",
+    "Truncation": ".pipeline._types",
 }
 _LOCATIONS.update(
     {
@@ -103,20 +103,22 @@ _LOCATIONS.update(
 )
 
 if TYPE_CHECKING:
-    from ._breakeven import CacheTerms
     from ._config import ContextConfig
-    from ._dedup import DedupCache, DedupHit
-    from ._digest import digest
     from ._manager import ContextManager, PreparedPrompt
-    from ._pipeline import build_prompt, validate_pairs
     from ._policy import Policy
     from ._presets import PRESETS, as_policy, preset
-    from ._retrieve import RetrievalResult, make_retrieve_tool, retrieve
-    from ._schedule import AgingSchedule, Epoch
-    from ._summarizer import DigestSummarizer, LLMSummarizer, SmartSummarizer, Summarizer
-    from ._types import BuiltPrompt, ContextStats, SentPrompt, Summary, Truncation
+    from .aging._breakeven import CacheTerms
+    from .aging._schedule import AgingSchedule, Epoch
+    from .dedup._cache import DedupCache, DedupHit
+    from .pipeline._build import build_prompt, validate_pairs
+    from .pipeline._types import BuiltPrompt, ContextStats, SentPrompt, Summary, Truncation
+    from .retrieve._tool import RetrievalResult, make_retrieve_tool, retrieve
     from .steps import Age, Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
     from .steps._truncate import truncate_output
+    from .summary._digest import digest
+    from .summary._llm import LLMSummarizer
+    from .summary._summarizer import DigestSummarizer, Summarizer
+    from .summary._worker import SmartSummarizer
 
 
 __getattr__ = lazy_exports(__name__, _LOCATIONS, globals())

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from .._messages import ToolCall
 from .._tools import ToolOutcome
-from ._dedup import DedupCache, DedupHit
-from ._duplicates import DuplicateIndex
+from .dedup._cache import DedupCache, DedupHit
+from .dedup._duplicates import DuplicateIndex
 
 __all__ = ["Dispatched", "Execute", "ToolKind", "dispatch_calls"]
 

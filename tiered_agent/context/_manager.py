@@ -25,24 +25,24 @@ from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool
 from .._trace import Event, RetrievalEvent, SummaryEvent
-from ._aging import AgingState
-from ._breakeven import CacheTerms
 from ._config import ContextConfig
-from ._dedup import DedupCache
 from ._dispatch import Dispatched, Execute, ToolKind, dispatch_calls
-from ._draft import HistoryFacts
-from ._duplicates import DuplicateIndex
 from ._names import RETRIEVE_TOOL_NAME
-from ._pipeline import build_prompt
 from ._policy import Policy
 from ._presets import as_policy
-from ._retrieve import make_retrieve_tool
-from ._schedule import AgingSchedule
-from ._summaries import Summaries
-from ._summarizer import Summarizer
-from ._tally import HistoryTally, PromptTally
-from ._types import BuiltPrompt, SentPrompt, Summary
+from .aging._breakeven import CacheTerms
+from .aging._schedule import AgingSchedule
+from .aging._state import AgingState
+from .dedup._cache import DedupCache
+from .dedup._duplicates import DuplicateIndex
+from .pipeline._build import build_prompt
+from .pipeline._draft import HistoryFacts
+from .pipeline._tally import HistoryTally, PromptTally
+from .pipeline._types import BuiltPrompt, SentPrompt, Summary
+from .retrieve._tool import make_retrieve_tool
 from .steps import Age, Dedup
+from .summary._state import Summaries
+from .summary._summarizer import Summarizer
 
 __all__ = ["ContextManager", "PreparedPrompt"]
 

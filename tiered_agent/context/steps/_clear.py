@@ -16,8 +16,8 @@ from typing import ClassVar
 
 from ..._messages import Message
 from ..._tokens import PROMPT_OVERHEAD, TokenCounter
-from .._draft import BuildContext, Draft
-from ._base import Step, require
+from .._step import Step, require
+from ..pipeline._draft import BuildContext, Draft
 from ._mask import hide_older_outputs
 
 __all__ = ["Clear", "prompt_tokens"]

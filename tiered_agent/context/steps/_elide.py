@@ -16,9 +16,9 @@ from functools import lru_cache
 from typing import ClassVar
 
 from ..._messages import Message
-from .._draft import BuildContext, Draft, summary_message, with_content
-from .._tally import common_prefix
-from ._base import Step, require
+from .._step import Step, require
+from ..pipeline._draft import BuildContext, Draft, summary_message, with_content
+from ..pipeline._tally import common_prefix
 from ._mask import output_placeholder
 
 __all__ = ["Elide"]

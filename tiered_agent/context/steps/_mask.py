@@ -14,9 +14,9 @@ from functools import lru_cache
 from typing import ClassVar
 
 from ..._messages import Message
-from .._draft import BuildContext, Draft, with_content
 from .._names import retrieve_call
-from ._base import Step, require
+from .._step import Step, require
+from ..pipeline._draft import BuildContext, Draft, with_content
 
 __all__ = ["Mask", "hide_older_outputs", "output_placeholder"]
 

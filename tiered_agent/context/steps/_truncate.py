@@ -17,10 +17,10 @@ from functools import lru_cache
 from typing import ClassVar, Literal
 
 from ..._messages import Message
-from .._draft import BuildContext, Draft, with_content
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
-from .._types import Truncation
-from ._base import Step, require
+from .._step import Step, require
+from ..pipeline._draft import BuildContext, Draft, with_content
+from ..pipeline._types import Truncation
 
 __all__ = ["Truncate", "TruncationMode", "count_lines", "truncate_output"]
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..._messages import Message
-from .._draft import BuildContext, Draft
 from .._names import retrieve_call
-from ._base import Step, require
+from .._step import Step, require
+from ..pipeline._draft import BuildContext, Draft
 
 __all__ = ["Window", "omitted_note"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-from ._dedup import DedupCache
+from ._cache import DedupCache
 
 __all__ = ["DuplicateIndex", "OutputRef"]
 

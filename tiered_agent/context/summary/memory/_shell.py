@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ._memory_code import Touch, View, definitions, numbered_positions, patch_touches
+from ._code import Touch, View, definitions, numbered_positions, patch_touches
 
 __all__ = ["ShellFacts", "is_test_command", "shell_facts", "shell_files"]
 

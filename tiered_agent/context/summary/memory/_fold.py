@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._messages import Message
-from ._memory_calls import CallFacts, call_facts
-from ._memory_code import Lines, Touch, merge_ranges
-from ._memory_outputs import OutputFacts, Seen, output_facts
-from ._memory_text import (
+from ...._messages import Message
+from ._calls import CallFacts, call_facts
+from ._code import Lines, Touch, merge_ranges
+from ._outputs import OutputFacts, Seen, output_facts
+from ._text import (
     Todo,
     constraints,
     decision,

@@ -20,8 +20,8 @@ import operator
 from collections.abc import Sequence
 from itertools import compress, count
 
-from .._messages import Message
-from .._tokens import TokenCounter
+from ..._messages import Message
+from ..._tokens import TokenCounter
 
 __all__ = ["HistoryTally", "PromptTally", "common_prefix"]
 

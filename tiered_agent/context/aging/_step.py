@@ -60,11 +60,11 @@ from typing import ClassVar
 from cachetools import LRUCache
 
 from ..._messages import Message
-from .._aged import AgedStyle, age_batch, condensed, preamble
-from .._draft import BuildContext, Draft, summary_message
-from .._reasoning import ReasoningMode
-from .._schedule import AgingSchedule
-from ._base import Step, require
+from .._step import Step, require
+from ..pipeline._draft import BuildContext, Draft, summary_message
+from ._forms import AgedStyle, age_batch, condensed, preamble
+from ._reasoning import ReasoningMode
+from ._schedule import AgingSchedule
 
 __all__ = ["Age", "iteration_groups"]
 

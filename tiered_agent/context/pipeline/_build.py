@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._messages import Message
-from .._tokens import TokenCounter
-from ._config import ContextConfig
+from ..._messages import Message
+from ..._tokens import TokenCounter
+from .._config import ContextConfig
+from .._policy import Policy
+from .._presets import as_policy
+from ..aging._schedule import AgingSchedule
 from ._draft import BuildContext, HistoryFacts, start
-from ._policy import Policy
-from ._presets import as_policy
-from ._schedule import AgingSchedule
 from ._types import BuiltPrompt, Summary
 
 __all__ = ["build_prompt", "validate_pairs"]

@@ -30,9 +30,9 @@ from functools import lru_cache
 from typing import ClassVar
 
 from ..._messages import Message
-from .._draft import BuildContext, Draft, with_content
-from .._duplicates import OutputRef
-from ._base import Step, require
+from .._step import Step, require
+from ..pipeline._draft import BuildContext, Draft, with_content
+from ._duplicates import OutputRef
 
 __all__ = ["Dedup", "pointer_text"]
 

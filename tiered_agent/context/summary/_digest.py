@@ -14,15 +14,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from .._messages import Message
-from ._memory import Memory, fold
-from ._memory_outputs import error_line, looks_like_error, parse_exit_code
-from ._memory_render import MAX_MEMORY_CHARS, render
-from ._memory_shell import shell_files
-from ._memory_text import shorten
-from ._types import Summary
+from ..._messages import Message
+from ..pipeline._types import Summary
+from .memory._fold import Memory, fold
+from .memory._render import render
+from .memory._sections import MAX_MEMORY_CHARS
+from .memory._text import shorten
 
-__all__ = ["MAX_DIGEST_CHARS", "digest", "error_line", "looks_like_error", "parse_exit_code", "shell_files"]
+__all__ = ["MAX_DIGEST_CHARS", "digest"]
 
 MAX_DIGEST_CHARS = MAX_MEMORY_CHARS
 _EARLIER_CHARS = 600

@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._errors import ToolError
-from .._messages import Message
-from .._tokens import TokenCounter
-from .._tools import Tool
-from ._names import RETRIEVE_TOOL_NAME
+from ..._errors import ToolError
+from ..._messages import Message
+from ..._tokens import TokenCounter
+from ..._tools import Tool
+from .._names import RETRIEVE_TOOL_NAME
 
 __all__ = ["RetrievalResult", "RetrievedItem", "make_retrieve_tool", "parse_iterations", "retrieve"]
 

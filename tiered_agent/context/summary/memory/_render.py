@@ -12,38 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ._memory import FileNote, Memory, TestRun
-from ._memory_code import Lines
-from ._memory_text import identifiers
+from ._code import Lines
+from ._fold import FileNote, Memory, TestRun
+from ._sections import MAX_MEMORY_CHARS, header
+from ._text import identifiers
 
-__all__ = ["MAX_MEMORY_CHARS", "SECTIONS", "header", "render"]
+__all__ = ["render"]
 
-MAX_MEMORY_CHARS = 2_000  # ~500 tokens, the LLM summary's default budget
-
-# (title, what it holds): the structure both the digest and an LLM summarizer write.
-SECTIONS: tuple[tuple[str, str], ...] = (
-    ("Task", "the task in one or two sentences"),
-    ("Constraints", "rules the task sets (what must not be changed, formats)"),
-    ("User requests", "later requests and answers of the user, with the facts they gave (ids, names)"),
-    (
-        "Files",
-        "one line per file: path; edits with line numbers; line ranges read; definitions seen with line",
-    ),
-    ("Tests", "last test commands with exit code and pass/fail counts, failing tests"),
-    ("Errors", "errors still open (command or tool, the telling error line)"),
-    ("Commands", "other commands run, with exit code and a one-line result"),
-    ("Actions", "state-changing calls made (bookings, cancellations, messages sent) and their results"),
-    ("Facts", "facts looked up that later steps need (ids, amounts, dates, statuses)"),
-    ("Decisions", "findings and decisions, each with the reason"),
-    ("Todo", "open todo items and the next step"),
-)
 _LIMITS = {"requests": 8, "files": 20, "tests": 3, "errors": 6, "commands": 8, "actions": 10, "facts": 8}
 _LIMITS |= {"decisions": 8, "todo": 10, "defs": 6, "ranges": 6}
-
-
-def header(first: int, last: int) -> str:
-    """The first line of every working memory: its range."""
-    return f"Working memory of iterations {first}-{last}"
 
 
 @dataclass

@@ -28,11 +28,11 @@ from typing import Any
 
 import orjson
 
-from .._messages import ToolCall
-from ._memory_code import Touch, View, definitions, numbered_positions, patch_touches
-from ._memory_shell import shell_facts
-from ._memory_text import Todo, compact_value, latest_todo, shorten, structured_todo
-from ._names import RETRIEVE_TOOL_NAME
+from ...._messages import ToolCall
+from ..._names import RETRIEVE_TOOL_NAME
+from ._code import Touch, View, definitions, numbered_positions, patch_touches
+from ._shell import shell_facts
+from ._text import Todo, compact_value, latest_todo, shorten, structured_todo
 
 __all__ = ["CallFacts", "call_facts"]
 

@@ -14,28 +14,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .._messages import Message
-from ._memory_calls import CallFacts
-from ._memory_code import Lines, View, definitions, grep_hits, merge_ranges, numbered, numbered_positions
-from ._memory_text import Todo, compact_json, latest_todo, shorten
+from ...._messages import Message
+from ..._heuristics import RETURNCODE_TAG, error_line, looks_like_error, parse_exit_code
+from ._calls import CallFacts
+from ._code import Lines, View, definitions, grep_hits, merge_ranges, numbered, numbered_positions
+from ._text import Todo, compact_json, latest_todo, shorten
 
 __all__ = [
     "OutputFacts",
     "Seen",
     "TestResult",
-    "error_line",
-    "looks_like_error",
     "output_facts",
-    "parse_exit_code",
 ]
 
-_RETURNCODE_TAG = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
-_EXIT_TEXT = re.compile(
-    r"\b(?:exit(?:ed)?(?:\s+with)?[\s_]*(?:code|status)|return[\s_]?code)\s*[:=]?\s*(-?\d+)", re.I
-)
-_ERROR_LINE = re.compile(r"^\s*(?:[\w.]*(?:Error|Exception)\b|(?:error|fatal|failed)\b)", re.I)
-_EXCEPTION_LINE = re.compile(r"^[\w.]*(?:Error|Exception):", re.M)
-_FIRST_LINE_ERROR = re.compile(r"^\s*(?:error|fatal|exception)\b", re.I)
 _TAGS = re.compile(r"<warning>.*?</warning>|</?(?:output|output_head|output_tail)>", re.S)  # mini-swe-agent
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[\?2004[hl]")  # terminal escapes (OpenHands)
 _FOOTERS = re.compile(  # OpenHands', SWE-agent's and our own last lines
@@ -97,44 +88,6 @@ class OutputFacts:
     compact: str = ""  # a structured result in a few words (lookups, actions)
 
 
-# --------------------------------------------------------------------------- exit codes and errors
-def parse_exit_code(output: str) -> int | None:
-    """The exit code reported in a command's output (``<returncode>N</returncode>``, ``exit code: N``),
-    looked for where harnesses put it: the first and the last lines."""
-    if "<returncode>" in output:
-        tags = _RETURNCODE_TAG.findall(output)
-        if tags:
-            return int(tags[-1])
-    ends = output if len(output) <= 2 * _EDGE_CHARS else f"{output[:_EDGE_CHARS]}\n{output[-_EDGE_CHARS:]}"
-    texts = _EXIT_TEXT.findall(ends)
-    return int(texts[-1]) if texts else None
-
-
-def looks_like_error(output: str, exit_code: int | None = None) -> bool:
-    """True for a failed command, a traceback, or an output that starts like an error."""
-    if exit_code not in (None, 0):
-        return True
-    if "Traceback (most recent call last)" in output:
-        return True
-    if ("Error" in output or "Exception" in output) and _EXCEPTION_LINE.search(output):
-        return True
-    first = next((line for line in output.splitlines() if line.strip()), "")
-    return bool(_FIRST_LINE_ERROR.match(first)) or "timed out" in first.lower()
-
-
-def error_line(output: str) -> str:
-    """The most telling line of an error output: the last error-looking line, else the last line
-    that is not just the exit code."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    if lines and "timed out" in lines[0].lower():
-        return lines[0]
-    for line in reversed(lines):
-        if _ERROR_LINE.match(line):
-            return line
-    telling = [line for line in lines if not (_EXIT_TEXT.search(line) or _RETURNCODE_TAG.search(line))]
-    return (telling or lines or [""])[-1]
-
-
 # --------------------------------------------------------------------------- cleaning
 def _denoise(text: str) -> str:
     if "<" in text:
@@ -152,7 +105,7 @@ def _clean(text: str) -> tuple[str, list[str], str | None]:
     if open_file:
         text = _OPEN_FILE.sub("", text)
     if "<returncode>" in text:
-        text = _RETURNCODE_TAG.sub("", text)
+        text = RETURNCODE_TAG.sub("", text)
     if "<elided_chars>" in text:
         head = _denoise(_ELIDED.split(text, 1)[0]).splitlines()
         return _denoise(_ELIDED.sub("\n", text)), head, open_file[-1].strip() if open_file else None

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._errors import ConfigurationError
-from .._providers import CacheModel, ModelPrices, cache_model_for, model_prices
+from ..._errors import ConfigurationError
+from ..._providers import CacheModel, ModelPrices, cache_model_for, model_prices
 
 __all__ = ["DEFAULT_READ_PRICE", "CacheTerms"]
 

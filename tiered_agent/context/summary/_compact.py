@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ._base import Step, require
+from .._step import Step, require
 
 __all__ = ["Compact"]
 

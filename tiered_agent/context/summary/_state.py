@@ -18,13 +18,14 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from .._messages import Message, Usage
-from ._digest import digest
-from ._policy import Policy
-from ._summarizer import DigestSummarizer, LLMSummarizer, SmartSummarizer, Summarizer
-from ._types import SentPrompt, Summary
-from .steps import Compact, Summarize
-from .steps._compact import compaction_keep
+from ..._messages import Message, Usage
+from .._policy import Policy
+from ..pipeline._types import SentPrompt, Summary
+from ..steps import Compact, Summarize
+from ._compact import compaction_keep
+from ._llm import LLMSummarizer
+from ._summarizer import DigestSummarizer, Summarizer
+from ._worker import SmartSummarizer
 
 __all__ = ["Summaries"]
 
@@ -175,6 +176,8 @@ class Summaries:
                 snapshot, covered + 1, through, at_iteration=last, prompt=prompt
             )
         if summary is None:  # no summarizer, or it failed: the digest cannot fail
+            from ._digest import digest  # the working-memory parser, loaded only when it is needed
+
             summary = digest(self.latest, snapshot, covered + 1, through, max_chars=self._digest_chars)
             self._landed(summary)
             if self._smart is not None:

@@ -26,10 +26,10 @@ from functools import lru_cache
 from itertools import filterfalse
 from operator import attrgetter, le
 
-from .._messages import Message
-from .._tokens import TokenCounter
-from ._duplicates import OutputRef
-from ._schedule import AgingSchedule
+from ..._messages import Message
+from ..._tokens import TokenCounter
+from ..aging._schedule import AgingSchedule
+from ..dedup._duplicates import OutputRef
 from ._types import BuiltPrompt, ContextStats, Summary, Truncation
 
 __all__ = ["BuildContext", "Draft", "HistoryFacts", "start", "summary_message", "with_content"]

@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from ..._errors import ConfigurationError
-from .._draft import BuildContext, Draft
+from .._errors import ConfigurationError
+from .pipeline._draft import BuildContext, Draft
 
 __all__ = ["Step", "require"]
 

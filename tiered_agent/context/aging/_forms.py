@@ -30,11 +30,11 @@ from itertools import chain
 import orjson
 from cachetools import LRUCache
 
-from .._messages import Message, ToolCall
+from ..._messages import Message, ToolCall
+from .._names import RETRIEVE_TOOL_NAME, retrieve_call
+from ..pipeline._draft import with_content
 from ._condense import condensed_note
-from ._draft import with_content
 from ._jsonform import json_fields
-from ._names import RETRIEVE_TOOL_NAME, retrieve_call
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
 from ._refs import refs

@@ -26,9 +26,9 @@ from functools import lru_cache
 
 import orjson
 
-from .._messages import Message, ToolCall
-from ._digest import error_line, looks_like_error, parse_exit_code
-from ._names import retrieve_call
+from ..._messages import Message, ToolCall
+from .._heuristics import error_line, looks_like_error, parse_exit_code
+from .._names import retrieve_call
 from ._reasoning import first_sentence
 from ._refs import refs, refs_of_all
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._messages import Message
+from ..._messages import Message
 
 __all__ = ["BuiltPrompt", "ContextStats", "SentPrompt", "Summary", "Truncation"]
 

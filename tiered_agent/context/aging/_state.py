@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._messages import Message
-from .._tokens import PROMPT_OVERHEAD, TokenCounter
-from ._aged import age_batch, preamble
+from ..._messages import Message
+from ..._tokens import PROMPT_OVERHEAD, TokenCounter
+from ..steps import Age
 from ._breakeven import CacheTerms
+from ._forms import age_batch, preamble
 from ._schedule import AgingSchedule, Epoch
-from .steps import Age
 
 __all__ = ["AgingState"]
 
