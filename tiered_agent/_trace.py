@@ -36,6 +36,7 @@ __all__ = [
     "RetrievalEvent",
     "RunEnded",
     "RunStarted",
+    "StepError",
     "SummaryEvent",
     "ToolResult",
     "TraceWriter",
@@ -128,6 +129,24 @@ class ErrorEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class StepError:
+    """A context step that raised and was skipped (fail open): for the prompt of ``iteration``, or
+    for that iteration's tool calls; the run went on without it.
+
+    ``phase`` is the hook that raised (``apply``, ``finish``, ``decide``, ``act``, ``after``,
+    ``serve``, ``observe``, ``record``, ``summary``); ``error`` the exception's type and
+    ``message`` its text, secrets redacted and clipped.
+    """
+
+    type: ClassVar[str] = "step_error"
+    iteration: int
+    step: str
+    phase: str
+    error: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class SummaryEvent:
     """A rolling summary covering iterations ``first_iteration..last_iteration``."""
 
@@ -170,6 +189,7 @@ Event = (
     | ModelResponse
     | ToolResult
     | ErrorEvent
+    | StepError
     | SummaryEvent
     | RetrievalEvent
     | RunEnded
@@ -183,6 +203,7 @@ _EVENT_TYPES: dict[str, type[Any]] = {
         ModelResponse,
         ToolResult,
         ErrorEvent,
+        StepError,
         SummaryEvent,
         RetrievalEvent,
         RunEnded,

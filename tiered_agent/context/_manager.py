@@ -20,31 +20,34 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+import structlog
+
 from .._errors import ContextBudgetExceeded
 from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool
-from .._trace import Event, RetrievalEvent, SummaryEvent
+from .._trace import Event, RetrievalEvent, StepError, SummaryEvent
 from ._config import ContextConfig
-from ._dispatch import Dispatched, Execute, ToolKind, dispatch_calls
+from ._dispatch import Batch, Dispatched, Execute, ToolKind, dispatch
 from ._names import RETRIEVE_TOOL_NAME
 from ._policy import Policy
 from ._presets import as_policy
+from ._step import Run, StepRuntime
 from .aging._breakeven import CacheTerms
 from .aging._schedule import AgingSchedule
 from .aging._state import AgingState
-from .dedup._cache import DedupCache
-from .dedup._duplicates import DuplicateIndex
-from .pipeline._build import build_prompt
-from .pipeline._draft import HistoryFacts
+from .pipeline._build import assemble
+from .pipeline._draft import BuildContext, HistoryFacts
 from .pipeline._tally import HistoryTally, PromptTally
-from .pipeline._types import BuiltPrompt, SentPrompt, Summary
+from .pipeline._types import BuiltPrompt, SentPrompt, StepFailure, Summary
 from .retrieve._tool import make_retrieve_tool
-from .steps import Age, Dedup
+from .steps import Age
 from .summary._state import Summaries
 from .summary._summarizer import Summarizer
 
 __all__ = ["ContextManager", "PreparedPrompt"]
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +102,10 @@ class ContextManager:
         self.calibration = Calibration()
         self._enforce = enforce_hard_limit
         self._on_event = on_event
-        dedup = self.policy.find(Dedup)
-        self._dedup = DedupCache(dedup.cache_size) if dedup else None
-        self._duplicates = DuplicateIndex() if dedup else None  # what the Dedup step points to
+        run = Run(counter, self.policy.retrieval_active, model, cache_terms, self.context_window)
+        self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in self.policy.steps)
+        self.step_errors: list[StepError] = []  # every step that raised in this run (fail open)
+        self._served = 0  # tool calls a step served instead of running them (dedup hits)
         self.summaries = Summaries(
             self.policy, summarizer=summarizer, background=background, on_summary=self._summary_landed
         )
@@ -117,6 +121,7 @@ class ContextManager:
             else None
         )
         self._iteration = 0
+        self._skipped: set[int] = set()  # runtimes that raised while the prompt was prepared
         self._history = HistoryTally(counter)  # the counterfactual, counted once per message
         self._prompts = PromptTally(counter)
         # retrieval_schema="when_shown": whether a prompt named a retrieval call yet (sticky)
@@ -146,15 +151,11 @@ class ContextManager:
             )
         ]
 
-    # ------------------------------------------------------------------ dedup
+    # ------------------------------------------------------------------ tool dispatch
     @property
     def dedup_hits(self) -> int:
-        return self._dedup.hits if self._dedup else 0
-
-    @property
-    def dedup_cache(self) -> DedupCache | None:
-        """The run's dedup cache (None when the policy does not deduplicate)."""
-        return self._dedup
+        """Tool calls served so far instead of run (``Dedup``'s cache hits)."""
+        return self._served
 
     async def dispatch(
         self,
@@ -164,10 +165,12 @@ class ContextManager:
         *,
         iteration: int,
     ) -> tuple[Dispatched, ...]:
-        """Serve one reply's tool calls: :func:`~._dispatch.dispatch_calls` over this run's dedup cache."""
-        return await dispatch_calls(
-            self._dedup, calls, kind, execute, iteration=iteration, duplicates=self._duplicates
-        )
+        """Serve one reply's tool calls through the runtimes (:func:`~._dispatch.dispatch`)."""
+        batch = Batch(iteration, tuple(calls), tuple(kind(call) for call in calls))
+        results, failures = await dispatch(self.runtimes, batch, execute)
+        self._served += sum(result.dedup_of is not None for result in results)
+        self._failed(failures, iteration)
+        return results
 
     # ------------------------------------------------------------------ prompts
     @property
@@ -199,6 +202,7 @@ class ContextManager:
         self._history.update(history)
         last = self._history.last_iteration
         self._iteration = last + 1
+        self._skipped = set()
         aged_through = self._age(history, last, tool_schemas)
         await self.summaries.before_prompt(history, last, prompt=self._sent, aged_through=aged_through)
         prepared = self._build(history, tool_schemas)
@@ -262,16 +266,16 @@ class ContextManager:
         self, history: Sequence[Message], tool_schemas: Sequence[Mapping[str, Any]], compacted: bool = False
     ) -> PreparedPrompt:
         tally = self._history
-        links = self._duplicates.links if self._duplicates is not None else {}
-        facts = HistoryFacts(tally.iterations, tally.ordered, links)
-        built = build_prompt(
+        context = BuildContext.of(
             history,
-            self.policy,
-            summary=self.summary,
-            counter=self.counter,
-            facts=facts,
+            self.summary,
+            self.counter,
+            retrieval=self.policy.retrieval_active,
+            facts=HistoryFacts(tally.iterations, tally.ordered),
             schedule=self.schedule,
         )
+        built = assemble(context, self.runtimes, self._skipped)
+        self._failed(built.failures, self._iteration)
         if not self._retrieval_shown and _names_retrieval(built, self.schedule):
             self._retrieval_shown = True
         tools = self._sent_tools(tool_schemas)
@@ -291,6 +295,21 @@ class ContextManager:
         return sum(count(original.text) - count(shown.text) for original, shown in built.cut)
 
     # ------------------------------------------------------------------ events
+    def _failed(self, failures: Sequence[StepFailure], iteration: int) -> None:
+        """Record steps that raised (fail open): a ``step_error`` event each, and a warning."""
+        for failure in failures:
+            error = StepError(iteration, failure.step, failure.phase, failure.error, failure.message)
+            self.step_errors.append(error)
+            log.warning(
+                "context.step_error",
+                step=failure.step,
+                phase=failure.phase,
+                iteration=iteration,
+                error=f"{failure.error}: {failure.message}",
+            )
+            if self._on_event is not None:
+                self._on_event(error)
+
     def _summary_landed(self, summary: Summary) -> None:
         if self._on_event is not None:
             self._on_event(

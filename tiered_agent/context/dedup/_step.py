@@ -1,40 +1,54 @@
 """Dedup: an identical read-only call is served from a cache, and a repeated output points to its twin.
 
-Two halves. At the tool dispatch the live loop and the replay share
-(:mod:`.._dispatch`), this step gives the run a bounded dedup cache
-(:class:`~.._dedup.DedupCache`): an identical call to a read-only tool is served
-``[already called in iteration X ...]`` with the earlier result instead of
-running again, and the history keeps that full served text (the trace,
-``context_retrieve`` and resume read it).
+The step's runtime (:class:`DedupRuntime`) owns the run's bounded cache
+(:class:`~._cache.DedupCache`) and its :class:`~._duplicates.DuplicateIndex`. At the tool
+dispatch the live loop and the replay share (:func:`~.._dispatch.dispatch`), it follows these
+rules, in call order:
 
-In the prompt, a tool output that repeats an earlier one (a cache hit, or a
-read-only call that ran again with a byte-identical output:
-:mod:`.._duplicates`) is shown as a pointer while an identical output is shown
+1. **Internal tools** (``context_retrieve``) are never served from the cache nor remembered.
+2. **A call that is not read-only** invalidates the cache where it stands: what it changes
+   must be read fresh, so no later call of the batch is served from what was cached before it.
+3. **A read-only call** is served from the cache when an identical call (same tool, canonical
+   JSON arguments) was remembered in an *earlier* batch: ``[already called in iteration X
+   ...]`` with the earlier result, and the history keeps that full text (the trace,
+   ``context_retrieve`` and resume read it). Calls of one batch never serve each other: they
+   run concurrently, so the second of two identical reads cannot see the first's result
+   without waiting for it. Both execute, and neither is a dedup hit.
+4. **Afterwards**, the successful results of the read-only calls that executed are remembered,
+   in call order (of two identical calls, the later one), unless the batch held a call that is
+   not read-only: a read that ran alongside a write may have seen either state.
+5. **And** every successful read-only result (served or executed) goes to the duplicate index,
+   which links an output identical to an earlier one of the same call to it.
+
+In the prompt, a tool output that repeats an earlier one (a cache hit, or a read-only call that
+ran again with a byte-identical output) is shown as a pointer while an identical output is shown
 verbatim above it::
 
     [same output as iteration 12 (tool_call_id=call_7), shown above]
 
-Once that output is hidden (cut, elided, masked, summarized), the duplicate is
-served again in full (and later steps treat it like any output). The pointer
-is set in :meth:`Dedup.finish`, after every step has applied, so no later step
-can hide what it points to; and a prompt only changes there when the output it
-pointed to was hidden, a rewrite of the prompt above it anyway, so the cached
+Once that output is hidden (cut, elided, masked, summarized), the duplicate is served again in
+full (and later steps treat it like any output). The pointer is set in ``finish``, after every
+step has applied, so no later step can hide what it points to; and a prompt only changes there
+when the output it pointed to was hidden, a rewrite of the prompt above it anyway, so the cached
 prefix loses nothing more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
 from ..._messages import Message
-from .._step import Step, require
+from ..._tools import ToolOutcome
+from .._dispatch import Batch, Dispatched
+from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft, with_content
-from ._duplicates import OutputRef
+from ._cache import DedupCache, render_hit
+from ._duplicates import DuplicateIndex, OutputRef
 
-__all__ = ["Dedup", "pointer_text"]
+__all__ = ["Dedup", "DedupRuntime", "pointer_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +64,49 @@ class Dedup(Step):
         ok = isinstance(self.cache_size, int) and self.cache_size >= 1
         require(ok, f"Dedup.cache_size must be >= 1, got {self.cache_size!r}")
 
+    def start(self, run: Run) -> DedupRuntime:
+        return DedupRuntime(self)
+
+
+class DedupRuntime(StepRuntime):
+    """The run's dedup cache and duplicate index, and the rules of the module docstring."""
+
+    def __init__(self, step: Dedup) -> None:
+        super().__init__(step)
+        self.cache = DedupCache(step.cache_size)
+        self.duplicates = DuplicateIndex()
+
+    def serve(self, batch: Batch) -> dict[int, Dispatched]:
+        """Rules 1-3: the cached result of each call that has one."""
+        served: dict[int, Dispatched] = {}
+        cache = self.cache
+        for index, (call, kind) in enumerate(zip(batch.calls, batch.kinds, strict=True)):
+            if not kind.read_only:
+                cache.invalidate()
+                continue
+            hit = None if kind.internal else cache.lookup(call.name, call.arguments)
+            if hit is not None:
+                outcome = ToolOutcome(content=render_hit(hit), is_error=False)
+                served[index] = Dispatched(call, outcome, dedup_of=hit.tool_call_id, repeats=hit.content)
+        return served
+
+    def observe(self, batch: Batch, results: Sequence[Dispatched]) -> None:
+        """Rules 4 and 5: remember the executed reads of a batch without writes; index every read."""
+        kinds, iteration = batch.kinds, batch.iteration
+        if all(kind.read_only for kind in kinds):
+            for result, kind in zip(results, kinds, strict=True):
+                if result.dedup_of is None and not kind.internal and not result.outcome.is_error:
+                    call = result.call
+                    self.cache.store(call.name, call.arguments, iteration, call.id, result.outcome.content)
+        reads = [
+            (r.call.id, r.call.name, r.call.arguments, r.outcome.content if r.repeats is None else r.repeats)
+            for r, kind in zip(results, kinds, strict=True)
+            if kind.read_only and not kind.internal and not r.outcome.is_error
+        ]
+        self.duplicates.observe(iteration, reads)
+
     def finish(self, draft: Draft, context: BuildContext) -> Draft:
-        links = context.facts.duplicates
+        links = self.duplicates.links
         if not links:
             return draft
         pointers = _pointers(draft, links)

@@ -1,16 +1,18 @@
-"""Building the prompt: the policy's steps, in order, over the full history; and its validity check.
+"""Building the prompt: the policy's step runtimes, in order, over the full history; and its validity check.
 
-:func:`build_prompt` is pure: it starts from the history with the summary (if
-one has landed) standing in for the iterations it covers
-(:func:`~._draft.start`), applies each step of the policy in order
-(:meth:`~.steps.Step.apply`), then lets each finish it
-(:meth:`~.steps.Step.finish`: the dedup pointers), and returns the prompt with
-the statistics the trace records. Input messages are never mutated; rewritten
-ones are new frozen messages, untouched ones are the same objects.
+:func:`assemble` starts from the history with the summary (if one has landed) standing in
+for the iterations it covers (:func:`~._draft.start`), applies each runtime in order
+(:meth:`~.._step.StepRuntime.apply`), then lets each finish it
+(:meth:`~.._step.StepRuntime.finish`: the dedup pointers), and returns the prompt with the
+statistics the trace records. Input messages are never mutated; rewritten ones are new
+frozen messages, untouched ones are the same objects. A runtime that raises is skipped for
+that prompt (fail open). :class:`~.._manager.ContextManager` assembles with the run's
+runtimes; :func:`build_prompt` with freshly started ones (a pure function of its arguments).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from ..._messages import Message
@@ -18,11 +20,12 @@ from ..._tokens import TokenCounter
 from .._config import ContextConfig
 from .._policy import Policy
 from .._presets import as_policy
+from .._step import Run, StepRuntime
 from ..aging._schedule import AgingSchedule
 from ._draft import BuildContext, HistoryFacts, start
-from ._types import BuiltPrompt, Summary
+from ._types import BuiltPrompt, StepFailure, Summary
 
-__all__ = ["build_prompt", "validate_pairs"]
+__all__ = ["assemble", "build_prompt", "validate_pairs"]
 
 
 def build_prompt(
@@ -34,25 +37,47 @@ def build_prompt(
     facts: HistoryFacts | None = None,
     schedule: AgingSchedule | None = None,
 ) -> BuiltPrompt:
-    """The messages to send for the next model call, and what was done to get them.
+    """The messages to send for the next model call, and what was done to get them: the policy's
+    steps, freshly started (so no state of a run: no dedup pointers), over ``history``.
 
-    ``counter`` is used only by steps that measure the prompt (``Clear``; its
-    per-message cache makes repeated counts cheap). ``facts``: what the
-    caller keeps about the history (the context manager does; otherwise they
-    are found here, and no output counts as a duplicate). ``schedule`` is the
-    run's aging schedule (which iterations the ``Age`` step shows aged; None:
-    none). Raises ValueError on a summary with an invalid range.
+    ``counter`` is used only by steps that measure the prompt (``Clear``). ``facts``: what the
+    caller keeps about the history (otherwise they are found here). ``schedule`` is the run's
+    aging schedule (which iterations the ``Age`` step shows aged; None: none). Raises ValueError
+    on a summary with an invalid range. A step that raises is skipped (see :func:`assemble`).
     """
     policy = as_policy(policy)
-    context = BuildContext.of(
-        history, summary, counter, retrieval=policy.retrieval_active, facts=facts, schedule=schedule
-    )
+    retrieval = policy.retrieval_active
+    context = BuildContext.of(history, summary, counter, retrieval=retrieval, facts=facts, schedule=schedule)
+    run = Run(counter, retrieval=retrieval)
+    return assemble(context, [step.start(run) for step in policy.steps])
+
+
+def assemble(
+    context: BuildContext, runtimes: Sequence[StepRuntime], skipped: set[int] | None = None
+) -> BuiltPrompt:
+    """The prompt the runtimes build over ``context``: each one's ``apply`` in order, then each
+    one's ``finish``. A runtime that raises is skipped for the rest of this prompt (its position
+    joins ``skipped``, which also names the runtimes to leave out from the start) and its failure
+    is on the prompt: the prompt is what the others build without it."""
+    failed = skipped if skipped is not None else set()
+    failures: list[StepFailure] = []
     draft = start(context)
-    for step in policy.steps:
-        draft = step.apply(draft, context)
-    for step in policy.steps:
-        draft = step.finish(draft, context)
-    return draft.built(context)
+    for position, runtime in enumerate(runtimes):
+        if position not in failed:
+            try:
+                draft = runtime.apply(draft, context)
+            except Exception as exc:  # fail open: the draft the earlier steps left goes on
+                failed.add(position)
+                failures.append(runtime.failure("apply", exc))
+    for position, runtime in enumerate(runtimes):
+        if position not in failed:
+            try:
+                draft = runtime.finish(draft, context)
+            except Exception as exc:
+                failed.add(position)
+                failures.append(runtime.failure("finish", exc))
+    built = draft.built(context)
+    return dataclasses.replace(built, failures=tuple(failures)) if failures else built
 
 
 def validate_pairs(messages: Sequence[Message]) -> None:

@@ -29,7 +29,6 @@ from operator import attrgetter, le
 from ..._messages import Message
 from ..._tokens import TokenCounter
 from ..aging._schedule import AgingSchedule
-from ..dedup._duplicates import OutputRef
 from ._types import BuiltPrompt, ContextStats, Summary, Truncation
 
 __all__ = ["BuildContext", "Draft", "HistoryFacts", "start", "summary_message", "with_content"]
@@ -60,18 +59,15 @@ class HistoryFacts:
 
     ``iterations``: the iterations (>= 1) present, ascending; ``ordered``: the
     iterations never decrease along the history (the loop's and the replay's
-    histories), so an iteration range is one slice of it; ``duplicates``: tool
-    outputs that repeat an earlier one (see :mod:`.._duplicates`), each to the
-    first of them.
+    histories), so an iteration range is one slice of it.
     """
 
     iterations: tuple[int, ...] = ()
     ordered: bool = False
-    duplicates: Mapping[OutputRef, OutputRef] = field(default_factory=dict)
 
     @classmethod
     def of(cls, history: Sequence[Message]) -> HistoryFacts:
-        """The facts found by scanning ``history`` (for callers that do not keep them); no duplicates."""
+        """The facts found by scanning ``history`` (for callers that do not keep them)."""
         numbers = list(map(_iteration, history))
         ordered = all(map(le, numbers, numbers[1:]))
         return cls(tuple(sorted({k for k in numbers if k > 0})), ordered)

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..._messages import Message
 
-__all__ = ["BuiltPrompt", "ContextStats", "SentPrompt", "Summary", "Truncation"]
+__all__ = ["BuiltPrompt", "ContextStats", "SentPrompt", "StepFailure", "Summary", "Truncation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +101,20 @@ class ContextStats:
 
 
 @dataclass(frozen=True, slots=True)
+class StepFailure:
+    """A step that raised: skipped for that prompt (or batch of tool calls), the run went on.
+
+    ``phase`` is the hook that raised (``apply``, ``decide``, ``serve``, ``summary`` ...);
+    ``error`` the exception's type, ``message`` its text (secrets redacted, clipped).
+    """
+
+    step: str
+    phase: str
+    error: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class BuiltPrompt:
     """The messages the model will see, and how they were obtained."""
 
@@ -108,3 +122,4 @@ class BuiltPrompt:
     stats: ContextStats = field(default_factory=ContextStats)
     # Per truncation (in the order of ``stats.truncations``): the output and how it is shown.
     cut: tuple[tuple[Message, Message], ...] = ()
+    failures: tuple[StepFailure, ...] = ()  # steps skipped because they raised
