@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -56,9 +56,6 @@ from .context._dispatch import ToolKind
 from .context._manager import ContextManager, PreparedPrompt
 from .context._policy import Policy
 from .context._presets import as_policy
-from .context.aging._schedule import AgingSchedule
-from .context.aging._state import schedule_from_records
-from .context.pipeline._types import Summary
 from .context.summary._summarizer import Summarizer
 from .mcp._config import MCPServerConfig
 from .mcp._runtime import check_servers, open_mcp_tools
@@ -191,8 +188,7 @@ class _ResumeState:
     path: Path
     task: str
     history: tuple[Message, ...]
-    summary: Summary | None
-    schedule: AgingSchedule = field(default_factory=AgingSchedule)
+    records: tuple[Event, ...] = ()  # what the context manager continues from (summaries, its records)
 
     @classmethod
     def load(cls, path: Path, follow_up: str | None) -> _ResumeState:
@@ -209,23 +205,8 @@ class _ResumeState:
             raise ConfigurationError(
                 f"{path}: the run already answered; pass follow_up (--follow-up) to continue it"
             )
-        summaries = [e for e in events if isinstance(e, SummaryEvent)]
-        latest = max(summaries, key=lambda s: s.last_iteration, default=None)
-        summary = (
-            None
-            if latest is None
-            else Summary(
-                latest.first_iteration,
-                latest.last_iteration,
-                latest.text,
-                latest.model,
-                latest.input_tokens,
-                latest.output_tokens,
-                latest.created_at_iteration,
-            )
-        )
-        requests = [e.context for e in events if isinstance(e, ModelRequest)]
-        return cls(path, started.task, tuple(history), summary, schedule_from_records(requests))
+        records = tuple(e for e in events if isinstance(e, SummaryEvent | ModelRequest))
+        return cls(path, started.task, tuple(history), records)
 
 
 def _answer_interrupted(history: list[Message]) -> list[Message]:
@@ -359,9 +340,7 @@ class _Run:
         self.history.extend(state.history[:traced])
         for message in state.history[traced:]:
             self.append(message)
-        if state.summary is not None:
-            self.manager.restore_summary(state.summary)
-        self.manager.restore_schedule(state.schedule)
+        self.manager.restore(state.records)
 
     async def loop(self) -> tuple[StopReason, str | None, str | None]:
         first = max((m.iteration for m in self.history), default=0) + 1

@@ -26,23 +26,24 @@ from .._errors import ContextBudgetExceeded
 from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool
-from .._trace import Event, RetrievalEvent, StepError, SummaryEvent
+from .._trace import Event, ModelRequest, RetrievalEvent, StepError, SummaryEvent
 from ._config import ContextConfig
 from ._dispatch import Batch, Dispatched, Execute, ToolKind, dispatch
 from ._names import RETRIEVE_TOOL_NAME
 from ._policy import Policy
 from ._presets import as_policy
-from ._step import Run, StepRuntime
+from ._step import Run, StepRuntime, Turn, failure_of
 from .aging._breakeven import CacheTerms
 from .aging._schedule import AgingSchedule
-from .aging._state import AgingState
+from .aging._state import AgingState, schedule_from_records
 from .pipeline._build import assemble
 from .pipeline._draft import BuildContext, HistoryFacts
 from .pipeline._tally import HistoryTally, PromptTally
 from .pipeline._types import BuiltPrompt, SentPrompt, StepFailure, Summary
 from .retrieve._tool import make_retrieve_tool
 from .steps import Age
-from .summary._state import Summaries
+from .summary._compact import EMERGENCY_KEEP
+from .summary._state import Summaries, SummarySettings
 from .summary._summarizer import Summarizer
 
 __all__ = ["ContextManager", "PreparedPrompt"]
@@ -102,13 +103,21 @@ class ContextManager:
         self.calibration = Calibration()
         self._enforce = enforce_hard_limit
         self._on_event = on_event
-        run = Run(counter, self.policy.retrieval_active, model, cache_terms, self.context_window)
-        self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in self.policy.steps)
+        policy = self.policy
+        settings = SummarySettings(
+            policy.summary_model, policy.summary_max_tokens, policy.summary_timeout_s, policy.summarizes
+        )
+        self.summaries = Summaries(
+            settings,
+            summarizer=summarizer,
+            background=background,
+            on_summary=self._summary_landed,
+            on_failure=self._summary_failed,
+        )
+        run = Run(counter, policy.retrieval_active, model, cache_terms, self.context_window, self.summaries)
+        self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in policy.steps)
         self.step_errors: list[StepError] = []  # every step that raised in this run (fail open)
         self._served = 0  # tool calls a step served instead of running them (dedup hits)
-        self.summaries = Summaries(
-            self.policy, summarizer=summarizer, background=background, on_summary=self._summary_landed
-        )
         age = self.policy.find(Age)
         self.aging = (
             AgingState(
@@ -178,9 +187,17 @@ class ContextManager:
         """The newest summary that has landed (background, or from a compaction)."""
         return self.summaries.latest
 
-    def restore_summary(self, summary: Summary) -> None:
-        """Start from a summary recorded earlier (resuming a run from its trace)."""
-        self.summaries.restore(summary)
+    def restore(self, events: Sequence[Event]) -> None:
+        """Continue a run from what its trace recorded (the latest summary, each step's records)."""
+        self.summaries.restore(events)
+        for runtime in self.runtimes:
+            try:
+                runtime.restore(events)
+            except Exception as exc:  # fail open: the step starts afresh
+                self._failed([runtime.failure("restore", exc)], self._iteration)
+        if self.aging is not None:
+            requests = [e.context for e in events if isinstance(e, ModelRequest)]
+            self.aging.restore(schedule_from_records(requests))
 
     @property
     def summary_usage(self) -> Usage:
@@ -203,13 +220,20 @@ class ContextManager:
         last = self._history.last_iteration
         self._iteration = last + 1
         self._skipped = set()
+        turn = Turn(
+            history,
+            last,
+            tools=self._sent_tools(tool_schemas),
+            offered=tuple(tool_schemas),
+            previous=self._sent,
+            emergency=force_compact,
+        )
         aged_through = self._age(history, last, tool_schemas)
-        await self.summaries.before_prompt(history, last, prompt=self._sent, aged_through=aged_through)
+        if aged_through is not None:
+            turn.schedule = self.schedule
+        await self._act(turn)
         prepared = self._build(history, tool_schemas)
-        due = force_compact or self.summaries.compaction_due(prepared.estimated_tokens, self.context_window)
-        # After a context-window error the last prompt is the one that did not fit: not to be re-sent.
-        ride = None if force_compact else self._sent
-        if due and await self.summaries.compact(history, last, emergency=force_compact, prompt=ride):
+        if await self._after(turn, prepared.estimated_tokens):
             prepared = self._build(history, tool_schemas, compacted=True)
         limit = self.policy.hard_limit
         if (
@@ -224,6 +248,37 @@ class ContextManager:
             )
         self._sent = SentPrompt(prepared.built.messages, prepared.tools, self.model)
         return prepared
+
+    async def _act(self, turn: Turn) -> None:
+        for position, runtime in enumerate(self.runtimes):
+            if position not in self._skipped:
+                try:
+                    await runtime.act(turn)
+                except Exception as exc:  # fail open: the prompt is built without this step
+                    self._skipped.add(position)
+                    self._failed([runtime.failure("act", exc)], self._iteration)
+
+    async def _after(self, turn: Turn, tokens: int) -> bool:
+        """Whether a step changed what the prompt is built from (a compaction): build it again.
+        A context-window error no step handled compacts through the run's summary state."""
+        rebuild = False
+        for position, runtime in enumerate(self.runtimes):
+            if position not in self._skipped:
+                try:
+                    rebuild = await runtime.after(turn, tokens) or rebuild
+                except Exception as exc:
+                    self._skipped.add(position)
+                    self._failed([runtime.failure("after", exc)], self._iteration)
+        if turn.emergency:
+            history, last = turn.history, turn.last
+            try:
+                rebuild = (
+                    await self.summaries.compact(history, last, keep=EMERGENCY_KEEP, emergency=True)
+                    or rebuild
+                )
+            except Exception as exc:  # the safety net's own digest raised: the prompt stays as built
+                self._failed([failure_of("compact", "after", exc)], self._iteration)
+        return rebuild
 
     def observe_usage(self, provider_prompt_tokens: int | None, local_prompt_tokens: int) -> None:
         self.calibration.observe(provider_prompt_tokens, local_prompt_tokens)
@@ -256,11 +311,6 @@ class ContextManager:
     def schedule(self) -> AgingSchedule | None:
         """The run's aging schedule (None: the policy does not age)."""
         return self.aging.schedule if self.aging is not None else None
-
-    def restore_schedule(self, schedule: AgingSchedule) -> None:
-        """Continue from a recorded aging schedule (resuming a run from its trace)."""
-        if self.aging is not None:
-            self.aging.restore(schedule)
 
     def _build(
         self, history: Sequence[Message], tool_schemas: Sequence[Mapping[str, Any]], compacted: bool = False
@@ -295,6 +345,11 @@ class ContextManager:
         return sum(count(original.text) - count(shown.text) for original, shown in built.cut)
 
     # ------------------------------------------------------------------ events
+    def _summary_failed(self, step: str, exc: Exception) -> None:
+        """A summary job raised (the summarizer, or a parser of the digest): a step error of the step
+        that asked for it; the previous summary stays and the next job covers the range too."""
+        self._failed([failure_of(step, "summary", exc)], self._iteration)
+
     def _failed(self, failures: Sequence[StepFailure], iteration: int) -> None:
         """Record steps that raised (fail open): a ``step_error`` event each, and a warning."""
         for failure in failures:

@@ -38,21 +38,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from .._errors import ConfigurationError
 from .._messages import Message
 from .._tokens import TokenCounter
 from .._trace import Event, redact
 from ._dispatch import Batch, Dispatched
+from .aging._schedule import AgingSchedule
 from .pipeline._draft import BuildContext, Draft
 from .pipeline._types import SentPrompt, StepFailure
+from .summary._state import Summaries
 
-if TYPE_CHECKING:
-    from ._policy import Policy
-    from .aging._schedule import AgingSchedule
-
-__all__ = ["Run", "Step", "StepRuntime", "Turn", "require"]
+__all__ = ["PolicyView", "Run", "Step", "StepRuntime", "Turn", "failure_of", "require"]
 
 _MESSAGE_CHARS = 500  # a failure's message is clipped to this (an exception may quote its input)
 
@@ -69,7 +67,8 @@ class Run:
 
     ``retrieval``: ``context_retrieve`` is registered (placeholders name the exact call);
     ``model``: the litellm model the prompts go to (None in the replay, which passes the
-    run's cache and price terms as ``cache_terms`` instead).
+    run's cache and price terms as ``cache_terms`` instead); ``summaries``: the run's summary
+    state (the steps that summarize drive it; the prompt starts from its latest summary).
     """
 
     counter: TokenCounter
@@ -77,6 +76,7 @@ class Run:
     model: str | None = None
     cache_terms: Any = None  # aging._breakeven.CacheTerms | None (typed where it is used)
     context_window: int | None = None
+    summaries: Summaries = field(default_factory=Summaries)
 
 
 @dataclass(slots=True)
@@ -98,6 +98,19 @@ class Turn:
     emergency: bool = False
     schedule: AgingSchedule | None = None
     skipped: set[int] = field(default_factory=set)  # positions of the runtimes that failed this prompt
+
+
+class PolicyView(Protocol):
+    """What a step may check of the policy around it (:class:`~._policy.Policy` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def steps(self) -> tuple[Step, ...]: ...
+
+    @property
+    def hard_limit(self) -> float: ...
 
 
 class Step:
@@ -128,7 +141,7 @@ class Step:
         """
         return draft
 
-    def check(self, policy: Policy) -> None:
+    def check(self, policy: PolicyView) -> None:
         """Raise :class:`ConfigurationError` (one sentence) when this step cannot run in ``policy``."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -182,8 +195,14 @@ class StepRuntime:
 
     # ------------------------------------------------------------------ failures
     def failure(self, phase: str, exc: Exception) -> StepFailure:
-        """The record of this step raising ``exc`` in ``phase`` (its message redacted and clipped)."""
-        message = str(redact(f"{exc}"))
-        if len(message) > _MESSAGE_CHARS:
-            message = message[: _MESSAGE_CHARS - 1] + "…"
-        return StepFailure(self.step.kind, phase, type(exc).__name__, message)
+        """The record of this step raising ``exc`` in ``phase``."""
+        return failure_of(self.step.kind, phase, exc)
+
+
+def failure_of(kind: str, phase: str, exc: Exception) -> StepFailure:
+    """The record of the step ``kind`` raising ``exc`` in ``phase``: its message redacted (secrets
+    never reach a trace or a console) and clipped (an exception may quote its whole input)."""
+    message = str(redact(f"{exc}"))
+    if len(message) > _MESSAGE_CHARS:
+        message = message[: _MESSAGE_CHARS - 1] + "…"
+    return StepFailure(kind, phase, type(exc).__name__, message)

@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from ..._messages import Message
 from .._names import retrieve_call
-from .._step import Step, require
+from .._step import PolicyView, Step, require
 from ..pipeline._draft import BuildContext, Draft
 
 __all__ = ["Window", "omitted_note"]
@@ -38,6 +38,13 @@ class Window(Step):
     def __post_init__(self) -> None:
         ok = isinstance(self.iterations, int) and self.iterations >= 1
         require(ok, f"Window.iterations must be a positive integer, got {self.iterations!r}")
+
+    def check(self, policy: PolicyView) -> None:
+        require(
+            not any(step.summarizes for step in policy.steps),
+            f"policy {policy.name!r}: Window drops what a summary would cover; with Summarize or Compact, "
+            "what is not summarized yet stays shown (Summarize.keep is the window)",
+        )
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
         oldest_shown = context.last - self.iterations

@@ -7,22 +7,26 @@ layout that keeps the agent's own messages). Until it lands, those iterations
 stay shown: there is never a coverage gap. ``overlap`` re-summarizes the last K
 iterations the previous summary covered.
 
-This step decides *when* and *what* to summarize (:meth:`Summarize.due`); the
-run's summary state (:class:`~.._summaries.Summaries`) does it. In a policy that
-ages old iterations (:class:`~._age.Age`), the summary follows the aging instead
-(:meth:`Summarize.due_aged`): it covers exactly the aged iterations and is
+This step decides *when* and *what* to summarize (:meth:`Summarize.due`); its
+runtime asks the run's summary state (:class:`~._state.Summaries`) to do it,
+before each prompt. In a policy that ages old iterations (:class:`~..aging._step.Age`,
+which decides the prompt's aging schedule first), the summary follows the aging
+instead (:meth:`Summarize.due_aged`): it covers exactly the aged iterations and is
 refreshed once they moved ``every`` iterations past it, so it changes when the
 prompt is rewritten anyway, and ``keep`` is the aging window.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .._step import Step, require
+from ..._messages import Message
+from .._step import Run, Step, StepRuntime, Turn, require
+from ._state import Summaries
 
-__all__ = ["Summarize"]
+__all__ = ["Summarize", "SummarizeRuntime"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +34,7 @@ class Summarize(Step):
     """Every ``every`` iterations, summarize all but the last ``keep``, re-covering ``overlap``."""
 
     kind: ClassVar[str] = "summarize"
+    summarizes: ClassVar[bool] = True
     every: int = 10
     keep: int = 5
     overlap: int = 0
@@ -65,3 +70,42 @@ class Summarize(Step):
         if aged_through - covered < self.every:
             return None
         return max(1, covered + 1 - self.overlap), aged_through
+
+    def start(self, run: Run) -> SummarizeRuntime:
+        return SummarizeRuntime(self, run.summaries)
+
+
+class SummarizeRuntime(StepRuntime):
+    """Queues the rolling summaries :class:`Summarize` asks for (the run's summary state writes them)."""
+
+    def __init__(self, step: Summarize, summaries: Summaries) -> None:
+        super().__init__(step)
+        self.settings = step
+        self.summaries = summaries
+
+    async def act(self, turn: Turn) -> None:
+        """Land what inline mode queued, let the digest parse the newest iteration, then queue a
+        rolling summary when one is due (with the agent's last prompt, for a summarizer that
+        rides its cache)."""
+        summaries = self.summaries
+        await summaries.land()
+        summaries.prime(_newest(turn.history, turn.last))  # spread the parsing over the iterations
+        covered = summaries.covered_through
+        schedule = turn.schedule
+        if schedule is None:
+            due = self.settings.due(turn.last, covered)
+        else:
+            due = self.settings.due_aged(schedule.through, covered)
+        if due is not None:
+            first, through = due
+            summaries.queue(turn.history, first, through, at=turn.last, prompt=turn.previous)
+
+
+def _newest(history: Sequence[Message], last: int) -> list[Message]:
+    """The messages of iteration ``last`` (at the end of the history)."""
+    newest: list[Message] = []
+    for message in reversed(history):
+        if message.iteration < last:
+            break
+        newest.append(message)
+    return newest[::-1]

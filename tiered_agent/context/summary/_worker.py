@@ -46,6 +46,7 @@ class SummaryJob:
     last: int
     at_iteration: int
     prompt: SentPrompt | None = None  # the agent's last prompt when the job was queued
+    by: str = "summarize"  # the kind of the step that asked for it
 
 
 class SmartSummarizer:
@@ -58,8 +59,9 @@ class SmartSummarizer:
 
     Summaries are rolling: each job gets the latest landed summary as
     ``previous`` and starts no later than the iteration after it. A job that
-    fails or exceeds ``timeout_s`` is logged and counted in ``failures``; the
-    previous summary stays, and the next job also covers the failed range.
+    fails or exceeds ``timeout_s`` is logged, counted in ``failures`` and reported
+    (``on_failure``); the previous summary stays, and the next job also covers the
+    failed range.
     When the bounded queue is full, the queued jobs are coalesced into the new
     one (its snapshot holds all their iterations).
     """
@@ -72,6 +74,7 @@ class SmartSummarizer:
         background: bool = True,
         max_queue: int = 8,
         on_summary: Callable[[Summary], None] | None = None,
+        on_failure: Callable[[SummaryJob, Exception], None] | None = None,
     ) -> None:
         if timeout_s <= 0:
             raise ConfigurationError(f"SmartSummarizer: timeout_s must be > 0, got {timeout_s}")
@@ -82,6 +85,7 @@ class SmartSummarizer:
         self.timeout_s = timeout_s
         self.background = background
         self.on_summary = on_summary
+        self.on_failure = on_failure
         self.latest: Summary | None = None
         self.failures = 0
         self.completed = 0
@@ -208,11 +212,12 @@ class SmartSummarizer:
         at_iteration: int,
         *,
         prompt: SentPrompt | None = None,
+        by: str = "compact",
     ) -> Summary | None:
         """Summarize now (the safety net), after any running job; None when it fails or times out."""
         if first < 0 or last < first:
             raise ValueError(f"invalid summary range {first}..{last}")
-        return await self._process(SummaryJob(tuple(snapshot), first, last, at_iteration, prompt))
+        return await self._process(SummaryJob(tuple(snapshot), first, last, at_iteration, prompt, by))
 
     async def _process(self, job: SummaryJob) -> Summary | None:
         async with self._lock:
@@ -251,6 +256,8 @@ class SmartSummarizer:
                 failures=self.failures,
                 timeout_s=self.timeout_s,
             )
+            if self.on_failure is not None:
+                self.on_failure(job, exc)
             return None
         return summary
 
