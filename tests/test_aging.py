@@ -23,13 +23,14 @@ from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._presets import PRESETS
 from tiered_agent.context.aging._breakeven import CacheTerms
 from tiered_agent.context.aging._condense import condensed_line, condensed_note, format_label
-from tiered_agent.context.aging._forms import AgedStyle, age_batch, preamble
+from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch, preamble
 from tiered_agent.context.aging._jsonform import json_fields
 from tiered_agent.context.aging._novel import novel_lines
 from tiered_agent.context.aging._reasoning import cut_arguments, shorten_reasoning, split_sentences
 from tiered_agent.context.aging._refs import refs
 from tiered_agent.context.aging._schedule import AgingSchedule, Epoch
 from tiered_agent.context.aging._state import AgingState, schedule_from_records
+from tiered_agent.context.aging._step import AgeRuntime
 from tiered_agent.context.pipeline._build import build_prompt, validate_pairs
 from tiered_agent.context.pipeline._types import Summary
 from tiered_agent.context.steps import Age, Compact, Dedup, Truncate
@@ -241,7 +242,10 @@ def test_an_aged_batch_elides_outputs_supersedes_reruns_and_shortens_reasoning()
     assert forms[1][1].text.count("def helper_") == 0  # iteration 5 shows them later
     assert forms[5][0].text == "I will read cli/main.py part 5. [...]"  # not "It has helpers."
     assert forms[2] == tuple(groups[1][1])  # short: unchanged, the same objects
-    assert age_batch(style, (SYSTEM, TASK), groups, 1, 6) is forms  # memoized
+    memo = FormsMemo()
+    memoized = age_batch(style, (SYSTEM, TASK), groups, 1, 6, memo=memo)
+    assert memoized == forms and age_batch(style, (SYSTEM, TASK), groups, 1, 6, memo=memo) is memoized
+    assert age_batch(style, (SYSTEM, TASK), groups, 1, 6) is not memoized  # no memo: rendered again
 
 
 # ----------------------------------------------------------------------------- the Age step
@@ -498,8 +502,8 @@ async def test_resume_rebuilds_the_schedule_from_the_trace(
     result = await agent.run(run.task)
     live = _Run(agent, run.task, _ResumeState.load(result.trace_path, None))
     live.restore(live.resumed)  # type: ignore[arg-type]
-    schedule = live.manager.schedule
-    assert schedule is not None and len(schedule.epochs) >= 2
+    schedule = next(r for r in live.manager.runtimes if isinstance(r, AgeRuntime)).state.schedule
+    assert len(schedule.epochs) >= 2
     requests = [e for e in read_trace(result.trace_path) if isinstance(e, ModelRequest)]
     decided = [Epoch(**r.context["aging"]["epoch"]) for r in requests if "epoch" in r.context["aging"]]
     assert schedule.epochs == tuple(decided)
@@ -522,11 +526,10 @@ def test_a_schedule_reaching_into_the_window_leaves_the_window_verbatim() -> Non
 
 
 async def test_the_memoized_aged_part_equals_a_render_from_scratch() -> None:
-    # Between epochs the aged part is reused, and at an epoch only what it added is rendered
-    # (steps/_age.py, so a prompt does not cost more as the history grows): the same prompts as
-    # rendering every aged iteration again.
-    from tiered_agent.context.aging import _step as _age
-
+    # Between epochs the run's Age runtime reuses the aged part, and at an epoch renders only what
+    # it added (aging/_step.py, so a prompt does not cost more as the history grows): the same
+    # prompts as the step alone rendering every aged iteration again (build_prompt starts fresh
+    # runtimes: nothing is shared with the manager's).
     run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
     counter = TokenCounter()
     policy = PRESETS["tiered"]
@@ -538,7 +541,6 @@ async def test_the_memoized_aged_part_equals_a_render_from_scratch() -> None:
             prepared = await manager.prepare(history)
             schedule = manager.schedule
             if schedule is not None and schedule.epochs:
-                _age._RENDERED.clear()
                 fresh = build_prompt(history, policy, summary=None, counter=counter, schedule=schedule)
                 assert prepared.built.messages == fresh.messages, f"iteration {k}"
                 compared += 1

@@ -1,22 +1,30 @@
 """The context seam: one object the agent loop (and the replay benchmark) asks for every prompt.
 
-It owns the per-run state of a :class:`~._policy.Policy` (the dedup cache, the
-summary state, calibration) and delegates the prompt itself to the pure
-:func:`~._pipeline.build_prompt`. The loop calls, per iteration:
+It starts one runtime per step of a :class:`~._policy.Policy` (:meth:`~._step.Step.start`)
+and is a loop over them, in the policy's order; it knows no particular step. Besides them
+it keeps what every run has: the summary state (:class:`~.summary._state.Summaries`: the
+prompt starts from its latest summary, and a provider's context-window error compacts
+through it), the history's token tally, the calibration, and the prompt sent last. The
+loop calls, per iteration:
 
-1. :meth:`ContextManager.prepare` — queue a summary when one is due, let the
-   aging state decide whether old iterations age now (policies with ``Age``),
-   run the safety net (synchronous compaction past ``Compact.at`` of the
-   window, refusal past ``hard_limit``), build the prompt, count it and the
-   counterfactual;
-2. :meth:`dispatch` with each reply's tool calls (dedup cache, batch rules, execution injected);
+1. :meth:`ContextManager.prepare`: every runtime ``decide``\\ s (the aging schedule), then
+   ``act``\\ s (summaries land and are queued); the runtimes build the prompt (``apply``,
+   then ``finish``; :func:`~.pipeline._build.assemble`); it is counted with the
+   counterfactual; the runtimes may ask for a rebuild (``after``: a compaction); a prompt
+   over ``hard_limit`` of the window is refused;
+2. :meth:`dispatch` with each reply's tool calls (the runtimes ``serve`` and ``observe``
+   them; execution injected);
 3. :meth:`observe_usage` with the provider's prompt tokens, to calibrate.
+
+Fail open: a runtime that raises is skipped for the rest of that prompt (or batch of tool
+calls) and recorded (:attr:`ContextManager.step_errors`, a ``step_error`` trace event); the
+prompt is what the other steps build, and the run goes on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
@@ -26,7 +34,7 @@ from .._errors import ContextBudgetExceeded
 from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool
-from .._trace import Event, ModelRequest, RetrievalEvent, StepError, SummaryEvent
+from .._trace import Event, RetrievalEvent, StepError, SummaryEvent
 from ._config import ContextConfig
 from ._dispatch import Batch, Dispatched, Execute, ToolKind, dispatch
 from ._names import RETRIEVE_TOOL_NAME
@@ -35,13 +43,11 @@ from ._presets import as_policy
 from ._step import Run, StepRuntime, Turn, failure_of
 from .aging._breakeven import CacheTerms
 from .aging._schedule import AgingSchedule
-from .aging._state import AgingState, schedule_from_records
 from .pipeline._build import assemble
 from .pipeline._draft import BuildContext, HistoryFacts
 from .pipeline._tally import HistoryTally, PromptTally
 from .pipeline._types import BuiltPrompt, SentPrompt, StepFailure, Summary
 from .retrieve._tool import make_retrieve_tool
-from .steps import Age
 from .summary._compact import EMERGENCY_KEEP
 from .summary._state import Summaries, SummarySettings
 from .summary._summarizer import Summarizer
@@ -62,7 +68,7 @@ class PreparedPrompt:
     compacted: bool = False
     truncated_tokens: int = 0  # tokens the truncation step cut from the outputs shown
     tools: tuple[Mapping[str, Any], ...] = ()  # the tool schemas to send with this prompt
-    aging: Mapping[str, Any] | None = None  # policies with Age: how far iterations aged, the newest epoch
+    steps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # each runtime's record, by kind
 
     def record(self) -> dict[str, Any]:
         """What the trace records about this prompt's construction."""
@@ -70,7 +76,8 @@ class PreparedPrompt:
             "truncated_tokens": self.truncated_tokens,
             "compacted": self.compacted,
         }
-        return record if self.aging is None else record | dict(self.aging)
+        aging = self.steps.get("age")
+        return record if aging is None else record | {"aging": dict(aging)}
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -95,15 +102,13 @@ class ContextManager:
     ) -> None:
         """``model`` (the agent's litellm model) gives the cache and price terms aging decides by;
         ``cache_terms`` gives them directly (the replay: the run's cache and price model)."""
-        self.policy = as_policy(policy)
+        self.policy = policy = as_policy(policy)
         self.model = model  # the model the prompts go to: a summarizer of the same model rides its cache
-        self._sent: SentPrompt | None = None
         self.counter = counter
-        self.context_window = self.policy.context_window or context_window
+        self.context_window = policy.context_window or context_window
         self.calibration = Calibration()
         self._enforce = enforce_hard_limit
         self._on_event = on_event
-        policy = self.policy
         settings = SummarySettings(
             policy.summary_model, policy.summary_max_tokens, policy.summary_timeout_s, policy.summarizes
         )
@@ -117,24 +122,15 @@ class ContextManager:
         run = Run(counter, policy.retrieval_active, model, cache_terms, self.context_window, self.summaries)
         self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in policy.steps)
         self.step_errors: list[StepError] = []  # every step that raised in this run (fail open)
+        self.schedule: AgingSchedule | None = None  # the aging schedule of the last prompt (None: no aging)
         self._served = 0  # tool calls a step served instead of running them (dedup hits)
-        age = self.policy.find(Age)
-        self.aging = (
-            AgingState(
-                age,
-                counter=counter,
-                terms=cache_terms or CacheTerms.for_model(model),
-                retrieval=self.policy.retrieval_active,
-            )
-            if age is not None
-            else None
-        )
+        self._sent: SentPrompt | None = None
         self._iteration = 0
         self._skipped: set[int] = set()  # runtimes that raised while the prompt was prepared
         self._history = HistoryTally(counter)  # the counterfactual, counted once per message
         self._prompts = PromptTally(counter)
         # retrieval_schema="when_shown": whether a prompt named a retrieval call yet (sticky)
-        self._retrieval_shown = self.policy.retrieval_schema == "always"
+        self._retrieval_shown = policy.retrieval_schema == "always"
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> ContextManager:
@@ -181,11 +177,16 @@ class ContextManager:
         self._failed(failures, iteration)
         return results
 
-    # ------------------------------------------------------------------ prompts
+    # ------------------------------------------------------------------ state
     @property
     def summary(self) -> Summary | None:
         """The newest summary that has landed (background, or from a compaction)."""
         return self.summaries.latest
+
+    @property
+    def summary_usage(self) -> Usage:
+        """Tokens the summarizer spent so far (0 for the deterministic digest)."""
+        return self.summaries.usage
 
     def restore(self, events: Sequence[Event]) -> None:
         """Continue a run from what its trace recorded (the latest summary, each step's records)."""
@@ -195,15 +196,11 @@ class ContextManager:
                 runtime.restore(events)
             except Exception as exc:  # fail open: the step starts afresh
                 self._failed([runtime.failure("restore", exc)], self._iteration)
-        if self.aging is not None:
-            requests = [e.context for e in events if isinstance(e, ModelRequest)]
-            self.aging.restore(schedule_from_records(requests))
 
-    @property
-    def summary_usage(self) -> Usage:
-        """Tokens the summarizer spent so far (0 for the deterministic digest)."""
-        return self.summaries.usage
+    def observe_usage(self, provider_prompt_tokens: int | None, local_prompt_tokens: int) -> None:
+        self.calibration.observe(provider_prompt_tokens, local_prompt_tokens)
 
+    # ------------------------------------------------------------------ prompts
     async def prepare(
         self,
         history: Sequence[Message],
@@ -215,6 +212,7 @@ class ContextManager:
 
         ``history`` grows by appending from one call to the next (anything else is
         counted from scratch): the per-call work is in what was appended.
+        ``force_compact``: the provider rejected the last prompt as too long.
         """
         self._history.update(history)
         last = self._history.last_iteration
@@ -228,13 +226,12 @@ class ContextManager:
             previous=self._sent,
             emergency=force_compact,
         )
-        aged_through = self._age(history, last, tool_schemas)
-        if aged_through is not None:
-            turn.schedule = self.schedule
+        self._decide(turn)
         await self._act(turn)
-        prepared = self._build(history, tool_schemas)
+        self.schedule = turn.schedule
+        prepared = self._build(turn)
         if await self._after(turn, prepared.estimated_tokens):
-            prepared = self._build(history, tool_schemas, compacted=True)
+            prepared = self._build(turn, compacted=True)
         limit = self.policy.hard_limit
         if (
             self._enforce
@@ -249,12 +246,20 @@ class ContextManager:
         self._sent = SentPrompt(prepared.built.messages, prepared.tools, self.model)
         return prepared
 
+    def _decide(self, turn: Turn) -> None:
+        for position, runtime in enumerate(self.runtimes):
+            try:
+                runtime.decide(turn)
+            except Exception as exc:  # fail open: the prompt is built without this step
+                self._skipped.add(position)
+                self._failed([runtime.failure("decide", exc)], self._iteration)
+
     async def _act(self, turn: Turn) -> None:
         for position, runtime in enumerate(self.runtimes):
             if position not in self._skipped:
                 try:
                     await runtime.act(turn)
-                except Exception as exc:  # fail open: the prompt is built without this step
+                except Exception as exc:
                     self._skipped.add(position)
                     self._failed([runtime.failure("act", exc)], self._iteration)
 
@@ -272,33 +277,11 @@ class ContextManager:
         if turn.emergency:
             history, last = turn.history, turn.last
             try:
-                rebuild = (
-                    await self.summaries.compact(history, last, keep=EMERGENCY_KEEP, emergency=True)
-                    or rebuild
-                )
+                compacted = await self.summaries.compact(history, last, keep=EMERGENCY_KEEP, emergency=True)
+                rebuild = compacted or rebuild
             except Exception as exc:  # the safety net's own digest raised: the prompt stays as built
                 self._failed([failure_of("compact", "after", exc)], self._iteration)
         return rebuild
-
-    def observe_usage(self, provider_prompt_tokens: int | None, local_prompt_tokens: int) -> None:
-        self.calibration.observe(provider_prompt_tokens, local_prompt_tokens)
-
-    def _age(
-        self, history: Sequence[Message], last: int, tool_schemas: Sequence[Mapping[str, Any]]
-    ) -> int | None:
-        """Let the aging state decide for this prompt; how far iterations aged (None: no aging)."""
-        if self.aging is None:
-            return None
-        summary = self.summary
-        sent = self._sent_tools(tool_schemas)
-        schedule = self.aging.update(
-            history,
-            last,
-            tool_tokens=self.counter.count_tools(sent),
-            summary_tokens=self.counter.count_text(summary.text) if summary is not None else 0,
-            schema_tokens=0 if len(sent) == len(tool_schemas) else self.counter.count_tools(tool_schemas),
-        )
-        return schedule.through
 
     def _sent_tools(self, tool_schemas: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
         """The schemas to send: all, but ``context_retrieve``'s only once a prompt named a retrieval call
@@ -307,49 +290,50 @@ class ContextManager:
             return tuple(tool_schemas)
         return tuple(t for t in tool_schemas if not _is_retrieve(t))
 
-    @property
-    def schedule(self) -> AgingSchedule | None:
-        """The run's aging schedule (None: the policy does not age)."""
-        return self.aging.schedule if self.aging is not None else None
-
-    def _build(
-        self, history: Sequence[Message], tool_schemas: Sequence[Mapping[str, Any]], compacted: bool = False
-    ) -> PreparedPrompt:
+    def _build(self, turn: Turn, compacted: bool = False) -> PreparedPrompt:
         tally = self._history
         context = BuildContext.of(
-            history,
+            turn.history,
             self.summary,
             self.counter,
             retrieval=self.policy.retrieval_active,
             facts=HistoryFacts(tally.iterations, tally.ordered),
-            schedule=self.schedule,
+            schedule=turn.schedule,
         )
         built = assemble(context, self.runtimes, self._skipped)
         self._failed(built.failures, self._iteration)
-        if not self._retrieval_shown and _names_retrieval(built, self.schedule):
+        if not self._retrieval_shown and built.shows_retrieval:
             self._retrieval_shown = True
-        tools = self._sent_tools(tool_schemas)
+        tools = self._sent_tools(turn.offered)
         count_tools = self.counter.count_tools
         local = PROMPT_OVERHEAD + self._prompts.messages_tokens(built.messages) + count_tools(tools)
         # The counterfactual is the unmanaged prompt: full history, no context_retrieve schema.
-        unmanaged = [t for t in tool_schemas if not _is_retrieve(t)]
+        unmanaged = [t for t in turn.offered if not _is_retrieve(t)]
         full = PROMPT_OVERHEAD + tally.tokens + count_tools(unmanaged)
         cut = self._truncated_tokens(built)
-        aging = self.aging.record() if self.aging is not None else None
-        return PreparedPrompt(
-            built, local, full, self.calibration.estimate(local), compacted, cut, tools, aging
-        )
+        estimate = self.calibration.estimate(local)
+        return PreparedPrompt(built, local, full, estimate, compacted, cut, tools, self._records())
+
+    def _records(self) -> dict[str, Mapping[str, Any]]:
+        """Each runtime's record of the prompt just built, by step kind (a runtime skipped for this
+        prompt records nothing)."""
+        records: dict[str, Mapping[str, Any]] = {}
+        for position, runtime in enumerate(self.runtimes):
+            if position not in self._skipped:
+                try:
+                    record = runtime.record()
+                except Exception as exc:
+                    self._failed([runtime.failure("record", exc)], self._iteration)
+                    continue
+                if record is not None:
+                    records[runtime.step.kind] = record
+        return records
 
     def _truncated_tokens(self, built: BuiltPrompt) -> int:
         count = self.counter.count_text
         return sum(count(original.text) - count(shown.text) for original, shown in built.cut)
 
     # ------------------------------------------------------------------ events
-    def _summary_failed(self, step: str, exc: Exception) -> None:
-        """A summary job raised (the summarizer, or a parser of the digest): a step error of the step
-        that asked for it; the previous summary stays and the next job covers the range too."""
-        self._failed([failure_of(step, "summary", exc)], self._iteration)
-
     def _failed(self, failures: Sequence[StepFailure], iteration: int) -> None:
         """Record steps that raised (fail open): a ``step_error`` event each, and a warning."""
         for failure in failures:
@@ -364,6 +348,11 @@ class ContextManager:
             )
             if self._on_event is not None:
                 self._on_event(error)
+
+    def _summary_failed(self, step: str, exc: Exception) -> None:
+        """A summary job raised (the summarizer, or a parser of the digest): a step error of the step
+        that asked for it; the previous summary stays and the next job covers the range too."""
+        self._failed([failure_of(step, "summary", exc)], self._iteration)
 
     def _summary_landed(self, summary: Summary) -> None:
         if self._on_event is not None:
@@ -390,15 +379,6 @@ class ContextManager:
                     pages=int(info.get("pages", 1)),
                 )
             )
-
-
-def _names_retrieval(built: BuiltPrompt, schedule: AgingSchedule | None) -> bool:
-    """Whether a prompt shows a retrieval call: something was cut, hidden, left out or summarized."""
-    stats = built.stats
-    aged = schedule is not None and schedule.through > 0
-    return bool(
-        stats.truncations or stats.masked_outputs or stats.windowed_out or stats.summary_range or aged
-    )
 
 
 def _is_retrieve(schema: Mapping[str, Any]) -> bool:

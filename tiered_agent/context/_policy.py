@@ -10,7 +10,7 @@ Compose your own from :mod:`tiered_agent.context.steps`::
     agent = Agent("openai/gpt-4o-mini", context=lean)
 
 The steps that reshape the prompt apply in the order given, each to what the
-earlier ones left (:func:`~._pipeline.build_prompt`); the others act at the tool
+earlier ones left (:func:`~.pipeline._build.build_prompt`); the others act at the tool
 dispatch (``Dedup``) or decide when the run summarizes (``Summarize``,
 ``Compact``). A policy is plain data: :meth:`Policy.to_dict` and
 :meth:`Policy.from_dict` round-trip it (the bench JSON and the trace hold it).

@@ -45,6 +45,7 @@ from .._messages import Message
 from .._tokens import TokenCounter
 from .._trace import Event, redact
 from ._dispatch import Batch, Dispatched
+from .aging._breakeven import CacheTerms
 from .aging._schedule import AgingSchedule
 from .pipeline._draft import BuildContext, Draft
 from .pipeline._types import SentPrompt, StepFailure
@@ -74,7 +75,7 @@ class Run:
     counter: TokenCounter
     retrieval: bool = True
     model: str | None = None
-    cache_terms: Any = None  # aging._breakeven.CacheTerms | None (typed where it is used)
+    cache_terms: CacheTerms | None = None
     context_window: int | None = None
     summaries: Summaries = field(default_factory=Summaries)
 

@@ -1,6 +1,6 @@
-"""The aged forms of old iterations, fixed when they aged (rendered once, memoized).
+"""The aged forms of old iterations, fixed when they aged (rendered once per run, in the run's memo).
 
-An *epoch* of the aging schedule (:mod:`._aging`) ages a batch of iterations
+An *epoch* of the aging schedule (:mod:`._state`) ages a batch of iterations
 ``first..last`` while iterations ``last+1..at`` are the verbatim window. Their
 forms are computed newest to oldest with ``seen``, the references already
 shown later in the prompt (the task, the window, the newer iterations of the
@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain
 
 import orjson
@@ -39,12 +40,22 @@ from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
 from ._refs import refs
 
-__all__ = ["AgedStyle", "Batch", "age_batch", "condensed", "preamble"]
+__all__ = ["AgedStyle", "Batch", "FormsMemo", "age_batch", "condensed", "preamble"]
 
 Batch = Sequence[tuple[int, tuple[Message, ...]]]  # (iteration, its messages), oldest first
 
-_BATCHES: LRUCache[tuple[object, ...], tuple[object, dict[int, tuple[Message, ...]]]] = LRUCache(2048)
-_NOTES: LRUCache[tuple[object, ...], tuple[object, Message]] = LRUCache(1024)
+
+class FormsMemo:
+    """The forms and notes one run rendered, so that deciding (the aging state) and rendering (the
+    step) compute each once. Keyed by the identity of the messages they were rendered from (a
+    history keeps the same message objects), each hit checked against those messages; bounded.
+    Owned by the run's ``Age`` runtime: never shared between runs."""
+
+    def __init__(self, batches: int = 2048, notes: int = 1024) -> None:
+        self.batches: LRUCache[tuple[object, ...], tuple[object, dict[int, tuple[Message, ...]]]] = LRUCache(
+            batches
+        )
+        self.notes: LRUCache[tuple[object, ...], tuple[object, Message]] = LRUCache(notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +92,10 @@ def preamble(style: AgedStyle) -> Message:
     return _preamble_message(text)
 
 
-_PREAMBLES: dict[str, Message] = {}
-
-
+@lru_cache(maxsize=16)
 def _preamble_message(text: str) -> Message:
-    if text not in _PREAMBLES:
-        _PREAMBLES[text] = Message(role="user", content=text, iteration=0)
-    return _PREAMBLES[text]
+    """The note as a message: the same object for the same text (a few variants exist)."""
+    return Message(role="user", content=text, iteration=0)
 
 
 # --------------------------------------------------------------------------- one batch
@@ -96,16 +104,24 @@ def _identity(head: tuple[Message, ...], batch: Batch) -> tuple[int, ...]:
 
 
 def age_batch(
-    style: AgedStyle, head: tuple[Message, ...], batch: Batch, first: int, last: int
+    style: AgedStyle,
+    head: tuple[Message, ...],
+    batch: Batch,
+    first: int,
+    last: int,
+    *,
+    memo: FormsMemo | None = None,
 ) -> dict[int, tuple[Message, ...]]:
     """Aged forms of iterations ``first..last`` of ``batch`` (which runs up to the epoch's newest
-    iteration); ``head`` is iteration 0 (the task), always shown. Memoized by message identity."""
+    iteration); ``head`` is iteration 0 (the task), always shown. ``memo``: the run's."""
+    if memo is None:
+        return _render_batch(style, head, batch, first, last)
     key = (style, first, last, _identity(head, batch))
-    hit = _BATCHES.get(key)
+    hit = memo.batches.get(key)
     if hit is not None and hit[0] == (head, tuple(batch)):
         return hit[1]
     forms = _render_batch(style, head, batch, first, last)
-    _BATCHES[key] = ((head, tuple(batch)), forms)
+    memo.batches[key] = ((head, tuple(batch)), forms)
     return forms
 
 
@@ -269,14 +285,22 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
 
 # --------------------------------------------------------------------------- level 2
 def condensed(
-    chunk: Batch, *, retrieval: bool, later: tuple[Message, ...] = (), referred: int = 0, novel: int = 0
+    chunk: Batch,
+    *,
+    retrieval: bool,
+    later: tuple[Message, ...] = (),
+    referred: int = 0,
+    novel: int = 0,
+    memo: FormsMemo | None = None,
 ) -> Message:
-    """The note for a chunk of condensed iterations (memoized by message identity); ``later``: the
-    messages after the chunk up to the epoch that condensed it."""
+    """The note for a chunk of condensed iterations; ``later``: the messages after the chunk up to
+    the epoch that condensed it; ``memo``: the run's."""
+    if memo is None:
+        return condensed_note(chunk, retrieval=retrieval, later=later, referred=referred, novel=novel)
     key = (retrieval, referred, novel, chunk[0][0], chunk[-1][0], _identity(later, chunk))
-    hit = _NOTES.get(key)
+    hit = memo.notes.get(key)
     if hit is not None and hit[0] == (tuple(chunk), later):
         return hit[1]
     note = condensed_note(chunk, retrieval=retrieval, later=later, referred=referred, novel=novel)
-    _NOTES[key] = ((tuple(chunk), later), note)
+    memo.notes[key] = ((tuple(chunk), later), note)
     return note

@@ -4,7 +4,7 @@ A *reference* is a token of 4+ characters made of letters, digits and ``_./-``
 that looks like code: it contains ``/``, ``_``, ``.`` or a digit, or is
 camelCase (``src/app.py``, ``parse_args``, ``HAT017``, ``2024-05-25``,
 ``getValue``). Plain words are not references. The aged forms of old
-iterations (:mod:`._aged`) keep the lines of an output that carry a
+iterations (:mod:`._forms`) keep the lines of an output that carry a
 reference not shown anywhere later in the prompt.
 """
 

@@ -1,8 +1,8 @@
 """The aging schedule: which iterations aged at which epoch. A small frozen value.
 
 An :class:`Epoch` records one decision of the run's aging state
-(:mod:`._aging`): when the newest iteration was ``at``, iterations
-``1..through`` were aged (shown in the form :mod:`._aged` fixes for them) and
+(:mod:`._state`): when the newest iteration was ``at``, iterations
+``1..through`` were aged (shown in the form :mod:`._forms` fixes for them) and
 ``1..condensed`` condensed (one line each, level 2). The forms of the
 iterations a given epoch aged depend only on the history up to its ``at``, so
 a prompt is a pure function of (history, schedule, summary): the live loop and

@@ -1,32 +1,70 @@
 """The run's aging state: decides, once per prompt, whether iterations age now, and keeps the schedule.
 
-The :class:`~.steps.Age` step renders what the schedule says; this object
+The :class:`~._step.Age` step renders what the schedule says; this object
 decides the schedule (its docstring has the rule): it keeps running token
 counts per iteration (verbatim, estimated aged, aged as shown), so a decision
 costs O(new iterations), and the exact forms of an epoch are rendered once,
-by the same memoized function the step uses.
+in the run's memo the step renders from too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..._messages import Message
 from ..._tokens import PROMPT_OVERHEAD, TokenCounter
-from ..steps import Age
 from ._breakeven import CacheTerms
-from ._forms import age_batch, preamble
+from ._forms import AgedStyle, FormsMemo, age_batch, preamble
 from ._schedule import AgingSchedule, Epoch
 
-__all__ = ["AgingState"]
+__all__ = ["AgingSettings", "AgingState", "schedule_from_records"]
+
+
+class AgingSettings(Protocol):
+    """What the aging state reads of its step's settings (:class:`~._step.Age` is one)."""
+
+    @property
+    def window(self) -> int: ...
+
+    @property
+    def every(self) -> int | None: ...
+
+    @property
+    def condense_after(self) -> int | None: ...
+
+    @property
+    def chunk(self) -> int: ...
+
+    @property
+    def patience(self) -> float: ...
+
+    def style(self, retrieval: bool) -> AgedStyle: ...
+
+    def note(
+        self,
+        groups: Mapping[int, tuple[Message, ...]],
+        chunk: tuple[int, int, int],
+        retrieval: bool,
+        memo: FormsMemo | None = None,
+    ) -> Message | None: ...
 
 
 class AgingState:
     """Aging decisions of one run; :meth:`update` once per prompt, :attr:`schedule` for the build."""
 
-    def __init__(self, step: Age, *, counter: TokenCounter, terms: CacheTerms, retrieval: bool) -> None:
+    def __init__(
+        self,
+        step: AgingSettings,
+        *,
+        counter: TokenCounter,
+        terms: CacheTerms,
+        retrieval: bool,
+        memo: FormsMemo | None = None,
+    ) -> None:
+        """``memo``: the run's forms, shared with the step that renders them."""
         self.step = step
+        self.memo = memo if memo is not None else FormsMemo()
         self.terms = terms
         self.counter = counter
         self.retrieval = retrieval
@@ -132,7 +170,7 @@ class AgingState:
         chunk = [k for k in range(done + 1, due + 1) if k in self._groups]
         now = sum(self._shown.get(k, self._estimate.get(k, self._tokens(k))) for k in chunk)
         groups = {k: tuple(self._groups[k]) for k in range(done + 1, last + 1) if k in self._groups}
-        rendered = self.step.note(groups, (done + 1, due, last), self.retrieval)
+        rendered = self.step.note(groups, (done + 1, due, last), self.retrieval, self.memo)
         note = self.counter.count_message(rendered) if rendered is not None else 0
         return now - note, note
 
@@ -199,7 +237,7 @@ class AgingState:
         start = max(self.schedule.through, max(self._estimate, default=0)) + 1
         for i in range(start, limit + 1):
             if i in self._groups:
-                forms = age_batch(self.style, self._head(), self._batch(i, last), i, i)
+                forms = age_batch(self.style, self._head(), self._batch(i, last), i, i, memo=self.memo)
                 self._estimate[i] = sum(self.counter.count_message(m) for m in forms[i])
 
     def _note_tokens(self) -> int:
@@ -214,13 +252,13 @@ class AgingState:
         for first, last, at in self.schedule.batches():
             if last <= self._counted_through:
                 continue
-            forms = age_batch(self.style, head, self._batch(first, at), first, last)
+            forms = age_batch(self.style, head, self._batch(first, at), first, last, memo=self.memo)
             self._shown.update({k: sum(self.counter.count_message(m) for m in v) for k, v in forms.items()})
             self._counted_through = last
         self._notes = 0
         groups = {k: tuple(v) for k, v in self._groups.items()}
         for chunk in self.schedule.chunks():
-            note = self.step.note(groups, chunk, self.retrieval)
+            note = self.step.note(groups, chunk, self.retrieval, self.memo)
             self._notes += self.counter.count_message(note) if note is not None else 0
             for k in range(chunk[0], chunk[1] + 1):
                 self._shown.pop(k, None)

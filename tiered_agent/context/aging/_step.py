@@ -1,9 +1,9 @@
 """Age: iterations older than a window are shown in a compressed form fixed when they aged.
 
 The last ``window`` iterations are verbatim. Older ones are shown as the run's
-aging schedule (:mod:`.._schedule`) says: an *epoch* ages every iteration
+aging schedule (:mod:`._schedule`) says: an *epoch* ages every iteration
 before the window in one batch, and each batch keeps the form it got then
-(:mod:`.._aged`), so between two epochs the prompt only grows at its end and
+(:mod:`._forms`), so between two epochs the prompt only grows at its end and
 the provider's cache holds all of it. The forms:
 
 * outputs keep their first ``head_lines`` lines plus each line naming a file,
@@ -24,9 +24,9 @@ A fixed note before the aged iterations says what these forms mean. The
 rolling summary, when the policy has one, follows the aged iterations, so the
 cached prefix survives its updates; the task (iteration 0) is never aged.
 
-**When** (the run's aging state, :class:`~.._aging.AgingState`, decides; the
+**When** (the run's aging state, :class:`~._state.AgingState`, decides; the
 step only renders): with ``every=None``, by the break-even (ski-rental) rule
-under the run's cache and price model (:class:`~.._breakeven.CacheTerms`).
+under the run's cache and price model (:class:`~._breakeven.CacheTerms`).
 Per call, ageing now would remove ``D`` tokens of dead weight and change the
 prompt after ``P`` tokens, re-sending ``T`` tokens::
 
@@ -55,18 +55,21 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from cachetools import LRUCache
 
 from ..._messages import Message
-from .._step import Step, require
+from ..._trace import Event, ModelRequest
+from .._step import Run, Step, StepRuntime, Turn, require
 from ..pipeline._draft import BuildContext, Draft, summary_message
-from ._forms import AgedStyle, age_batch, condensed, preamble
+from ._breakeven import CacheTerms
+from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
 from ._reasoning import ReasoningMode
 from ._schedule import AgingSchedule
+from ._state import AgingState, schedule_from_records
 
-__all__ = ["Age", "iteration_groups"]
+__all__ = ["Age", "AgeRuntime", "iteration_groups"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +84,10 @@ class _Aged:
 
 
 # Between two epochs every prompt shows the same aged part: rendering it again would make each
-# prompt cost more as the history grows. Keyed by (step, schedule, retrieval), checked by identity.
-_RENDERED: LRUCache[tuple[object, ...], _Aged] = LRUCache(maxsize=64)
+# prompt cost more as the history grows. A run's runtime keeps its last few renders by schedule
+# (each checked against the messages it was rendered from); the step alone renders from none.
+Renders = LRUCache[AgingSchedule, _Aged]
+_RENDERS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,43 +150,58 @@ class Age(Step):
             retrieval,
         )
 
+    def start(self, run: Run) -> AgeRuntime:
+        return AgeRuntime(self, run)
+
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        return self.assemble(draft, context, Renders(_RENDERS), None)
+
+    def assemble(
+        self, draft: Draft, context: BuildContext, renders: Renders, memo: FormsMemo | None
+    ) -> Draft:
+        """The draft with the schedule's aged part in place (``renders``, ``memo``: the run's)."""
+        if context.schedule.through > 0:  # aged forms name their retrieval calls
+            draft = replace(draft, names_retrieval=True)
         # The window stays verbatim whatever the schedule says (the run's aging state never ages
         # into it; a schedule restored or built by hand might).
         schedule = context.schedule.upto(context.last - self.window)
         if schedule.through == 0:
             return draft
-        aged = self._rendered(schedule, context)
+        aged = self._rendered(schedule, context, renders, memo)
         return _assemble(
             draft, context, groups=aged.groups, notes=aged.notes, forms=aged.forms, gone=aged.gone
         )
 
-    def _rendered(self, schedule: AgingSchedule, context: BuildContext) -> _Aged:
-        """The aged part for ``schedule``, memoized while the history up to its last epoch stays the
-        same; a schedule one epoch longer than a memoized one renders only what that epoch added."""
+    def _rendered(
+        self, schedule: AgingSchedule, context: BuildContext, renders: Renders, memo: FormsMemo | None
+    ) -> _Aged:
+        """The aged part for ``schedule``, reused while the history up to its last epoch stays the
+        same; a schedule one epoch longer than a rendered one renders only what that epoch added."""
         span = context.span(0, schedule.epochs[-1].at)
-        if span is None:  # an unordered history: no memo
-            return self._render(schedule, tuple(context.history), context.retrieval)
+        if span is None:  # an unordered history: no reuse
+            return self._render(schedule, tuple(context.history), context.retrieval, memo)
         prefix = tuple(context.history[span[0] : span[1]])
-        key = (self, schedule, context.retrieval)
-        hit = _RENDERED.get(key)
+        hit = renders.get(schedule)
         if hit is not None and _same(hit.prefix, prefix):
             return hit
-        earlier = _RENDERED.get((self, AgingSchedule(schedule.epochs[:-1]), context.retrieval))
+        earlier = renders.get(AgingSchedule(schedule.epochs[:-1]))
         if earlier is not None and _same(earlier.prefix, prefix[: len(earlier.prefix)]):
             groups = {**earlier.groups, **iteration_groups(prefix[len(earlier.prefix) :])}
-            aged = self._extend(earlier, schedule, groups, prefix, context.retrieval)
+            aged = self._extend(earlier, schedule, groups, prefix, context.retrieval, memo=memo)
         else:
-            aged = self._render(schedule, prefix, context.retrieval)
-        _RENDERED[key] = aged
+            aged = self._render(schedule, prefix, context.retrieval, memo)
+        renders[schedule] = aged
         return aged
 
-    def _render(self, schedule: AgingSchedule, prefix: tuple[Message, ...], retrieval: bool) -> _Aged:
+    def _render(
+        self, schedule: AgingSchedule, prefix: tuple[Message, ...], retrieval: bool, memo: FormsMemo | None
+    ) -> _Aged:
         """The aged part, epoch by epoch from none."""
         groups = iteration_groups(prefix)
         aged = _Aged((), groups, (preamble(self.style(retrieval)),), {}, frozenset())
         for count in range(1, len(schedule.epochs) + 1):
-            aged = self._extend(aged, AgingSchedule(schedule.epochs[:count]), groups, prefix, retrieval)
+            epochs = AgingSchedule(schedule.epochs[:count])
+            aged = self._extend(aged, epochs, groups, prefix, retrieval, memo=memo)
         return aged
 
     def _extend(
@@ -191,6 +211,8 @@ class Age(Step):
         groups: Mapping[int, tuple[Message, ...]],
         prefix: tuple[Message, ...],
         retrieval: bool,
+        *,
+        memo: FormsMemo | None,
     ) -> _Aged:
         """``earlier`` (the render of all but the last epoch) plus what the last epoch aged and condensed."""
         before = schedule.epochs[-2] if len(schedule.epochs) > 1 else None
@@ -199,18 +221,23 @@ class Age(Step):
         if epoch.through > (before.through if before else 0):
             first = (before.through if before else 0) + 1
             batch = [(k, groups[k]) for k in range(first, epoch.at + 1) if k in groups]
-            forms.update(age_batch(self.style(retrieval), groups.get(0, ()), batch, first, epoch.through))
+            style = self.style(retrieval)
+            forms.update(age_batch(style, groups.get(0, ()), batch, first, epoch.through, memo=memo))
         notes, gone = earlier.notes, earlier.gone
         if epoch.condensed > (before.condensed if before else 0):
             chunk = ((before.condensed if before else 0) + 1, epoch.condensed, epoch.at)
-            note = self.note(groups, chunk, retrieval)
+            note = self.note(groups, chunk, retrieval, memo)
             notes = (*notes, note) if note is not None else notes
             gone = gone | {k for k in range(chunk[0], chunk[1] + 1) if k in groups}
         kept = {k: v for k, v in forms.items() if k not in gone}
         return _Aged(prefix, groups, notes, kept, gone)
 
     def note(
-        self, groups: Mapping[int, tuple[Message, ...]], chunk: tuple[int, int, int], retrieval: bool
+        self,
+        groups: Mapping[int, tuple[Message, ...]],
+        chunk: tuple[int, int, int],
+        retrieval: bool,
+        memo: FormsMemo | None = None,
     ) -> Message | None:
         """The condensed note of iterations ``first..last``, condensed when the newest was ``at``."""
         first, last, at = chunk
@@ -219,8 +246,57 @@ class Age(Step):
             return None
         later = tuple(m for k in range(last + 1, at + 1) for m in groups.get(k, ()))
         return condensed(
-            batch, retrieval=retrieval, later=later, referred=self.keep_referred, novel=self.keep_novel
+            batch,
+            retrieval=retrieval,
+            later=later,
+            referred=self.keep_referred,
+            novel=self.keep_novel,
+            memo=memo,
         )
+
+
+class AgeRuntime(StepRuntime):
+    """Aging over one run: decides the schedule before each prompt (the run's
+    :class:`~._state.AgingState`), renders what it says (reusing the aged part between epochs),
+    records how far iterations aged, and continues from a trace's records."""
+
+    def __init__(self, step: Age, run: Run) -> None:
+        super().__init__(step)
+        self.settings = step
+        self.memo = FormsMemo()
+        self.renders = Renders(_RENDERS)
+        terms = run.cache_terms if run.cache_terms is not None else CacheTerms.for_model(run.model)
+        self.state = AgingState(
+            step, counter=run.counter, terms=terms, retrieval=run.retrieval, memo=self.memo
+        )
+        self.counter = run.counter
+        self.summaries = run.summaries
+
+    def decide(self, turn: Turn) -> None:
+        """Whether iterations age now (the break-even rule, under the tools and summary the prompt
+        will carry): the schedule the prompt is built with."""
+        counter = self.counter
+        summary = self.summaries.latest
+        sent = turn.tools
+        turn.schedule = self.state.update(
+            turn.history,
+            turn.last,
+            tool_tokens=counter.count_tools(sent),
+            summary_tokens=counter.count_text(summary.text) if summary is not None else 0,
+            schema_tokens=0 if len(sent) == len(turn.offered) else counter.count_tools(turn.offered),
+        )
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        return self.settings.assemble(draft, context, self.renders, self.memo)
+
+    def record(self) -> dict[str, Any]:
+        """How far iterations aged and were condensed, and the epoch decided for this prompt."""
+        aging: dict[str, Any] = self.state.record()["aging"]
+        return aging
+
+    def restore(self, events: Sequence[Event]) -> None:
+        """Continue from the epochs the trace's prompt records hold."""
+        self.state.restore(schedule_from_records([e.context for e in events if isinstance(e, ModelRequest)]))
 
 
 def _same(a: tuple[Message, ...], b: tuple[Message, ...]) -> bool:

@@ -132,6 +132,7 @@ class Draft:
     dropped: frozenset[int] = frozenset()  # iterations left out behind a note
     pointers: Mapping[int, int] = field(default_factory=dict)  # position -> chars a dedup pointer hides
     shows_summary: bool = False  # the summary is shown although every iteration it covers is too (aged)
+    names_retrieval: bool = False  # a step shows retrieval calls in forms it does not record as hidden
 
     def hide(self, placeholders: Mapping[int, tuple[Message, int]]) -> Draft:
         """Show each placeholder at its position (with the chars it hides); those cuts are void."""
@@ -226,7 +227,7 @@ class Draft:
             pointed_chars=sum(self.pointers.values()),
         )
         cut = tuple((self.originals[i], self.messages[i]) for i in sorted(self.cuts))
-        return BuiltPrompt(self.messages, stats, cut)
+        return BuiltPrompt(self.messages, stats, cut, names_retrieval=self.names_retrieval)
 
 
 def start(context: BuildContext) -> Draft:

@@ -123,3 +123,17 @@ class BuiltPrompt:
     # Per truncation (in the order of ``stats.truncations``): the output and how it is shown.
     cut: tuple[tuple[Message, Message], ...] = ()
     failures: tuple[StepFailure, ...] = ()  # steps skipped because they raised
+    names_retrieval: bool = False  # shows a retrieval call besides its cuts, placeholders and notes
+
+    @property
+    def shows_retrieval(self) -> bool:
+        """Whether the prompt names a retrieval call: something was cut, hidden, left out, summarized
+        or aged (``retrieval_schema="when_shown"`` sends the tool's schema from then on)."""
+        stats = self.stats
+        return bool(
+            self.names_retrieval
+            or stats.truncations
+            or stats.masked_outputs
+            or stats.windowed_out
+            or stats.summary_range
+        )

@@ -1,5 +1,5 @@
-"""The deterministic digest: the working memory (:mod:`._memory`) of a range of iterations, as a
-:class:`~._types.Summary`. No model call; the same input gives the same text.
+"""The deterministic digest: the working memory (:mod:`.memory._fold`) of a range of iterations, as a
+:class:`~..pipeline._types.Summary`. No model call; the same input gives the same text.
 
 A digest folds on from the previous one when that one holds its working memory and
 reaches ``first - 1`` or beyond (an overlap re-covers nothing: the memory of ``1..b``

@@ -2,7 +2,7 @@
 
 The summary is written in the background (an LLM, or the deterministic digest)
 and lands before a later prompt; from then on it stands in for the iterations
-it covers (see :func:`~.._draft.start`, and :class:`~._elide.Elide` for the
+it covers (see :func:`~..pipeline._draft.start`, and :class:`~..steps._elide.Elide` for the
 layout that keeps the agent's own messages). Until it lands, those iterations
 stay shown: there is never a coverage gap. ``overlap`` re-summarizes the last K
 iterations the previous summary covered.

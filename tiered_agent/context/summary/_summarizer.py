@@ -24,7 +24,7 @@ class Summarizer(Protocol):
     """Turns a range of iterations (plus the previous summary) into a new rolling summary.
 
     A summarizer whose ``summarize`` also takes ``prompt`` gets the agent's last prompt
-    (:class:`~._types.SentPrompt`, or None before the first one), as :class:`LLMSummarizer` does.
+    (:class:`~..pipeline._types.SentPrompt`, or None before the first one), as :class:`LLMSummarizer` does.
     """
 
     async def summarize(

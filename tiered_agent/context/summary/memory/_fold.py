@@ -8,9 +8,9 @@ facts looked up (ids, amounts), the agent's decisions and its open todo items.
 
 It is a left fold over the history, one message at a time (:meth:`_Builder.add`),
 so a summary of iterations ``1..b`` is the summary of ``1..a`` folded with
-``a+1..b``: each :class:`~._types.Summary` carries its :class:`Memory`, and the next
+``a+1..b``: each :class:`~...pipeline._types.Summary` carries its :class:`Memory`, and the next
 one continues from it. Nothing after ``last`` is read; the same input gives the
-same text. The state keeps more than the text shows; :mod:`._memory_render` picks
+same text. The state keeps more than the text shows; :mod:`._render` picks
 what fits the size bound, dropping the oldest and least relevant entries first and
 never the task.
 """
