@@ -160,13 +160,13 @@ class Age(Step):
         self, draft: Draft, context: BuildContext, renders: Renders, memo: FormsMemo | None
     ) -> Draft:
         """The draft with the schedule's aged part in place (``renders``, ``memo``: the run's)."""
-        if context.schedule.through > 0:  # aged forms name their retrieval calls
-            draft = replace(draft, names_retrieval=True)
+        if context.schedule.through == 0:
+            return draft
         # The window stays verbatim whatever the schedule says (the run's aging state never ages
         # into it; a schedule restored or built by hand might).
         schedule = context.schedule.upto(context.last - self.window)
         if schedule.through == 0:
-            return draft
+            return replace(draft, names_retrieval=True)  # the note before aged forms names the call
         aged = self._rendered(schedule, context, renders, memo)
         return _assemble(
             draft, context, groups=aged.groups, notes=aged.notes, forms=aged.forms, gone=aged.gone
@@ -359,4 +359,5 @@ def _assemble(
         covered=draft.covered - aged,
         dropped=draft.dropped | gone,
         shows_summary=draft.shows_summary or stand_in is not None,
+        names_retrieval=True,  # aged forms and the note before them name their retrieval calls
     )
