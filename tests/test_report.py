@@ -75,6 +75,7 @@ TOTALS_KEYS = {
     "compactions",
     "dedup_hits",
     "truncated_chars",
+    "step_errors",
     "cache_write_tokens",
     "calibrated_input_tokens",
     "calibrated_cached_tokens",
@@ -93,7 +94,7 @@ TOTALS_KEYS = {
     "long_run_peak_tokens",
     "long_run_peak_vs_full",
 }
-RUN_POLICY_KEYS = (TOTALS_KEYS - {"runs"}) | {"missed_strings", "per_step"}
+RUN_POLICY_KEYS = (TOTALS_KEYS - {"runs"}) | {"missed_strings", "step_error_list", "per_step"}
 
 
 def _run(run_id: str, steps: int, *, usage: bool = True) -> RecordedRun:

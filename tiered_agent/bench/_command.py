@@ -97,7 +97,8 @@ def _policy_names(value: str | None) -> list[str] | None:
     "--strict",
     is_flag=True,
     help="Fail (exit 1) on an unreadable or unconvertible input file, or a run without model calls, "
-    "instead of skipping it with a warning.",
+    "instead of skipping it with a warning; and on any context step that raised during the replay "
+    "(step_errors; skipped for that prompt, with a warning, otherwise).",
 )
 @click.option(
     "--cache-model",
@@ -155,13 +156,25 @@ def bench(
             cache_model=cache_model,
             price_model=price_model,
         )
-        _run(paths, names, settings, json_path=json_path, out_dir=out_dir, workers=workers, strict=strict)
+        errors = _run(
+            paths, names, settings, json_path=json_path, out_dir=out_dir, workers=workers, strict=strict
+        )
     except (TieredAgentError, OSError) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_FAILED)
     except BrokenExecutor:
         click.echo("Error: a replay worker process died (out of memory?); rerun with --workers 1.", err=True)
         sys.exit(EXIT_FAILED)
+    if errors:
+        counts = ", ".join(f"{name} {count}" for name, count in errors.items())
+        click.echo(
+            f"{'Error' if strict else 'Warning'}: {sum(errors.values())} context step error(s) in the "
+            f"replay ({counts}); each step was skipped for that prompt; see "
+            "runs[].policies[].step_error_list in the bench JSON.",
+            err=True,
+        )
+        if strict:
+            sys.exit(EXIT_FAILED)
 
 
 def _check_price_model(price_model: str | None) -> None:
@@ -188,7 +201,8 @@ def _run(
     out_dir: Path,
     workers: int,
     strict: bool = False,
-) -> None:
+) -> dict[str, int]:
+    """Replay and write the outputs; the policies whose steps raised, with how many times."""
     from .._errors import ConfigurationError
     from ._bundle import bundled_trace_paths
     from ._importers import load_runs
@@ -210,6 +224,9 @@ def _run(
         runs, policies, settings, workers, [str(p) for p in inputs], skipped=skipped
     )
     _write_outputs(document, json_path, out_dir)
+    from ._report import step_error_counts
+
+    return step_error_counts(document)
 
 
 def _replay_with_progress(

@@ -370,6 +370,7 @@ async def _replay_policy(
         dedup_hits=manager.dedup_hits,
         retrieval_active=policy.retrieval_active,
         cache_write_premium=state.cache_model.write_premium,
+        step_errors=tuple(manager.step_errors),
     )
 
 
