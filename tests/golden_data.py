@@ -32,6 +32,7 @@ import anyio
 import orjson
 
 from tiered_agent._messages import Message, group_by_iteration
+from tiered_agent._trace import ContextRecord
 from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
@@ -114,12 +115,38 @@ def _message_digest(message: Message) -> bytes:
     return hashlib.sha256(orjson.dumps(message.to_dict(), option=orjson.OPT_SORT_KEYS)).digest()
 
 
+def flat_record(record: ContextRecord) -> dict[str, Any]:
+    """The typed per-step record in the flat form the golden data was frozen with (the trace's
+    ``model_request.context`` before records were kept per step): the same facts, summed over the
+    steps, so that the check stays independent of the record's layout."""
+    flat: dict[str, Any] = {
+        "truncated_outputs": record.truncated_outputs,
+        "truncated_chars": record.truncated_chars,
+        "truncations": [cut.to_dict() for cut in record.cuts],
+        "masked_outputs": record.hidden_outputs,
+        "masked_chars": record.hidden_chars,
+        "windowed_out": list(record.windowed_out),
+        "summary_range": list(record.summary_range) if record.summary_range else None,
+        "shown_iterations": list(record.shown_iterations),
+        "truncated_tokens": record.truncated_tokens,
+        "compacted": record.compacted,
+        "dedup_hits": record.dedup_hits,
+    }
+    if record.pointers:
+        flat |= {"dedup_pointers": record.pointers, "dedup_pointer_chars": record.pointer_chars}
+    if record.aging is not None:
+        flat["aging"] = record.aging.to_dict()
+    return flat
+
+
 def step_digest(prepared: PreparedPrompt, dedup_hits: int) -> bytes:
     """The fingerprint of one built prompt and everything recorded about it."""
+    context = prepared.record()
+    assert context.dedup_hits == dedup_hits, "the record's dedup hits are the manager's, as it was built"
     record = {
         "messages": [_message_digest(m).hex() for m in prepared.built.messages],
         "tools": hashlib.sha256(orjson.dumps(list(prepared.tools), option=orjson.OPT_SORT_KEYS)).hexdigest(),
-        "context": prepared.record() | {"dedup_hits": dedup_hits},
+        "context": flat_record(context),
         "prompt_tokens": prepared.prompt_tokens,
         "counterfactual_tokens": prepared.counterfactual_tokens,
         "estimated_tokens": prepared.estimated_tokens,

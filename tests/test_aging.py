@@ -15,7 +15,7 @@ from tiered_agent._errors import ConfigurationError
 from tiered_agent._providers import CACHE_MODELS, ModelPrices
 from tiered_agent._tokens import TokenCounter
 from tiered_agent._tools import Tool, ToolOutcome, ToolSet
-from tiered_agent._trace import ModelRequest, read_trace
+from tiered_agent._trace import AgingRecord, ContextRecord, ModelRequest, StepRecord, read_trace
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_prompts
@@ -300,7 +300,9 @@ async def test_the_prompt_is_append_only_between_epochs() -> None:
             prepared = await manager.prepare([m for m in history if m.iteration < last])
             messages = prepared.built.messages
             validate_pairs(messages)
-            if "epoch" in prepared.record()["aging"]:
+            aging = prepared.record().aging
+            assert aging is not None
+            if aging.epoch is not None:
                 epochs += 1
             elif previous is not None:
                 assert messages[: len(previous)] == previous, (
@@ -312,11 +314,21 @@ async def test_the_prompt_is_append_only_between_epochs() -> None:
 
 
 def test_epochs_round_trip_through_trace_records() -> None:
+    # records of both formats: flat (before records were kept per step) and per step
     epoch = {"at": 8, "through": 6, "condensed": 0}
-    records = [{"aging": {"through": 0}}, {"aging": {"through": 6, "epoch": epoch}}, {"x": 1}]
-    records.append(
-        {"aging": {"through": 10, "condensed": 3, "epoch": {"at": 12, "through": 10, "condensed": 3}}}
-    )
+    flat = [{"aging": {"through": 0}}, {"aging": {"through": 6, "epoch": epoch}}, {"x": 1}]
+    typed = AgingRecord(10, 3, (12, 10, 3))
+    per_step = ContextRecord({"age": StepRecord(state=typed)}).to_dict()
+    assert per_step["steps"] == {
+        "age": {"state": {"through": 10, "condensed": 3, "epoch": {"at": 12, "through": 10, "condensed": 3}}}
+    }
+    hostile = [
+        {"steps": {"age": {"state": {"epoch": {"at": 14, "through": 9}}}}},
+        {"steps": "x"},
+        {"aging": []},
+    ]
+    records = [ContextRecord.from_dict(r) for r in [*flat, per_step, *hostile]]
+    # the going-back epoch of the hostile record is left out, so is anything that is not one
     assert schedule_from_records(records) == AgingSchedule((Epoch(8, 6), Epoch(12, 10, 3)))
     with pytest.raises(ValueError, match="must not go back"):
         AgingSchedule((Epoch(12, 10), Epoch(13, 9)))
@@ -505,9 +517,11 @@ async def test_resume_rebuilds_the_schedule_from_the_trace(
     schedule = next(r for r in live.manager.runtimes if isinstance(r, AgeRuntime)).state.schedule
     assert len(schedule.epochs) >= 2
     requests = [e for e in read_trace(result.trace_path) if isinstance(e, ModelRequest)]
-    decided = [Epoch(**r.context["aging"]["epoch"]) for r in requests if "epoch" in r.context["aging"]]
+    records = [ContextRecord.from_dict(r.context).aging for r in requests]
+    decided = [Epoch(*a.epoch) for a in records if a is not None and a.epoch is not None]
     assert schedule.epochs == tuple(decided)
-    assert schedule.through == requests[-1].context["aging"]["through"]
+    assert records[-1] is not None and schedule.through == records[-1].through
+    assert requests[-1].context["steps"]["age"]["state"]["through"] == schedule.through  # as written
 
 
 def test_a_schedule_reaching_into_the_window_leaves_the_window_verbatim() -> None:

@@ -94,8 +94,9 @@ async def test_truncated_tokens_are_counted() -> None:
     async with ContextManager(CLASSIC, counter=COUNTER, background=False) as manager:
         prepared = await manager.prepare(history(2, output_chars=5_000))
     record = prepared.record()
-    assert record["truncated_outputs"] == 2
-    assert record["truncated_tokens"] == prepared.counterfactual_tokens - prepared.prompt_tokens
+    assert record.truncated_outputs == 2
+    assert record.truncated_tokens == prepared.counterfactual_tokens - prepared.prompt_tokens
+    assert record.steps["truncate"].cut_tokens == record.truncated_tokens  # all the truncation step's
 
 
 class SlowSummarizer:

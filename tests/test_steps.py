@@ -13,7 +13,7 @@ from samples import HAND_RUN
 
 from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall, tool
 from tiered_agent._tokens import TokenCounter
-from tiered_agent._trace import ModelRequest, RunStarted, read_trace
+from tiered_agent._trace import ContextRecord, ModelRequest, RunStarted, read_trace
 from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._replay import replay_run, replay_runs, resolve_policies
 from tiered_agent.bench._report import build_document
@@ -190,7 +190,7 @@ class ShoutErrors(Step):
             for i, m in enumerate(draft.messages)
             if m.role == "tool" and i not in draft.hidden and m.text.startswith("Error")
         }
-        return draft.cut(shown, {}) if shown else draft
+        return draft.cut(shown, {}, self.kind) if shown else draft
 
 
 def test_a_step_of_your_own_composes_with_the_others() -> None:
@@ -233,8 +233,18 @@ async def test_a_composed_policy_through_the_live_agent(tmp_path: Path) -> None:
     started = next(e for e in events if isinstance(e, RunStarted))
     assert started.config["context"] == MINE.to_dict()
     request = [e for e in events if isinstance(e, ModelRequest)][-1]
-    assert (request.context["masked_outputs"], request.context["truncated_outputs"]) == (2, 1)
-    assert set(request.context) >= {"truncations", "windowed_out", "summary_range", "compacted", "dedup_hits"}
+    record = ContextRecord.from_dict(request.context)
+    assert (record.hidden_outputs, record.truncated_outputs) == (2, 1)
+    # typed, per step: the masking step hid two outputs, the truncation step cut one
+    assert record.steps["mask"].hidden == 2 and len(record.steps["truncate"].cuts) == 1
+    assert set(request.context) == {
+        "steps",
+        "shown_iterations",
+        "windowed_out",
+        "summary_range",
+        "compacted",
+        "dedup_hits",
+    }
 
 
 @pytest.mark.anyio

@@ -387,7 +387,7 @@ class _Run:
         return await self.agent.model.complete(prepared.messages, [dict(t) for t in prepared.tools]), prepared
 
     def record_request(self, iteration: int, prepared: PreparedPrompt) -> None:
-        context = prepared.record() | {"dedup_hits": self.manager.dedup_hits}
+        context = prepared.record().to_dict()
         self.emit(
             ModelRequest(
                 iteration=iteration,

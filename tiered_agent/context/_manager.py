@@ -34,7 +34,7 @@ from .._errors import ContextBudgetExceeded
 from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool
-from .._trace import Event, RetrievalEvent, StepError, SummaryEvent
+from .._trace import ContextRecord, Cut, Event, RetrievalEvent, StepError, StepRecord, StepState, SummaryEvent
 from ._config import ContextConfig
 from ._dispatch import Batch, Dispatched, Execute, ToolKind, dispatch
 from ._names import RETRIEVE_TOOL_NAME
@@ -59,25 +59,27 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class PreparedPrompt:
-    """A prompt ready to send, with its local token count and the counterfactual."""
+    """A prompt ready to send, with its local token count, the counterfactual, and its record."""
 
     built: BuiltPrompt
     prompt_tokens: int  # local tokenizer: messages + per-message overhead + tool schemas
     counterfactual_tokens: int  # the same count for the full, unoptimized history
     estimated_tokens: int  # calibrated estimate of what the provider will bill
-    compacted: bool = False
-    truncated_tokens: int = 0  # tokens the truncation step cut from the outputs shown
     tools: tuple[Mapping[str, Any], ...] = ()  # the tool schemas to send with this prompt
-    steps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # each runtime's record, by kind
+    context: ContextRecord = field(default_factory=ContextRecord)  # what each step did, for the trace
 
-    def record(self) -> dict[str, Any]:
-        """What the trace records about this prompt's construction."""
-        record = self.built.stats.to_dict() | {
-            "truncated_tokens": self.truncated_tokens,
-            "compacted": self.compacted,
-        }
-        aging = self.steps.get("age")
-        return record if aging is None else record | {"aging": dict(aging)}
+    @property
+    def compacted(self) -> bool:
+        return self.context.compacted
+
+    @property
+    def truncated_tokens(self) -> int:
+        """Tokens the steps cut from the outputs shown."""
+        return self.context.truncated_tokens
+
+    def record(self) -> ContextRecord:
+        """What the trace records about this prompt's construction (``model_request.context``)."""
+        return self.context
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -310,28 +312,50 @@ class ContextManager:
         # The counterfactual is the unmanaged prompt: full history, no context_retrieve schema.
         unmanaged = [t for t in turn.offered if not _is_retrieve(t)]
         full = PROMPT_OVERHEAD + tally.tokens + count_tools(unmanaged)
-        cut = self._truncated_tokens(built)
         estimate = self.calibration.estimate(local)
-        return PreparedPrompt(built, local, full, estimate, compacted, cut, tools, self._records())
+        return PreparedPrompt(built, local, full, estimate, tools, self._record(built, compacted))
 
-    def _records(self) -> dict[str, Mapping[str, Any]]:
-        """Each runtime's record of the prompt just built, by step kind (a runtime skipped for this
-        prompt records nothing)."""
-        records: dict[str, Mapping[str, Any]] = {}
-        for position, runtime in enumerate(self.runtimes):
-            if position not in self._skipped:
-                try:
-                    record = runtime.record()
-                except Exception as exc:
-                    self._failed([runtime.failure("record", exc)], self._iteration)
-                    continue
-                if record is not None:
-                    records[runtime.step.kind] = record
-        return records
-
-    def _truncated_tokens(self, built: BuiltPrompt) -> int:
+    def _record(self, built: BuiltPrompt, compacted: bool) -> ContextRecord:
+        """The typed record of the prompt just built: what each step did to it (its effects on the
+        prompt as sent, and its runtime's own record), in the policy's order."""
+        steps: dict[str, StepRecord] = {}
         count = self.counter.count_text
-        return sum(count(original.text) - count(shown.text) for original, shown in built.cut)
+        for position, runtime in enumerate(self.runtimes):
+            kind = runtime.step.kind
+            state = self._state(position, runtime)
+            effects = built.effects.get(kind)
+            if effects is None and state is None:
+                continue
+            if effects is None:
+                steps[kind] = StepRecord(state=state)
+                continue
+            steps[kind] = StepRecord(
+                hidden=effects.hidden,
+                hidden_chars=effects.hidden_chars,
+                cuts=tuple(
+                    Cut(c.tool_call_id, c.iteration, c.tool_name, c.original_chars, c.kept_chars)
+                    for c in effects.cuts
+                ),
+                cut_tokens=sum(count(original.text) - count(shown.text) for original, shown in effects.cut),
+                pointers=effects.pointers,
+                pointer_chars=effects.pointer_chars,
+                dropped=effects.dropped,
+                state=state,
+            )
+        stats = built.stats
+        return ContextRecord(
+            steps, stats.shown_iterations, stats.windowed_out, stats.summary_range, compacted, self._served
+        )
+
+    def _state(self, position: int, runtime: StepRuntime) -> StepState | None:
+        """A runtime's own record of the prompt just built (a runtime skipped for it records nothing)."""
+        if position in self._skipped:
+            return None
+        try:
+            return runtime.record()
+        except Exception as exc:
+            self._failed([runtime.failure("record", exc)], self._iteration)
+            return None
 
     # ------------------------------------------------------------------ events
     def _failed(self, failures: Sequence[StepFailure], iteration: int) -> None:

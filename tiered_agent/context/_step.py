@@ -43,7 +43,7 @@ from typing import Any, ClassVar, Protocol
 from .._errors import ConfigurationError
 from .._messages import Message
 from .._tokens import TokenCounter
-from .._trace import Event, redact
+from .._trace import Event, StepState, redact
 from ._dispatch import Batch, Dispatched
 from .aging._breakeven import CacheTerms
 from .aging._schedule import AgingSchedule
@@ -187,8 +187,10 @@ class StepRuntime:
         return False
 
     # ------------------------------------------------------------------ the trace
-    def record(self) -> Mapping[str, Any] | None:
-        """What the trace records about this step for the prompt just built (None: nothing)."""
+    def record(self) -> StepState | None:
+        """This step's own record of the prompt just built (None: nothing beyond its effects on the
+        prompt, which the pipeline records itself): a mapping of JSON values, or a typed record of
+        the trace (``Age``: :class:`~tiered_agent._trace.AgingRecord`)."""
         return None
 
     def restore(self, events: Sequence[Event]) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from .._messages import Message
 from ._marks import MarkIndex
-from ._record import counter_label
+from ._record import record_labels
 from ._values import ranges
 from ._view import IterationView, RunView
 
@@ -85,7 +85,7 @@ def _iteration(view: IterationView) -> dict[str, Any]:
         "compacted": record.compacted,
         "requests": view.requests,
         "finish": view.finish_reason,
-        "other": counter_label(record.counters)
+        "other": record_labels(record)
         + [f"{key}: {ranges(values)}" for key, values in record.iteration_lists.items()],
         "hidden": [
             {

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._trace import redact
-from ._record import counter_label
+from ._record import counter_label, record_labels
 from ._stats import RunStats
 from ._totals import Totals
 from ._values import compact, ranges
@@ -85,7 +85,7 @@ def _notes(view: IterationView) -> Text:
         text.append("compacted ", style="yellow")
     if view.requests > 1:
         text.append(f"{view.requests} requests ", style="yellow")
-    labels = counter_label(view.record.counters)
+    labels = record_labels(view.record)
     if labels:
         text.append(", ".join(labels), style="cyan")
     return text

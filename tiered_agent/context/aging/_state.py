@@ -10,10 +10,11 @@ in the run's memo the step renders from too.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..._messages import Message
 from ..._tokens import PROMPT_OVERHEAD, TokenCounter
+from ..._trace import AgingRecord, ContextRecord
 from ._breakeven import CacheTerms
 from ._forms import AgedStyle, FormsMemo, age_batch, preamble
 from ._schedule import AgingSchedule, Epoch
@@ -123,13 +124,12 @@ class AgingState:
             self._account()
         return self.schedule
 
-    def record(self) -> dict[str, Any]:
-        """What the trace records under ``aging``: how far iterations aged and were condensed, and
-        the epoch decided for this prompt (resume rebuilds the schedule, :func:`schedule_from_records`)."""
-        aging: dict[str, Any] = {"through": self.schedule.through, "condensed": self.schedule.condensed}
-        if self.new_epoch is not None:
-            aging["epoch"] = self.new_epoch.to_dict()
-        return {"aging": aging}
+    def record(self) -> AgingRecord:
+        """How far iterations aged and were condensed, and the epoch decided for this prompt (resume
+        rebuilds the schedule from these, :func:`schedule_from_records`)."""
+        epoch = self.new_epoch
+        decided = (epoch.at, epoch.through, epoch.condensed) if epoch is not None else None
+        return AgingRecord(self.schedule.through, self.schedule.condensed, decided)
 
     # ------------------------------------------------------------------ the rule
     def _decide(
@@ -265,14 +265,20 @@ class AgingState:
         self._accounted = len(epochs)
 
 
-def schedule_from_records(records: Sequence[Mapping[str, Any]]) -> AgingSchedule:
-    """The schedule a run's trace records describe (their ``aging.epoch`` entries, deduplicated)."""
+def schedule_from_records(records: Sequence[ContextRecord]) -> AgingSchedule:
+    """The schedule a run's prompt records describe (the epochs their aging records decided,
+    deduplicated; an epoch that would go back is a record this run did not write: left out)."""
     epochs: list[Epoch] = []
     for record in records:
-        aging = record.get("aging")
-        data = aging.get("epoch") if isinstance(aging, Mapping) else None
-        if isinstance(data, Mapping):
-            epoch = Epoch(int(data["at"]), int(data["through"]), int(data.get("condensed", 0)))
+        aging = record.aging
+        if aging is None or aging.epoch is None:
+            continue
+        at, through, condensed = aging.epoch
+        try:
+            epoch = Epoch(at, through, condensed)
             if not epochs or epoch != epochs[-1]:
+                AgingSchedule((*epochs[-1:], epoch))  # checks that it does not go back
                 epochs.append(epoch)
+        except ValueError:
+            continue
     return AgingSchedule(tuple(epochs))

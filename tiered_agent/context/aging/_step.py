@@ -55,12 +55,12 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cachetools import LRUCache
 
 from ..._messages import Message
-from ..._trace import Event, ModelRequest
+from ..._trace import AgingRecord, ContextRecord, Event, ModelRequest
 from .._step import Run, Step, StepRuntime, Turn, require
 from ..pipeline._draft import BuildContext, Draft, summary_message
 from ._breakeven import CacheTerms
@@ -289,14 +289,14 @@ class AgeRuntime(StepRuntime):
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
         return self.settings.assemble(draft, context, self.renders, self.memo)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> AgingRecord:
         """How far iterations aged and were condensed, and the epoch decided for this prompt."""
-        aging: dict[str, Any] = self.state.record()["aging"]
-        return aging
+        return self.state.record()
 
     def restore(self, events: Sequence[Event]) -> None:
-        """Continue from the epochs the trace's prompt records hold."""
-        self.state.restore(schedule_from_records([e.context for e in events if isinstance(e, ModelRequest)]))
+        """Continue from the epochs the trace's prompt records hold (either record format)."""
+        records = [ContextRecord.from_dict(e.context) for e in events if isinstance(e, ModelRequest)]
+        self.state.restore(schedule_from_records(records))
 
 
 def _same(a: tuple[Message, ...], b: tuple[Message, ...]) -> bool:
@@ -336,7 +336,7 @@ def _assemble(
     ]
     messages = [draft.messages[i] for i in head] + list(notes)
     originals = [draft.originals[i] for i in head] + list(notes)
-    hidden: dict[int, int] = {}
+    hidden: dict[int, int] = {}  # the aged outputs shown shorter
     for k in sorted(forms):
         for shown, original in zip(forms[k], groups[k], strict=True):
             if shown is not original and shown.role == "tool":
@@ -356,8 +356,9 @@ def _assemble(
         originals=(*originals, *(draft.originals[i] for i in rest)),
         hidden=hidden | {moved[i]: c for i, c in draft.hidden.items() if i in moved},
         cuts={moved[i]: c for i, c in draft.cuts.items() if i in moved},
+        owners=dict.fromkeys(hidden, Age.kind) | {moved[i]: o for i, o in draft.owners.items() if i in moved},
         covered=draft.covered - aged,
-        dropped=draft.dropped | gone,
+        dropped={**draft.dropped, **dict.fromkeys(sorted(gone), Age.kind)},
         shows_summary=draft.shows_summary or stand_in is not None,
         names_retrieval=True,  # aged forms and the note before them name their retrieval calls
     )

@@ -110,7 +110,7 @@ class DedupRuntime(StepRuntime):
         if not links:
             return draft
         pointers = _pointers(draft, links)
-        return draft.point(pointers) if pointers else draft
+        return draft.point(pointers, self.step.kind) if pointers else draft
 
 
 @lru_cache(maxsize=4096)

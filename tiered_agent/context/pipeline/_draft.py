@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import filterfalse
 from operator import attrgetter, le
+from typing import Any
 
 from ..._messages import Message
 from ..._tokens import TokenCounter
 from ..aging._schedule import AgingSchedule
-from ._types import BuiltPrompt, ContextStats, Summary, Truncation
+from ._types import BuiltPrompt, ContextStats, StepEffects, Summary, Truncation
 
 __all__ = ["BuildContext", "Draft", "HistoryFacts", "start", "summary_message", "with_content"]
 
@@ -122,19 +123,25 @@ class BuildContext:
 
 @dataclass(frozen=True, slots=True)
 class Draft:
-    """The prompt so far (``messages``) and what the steps decided about each position."""
+    """The prompt so far (``messages``) and what the steps decided about each position.
+
+    Every decision names the step that made it (its ``kind``): ``owners`` for the positions a
+    step hid, cut or pointed, ``dropped`` for the iterations it left out; the prompt's record
+    is kept per step from them (:meth:`built`).
+    """
 
     messages: tuple[Message, ...]
     originals: tuple[Message, ...]  # per position: the message before outputs were cut or hidden
     hidden: Mapping[int, int] = field(default_factory=dict)  # position -> chars a placeholder hides
     cuts: Mapping[int, Truncation] = field(default_factory=dict)  # position -> the cut shown there
     covered: frozenset[int] = frozenset()  # iterations the summary stands for
-    dropped: frozenset[int] = frozenset()  # iterations left out behind a note
+    dropped: Mapping[int, str] = field(default_factory=dict)  # iteration left out behind a note -> by
     pointers: Mapping[int, int] = field(default_factory=dict)  # position -> chars a dedup pointer hides
     shows_summary: bool = False  # the summary is shown although every iteration it covers is too (aged)
     names_retrieval: bool = False  # a step shows retrieval calls in forms it does not record as hidden
+    owners: Mapping[int, str] = field(default_factory=dict)  # position hidden, cut or pointed -> by
 
-    def hide(self, placeholders: Mapping[int, tuple[Message, int]]) -> Draft:
+    def hide(self, placeholders: Mapping[int, tuple[Message, int]], by: str) -> Draft:
         """Show each placeholder at its position (with the chars it hides); those cuts are void."""
         messages = list(self.messages)
         for index, (message, _) in placeholders.items():
@@ -145,9 +152,10 @@ class Draft:
             hidden={**self.hidden, **{i: chars for i, (_, chars) in placeholders.items()}},
             cuts={i: c for i, c in self.cuts.items() if i not in placeholders},
             pointers={i: c for i, c in self.pointers.items() if i not in placeholders},
+            owners={**self.owners, **dict.fromkeys(placeholders, by)},
         )
 
-    def cut(self, shown: Mapping[int, Message], cuts: Mapping[int, Truncation]) -> Draft:
+    def cut(self, shown: Mapping[int, Message], cuts: Mapping[int, Truncation], by: str) -> Draft:
         """Show the cut outputs ``shown`` at their positions and record ``cuts``."""
         messages = list(self.messages)
         for index, message in shown.items():
@@ -157,9 +165,10 @@ class Draft:
             messages=tuple(messages),
             cuts={**self.cuts, **cuts},
             pointers={i: c for i, c in self.pointers.items() if i not in shown},
+            owners={**self.owners, **dict.fromkeys(cuts, by)},
         )
 
-    def point(self, pointers: Mapping[int, tuple[Message, int]]) -> Draft:
+    def point(self, pointers: Mapping[int, tuple[Message, int]], by: str) -> Draft:
         """Show each dedup pointer at its position (with the chars it spares); those cuts are void."""
         messages = list(self.messages)
         for index, (message, _) in pointers.items():
@@ -169,7 +178,12 @@ class Draft:
             messages=tuple(messages),
             cuts={i: c for i, c in self.cuts.items() if i not in pointers},
             pointers={**self.pointers, **{i: chars for i, (_, chars) in pointers.items()}},
+            owners={**self.owners, **dict.fromkeys(pointers, by)},
         )
+
+    def drop(self, iterations: Iterable[int], by: str) -> Draft:
+        """Record ``iterations`` as left out behind a note (by the step ``by``)."""
+        return dataclasses.replace(self, dropped={**self.dropped, **dict.fromkeys(iterations, by)})
 
     def splice(
         self,
@@ -178,22 +192,28 @@ class Draft:
         new: Sequence[Message],
         originals: Sequence[Message] | None = None,
         hidden: Mapping[int, int] | None = None,
+        *,
+        by: str = "",
     ) -> Draft:
-        """Positions ``start:stop`` replaced by ``new`` (``hidden``: index into ``new`` -> chars hidden)."""
+        """Positions ``start:stop`` replaced by ``new`` (``hidden``: index into ``new`` -> chars hidden
+        by the step ``by``)."""
         shift = len(new) - (stop - start)
 
         def moved(index: int) -> int | None:
             return index if index < start else None if index < stop else index + shift
 
         kept = {m: chars for i, chars in self.hidden.items() if (m := moved(i)) is not None}
+        added = {start + i: chars for i, chars in (hidden or {}).items()}
+        owners = {m: o for i, o in self.owners.items() if (m := moved(i)) is not None}
         stand_for = new if originals is None else originals
         return dataclasses.replace(
             self,
             messages=(*self.messages[:start], *new, *self.messages[stop:]),
             originals=(*self.originals[:start], *stand_for, *self.originals[stop:]),
-            hidden=kept | {start + i: chars for i, chars in (hidden or {}).items()},
+            hidden=kept | added,
             cuts={m: c for i, c in self.cuts.items() if (m := moved(i)) is not None},
             pointers={m: c for i, c in self.pointers.items() if (m := moved(i)) is not None},
+            owners=owners | dict.fromkeys(added, by),
         )
 
     def rebuild(self, sources: Sequence[int | Message]) -> Draft:
@@ -206,11 +226,13 @@ class Draft:
             hidden={new_of[i]: chars for i, chars in self.hidden.items() if i in new_of},
             cuts={new_of[i]: c for i, c in self.cuts.items() if i in new_of},
             pointers={new_of[i]: c for i, c in self.pointers.items() if i in new_of},
+            owners={new_of[i]: o for i, o in self.owners.items() if i in new_of},
         )
 
     def built(self, context: BuildContext) -> BuiltPrompt:
-        """The prompt, and the statistics of what was done to get it (about what it shows)."""
-        out = self.covered | self.dropped
+        """The prompt, and the statistics of what was done to get it (about what it shows), in all
+        and per step."""
+        out = self.covered | self.dropped.keys()
         summary = context.summary
         stats = ContextStats(
             truncations=tuple(self.cuts[i] for i in sorted(self.cuts)),
@@ -227,7 +249,39 @@ class Draft:
             pointed_chars=sum(self.pointers.values()),
         )
         cut = tuple((self.originals[i], self.messages[i]) for i in sorted(self.cuts))
-        return BuiltPrompt(self.messages, stats, cut, names_retrieval=self.names_retrieval)
+        effects = self._effects() if self.owners or self.dropped else {}
+        return BuiltPrompt(self.messages, stats, cut, names_retrieval=self.names_retrieval, effects=effects)
+
+    def _effects(self) -> dict[str, StepEffects]:
+        """What each step did to the prompt as sent, by step kind (positions in prompt order)."""
+        parts: dict[str, dict[str, list[Any]]] = {}
+
+        def part(kind: str) -> dict[str, list[Any]]:
+            return parts.setdefault(kind, {"hidden": [], "cuts": [], "pointers": [], "dropped": []})
+
+        owners = self.owners
+        for index in sorted(owners):
+            kind = owners[index]
+            if index in self.hidden:
+                part(kind)["hidden"].append(self.hidden[index])
+            elif index in self.cuts:
+                part(kind)["cuts"].append((self.cuts[index], self.originals[index], self.messages[index]))
+            elif index in self.pointers:
+                part(kind)["pointers"].append(self.pointers[index])
+        for iteration in sorted(self.dropped):
+            part(self.dropped[iteration])["dropped"].append(iteration)
+        return {
+            kind: StepEffects(
+                hidden=len(p["hidden"]),
+                hidden_chars=sum(p["hidden"]),
+                cuts=tuple(c for c, _, _ in p["cuts"]),
+                cut=tuple((o, m) for _, o, m in p["cuts"]),
+                pointers=len(p["pointers"]),
+                pointer_chars=sum(p["pointers"]),
+                dropped=tuple(p["dropped"]),
+            )
+            for kind, p in parts.items()
+        }
 
 
 def start(context: BuildContext) -> Draft:

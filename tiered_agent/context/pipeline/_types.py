@@ -8,7 +8,7 @@ from typing import Any
 
 from ..._messages import Message
 
-__all__ = ["BuiltPrompt", "ContextStats", "SentPrompt", "StepFailure", "Summary", "Truncation"]
+__all__ = ["BuiltPrompt", "ContextStats", "SentPrompt", "StepEffects", "StepFailure", "Summary", "Truncation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +101,21 @@ class ContextStats:
 
 
 @dataclass(frozen=True, slots=True)
+class StepEffects:
+    """What one step did to the prompt as sent: outputs it hid behind a placeholder or a shorter
+    form (and their chars), outputs it cut (and, per cut, the output and how it is shown),
+    repeated outputs it showed as a pointer, iterations it left out behind a note."""
+
+    hidden: int = 0
+    hidden_chars: int = 0
+    cuts: tuple[Truncation, ...] = ()
+    cut: tuple[tuple[Message, Message], ...] = ()
+    pointers: int = 0
+    pointer_chars: int = 0
+    dropped: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class StepFailure:
     """A step that raised: skipped for that prompt (or batch of tool calls), the run went on.
 
@@ -124,6 +139,7 @@ class BuiltPrompt:
     cut: tuple[tuple[Message, Message], ...] = ()
     failures: tuple[StepFailure, ...] = ()  # steps skipped because they raised
     names_retrieval: bool = False  # shows a retrieval call besides its cuts, placeholders and notes
+    effects: Mapping[str, StepEffects] = field(default_factory=dict)  # by step kind: what each did
 
     @property
     def shows_retrieval(self) -> bool:

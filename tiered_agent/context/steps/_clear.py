@@ -46,7 +46,7 @@ class Clear(Step):
         """The draft, its outputs cleared when the prompt so far (``tokens``) is past the trigger."""
         if tokens <= self.trigger_tokens:
             return draft
-        return hide_older_outputs(draft, keep=self.keep, retrieval=context.retrieval)
+        return hide_older_outputs(draft, keep=self.keep, retrieval=context.retrieval, by=self.kind)
 
 
 class ClearRuntime(StepRuntime):

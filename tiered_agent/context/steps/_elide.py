@@ -77,7 +77,7 @@ def _elide(min_chars: int, draft: Draft, context: BuildContext, last: _Elided) -
     originals = _covered(context, draft.covered, first, final)
     shown, hidden = _elided(originals, min_chars, context.retrieval, last)
     after = summary_message(summary, final)  # after the covered range
-    return draft.splice(at, at + 1, [*shown, after], [*originals, after], hidden)
+    return draft.splice(at, at + 1, [*shown, after], [*originals, after], hidden, by=Elide.kind)
 
 
 def _position(draft: Draft, stand_in: Message, span: tuple[int, int] | None) -> int | None:

@@ -71,7 +71,7 @@ class Truncate(Step):
             if cut is not None:
                 shown[index] = kept
                 cuts[index] = cut
-        return draft.cut(shown, cuts) if cuts else draft
+        return draft.cut(shown, cuts, self.kind) if cuts else draft
 
 
 @lru_cache(maxsize=4096)

@@ -15,7 +15,6 @@ window), so there is never a coverage gap.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -61,7 +60,7 @@ class Window(Step):
             elif run[0] not in emitted:
                 emitted.add(run[0])
                 sources.append(omitted_note(*run, retrieval=context.retrieval))
-        return dataclasses.replace(draft.rebuild(sources), dropped=draft.dropped | frozenset(dropped))
+        return draft.rebuild(sources).drop(dropped, self.kind)
 
 
 def omitted_note(first: int, last: int, *, retrieval: bool) -> Message:
