@@ -48,6 +48,7 @@ from tiered_agent.bench._replay import (
 from tiered_agent.bench._report import build_document, dumps, strip_timing
 from tiered_agent.context._config import ContextConfig
 from tiered_agent.context._manager import ContextManager, PreparedPrompt
+from tiered_agent.context._policy import Policy
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
@@ -63,7 +64,7 @@ WINDOWS = (128_000, 16_000)
 ENCODING = "o200k_base"
 
 # Configurations the presets leave idle, so that the check covers them too.
-EXTRAS: dict[str, ContextConfig] = {
+EXTRAS: dict[str, Policy] = {
     # window without a summarizer: older iterations dropped behind a note; head-only cuts by lines
     "extra:window-drop": ContextConfig(
         name="extra:window-drop",

@@ -213,7 +213,7 @@ def histories(draw: st.DrawFn) -> list[Message]:
 
 
 @st.composite
-def configs(draw: st.DrawFn) -> Policy | ContextConfig:
+def configs(draw: st.DrawFn) -> Policy:
     """A preset as is, or a flat configuration with random knobs (built into steps by ContextConfig)."""
     if draw(st.booleans()):
         return draw(st.sampled_from(list(PRESETS.values())))
@@ -292,7 +292,7 @@ def summaries(draw: st.DrawFn) -> Summary | None:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(h=histories(), config=st.one_of(configs(), composed()), summary=summaries(), schedule=schedules())
 def test_any_history_any_policy_gives_a_valid_prompt(
-    h: list[Message], config: Policy | ContextConfig, summary: Summary | None, schedule: AgingSchedule | None
+    h: list[Message], config: Policy, summary: Summary | None, schedule: AgingSchedule | None
 ) -> None:
     validate_pairs(h)
     snapshot = [dataclasses.replace(m) for m in h]

@@ -34,7 +34,7 @@ class Layout:
     elided_outputs: int
 
 
-def select_window(h: Sequence[Message], policy: Policy | ContextConfig, *, summary: Summary | None) -> Layout:
+def select_window(h: Sequence[Message], policy: Policy, *, summary: Summary | None) -> Layout:
     """The prompt a policy builds, seen as which iterations it shows (these tests keep outputs short)."""
     built = build_prompt(h, policy, summary=summary, counter=COUNTER)
     stats = built.stats

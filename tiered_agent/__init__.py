@@ -18,13 +18,18 @@ from ._lazy import lazy_exports
 
 __all__ = [
     "PRESETS",
+    "Age",
     "Agent",
     "AuthenticationError",
+    "Clear",
+    "Compact",
     "ConfigurationError",
     "ContextBudgetExceeded",
     "ContextConfig",
     "ContextWindowExceeded",
+    "Dedup",
     "DigestSummarizer",
+    "Elide",
     "IterationStats",
     "LLMSummarizer",
     "LiteLLMModel",
@@ -32,6 +37,7 @@ __all__ = [
     "MCPServerConfig",
     "MCPServerError",
     "MCPStdioServer",
+    "Mask",
     "Message",
     "Model",
     "ModelError",
@@ -42,7 +48,9 @@ __all__ = [
     "RetryPolicy",
     "RunLimits",
     "RunResult",
+    "Step",
     "StopReason",
+    "Summarize",
     "Summarizer",
     "Summary",
     "Telemetry",
@@ -54,7 +62,9 @@ __all__ = [
     "ToolSet",
     "TraceFormatError",
     "TraceWriteError",
+    "Truncate",
     "Usage",
+    "Window",
     "Workspace",
     "load_history",
     "load_mcp_config",
@@ -64,6 +74,7 @@ __all__ = [
     "workspace_tools",
 ]
 
+_STEPS = ("Age", "Clear", "Compact", "Dedup", "Elide", "Mask", "Step", "Summarize", "Truncate", "Window")
 _LOCATIONS = {
     "Agent": "._agent",
     "RunLimits": "._agent",
@@ -90,6 +101,7 @@ _LOCATIONS = {
     "Summarizer": ".context.summary._summarizer",
     "DigestSummarizer": ".context.summary._summarizer",
     "LLMSummarizer": ".context.summary._llm",
+    **dict.fromkeys(_STEPS, ".context.steps"),
     "TokenCounter": "._tokens",
     "Telemetry": "._telemetry",
     "read_trace": "._trace",
@@ -130,6 +142,7 @@ if TYPE_CHECKING:
     from .context._policy import Policy
     from .context._presets import PRESETS, preset
     from .context.pipeline._types import Summary
+    from .context.steps import Age, Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
     from .context.summary._llm import LLMSummarizer
     from .context.summary._summarizer import DigestSummarizer, Summarizer
     from .mcp._config import MCPHttpServer, MCPServerConfig, MCPStdioServer, load_mcp_config

@@ -51,7 +51,6 @@ from ._trace import (
     read_trace,
     redact,
 )
-from .context._config import ContextConfig
 from .context._dispatch import ToolKind
 from .context._manager import ContextManager, PreparedPrompt
 from .context._policy import Policy
@@ -104,7 +103,7 @@ class Agent:
         model: str | Model,
         *,
         tools: Sequence[Tool] = (),
-        context: Policy | ContextConfig | str = "tiered",
+        context: Policy | str = "tiered",
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         limits: RunLimits = RunLimits(),
         trace_dir: Path | str = Path("traces/runs"),

@@ -35,14 +35,18 @@ __all__ = [
     "Policy",
     "PreparedPrompt",
     "RetrievalResult",
+    "Run",
     "SentPrompt",
     "SmartSummarizer",
     "Step",
+    "StepFailure",
+    "StepRuntime",
     "Summarize",
     "Summarizer",
     "Summary",
     "Truncate",
     "Truncation",
+    "Turn",
     "Window",
     "as_policy",
     "build_prompt",
@@ -83,6 +87,10 @@ _LOCATIONS = {
     "Summary": ".pipeline._types",
     "SentPrompt": ".pipeline._types",
     "Truncation": ".pipeline._types",
+    "StepFailure": ".pipeline._types",
+    "StepRuntime": "._step",
+    "Run": "._step",
+    "Turn": "._step",
 }
 _LOCATIONS.update(
     {
@@ -107,11 +115,12 @@ if TYPE_CHECKING:
     from ._manager import ContextManager, PreparedPrompt
     from ._policy import Policy
     from ._presets import PRESETS, as_policy, preset
+    from ._step import Run, StepRuntime, Turn
     from .aging._breakeven import CacheTerms
     from .aging._schedule import AgingSchedule, Epoch
     from .dedup._cache import DedupCache, DedupHit
     from .pipeline._build import build_prompt, validate_pairs
-    from .pipeline._types import BuiltPrompt, ContextStats, SentPrompt, Summary, Truncation
+    from .pipeline._types import BuiltPrompt, ContextStats, SentPrompt, StepFailure, Summary, Truncation
     from .retrieve._tool import RetrievalResult, make_retrieve_tool, retrieve
     from .steps import Age, Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
     from .steps._truncate import truncate_output

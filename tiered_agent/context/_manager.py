@@ -35,7 +35,6 @@ from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool
 from .._trace import ContextRecord, Cut, Event, RetrievalEvent, StepError, StepRecord, StepState, SummaryEvent
-from ._config import ContextConfig
 from ._dispatch import Batch, Dispatched, Execute, ToolKind, dispatch
 from ._names import RETRIEVE_TOOL_NAME
 from ._policy import Policy
@@ -91,7 +90,7 @@ class ContextManager:
 
     def __init__(
         self,
-        policy: Policy | ContextConfig | str,
+        policy: Policy | str,
         *,
         counter: TokenCounter,
         context_window: int | None = None,

@@ -7,7 +7,6 @@ the trace record them as such. ``tiered-agent run --policy NAME`` and
 
 from __future__ import annotations
 
-from ._config import ContextConfig
 from ._policy import Policy
 from .steps import Age, Clear, Compact, Dedup, Mask, Summarize, Truncate
 
@@ -67,10 +66,8 @@ def preset(name: str) -> Policy:
         ) from None
 
 
-def as_policy(context: Policy | ContextConfig | str) -> Policy:
-    """A policy from a preset name, a :class:`ContextConfig` or a policy."""
+def as_policy(context: Policy | str) -> Policy:
+    """A policy from a preset name, or the policy itself."""
     if isinstance(context, str):
         return preset(context)
-    if isinstance(context, ContextConfig):
-        return context.to_policy()
     return context

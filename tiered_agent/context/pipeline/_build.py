@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 from ..._messages import Message
 from ..._tokens import TokenCounter
-from .._config import ContextConfig
 from .._policy import Policy
 from .._presets import as_policy
 from .._step import Run, StepRuntime
@@ -30,7 +29,7 @@ __all__ = ["assemble", "build_prompt", "validate_pairs"]
 
 def build_prompt(
     history: Sequence[Message],
-    policy: Policy | ContextConfig,
+    policy: Policy | str,
     *,
     summary: Summary | None,
     counter: TokenCounter,
