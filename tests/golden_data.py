@@ -290,7 +290,10 @@ def _render_at(commit: str, key: str, step: int) -> str | None:
         if archive.returncode != 0:
             return None
         subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=False)
-        code = "import sys, golden_data as g; sys.stdout.write(g.render_step(sys.argv[1], int(sys.argv[2])))"
+        code = (
+            "import sys; from tiered_agent._logging import configure_logging as c; c(level='warning'); "
+            "import golden_data as g; sys.stdout.write(g.render_step(sys.argv[1], int(sys.argv[2])))"
+        )
         env = {**os.environ, "PYTHONPATH": folder}
         done = subprocess.run(
             [sys.executable, "-c", code, key, str(step)],
