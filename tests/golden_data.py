@@ -186,6 +186,7 @@ async def _prompt_steps(
                 if len(digests) == render:
                     return rendered(prepared)
             history.extend(await _observations(manager, group, kind, iteration))
+    assert not manager.step_errors, f"a step raised (skipped, fail open): {manager.step_errors[:3]}"
     return digests if not render else f"(no step {render}: the run has {len(digests)})"
 
 

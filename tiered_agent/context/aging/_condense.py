@@ -99,14 +99,15 @@ def condensed_line(iteration: int, messages: tuple[Message, ...], label: str | N
     return f"{iteration}. {_ARROW.join(parts) if parts else '(nothing)'}"
 
 
-def _output_lines(messages: Sequence[Message]) -> list[str]:
+@lru_cache(maxsize=4096)
+def _output_lines(messages: tuple[Message, ...]) -> tuple[str, ...]:
     """The iteration's output lines, each cut to one line, in output order."""
-    return [
+    return tuple(
         _one_line(line, _REFERRED_CHARS)
         for message in messages
         if message.role != "assistant"
         for line in message.text.splitlines()
-    ]
+    )
 
 
 Chosen = list[tuple[int, str]]  # (position in the output, the line as cut)
@@ -199,12 +200,46 @@ def condensed_note(
     for k, messages in reversed(chunk):
         line = condensed_line(k, messages, label)
         shown |= refs(line)
-        outputs = _output_lines(messages) if referred or novel else []
-        extra = referred_lines(outputs, wanted, shown, referred) if referred else []
+        names = _output_refs(messages) if referred or novel else frozenset()
+        restricted = (frozenset(wanted & names), frozenset(shown & names), frozenset(seen & names))
+        extra = _extra_lines(messages, *restricted, referred=referred, novel=novel)
+        for _, text in extra[0]:
+            shown |= refs(text)
         if novel:
             seen |= shown
-            extra += informative_lines(outputs, seen, novel)
-            shown |= refs_of_all(text for _, text in extra)
-        lines.append("\n".join([line, *(f"    {text}" for _, text in sorted(extra))]))  # output order
+            for _, text in extra[1]:
+                seen |= refs(text)
+            shown |= refs_of_all(text for _, text in extra[1])
+        chosen = sorted([*extra[0], *extra[1]])  # in output order
+        lines.append("\n".join([line, *(f"    {text}" for _, text in chosen)]))
         wanted |= _actions(messages)
     return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)
+
+
+@lru_cache(maxsize=4096)
+def _output_refs(messages: tuple[Message, ...]) -> frozenset[str]:
+    """The references the iteration's output lines (as cut) name: all a note's extra lines can."""
+    return frozenset(refs_of_all(_output_lines(messages)))
+
+
+@lru_cache(maxsize=8192)
+def _extra_lines(
+    messages: tuple[Message, ...],
+    wanted: frozenset[str],
+    shown: frozenset[str],
+    seen: frozenset[str],
+    *,
+    referred: int,
+    novel: int,
+) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+    """The output lines the note keeps under one iteration's line: those it referred to afterwards,
+    then those naming what nothing after them names. Given only the references its output lines
+    name (``wanted``, ``shown`` and ``seen`` restricted to them: nothing else can change the choice),
+    so that a note computed again as newer iterations arrive reuses what did not change."""
+    outputs = _output_lines(messages)
+    shown_now = set(shown)
+    extra = referred_lines(outputs, set(wanted), shown_now, referred) if referred else []
+    informative: Chosen = []
+    if novel:
+        informative = informative_lines(outputs, set(seen) | shown_now, novel)
+    return tuple(extra), tuple(informative)

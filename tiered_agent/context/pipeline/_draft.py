@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import filterfalse
 from operator import attrgetter, le
-from typing import Any
 
 from ..._messages import Message
 from ..._tokens import TokenCounter
@@ -254,34 +253,41 @@ class Draft:
 
     def _effects(self) -> dict[str, StepEffects]:
         """What each step did to the prompt as sent, by step kind (positions in prompt order)."""
-        parts: dict[str, dict[str, list[Any]]] = {}
-
-        def part(kind: str) -> dict[str, list[Any]]:
-            return parts.setdefault(kind, {"hidden": [], "cuts": [], "pointers": [], "dropped": []})
-
-        owners = self.owners
-        for index in sorted(owners):
-            kind = owners[index]
-            if index in self.hidden:
-                part(kind)["hidden"].append(self.hidden[index])
-            elif index in self.cuts:
-                part(kind)["cuts"].append((self.cuts[index], self.originals[index], self.messages[index]))
-            elif index in self.pointers:
-                part(kind)["pointers"].append(self.pointers[index])
+        hidden: dict[str, list[int]] = {}
+        cuts: dict[str, list[int]] = {}
+        pointers: dict[str, list[int]] = {}
+        for index, kind in sorted(self.owners.items()):
+            found = hidden if index in self.hidden else cuts if index in self.cuts else pointers
+            if found is pointers and index not in self.pointers:
+                continue  # an owner of nothing any more (its decision was voided)
+            if kind in found:
+                found[kind].append(index)
+            else:
+                found[kind] = [index]
+        dropped: dict[str, list[int]] = {}
         for iteration in sorted(self.dropped):
-            part(self.dropped[iteration])["dropped"].append(iteration)
-        return {
-            kind: StepEffects(
-                hidden=len(p["hidden"]),
-                hidden_chars=sum(p["hidden"]),
-                cuts=tuple(c for c, _, _ in p["cuts"]),
-                cut=tuple((o, m) for _, o, m in p["cuts"]),
-                pointers=len(p["pointers"]),
-                pointer_chars=sum(p["pointers"]),
-                dropped=tuple(p["dropped"]),
-            )
-            for kind, p in parts.items()
-        }
+            dropped.setdefault(self.dropped[iteration], []).append(iteration)
+        kinds = dict.fromkeys([*hidden, *cuts, *pointers, *dropped])
+        return {kind: self._effects_of(kind, hidden, cuts, pointers, dropped) for kind in kinds}
+
+    def _effects_of(
+        self,
+        kind: str,
+        hidden: Mapping[str, list[int]],
+        cuts: Mapping[str, list[int]],
+        pointers: Mapping[str, list[int]],
+        dropped: Mapping[str, list[int]],
+    ) -> StepEffects:
+        hid, cut, pointed = hidden.get(kind, ()), cuts.get(kind, ()), pointers.get(kind, ())
+        return StepEffects(
+            hidden=len(hid),
+            hidden_chars=sum(self.hidden[i] for i in hid),
+            cuts=tuple(self.cuts[i] for i in cut),
+            cut=tuple((self.originals[i], self.messages[i]) for i in cut),
+            pointers=len(pointed),
+            pointer_chars=sum(self.pointers[i] for i in pointed),
+            dropped=tuple(dropped.get(kind, ())),
+        )
 
 
 def start(context: BuildContext) -> Draft:
