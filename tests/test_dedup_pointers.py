@@ -161,11 +161,11 @@ def test_a_pointer_never_lengthens_an_output_and_the_record_says_what_it_spared(
     links = {(2, "c2"): (1, "c1"), (4, "c4"): (3, "c3")}
     built = _built(history, [Dedup()], links)
     assert [m.text for m in built.messages if m.role == "tool"] == ["short", "short", BODY, pointer(3, "c3")]
-    record = built.stats.to_dict()
-    assert record["dedup_pointers"] == 1
-    assert record["dedup_pointer_chars"] == len(BODY) - len(pointer(3, "c3"))
-    plain = _built(history, [Dedup()], {}).stats.to_dict()
-    assert "dedup_pointers" not in plain  # prompts without a pointer keep their record as it was
+    assert (built.stats.pointed_outputs, built.stats.pointed_chars) == (1, len(BODY) - len(pointer(3, "c3")))
+    effects = built.effects["dedup"]  # recorded as the Dedup step's, in the trace's record
+    assert (effects.pointers, effects.pointer_chars) == (1, len(BODY) - len(pointer(3, "c3")))
+    plain = _built(history, [Dedup()], {})
+    assert plain.stats.pointed_outputs == 0 and "dedup" not in plain.effects
 
 
 # ----------------------------------------------------------------------------- live == replay

@@ -6,11 +6,13 @@ very call the live agent makes; the prompt it returns is counted, passed to
 the prompt-cache simulation and searched for the strings the recorded action
 ``k`` used. Then the recorded assistant message ``k`` and its observations are
 appended, its tool calls served by the manager's ``dispatch``, the agent's own
-(:mod:`tiered_agent.context._dispatch`: dedup lookups, batch rules, what is
-remembered), with the recorded observations standing in for execution. So two
+(:mod:`tiered_agent.context._dispatch`: the step runtimes serve and observe them;
+the dedup rules are in :mod:`tiered_agent.context.dedup._step`), with the recorded
+observations standing in for execution. So two
 identical reads in one reply are both "executed" and neither is a dedup hit,
 and reads recorded alongside a write are not remembered, exactly as in the live
-agent. Nothing here re-implements a policy.
+agent. Nothing here re-implements a policy. A context step that raises is skipped
+for that prompt and counted (``PolicyRunMetrics.step_errors``; 0 expected).
 """
 
 from __future__ import annotations

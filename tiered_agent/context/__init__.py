@@ -1,12 +1,13 @@
 """Context management: the policies that decide what the model sees.
 
-A :class:`Policy` is a name and an ordered sequence of small steps
-(:mod:`tiered_agent.context.steps`); :data:`PRESETS` are the named ones.
-``build_prompt`` is the pure pipeline (the steps in order over the full history);
-``ContextManager`` is the per-run seam the agent loop and the replay benchmark
-share (dedup dispatch, summaries, safety net, counting); ``retrieve`` is what the
-``context_retrieve`` tool runs. Names are imported lazily, so the CLI can read the
-presets without loading the whole pipeline.
+A :class:`Policy` is a name and an ordered sequence of small steps; :data:`PRESETS` are the
+named ones. Each step is frozen settings that start a per-run :class:`StepRuntime`
+(``_step``); :class:`ContextManager` is the loop over a run's runtimes that the agent loop and
+the replay benchmark share (``_manager``). The folders hold the concepts: ``pipeline/`` (the
+draft of a prompt, its build, its values), ``steps/`` (the steps that only reshape the
+prompt), ``dedup/``, ``summary/`` (with the working memory), ``aging/``, ``retrieve/``
+(``context_retrieve``). ``docs/context.md`` has the layout and how to write a step. Names are
+imported lazily, so the CLI can read the presets without loading the whole pipeline.
 """
 
 from typing import TYPE_CHECKING

@@ -98,7 +98,6 @@ class Turn:
     previous: SentPrompt | None = None
     emergency: bool = False
     schedule: AgingSchedule | None = None
-    skipped: set[int] = field(default_factory=set)  # positions of the runtimes that failed this prompt
 
 
 class PolicyView(Protocol):

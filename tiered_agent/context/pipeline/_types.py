@@ -72,33 +72,6 @@ class ContextStats:
     def truncated_chars(self) -> int:
         return sum(t.omitted_chars for t in self.truncations)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "truncated_outputs": len(self.truncations),
-            "truncated_chars": self.truncated_chars,
-            "truncations": [
-                {
-                    "tool_call_id": t.tool_call_id,
-                    "iteration": t.iteration,
-                    "tool": t.tool_name,
-                    "original_chars": t.original_chars,
-                    "kept_chars": t.kept_chars,
-                }
-                for t in self.truncations
-            ],
-            "masked_outputs": self.masked_outputs,
-            "masked_chars": self.masked_chars,
-            "windowed_out": list(self.windowed_out),
-            "summary_range": list(self.summary_range) if self.summary_range else None,
-            "shown_iterations": list(self.shown_iterations),
-        } | self._pointers()
-
-    def _pointers(self) -> dict[str, int]:
-        """Recorded only when a pointer was shown: the records of prompts without one are unchanged."""
-        if not self.pointed_outputs:
-            return {}
-        return {"dedup_pointers": self.pointed_outputs, "dedup_pointer_chars": self.pointed_chars}
-
 
 @dataclass(frozen=True, slots=True)
 class StepEffects:
