@@ -122,6 +122,11 @@ class ContextManager:
         )
         run = Run(counter, policy.retrieval_active, model, cache_terms, self.context_window, self.summaries)
         self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in policy.steps)
+        # The runtimes that take part in each hook before and after the build (the others' hooks do
+        # nothing by contract: no call, no coroutine per prompt for them).
+        self._hooks = {
+            hook: _overriding(self.runtimes, hook) for hook in ("decide", "act", "after", "record")
+        }
         self.step_errors: list[StepError] = []  # every step that raised in this run (fail open)
         self.schedule: AgingSchedule | None = None  # the aging schedule of the last prompt (None: no aging)
         self._served = 0  # tool calls a step served instead of running them (dedup hits)
@@ -248,7 +253,7 @@ class ContextManager:
         return prepared
 
     def _decide(self, turn: Turn) -> None:
-        for position, runtime in enumerate(self.runtimes):
+        for position, runtime in self._hooks["decide"]:
             try:
                 runtime.decide(turn)
             except Exception as exc:  # fail open: the prompt is built without this step
@@ -256,7 +261,7 @@ class ContextManager:
                 self._failed([runtime.failure("decide", exc)], self._iteration)
 
     async def _act(self, turn: Turn) -> None:
-        for position, runtime in enumerate(self.runtimes):
+        for position, runtime in self._hooks["act"]:
             if position not in self._skipped:
                 try:
                     await runtime.act(turn)
@@ -268,7 +273,7 @@ class ContextManager:
         """Whether a step changed what the prompt is built from (a compaction): build it again.
         A context-window error no step handled compacts through the run's summary state."""
         rebuild = False
-        for position, runtime in enumerate(self.runtimes):
+        for position, runtime in self._hooks["after"]:
             if position not in self._skipped:
                 try:
                     rebuild = await runtime.after(turn, tokens) or rebuild
@@ -319,9 +324,10 @@ class ContextManager:
         prompt as sent, and its runtime's own record), in the policy's order."""
         steps: dict[str, StepRecord] = {}
         count = self.counter.count_text
+        recorders = {position for position, _ in self._hooks["record"]}
         for position, runtime in enumerate(self.runtimes):
             kind = runtime.step.kind
-            state = self._state(position, runtime)
+            state = self._state(position, runtime) if position in recorders else None
             effects = built.effects.get(kind)
             if effects is None and state is None:
                 continue
@@ -402,6 +408,12 @@ class ContextManager:
                     pages=int(info.get("pages", 1)),
                 )
             )
+
+
+def _overriding(runtimes: Sequence[StepRuntime], hook: str) -> tuple[tuple[int, StepRuntime], ...]:
+    """The runtimes (with their positions) whose class overrides ``hook`` of :class:`StepRuntime`."""
+    default = getattr(StepRuntime, hook)
+    return tuple((i, r) for i, r in enumerate(runtimes) if getattr(type(r), hook) is not default)
 
 
 def _is_retrieve(schema: Mapping[str, Any]) -> bool:

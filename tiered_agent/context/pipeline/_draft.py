@@ -253,6 +253,9 @@ class Draft:
 
     def _effects(self) -> dict[str, StepEffects]:
         """What each step did to the prompt as sent, by step kind (positions in prompt order)."""
+        kinds = set(self.owners.values()) | set(self.dropped.values())
+        if len(kinds) == 1:  # one step did it all (the usual case): its effects are the totals
+            return {kinds.pop(): self._all_effects()}
         hidden: dict[str, list[int]] = {}
         cuts: dict[str, list[int]] = {}
         pointers: dict[str, list[int]] = {}
@@ -267,8 +270,21 @@ class Draft:
         dropped: dict[str, list[int]] = {}
         for iteration in sorted(self.dropped):
             dropped.setdefault(self.dropped[iteration], []).append(iteration)
-        kinds = dict.fromkeys([*hidden, *cuts, *pointers, *dropped])
-        return {kind: self._effects_of(kind, hidden, cuts, pointers, dropped) for kind in kinds}
+        ordered = dict.fromkeys([*hidden, *cuts, *pointers, *dropped])
+        return {kind: self._effects_of(kind, hidden, cuts, pointers, dropped) for kind in ordered}
+
+    def _all_effects(self) -> StepEffects:
+        """Every decision of the draft as one step's (the owners name every position that has one)."""
+        cuts = sorted(self.cuts)
+        return StepEffects(
+            hidden=len(self.hidden),
+            hidden_chars=sum(self.hidden.values()),
+            cuts=tuple(self.cuts[i] for i in cuts),
+            cut=tuple((self.originals[i], self.messages[i]) for i in cuts),
+            pointers=len(self.pointers),
+            pointer_chars=sum(self.pointers.values()),
+            dropped=tuple(sorted(self.dropped)),
+        )
 
     def _effects_of(
         self,
