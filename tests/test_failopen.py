@@ -30,6 +30,8 @@ from tiered_agent.context.pipeline._build import validate_pairs
 from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.context.pipeline._types import Summary
 from tiered_agent.context.steps import Summarize, Truncate
+from tiered_agent.inspect._load import load_trace
+from tiered_agent.inspect._view import build_run
 from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
 
 pytestmark = pytest.mark.anyio
@@ -145,6 +147,11 @@ async def test_a_failing_step_never_ends_a_run_and_its_prompts_are_those_without
     assert len(errors) == (4 if phase in ("serve", "observe") else 5)
     assert all(e.message == f"boom in {phase} with the key [redacted]" for e in errors)
     assert SECRET not in trace_path.read_text()
+    # tiered-agent trace shows them as errors of their iterations
+    run = build_run(load_trace(trace_path))
+    shown = [m for view in run.iterations for kind, m in view.errors if kind == "step_error"]
+    assert len(shown) == len(errors) and not run.unknown_events
+    assert shown[0] == f"boom ({phase}): RuntimeError: boom in {phase} with the key [redacted]"
 
 
 async def test_the_step_after_a_failing_one_still_runs(tmp_path: Path) -> None:

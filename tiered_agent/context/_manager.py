@@ -39,7 +39,7 @@ from ._dispatch import Batch, Dispatched, Execute, ToolKind, dispatch
 from ._names import RETRIEVE_TOOL_NAME
 from ._policy import Policy
 from ._presets import as_policy
-from ._step import Run, StepRuntime, Turn, failure_of
+from ._step import Run, StepRuntime, Turn, failure_of, participants
 from .aging._breakeven import CacheTerms
 from .aging._schedule import AgingSchedule
 from .pipeline._build import assemble
@@ -122,11 +122,10 @@ class ContextManager:
         )
         run = Run(counter, policy.retrieval_active, model, cache_terms, self.context_window, self.summaries)
         self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in policy.steps)
-        # The runtimes that take part in each hook before and after the build (the others' hooks do
-        # nothing by contract: no call, no coroutine per prompt for them).
-        self._hooks = {
-            hook: _overriding(self.runtimes, hook) for hook in ("decide", "act", "after", "record")
-        }
+        # The runtimes that take part in each hook (the others' hooks do nothing by contract: no
+        # call, no coroutine per prompt for them).
+        hooks = ("decide", "act", "apply", "finish", "after", "record")
+        self._hooks = {hook: participants(self.runtimes, hook) for hook in hooks}
         self.step_errors: list[StepError] = []  # every step that raised in this run (fail open)
         self.schedule: AgingSchedule | None = None  # the aging schedule of the last prompt (None: no aging)
         self._served = 0  # tool calls a step served instead of running them (dedup hits)
@@ -306,7 +305,8 @@ class ContextManager:
             facts=HistoryFacts(tally.iterations, tally.ordered),
             schedule=turn.schedule,
         )
-        built = assemble(context, self.runtimes, self._skipped)
+        plan = (self._hooks["apply"], self._hooks["finish"])
+        built = assemble(context, self.runtimes, self._skipped, plan=plan)
         self._failed(built.failures, self._iteration)
         if not self._retrieval_shown and built.shows_retrieval:
             self._retrieval_shown = True
@@ -408,12 +408,6 @@ class ContextManager:
                     pages=int(info.get("pages", 1)),
                 )
             )
-
-
-def _overriding(runtimes: Sequence[StepRuntime], hook: str) -> tuple[tuple[int, StepRuntime], ...]:
-    """The runtimes (with their positions) whose class overrides ``hook`` of :class:`StepRuntime`."""
-    default = getattr(StepRuntime, hook)
-    return tuple((i, r) for i, r in enumerate(runtimes) if getattr(type(r), hook) is not default)
 
 
 def _is_retrieve(schema: Mapping[str, Any]) -> bool:

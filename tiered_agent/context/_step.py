@@ -51,7 +51,17 @@ from .pipeline._draft import BuildContext, Draft
 from .pipeline._types import SentPrompt, StepFailure
 from .summary._state import Summaries
 
-__all__ = ["PolicyView", "Run", "Step", "StepRuntime", "Turn", "failure_of", "require"]
+__all__ = [
+    "Participants",
+    "PolicyView",
+    "Run",
+    "Step",
+    "StepRuntime",
+    "Turn",
+    "failure_of",
+    "participants",
+    "require",
+]
 
 _MESSAGE_CHARS = 500  # a failure's message is clipped to this (an exception may quote its input)
 
@@ -199,6 +209,23 @@ class StepRuntime:
     def failure(self, phase: str, exc: Exception) -> StepFailure:
         """The record of this step raising ``exc`` in ``phase``."""
         return failure_of(self.step.kind, phase, exc)
+
+
+Participants = tuple[tuple[int, StepRuntime], ...]  # runtimes, with their positions in the policy
+
+
+def participants(runtimes: Sequence[StepRuntime], hook: str) -> Participants:
+    """The runtimes (with their positions) whose ``hook`` does something: overridden by the
+    runtime's class, or, for ``apply`` and ``finish`` (which run the step's own), by the step's.
+    The others are never called for it (by contract their hook does nothing)."""
+    default = getattr(StepRuntime, hook)
+    step_default = getattr(Step, hook, None)
+    return tuple(
+        (position, runtime)
+        for position, runtime in enumerate(runtimes)
+        if getattr(type(runtime), hook) is not default
+        or (step_default is not None and getattr(type(runtime.step), hook) is not step_default)
+    )
 
 
 def failure_of(kind: str, phase: str, exc: Exception) -> StepFailure:

@@ -358,7 +358,8 @@ def _assemble(
         cuts={moved[i]: c for i, c in draft.cuts.items() if i in moved},
         owners=dict.fromkeys(hidden, Age.kind) | {moved[i]: o for i, o in draft.owners.items() if i in moved},
         covered=draft.covered - aged,
-        dropped={**draft.dropped, **dict.fromkeys(sorted(gone), Age.kind)},
+        dropped=draft.dropped | gone,
+        dropped_by={**draft.dropped_by, Age.kind: draft.dropped_by.get(Age.kind, frozenset()) | gone},
         shows_summary=draft.shows_summary or stand_in is not None,
         names_retrieval=True,  # aged forms and the note before them name their retrieval calls
     )

@@ -19,7 +19,7 @@ from ..._messages import Message
 from ..._tokens import TokenCounter
 from .._policy import Policy
 from .._presets import as_policy
-from .._step import Run, StepRuntime
+from .._step import Participants, Run, StepRuntime, participants
 from ..aging._schedule import AgingSchedule
 from ._draft import BuildContext, HistoryFacts, start
 from ._types import BuiltPrompt, StepFailure, Summary
@@ -52,23 +52,30 @@ def build_prompt(
 
 
 def assemble(
-    context: BuildContext, runtimes: Sequence[StepRuntime], skipped: set[int] | None = None
+    context: BuildContext,
+    runtimes: Sequence[StepRuntime],
+    skipped: set[int] | None = None,
+    *,
+    plan: tuple[Participants, Participants] | None = None,
 ) -> BuiltPrompt:
     """The prompt the runtimes build over ``context``: each one's ``apply`` in order, then each
     one's ``finish``. A runtime that raises is skipped for the rest of this prompt (its position
     joins ``skipped``, which also names the runtimes to leave out from the start) and its failure
-    is on the prompt: the prompt is what the others build without it."""
+    is on the prompt: the prompt is what the others build without it. ``plan``: the runtimes whose
+    ``apply`` and whose ``finish`` do something (:func:`~.._step.participants`; found here if not
+    given: a run's manager finds them once)."""
+    appliers, finishers = plan or (participants(runtimes, "apply"), participants(runtimes, "finish"))
     failed = skipped if skipped is not None else set()
     failures: list[StepFailure] = []
     draft = start(context)
-    for position, runtime in enumerate(runtimes):
+    for position, runtime in appliers:
         if position not in failed:
             try:
                 draft = runtime.apply(draft, context)
             except Exception as exc:  # fail open: the draft the earlier steps left goes on
                 failed.add(position)
                 failures.append(runtime.failure("apply", exc))
-    for position, runtime in enumerate(runtimes):
+    for position, runtime in finishers:
         if position not in failed:
             try:
                 draft = runtime.finish(draft, context)

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import filterfalse
 from operator import attrgetter, le
+from types import MappingProxyType
 
 from ..._messages import Message
 from ..._tokens import TokenCounter
@@ -125,7 +126,7 @@ class Draft:
     """The prompt so far (``messages``) and what the steps decided about each position.
 
     Every decision names the step that made it (its ``kind``): ``owners`` for the positions a
-    step hid, cut or pointed, ``dropped`` for the iterations it left out; the prompt's record
+    step hid, cut or pointed, ``dropped_by`` for the iterations it left out; the prompt's record
     is kept per step from them (:meth:`built`).
     """
 
@@ -134,7 +135,8 @@ class Draft:
     hidden: Mapping[int, int] = field(default_factory=dict)  # position -> chars a placeholder hides
     cuts: Mapping[int, Truncation] = field(default_factory=dict)  # position -> the cut shown there
     covered: frozenset[int] = frozenset()  # iterations the summary stands for
-    dropped: Mapping[int, str] = field(default_factory=dict)  # iteration left out behind a note -> by
+    dropped: frozenset[int] = frozenset()  # iterations left out behind a note
+    dropped_by: Mapping[str, frozenset[int]] = field(default_factory=dict)  # step kind -> those it left out
     pointers: Mapping[int, int] = field(default_factory=dict)  # position -> chars a dedup pointer hides
     shows_summary: bool = False  # the summary is shown although every iteration it covers is too (aged)
     names_retrieval: bool = False  # a step shows retrieval calls in forms it does not record as hidden
@@ -182,7 +184,12 @@ class Draft:
 
     def drop(self, iterations: Iterable[int], by: str) -> Draft:
         """Record ``iterations`` as left out behind a note (by the step ``by``)."""
-        return dataclasses.replace(self, dropped={**self.dropped, **dict.fromkeys(iterations, by)})
+        left = frozenset(iterations)
+        return dataclasses.replace(
+            self,
+            dropped=self.dropped | left,
+            dropped_by={**self.dropped_by, by: self.dropped_by.get(by, frozenset()) | left},
+        )
 
     def splice(
         self,
@@ -231,7 +238,7 @@ class Draft:
     def built(self, context: BuildContext) -> BuiltPrompt:
         """The prompt, and the statistics of what was done to get it (about what it shows), in all
         and per step."""
-        out = self.covered | self.dropped.keys()
+        out = self.covered | self.dropped
         summary = context.summary
         stats = ContextStats(
             truncations=tuple(self.cuts[i] for i in sorted(self.cuts)),
@@ -248,62 +255,72 @@ class Draft:
             pointed_chars=sum(self.pointers.values()),
         )
         cut = tuple((self.originals[i], self.messages[i]) for i in sorted(self.cuts))
-        effects = self._effects() if self.owners or self.dropped else {}
+        effects = _Effects(self) if self.owners or self.dropped else _NO_EFFECTS
         return BuiltPrompt(self.messages, stats, cut, names_retrieval=self.names_retrieval, effects=effects)
 
-    def _effects(self) -> dict[str, StepEffects]:
+    def effects(self) -> dict[str, StepEffects]:
         """What each step did to the prompt as sent, by step kind (positions in prompt order)."""
-        kinds = set(self.owners.values()) | set(self.dropped.values())
-        if len(kinds) == 1:  # one step did it all (the usual case): its effects are the totals
-            return {kinds.pop(): self._all_effects()}
-        hidden: dict[str, list[int]] = {}
-        cuts: dict[str, list[int]] = {}
-        pointers: dict[str, list[int]] = {}
-        for index, kind in sorted(self.owners.items()):
-            found = hidden if index in self.hidden else cuts if index in self.cuts else pointers
-            if found is pointers and index not in self.pointers:
-                continue  # an owner of nothing any more (its decision was voided)
-            if kind in found:
-                found[kind].append(index)
-            else:
-                found[kind] = [index]
-        dropped: dict[str, list[int]] = {}
-        for iteration in sorted(self.dropped):
-            dropped.setdefault(self.dropped[iteration], []).append(iteration)
-        ordered = dict.fromkeys([*hidden, *cuts, *pointers, *dropped])
-        return {kind: self._effects_of(kind, hidden, cuts, pointers, dropped) for kind in ordered}
+        owners = self.owners
+        hidden = _by_owner(self.hidden, owners)
+        cuts = _by_owner(self.cuts, owners)
+        pointers = _by_owner(self.pointers, owners)
+        dropped = self.dropped_by
+        out: dict[str, StepEffects] = {}
+        for kind in dict.fromkeys([*hidden, *cuts, *pointers, *dropped]):
+            hid, cut, pointed = hidden.get(kind, []), cuts.get(kind, []), pointers.get(kind, [])
+            out[kind] = StepEffects(
+                hidden=len(hid),
+                hidden_chars=_total(self.hidden, hid),
+                cuts=tuple(self.cuts[i] for i in cut),
+                cut=tuple((self.originals[i], self.messages[i]) for i in cut),
+                pointers=len(pointed),
+                pointer_chars=_total(self.pointers, pointed),
+                dropped=tuple(sorted(dropped.get(kind, ()))),
+            )
+        return out
 
-    def _all_effects(self) -> StepEffects:
-        """Every decision of the draft as one step's (the owners name every position that has one)."""
-        cuts = sorted(self.cuts)
-        return StepEffects(
-            hidden=len(self.hidden),
-            hidden_chars=sum(self.hidden.values()),
-            cuts=tuple(self.cuts[i] for i in cuts),
-            cut=tuple((self.originals[i], self.messages[i]) for i in cuts),
-            pointers=len(self.pointers),
-            pointer_chars=sum(self.pointers.values()),
-            dropped=tuple(sorted(self.dropped)),
-        )
 
-    def _effects_of(
-        self,
-        kind: str,
-        hidden: Mapping[str, list[int]],
-        cuts: Mapping[str, list[int]],
-        pointers: Mapping[str, list[int]],
-        dropped: Mapping[str, list[int]],
-    ) -> StepEffects:
-        hid, cut, pointed = hidden.get(kind, ()), cuts.get(kind, ()), pointers.get(kind, ())
-        return StepEffects(
-            hidden=len(hid),
-            hidden_chars=sum(self.hidden[i] for i in hid),
-            cuts=tuple(self.cuts[i] for i in cut),
-            cut=tuple((self.originals[i], self.messages[i]) for i in cut),
-            pointers=len(pointed),
-            pointer_chars=sum(self.pointers[i] for i in pointed),
-            dropped=tuple(dropped.get(kind, ())),
-        )
+def _by_owner(decided: Mapping[int, object], owners: Mapping[int, str]) -> dict[str, list[int]]:
+    """The positions of ``decided`` by the step that decided them, in prompt order."""
+    kinds = {owners.get(i, "") for i in decided}
+    if len(kinds) <= 1:  # one step decided them all (the usual case)
+        return {kinds.pop(): sorted(decided)} if kinds else {}
+    grouped: dict[str, list[int]] = {}
+    for index in sorted(decided):
+        grouped.setdefault(owners.get(index, ""), []).append(index)
+    return grouped
+
+
+def _total(chars: Mapping[int, int], positions: Sequence[int]) -> int:
+    return sum(chars.values()) if len(positions) == len(chars) else sum(chars[i] for i in positions)
+
+
+class _Effects(Mapping[str, StepEffects]):
+    """A draft's per-step effects, grouped when first read (the trace's record reads them once per
+    prompt; a build that is not recorded never pays for them)."""
+
+    __slots__ = ("_computed", "_draft")
+
+    def __init__(self, draft: Draft) -> None:
+        self._draft = draft
+        self._computed: dict[str, StepEffects] | None = None
+
+    def _all(self) -> dict[str, StepEffects]:
+        if self._computed is None:
+            self._computed = self._draft.effects()
+        return self._computed
+
+    def __getitem__(self, kind: str) -> StepEffects:
+        return self._all()[kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+_NO_EFFECTS: Mapping[str, StepEffects] = MappingProxyType({})
 
 
 def start(context: BuildContext) -> Draft:
