@@ -25,6 +25,7 @@ __all__ = [
     "ContextConfig",
     "ContextManager",
     "ContextStats",
+    "Cut",
     "Dedup",
     "DedupCache",
     "DedupHit",
@@ -46,7 +47,6 @@ __all__ = [
     "Summarizer",
     "Summary",
     "Truncate",
-    "Truncation",
     "Turn",
     "Window",
     "as_policy",
@@ -87,7 +87,7 @@ _LOCATIONS = {
     "ContextStats": ".pipeline._types",
     "Summary": ".pipeline._types",
     "SentPrompt": ".pipeline._types",
-    "Truncation": ".pipeline._types",
+    "Cut": "tiered_agent._trace",
     "StepFailure": ".pipeline._types",
     "StepRuntime": "._step",
     "Run": "._step",
@@ -112,6 +112,7 @@ _LOCATIONS.update(
 )
 
 if TYPE_CHECKING:
+    from .._trace import Cut
     from ._config import ContextConfig
     from ._manager import ContextManager, PreparedPrompt
     from ._policy import Policy
@@ -121,7 +122,7 @@ if TYPE_CHECKING:
     from .aging._schedule import AgingSchedule, Epoch
     from .dedup._cache import DedupCache, DedupHit
     from .pipeline._build import build_prompt, validate_pairs
-    from .pipeline._types import BuiltPrompt, ContextStats, SentPrompt, StepFailure, Summary, Truncation
+    from .pipeline._types import BuiltPrompt, ContextStats, SentPrompt, StepFailure, Summary
     from .retrieve._tool import RetrievalResult, make_retrieve_tool, retrieve
     from .steps import Age, Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
     from .steps._truncate import truncate_output

@@ -34,7 +34,7 @@ from .._errors import ContextBudgetExceeded
 from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool
-from .._trace import ContextRecord, Cut, Event, RetrievalEvent, StepError, StepRecord, StepState, SummaryEvent
+from .._trace import ContextRecord, Event, RetrievalEvent, StepError, StepRecord, StepState, SummaryEvent
 from ._dispatch import Batch, Dispatched, Execute, ToolKind, dispatch
 from ._names import RETRIEVE_TOOL_NAME
 from ._policy import Policy
@@ -337,10 +337,7 @@ class ContextManager:
             steps[kind] = StepRecord(
                 hidden=effects.hidden,
                 hidden_chars=effects.hidden_chars,
-                cuts=tuple(
-                    Cut(c.tool_call_id, c.iteration, c.tool_name, c.original_chars, c.kept_chars)
-                    for c in effects.cuts
-                ),
+                cuts=effects.cuts,
                 cut_tokens=sum(count(original.text) - count(shown.text) for original, shown in effects.cut),
                 pointers=effects.pointers,
                 pointer_chars=effects.pointer_chars,

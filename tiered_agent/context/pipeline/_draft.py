@@ -29,8 +29,9 @@ from types import MappingProxyType
 
 from ..._messages import Message
 from ..._tokens import TokenCounter
+from ..._trace import Cut
 from ..aging._schedule import AgingSchedule
-from ._types import BuiltPrompt, ContextStats, StepEffects, Summary, Truncation
+from ._types import BuiltPrompt, ContextStats, StepEffects, Summary
 
 __all__ = ["BuildContext", "Draft", "HistoryFacts", "start", "summary_message", "with_content"]
 
@@ -133,7 +134,7 @@ class Draft:
     messages: tuple[Message, ...]
     originals: tuple[Message, ...]  # per position: the message before outputs were cut or hidden
     hidden: Mapping[int, int] = field(default_factory=dict)  # position -> chars a placeholder hides
-    cuts: Mapping[int, Truncation] = field(default_factory=dict)  # position -> the cut shown there
+    cuts: Mapping[int, Cut] = field(default_factory=dict)  # position -> the cut shown there
     covered: frozenset[int] = frozenset()  # iterations the summary stands for
     dropped: frozenset[int] = frozenset()  # iterations left out behind a note
     dropped_by: Mapping[str, frozenset[int]] = field(default_factory=dict)  # step kind -> those it left out
@@ -156,7 +157,7 @@ class Draft:
             owners={**self.owners, **dict.fromkeys(placeholders, by)},
         )
 
-    def cut(self, shown: Mapping[int, Message], cuts: Mapping[int, Truncation], by: str) -> Draft:
+    def cut(self, shown: Mapping[int, Message], cuts: Mapping[int, Cut], by: str) -> Draft:
         """Show the cut outputs ``shown`` at their positions and record ``cuts``."""
         messages = list(self.messages)
         for index, message in shown.items():

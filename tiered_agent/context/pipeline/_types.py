@@ -1,4 +1,8 @@
-"""Values passed between the context tiers: summaries, truncation records, the built prompt."""
+"""Values passed between the context tiers: summaries, the built prompt and what each step did to it.
+
+A cut output is recorded as the trace's own :class:`~tiered_agent._trace.Cut` (the prompt's record
+holds it as is).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._messages import Message
+from ..._trace import Cut
 
-__all__ = ["BuiltPrompt", "ContextStats", "SentPrompt", "StepEffects", "StepFailure", "Summary", "Truncation"]
+__all__ = ["BuiltPrompt", "ContextStats", "SentPrompt", "StepEffects", "StepFailure", "Summary"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,25 +46,10 @@ class SentPrompt:
 
 
 @dataclass(frozen=True, slots=True)
-class Truncation:
-    """One cut tool output: the audit record of what the model did not see."""
-
-    tool_call_id: str
-    iteration: int
-    tool_name: str
-    original_chars: int
-    kept_chars: int
-
-    @property
-    def omitted_chars(self) -> int:
-        return self.original_chars - self.kept_chars
-
-
-@dataclass(frozen=True, slots=True)
 class ContextStats:
     """What the pipeline did to build one prompt (recorded in the trace every iteration)."""
 
-    truncations: tuple[Truncation, ...] = ()
+    truncations: tuple[Cut, ...] = ()
     masked_outputs: int = 0  # observations replaced by a placeholder (masking / clearing)
     masked_chars: int = 0
     windowed_out: tuple[int, ...] = ()  # iterations not shown verbatim (covered by the summary)
@@ -81,7 +71,7 @@ class StepEffects:
 
     hidden: int = 0
     hidden_chars: int = 0
-    cuts: tuple[Truncation, ...] = ()
+    cuts: tuple[Cut, ...] = ()
     cut: tuple[tuple[Message, Message], ...] = ()
     pointers: int = 0
     pointer_chars: int = 0
