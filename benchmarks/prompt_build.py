@@ -38,6 +38,7 @@ from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._presets import PRESETS
+from tiered_agent.context._step import participants
 from tiered_agent.context.pipeline._build import assemble
 from tiered_agent.context.pipeline._draft import BuildContext
 
@@ -95,6 +96,8 @@ async def time_prepare(
         model=MODEL,
     ) as manager:
         retrieval = manager.policy.retrieval_active
+        runtimes = manager.runtimes
+        plan = (participants(runtimes, "apply"), participants(runtimes, "finish"))  # as the manager has it
         for history in steps:
             started = time.perf_counter()
             await manager.prepare(history)
@@ -103,7 +106,7 @@ async def time_prepare(
             context = BuildContext.of(
                 history, manager.summary, counter, retrieval=retrieval, schedule=manager.schedule
             )
-            assemble(context, manager.runtimes)
+            assemble(context, runtimes, plan=plan)
             build.append((time.perf_counter() - started) * 1000)
     return prepare, build
 
