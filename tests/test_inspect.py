@@ -16,7 +16,15 @@ from click.testing import CliRunner
 from inspect_runs import INJECTION, record_run
 from long_trace import write_long_trace
 
-from tiered_agent._trace import ModelRequest, ModelResponse, RunEnded, SummaryEvent, read_trace
+from tiered_agent._trace import (
+    AgingRecord,
+    ContextRecord,
+    ModelRequest,
+    ModelResponse,
+    RunEnded,
+    SummaryEvent,
+    read_trace,
+)
 from tiered_agent.cli import cli
 from tiered_agent.inspect import build_run, collect_stats, load_trace, render_page
 from tiered_agent.inspect._chart import NARROW, ChartPoint, svg_chart, tick_label, y_axis
@@ -70,7 +78,9 @@ def test_run_totals_match_the_strict_reader_and_run_end(recorded: Path) -> None:
     ]
     # call_read is cut in every later prompt until the window drops it; each prompt counts it once
     assert totals.outputs_truncated == 3  # call_read, call_read2 (the dedup copy) and call_log
-    assert totals.truncated_outputs == sum(r.context["truncated_outputs"] for r in requests.values())
+    assert totals.truncated_outputs == sum(
+        ContextRecord.from_dict(r.context).truncated_outputs for r in requests.values()
+    )
     assert totals.savings == pytest.approx(1 - end.prompt_tokens_local / end.counterfactual_tokens)
 
 
@@ -184,7 +194,8 @@ def test_older_trace_with_missing_keys_and_other_version_still_shows(tmp_path: P
         assert code == 0 and err.count("warning") == 1
 
 
-def test_unknown_context_keys_are_shown_generically() -> None:
+def test_unknown_keys_of_a_flat_record_are_shown_generically() -> None:
+    # a record of the flat format (traces written before records were kept per step)
     record = parse_record(
         {
             "truncated_outputs": 1,
@@ -276,6 +287,69 @@ def test_stats_totals_sum_only_what_adds_up(tmp_path: Path) -> None:
         "aged further here",
         "1 repeat as pointers (100 chars)",
         "cache breaks 5",
+    ]
+
+
+def test_the_flat_aging_record_is_the_age_steps_typed_record() -> None:
+    record = parse_record({"aging": {"through": 40, "condensed": 30, "epoch": {"at": 42, "through": 40}}})
+    assert record.steps["age"].state == AgingRecord(40, 30, (42, 40, 0))
+    assert record.counters == {}
+    assert record_labels(record) == ["age: aged through 40, condensed through 30, new epoch"]
+
+
+def test_a_per_step_record_is_read_typed_and_labelled_per_step() -> None:
+    context = {
+        "steps": {
+            "dedup": {"pointers": 2, "pointer_chars": 800},
+            "window": {"dropped": [1, 2, 3, 5]},
+            "age": {"hidden": 3, "hidden_chars": 900, "state": {"through": 9, "condensed": 4}},
+            "truncate": {
+                "cuts": [
+                    {
+                        "tool_call_id": "c1",
+                        "iteration": 7,
+                        "tool": "bash",
+                        "original_chars": 900,
+                        "kept_chars": 100,
+                    }
+                ],
+                "cut_tokens": 180,
+            },
+            "mine": {"hidden": 1, "hidden_chars": 50, "state": {"rewrites": 2, "label": "x"}},
+            "junk": "not a record",
+        },
+        "windowed_out": [1, 2, 3, 5],
+        "summary_range": None,
+        "compacted": False,
+        "dedup_hits": 4,
+        "elided_outputs": 7,  # not a key of this format: ignored, not guessed at
+    }
+    record = parse_record(context)
+    assert (record.masked_outputs, record.masked_chars) == (4, 950)
+    assert (record.truncated_outputs, record.truncated_chars) == (1, 800)
+    assert [(i.kind, i.tool_call_id, i.tool) for i in record.items] == [("truncated", "c1", "bash")]
+    assert record.windowed_out == (1, 2, 3, 5) and not record.iteration_lists
+    assert record_labels(record) == [
+        "dedup: 2 pointers (800 chars)",
+        "window: left out 1-3, 5",
+        "age: 3 hidden (900 chars), aged through 9, condensed through 4",
+        "truncate: 1 cut (800 chars)",
+        "mine: 1 hidden (50 chars), rewrites 2",
+    ]
+    assert record.counters == {
+        "dedup.pointers": 2.0,
+        "dedup.pointer_chars": 800.0,
+        "age.hidden": 3.0,
+        "age.hidden_chars": 900.0,
+        "truncate.cut_tokens": 180.0,
+        "mine.hidden": 1.0,
+        "mine.hidden_chars": 50.0,
+    }
+    # summed over prompts (trace stats), one label per step
+    assert counter_label(record.counters) == [
+        "age: 3 hidden (900 chars)",
+        "dedup: 2 pointers (800 chars)",
+        "mine: 1 hidden (50 chars)",
     ]
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .._providers import DEFAULT_CACHE_MODEL, ModelPrices, model_prices, price_map_source, provider_of
+from .._trace import StepError
 from ._calibration import token_scale
 from ._losses import costlier_than_full
 from ._metrics import (
@@ -52,6 +53,7 @@ __all__ = [
     "render_family_table",
     "render_markdown",
     "render_table",
+    "step_error_counts",
     "strip_timing",
     "write_json",
 ]
@@ -59,6 +61,7 @@ __all__ = [
 SCHEMA_VERSION = 4
 TIMING_KEY = "timing"
 _MAX_MISSED_LISTED = 20
+_MAX_ERRORS_LISTED = 10  # per run and policy; the count is exact
 
 
 def _r(value: float) -> float:
@@ -128,6 +131,7 @@ def _totals_dict(t: Totals, full: Totals | None) -> dict[str, Any]:
         "compactions": t.compactions,
         "dedup_hits": t.dedup_hits,
         "truncated_chars": t.truncated_chars,
+        "step_errors": t.step_errors,
     } | ruler_totals(t, full)
 
 
@@ -325,6 +329,7 @@ def _runs_list(
             entry = _totals_dict(totals([metrics], pricing, costing), full)
             del entry["runs"]
             entry |= _missed_lists(metrics)
+            entry["step_error_list"] = [_step_error_dict(e) for e in metrics.step_errors[:_MAX_ERRORS_LISTED]]
             entry["per_step"] = {
                 "prompt_tokens": [s.prompt_tokens for s in metrics.steps],
                 "cached_tokens": [s.cached_tokens for s in metrics.steps],
@@ -346,6 +351,25 @@ def _missed_lists(metrics: PolicyRunMetrics) -> dict[str, list[str]]:
         "own_missed_strings": {s for step in metrics.steps for s in step.own_missed},
     }
     return {key: sorted(found)[:_MAX_MISSED_LISTED] for key, found in lists.items()}
+
+
+def _step_error_dict(error: StepError) -> dict[str, Any]:
+    return {
+        "iteration": error.iteration,
+        "step": error.step,
+        "phase": error.phase,
+        "error": error.error,
+        "message": error.message,
+    }
+
+
+def step_error_counts(document: Mapping[str, Any]) -> dict[str, int]:
+    """Policies with step errors in a bench document, and how many (empty: none, as expected)."""
+    return {
+        name: entry["totals"]["step_errors"]
+        for name, entry in document["policies"].items()
+        if entry["totals"].get("step_errors")
+    }
 
 
 def _timing_dict(result: BenchResult, names: Sequence[str]) -> dict[str, Any]:
@@ -1023,13 +1047,27 @@ METHOD_NOTES = (
 )
 
 
+def _md_step_errors(document: Mapping[str, Any]) -> list[str]:
+    """A warning when context steps raised (each was skipped for that prompt; 0 expected)."""
+    errors = step_error_counts(document)
+    if not errors:
+        return []
+    counts = ", ".join(f"`{name}` {count}" for name, count in errors.items())
+    return [
+        f"**Step errors**: {sum(errors.values())} ({counts}). Each failing step was skipped for that "
+        "prompt (the numbers are those of the prompts built without it); the errors are listed per run "
+        "under `runs[].policies[].step_error_list` in the JSON.",
+        "",
+    ]
+
+
 def render_markdown(
     document: Mapping[str, Any], chart: str | None = None, frontier: str | None = None
 ) -> str:
     """report.md: the table, caching, checks, per family lean and faithful, highlights, method notes."""
     from ._report_faithful import md_faithful
 
-    lines = _md_header(document) + _md_routing(document)
+    lines = _md_header(document) + _md_routing(document) + _md_step_errors(document)
     lines += ["## Policies (cheapest first)", ""]
     lines += _md_table(TABLE_HEADERS, [[f"`{r[0]}`", *r[1:]] for r in _table_rows(document)])
     lines.append("")

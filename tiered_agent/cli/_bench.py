@@ -102,7 +102,8 @@ def _policy_names(value: str | None) -> list[str] | None:
     "--strict",
     is_flag=True,
     help="Fail (exit 1) on an unreadable or unconvertible input file, or a run without model calls, "
-    "instead of skipping it with a warning.",
+    "instead of skipping it with a warning; and on any context step that raised during the replay "
+    "(step_errors; skipped for that prompt, with a warning, otherwise).",
 )
 @click.option(
     "--cache-model",
@@ -191,7 +192,7 @@ def bench(
             price_model=price_model,
             routing=routing,
         )
-        _run(
+        errors = _run(
             paths,
             names,
             settings,
@@ -207,6 +208,16 @@ def bench(
     except BrokenExecutor:
         click.echo("Error: a replay worker process died (out of memory?); rerun with --workers 1.", err=True)
         sys.exit(EXIT_FAILED)
+    if errors:
+        counts = ", ".join(f"{name} {count}" for name, count in errors.items())
+        click.echo(
+            f"{'Error' if strict else 'Warning'}: {sum(errors.values())} context step error(s) in the "
+            f"replay ({counts}); each step was skipped for that prompt; see "
+            "runs[].policies[].step_error_list in the bench JSON.",
+            err=True,
+        )
+        if strict:
+            sys.exit(EXIT_FAILED)
 
 
 def _check_price_model(price_model: str | None) -> None:
@@ -246,7 +257,8 @@ def _run(
     workers: int,
     strict: bool = False,
     fleet: Fleet | None = None,
-) -> None:
+) -> dict[str, int]:
+    """Replay and write the outputs; the policies whose steps raised, with how many times."""
     from .._errors import ConfigurationError
     from ..bench._bundle import bundled_trace_paths
     from ..bench._fleet import Fleet
@@ -283,6 +295,9 @@ def _run(
         calibration=calibration,
     )
     _write_outputs(document, json_path, out_dir)
+    from ..bench._report import step_error_counts
+
+    return step_error_counts(document)
 
 
 def _replay_with_progress(

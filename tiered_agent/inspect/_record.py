@@ -1,12 +1,13 @@
 """What the context pipeline recorded about one prompt (``model_request.context``), read defensively.
 
-Known keys get their own fields (aging's ``{"through", "condensed", "epoch"}`` and the dedup
-pointers included). Keys this reader does not know are kept generically, so a newer pipeline's
-record still shows up: numbers become :attr:`PromptRecord.counters`, lists of
-``{"tool_call_id": ...}`` items become :class:`HiddenItem` s named after their key (e.g.
-``elided_outputs`` items are ``elided``), lists of iteration numbers become
-:attr:`PromptRecord.iteration_lists`. :func:`record_labels` says all of it in words a user reads
-(``aged 1-12``, ``2 repeats as pointers (357 chars)``), never a record key.
+The record is the trace's typed :class:`~tiered_agent._trace.ContextRecord`: per step, what it
+hid, cut, pointed or left out, and its own record (``Age``: how far iterations aged); prompt
+totals are sums over the steps. :func:`parse_record` reads it with
+:meth:`~tiered_agent._trace.ContextRecord.from_dict`, which also reads the flat records of older
+traces. Only for those flat records, keys this reader does not know (an older or a newer
+pipeline's) are kept generically: numbers become :attr:`PromptRecord.counters`, lists of
+``{"tool_call_id": ...}`` items become :class:`HiddenItem` s named after their key, lists of
+iteration numbers become :attr:`PromptRecord.iteration_lists`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._values import as_int, as_mapping, as_range, as_str, is_number, ranges
+from .._trace import AgingRecord, ContextRecord, StepRecord
+from ._values import as_int, as_str, is_number, ranges
 
-__all__ = ["KNOWN_KEYS", "HiddenItem", "PromptRecord", "counter_label", "parse_record", "record_labels"]
+__all__ = [
+    "FLAT_KEYS",
+    "HiddenItem",
+    "PromptRecord",
+    "counter_label",
+    "parse_record",
+    "record_labels",
+    "step_counters",
+]
 
-KNOWN_KEYS = frozenset(
+# The keys of the flat record (before records were kept per step) that ContextRecord reads.
+FLAT_KEYS = frozenset(
     {
         "truncated_outputs",
         "truncated_chars",
@@ -38,6 +49,8 @@ KNOWN_KEYS = frozenset(
     }
 )
 _SUFFIXES = ("_outputs", "_items", "_ids", "_calls", "s")
+# A step's numbers summed over prompts (trace stats): "<kind>.<field>" -> value.
+_STEP_FIELDS = ("hidden", "hidden_chars", "cut_tokens", "pointers", "pointer_chars")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +71,14 @@ class PromptRecord:
 
     truncated_outputs: int = 0
     truncated_chars: int = 0
-    masked_outputs: int = 0  # masked, cleared or elided outputs (one count in schema v1)
+    masked_outputs: int = 0  # outputs behind a placeholder or a shorter form, by any step
     masked_chars: int = 0
     windowed_out: tuple[int, ...] = ()
     summary_range: tuple[int, int] | None = None
     compacted: bool = False
     items: tuple[HiddenItem, ...] = ()
-    counters: Mapping[str, float] = field(default_factory=dict)  # of keys this reader does not know
+    steps: Mapping[str, StepRecord] = field(default_factory=dict)  # what each step did, by kind
+    counters: Mapping[str, float] = field(default_factory=dict)
     iteration_lists: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     pointer_outputs: int = 0  # repeated outputs shown as a pointer to an identical one above (dedup)
     pointer_chars: int = 0
@@ -74,20 +88,26 @@ class PromptRecord:
 
 
 def parse_record(context: Mapping[str, Any]) -> PromptRecord:
-    truncations = _items("truncated", context.get("truncations"))
-    unknown = {k: v for k, v in context.items() if k not in KNOWN_KEYS}
+    record = ContextRecord.from_dict(context)
+    truncations = tuple(
+        HiddenItem("truncated", c.tool_call_id, c.iteration, c.tool, c.original_chars, c.kept_chars)
+        for c in record.cuts
+    )
+    typed = "steps" in context
+    unknown = {} if typed else {k: v for k, v in context.items() if k not in FLAT_KEYS}
     extra_items = [item for key, value in unknown.items() for item in _items(_stem(key), value)]
     aging = as_mapping(context.get("aging"))
     return PromptRecord(
-        truncated_outputs=as_int(context.get("truncated_outputs"), len(truncations)),
-        truncated_chars=as_int(context.get("truncated_chars")),
-        masked_outputs=as_int(context.get("masked_outputs")),
-        masked_chars=as_int(context.get("masked_chars")),
-        windowed_out=_ints(context.get("windowed_out")) or (),
-        summary_range=as_range(context.get("summary_range")),
-        compacted=context.get("compacted") is True,
+        truncated_outputs=record.truncated_outputs,
+        truncated_chars=record.truncated_chars,
+        masked_outputs=record.hidden_outputs,
+        masked_chars=record.hidden_chars,
+        windowed_out=record.windowed_out,
+        summary_range=record.summary_range,
+        compacted=record.compacted,
         items=(*truncations, *extra_items),
-        counters=_counters(unknown),
+        steps=record.steps,
+        counters=_counters(unknown) | step_counters(record.steps),
         iteration_lists={k: ints for k, v in unknown.items() if (ints := _ints(v))},
         pointer_outputs=as_int(context.get("dedup_pointers")),
         pointer_chars=as_int(context.get("dedup_pointer_chars")),
@@ -97,9 +117,46 @@ def parse_record(context: Mapping[str, Any]) -> PromptRecord:
     )
 
 
+def step_counters(steps: Mapping[str, StepRecord]) -> dict[str, float]:
+    """The steps' numbers as counters that sum over prompts: ``"<kind>.<field>"`` -> value."""
+    return {
+        f"{kind}.{name}": float(value)
+        for kind, step in steps.items()
+        for name in _STEP_FIELDS
+        if (value := getattr(step, name))
+    }
+
+
+def record_labels(record: PromptRecord) -> list[str]:
+    """One label per step that did something (typed), then the counters of unknown flat keys."""
+    labels = [label for kind, step in record.steps.items() if (label := _step_label(kind, step))]
+    legacy = {k: v for k, v in record.counters.items() if "." not in k}
+    return labels + counter_label(legacy)
+
+
+def _step_label(kind: str, step: StepRecord) -> str:
+    parts = []
+    if step.hidden:
+        parts.append(f"{step.hidden:,} hidden ({step.hidden_chars:,} chars)")
+    if step.cuts:
+        parts.append(f"{len(step.cuts):,} cut ({sum(c.omitted_chars for c in step.cuts):,} chars)")
+    if step.pointers:
+        parts.append(f"{step.pointers:,} pointers ({step.pointer_chars:,} chars)")
+    if step.dropped:
+        parts.append(f"left out {ranges(step.dropped)}")
+    state = step.state
+    if isinstance(state, AgingRecord):
+        parts.append(f"aged through {state.through}, condensed through {state.condensed}")
+        if state.epoch is not None:
+            parts.append("new epoch")
+    elif state:
+        parts.extend(f"{key} {_number(float(v))}" for key, v in state.items() if is_number(v))
+    return f"{kind}: {', '.join(parts)}" if parts else ""
+
+
 def _counters(unknown: Mapping[str, Any]) -> dict[str, float]:
-    """Numbers of keys this viewer does not know, and one level into records of them
-    (``{"aging": {"through": 40}}`` counts as ``aging_through``)."""
+    """Numbers of flat keys this viewer does not know, and one level into records of them
+    (``{"limits": {"tokens": 40}}`` counts as ``limits_tokens``)."""
     flat = {k: float(v) for k, v in unknown.items() if is_number(v)}
     for key, value in unknown.items():
         if isinstance(value, Mapping):
@@ -165,10 +222,16 @@ def _through(last: int) -> str:
 
 
 def counter_label(counters: Mapping[str, float]) -> list[str]:
-    """Non-zero counters a newer pipeline recorded, as labels with the key in words;
-    ``X_outputs`` pairs with ``X_chars``: ``elided 3 (1,200 chars)``."""
+    """Labels of counters: a step's (``"<kind>.<field>"``, typed: one label per step), then
+    non-zero counters of unknown flat keys, where ``X_outputs`` pairs with ``X_chars``:
+    ``elided 3 (1,200 chars)``."""
+    steps: dict[str, dict[str, float]] = {}
     labels = []
     for key, value in sorted(counters.items()):
+        kind, dot, name = key.partition(".")
+        if dot:
+            steps.setdefault(kind, {})[name] = value
+            continue
         if not value or (key.endswith("_chars") and f"{key[:-6]}_outputs" in counters):
             continue
         if key.endswith("_outputs"):
@@ -178,8 +241,23 @@ def counter_label(counters: Mapping[str, float]) -> list[str]:
                 f"{_words(stem)} {_number(value)}" + (f" ({_number(chars)} chars)" if chars else "")
             )
         else:
-            labels.append(f"{_words(key)} {_number(value)}")
-    return labels
+            labels.append(f"{key} {_number(value)}")
+    typed = [_totals_label(kind, fields) for kind, fields in steps.items()]
+    return [label for label in typed if label] + labels
+
+
+def _totals_label(kind: str, fields: Mapping[str, float]) -> str:
+    def count(name: str) -> int:
+        return int(fields.get(name, 0))
+
+    step = StepRecord(
+        hidden=count("hidden"),
+        hidden_chars=count("hidden_chars"),
+        cut_tokens=count("cut_tokens"),
+        pointers=count("pointers"),
+        pointer_chars=count("pointer_chars"),
+    )
+    return _step_label(kind, step)
 
 
 def _words(key: str) -> str:
