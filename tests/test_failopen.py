@@ -17,12 +17,12 @@ from typing import ClassVar
 
 import pytest
 from click.testing import CliRunner
-from tiered_agent.bench._command import bench
 
 from tiered_agent import Agent, Policy, RunLimits, Workspace, tool, workspace_tools
 from tiered_agent._messages import Message
 from tiered_agent._result import StopReason
 from tiered_agent._trace import StepError, SummaryEvent, read_trace
+from tiered_agent.cli._bench import bench
 from tiered_agent.context._dispatch import Batch, Dispatched
 from tiered_agent.context._presets import PRESETS
 from tiered_agent.context._step import Run, Step, StepRuntime, Turn
