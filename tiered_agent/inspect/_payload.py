@@ -85,8 +85,7 @@ def _iteration(view: IterationView) -> dict[str, Any]:
         "compacted": record.compacted,
         "requests": view.requests,
         "finish": view.finish_reason,
-        "other": record_labels(record)
-        + [f"{key}: {ranges(values)}" for key, values in record.iteration_lists.items()],
+        "other": record_labels(record),
         "hidden": [
             {
                 "k": item.kind,

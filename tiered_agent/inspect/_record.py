@@ -7,7 +7,9 @@ totals are sums over the steps. :func:`parse_record` reads it with
 traces. Only for those flat records, keys this reader does not know (an older or a newer
 pipeline's) are kept generically: numbers become :attr:`PromptRecord.counters`, lists of
 ``{"tool_call_id": ...}`` items become :class:`HiddenItem` s named after their key, lists of
-iteration numbers become :attr:`PromptRecord.iteration_lists`.
+iteration numbers become :attr:`PromptRecord.iteration_lists`. :func:`record_labels` says all of it
+in words a user reads (``aged 1-12``, ``2 repeats as pointers (357 chars)``, ``age hid 3 outputs``),
+never a record key.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._trace import AgingRecord, ContextRecord, StepRecord
-from ._values import as_int, as_str, is_number, ranges
+from ._values import as_int, as_mapping, as_str, is_number, ranges
 
 __all__ = [
     "FLAT_KEYS",
@@ -26,7 +28,6 @@ __all__ = [
     "counter_label",
     "parse_record",
     "record_labels",
-    "step_counters",
 ]
 
 # The keys of the flat record (before records were kept per step) that ContextRecord reads.
@@ -49,8 +50,6 @@ FLAT_KEYS = frozenset(
     }
 )
 _SUFFIXES = ("_outputs", "_items", "_ids", "_calls", "s")
-# A step's numbers summed over prompts (trace stats): "<kind>.<field>" -> value.
-_STEP_FIELDS = ("hidden", "hidden_chars", "cut_tokens", "pointers", "pointer_chars")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +77,7 @@ class PromptRecord:
     compacted: bool = False
     items: tuple[HiddenItem, ...] = ()
     steps: Mapping[str, StepRecord] = field(default_factory=dict)  # what each step did, by kind
-    counters: Mapping[str, float] = field(default_factory=dict)
+    counters: Mapping[str, float] = field(default_factory=dict)  # of flat keys this reader does not know
     iteration_lists: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     pointer_outputs: int = 0  # repeated outputs shown as a pointer to an identical one above (dedup)
     pointer_chars: int = 0
@@ -96,7 +95,7 @@ def parse_record(context: Mapping[str, Any]) -> PromptRecord:
     typed = "steps" in context
     unknown = {} if typed else {k: v for k, v in context.items() if k not in FLAT_KEYS}
     extra_items = [item for key, value in unknown.items() for item in _items(_stem(key), value)]
-    aging = as_mapping(context.get("aging"))
+    aging = record.aging or AgingRecord()
     return PromptRecord(
         truncated_outputs=record.truncated_outputs,
         truncated_chars=record.truncated_chars,
@@ -107,51 +106,69 @@ def parse_record(context: Mapping[str, Any]) -> PromptRecord:
         compacted=record.compacted,
         items=(*truncations, *extra_items),
         steps=record.steps,
-        counters=_counters(unknown) | step_counters(record.steps),
+        counters=_counters(unknown),
         iteration_lists={k: ints for k, v in unknown.items() if (ints := _ints(v))},
-        pointer_outputs=as_int(context.get("dedup_pointers")),
-        pointer_chars=as_int(context.get("dedup_pointer_chars")),
-        aged_through=as_int(aging.get("through")),
-        condensed_through=as_int(aging.get("condensed")),
-        new_epoch=isinstance(aging.get("epoch"), Mapping),
+        pointer_outputs=record.pointers,
+        pointer_chars=record.pointer_chars,
+        aged_through=aging.through,
+        condensed_through=aging.condensed,
+        new_epoch=aging.epoch is not None,
     )
 
 
-def step_counters(steps: Mapping[str, StepRecord]) -> dict[str, float]:
-    """The steps' numbers as counters that sum over prompts: ``"<kind>.<field>"`` -> value."""
-    return {
-        f"{kind}.{name}": float(value)
-        for kind, step in steps.items()
-        for name in _STEP_FIELDS
-        if (value := getattr(step, name))
-    }
-
-
 def record_labels(record: PromptRecord) -> list[str]:
-    """One label per step that did something (typed), then the counters of unknown flat keys."""
-    labels = [label for kind, step in record.steps.items() if (label := _step_label(kind, step))]
-    legacy = {k: v for k, v in record.counters.items() if "." not in k}
-    return labels + counter_label(legacy)
+    """What the record says beyond the prompt's totals, in a user's words: the aging state, pointers
+    to repeated outputs, what each step did, then what an unknown (newer) flat record holds."""
+    labels = []
+    if record.aged_through:
+        labels.append(f"aged {_through(record.aged_through)}")
+    if record.condensed_through:
+        labels.append(f"condensed {_through(record.condensed_through)}")
+    if record.new_epoch:
+        labels.append("aged further here")
+    if record.pointer_outputs:
+        repeats = "repeat" if record.pointer_outputs == 1 else "repeats"
+        chars = f" ({record.pointer_chars:,} chars)" if record.pointer_chars else ""
+        labels.append(f"{record.pointer_outputs:,} {repeats} as pointers{chars}")
+    labels += [label for kind, step in record.steps.items() for label in _step_labels(kind, step)]
+    labels += counter_label(record.counters)
+    labels += [f"{_words(key)} {ranges(values)}" for key, values in record.iteration_lists.items()]
+    return labels
 
 
-def _step_label(kind: str, step: StepRecord) -> str:
-    parts = []
+def _step_labels(kind: str, step: StepRecord) -> list[str]:
+    """What one step hid and its own numbers; aging and pointers are said once for the prompt, cuts
+    and windows have their own columns."""
+    name = _words(kind)
+    labels = []
     if step.hidden:
-        parts.append(f"{step.hidden:,} hidden ({step.hidden_chars:,} chars)")
-    if step.cuts:
-        parts.append(f"{len(step.cuts):,} cut ({sum(c.omitted_chars for c in step.cuts):,} chars)")
-    if step.pointers:
-        parts.append(f"{step.pointers:,} pointers ({step.pointer_chars:,} chars)")
-    if step.dropped:
-        parts.append(f"left out {ranges(step.dropped)}")
-    state = step.state
-    if isinstance(state, AgingRecord):
-        parts.append(f"aged through {state.through}, condensed through {state.condensed}")
-        if state.epoch is not None:
-            parts.append("new epoch")
-    elif state:
-        parts.extend(f"{key} {_number(float(v))}" for key, v in state.items() if is_number(v))
-    return f"{kind}: {', '.join(parts)}" if parts else ""
+        labels.append(f"{name} hid {_outputs(step.hidden)} ({step.hidden_chars:,} chars)")
+    if step.state and not isinstance(step.state, AgingRecord):
+        numbers = as_mapping(step.state)
+        labels += [f"{name} {_words(k)} {_number(float(v))}" for k, v in numbers.items() if is_number(v)]
+    return labels
+
+
+def _outputs(count: int) -> str:
+    return f"{count:,} output" if count == 1 else f"{count:,} outputs"
+
+
+def counter_label(counters: Mapping[str, float]) -> list[str]:
+    """Non-zero counters of flat keys this reader does not know, as labels with the key in words;
+    ``X_outputs`` pairs with ``X_chars``: ``elided 3 (1,200 chars)``."""
+    labels = []
+    for key, value in sorted(counters.items()):
+        if not value or (key.endswith("_chars") and f"{key[:-6]}_outputs" in counters):
+            continue
+        if key.endswith("_outputs"):
+            stem = key[:-8]
+            chars = counters.get(f"{stem}_chars")
+            labels.append(
+                f"{_words(stem)} {_number(value)}" + (f" ({_number(chars)} chars)" if chars else "")
+            )
+        else:
+            labels.append(f"{_words(key)} {_number(value)}")
+    return labels
 
 
 def _counters(unknown: Mapping[str, Any]) -> dict[str, float]:
@@ -198,66 +215,8 @@ def _ints(value: Any) -> tuple[int, ...] | None:
     return None
 
 
-def record_labels(record: PromptRecord) -> list[str]:
-    """What the record says beyond truncation, masking, windows and summaries, in a user's words:
-    the aging state, pointers to repeated outputs, then what a newer pipeline recorded."""
-    labels = []
-    if record.aged_through:
-        labels.append(f"aged {_through(record.aged_through)}")
-    if record.condensed_through:
-        labels.append(f"condensed {_through(record.condensed_through)}")
-    if record.new_epoch:
-        labels.append("aged further here")
-    if record.pointer_outputs:
-        repeats = "repeat" if record.pointer_outputs == 1 else "repeats"
-        chars = f" ({record.pointer_chars:,} chars)" if record.pointer_chars else ""
-        labels.append(f"{record.pointer_outputs:,} {repeats} as pointers{chars}")
-    labels += counter_label(record.counters)
-    labels += [f"{_words(key)} {ranges(values)}" for key, values in record.iteration_lists.items()]
-    return labels
-
-
 def _through(last: int) -> str:
     return "1" if last == 1 else f"1-{last}"
-
-
-def counter_label(counters: Mapping[str, float]) -> list[str]:
-    """Labels of counters: a step's (``"<kind>.<field>"``, typed: one label per step), then
-    non-zero counters of unknown flat keys, where ``X_outputs`` pairs with ``X_chars``:
-    ``elided 3 (1,200 chars)``."""
-    steps: dict[str, dict[str, float]] = {}
-    labels = []
-    for key, value in sorted(counters.items()):
-        kind, dot, name = key.partition(".")
-        if dot:
-            steps.setdefault(kind, {})[name] = value
-            continue
-        if not value or (key.endswith("_chars") and f"{key[:-6]}_outputs" in counters):
-            continue
-        if key.endswith("_outputs"):
-            stem = key[:-8]
-            chars = counters.get(f"{stem}_chars")
-            labels.append(
-                f"{_words(stem)} {_number(value)}" + (f" ({_number(chars)} chars)" if chars else "")
-            )
-        else:
-            labels.append(f"{key} {_number(value)}")
-    typed = [_totals_label(kind, fields) for kind, fields in steps.items()]
-    return [label for label in typed if label] + labels
-
-
-def _totals_label(kind: str, fields: Mapping[str, float]) -> str:
-    def count(name: str) -> int:
-        return int(fields.get(name, 0))
-
-    step = StepRecord(
-        hidden=count("hidden"),
-        hidden_chars=count("hidden_chars"),
-        cut_tokens=count("cut_tokens"),
-        pointers=count("pointers"),
-        pointer_chars=count("pointer_chars"),
-    )
-    return _step_label(kind, step)
 
 
 def _words(key: str) -> str:

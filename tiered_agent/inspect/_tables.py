@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._trace import redact
-from ._record import counter_label, record_labels
+from ._record import record_labels
 from ._stats import RunStats
 from ._totals import Totals
 from ._values import compact, ranges
