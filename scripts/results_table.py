@@ -1,0 +1,78 @@
+"""Print the README's results tables (Markdown) from a bench JSON: every preset on every ruler.
+
+One table for all runs, then one per agent family: tokens, input cost (with the retrieval turns a
+recoverable miss costs) and dollars saved against ``full``; the share of what the next action used
+that the prompt hid, by each ruler (salient, word, line, own writing: docs/rulers.md); and the runs
+that cost more than ``full`` (how many, and by how much the worst).
+
+Usage: ``python scripts/results_table.py bench-out/bench.json [--families]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ORDER = ("tiered", "kb-labs-adr", "adk-compaction", "adk-code", "codex", "anthropic-clear", "masking", "full")
+COLUMNS = ("policy", "tokens", "input cost (w/ retrieval)", "USD", "salient", "word", "line", "own")
+HEADER = "\n".join(
+    [
+        "| " + " | ".join((*COLUMNS, "costlier than full")) + " |",
+        "| " + " | ".join(["---"] * (len(COLUMNS) + 1)) + " |",
+    ]
+)
+
+
+def percent(value: Any, signed: bool = True) -> str:
+    if not isinstance(value, int | float):
+        return "n/a"
+    text = f"{value * 100:+.1f}%" if signed else f"{value * 100:.1f}%"
+    return text.replace("-", "−")
+
+
+def row(name: str, totals: Mapping[str, Any]) -> str:
+    label = f"**`{name}`**" if name == "tiered" else f"`{name}`"
+    costlier = totals.get("runs_costlier_than_full") or 0
+    worst = f" (worst {percent(totals.get('worst_excess_vs_full'))})" if costlier else ""
+    cells = [
+        label,
+        percent(totals.get("token_savings_vs_full")),
+        f"{percent(totals.get('input_cost_savings_vs_full'))} "
+        f"({percent(totals.get('input_cost_adjusted_savings_vs_full'))})",
+        percent(totals.get("cost_usd_savings_vs_full")) if totals.get("priced_runs") else "n/a",
+        percent(totals.get("miss_rate"), signed=False),
+        percent(totals.get("word_miss_rate"), signed=False),
+        percent(totals.get("line_miss_rate"), signed=False),
+        percent(totals.get("own_miss_rate"), signed=False),
+        f"{costlier} of {totals.get('runs', 0)}{worst}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def table(policies: Mapping[str, Any]) -> str:
+    names = [n for n in ORDER if n in policies]
+    return "\n".join([HEADER, *(row(n, policies[n]["totals"]) for n in names)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bench_json", type=Path)
+    parser.add_argument("--families", action="store_true", help="also one table per agent family")
+    args = parser.parse_args()
+    document = orjson.loads(args.bench_json.read_bytes())
+    runs = document["policies"]["full"]["totals"]
+    out = [f"All {runs['runs']} runs ({runs['steps']:,} model calls):\n", table(document["policies"])]
+    if args.families:
+        for family, data in sorted(document["families"].items()):
+            count = data["policies"]["full"]["totals"]["runs"]
+            out += [f"\n{family} ({count} runs):\n", table(data["policies"])]
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()
