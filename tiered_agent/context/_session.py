@@ -209,12 +209,16 @@ class ContextSession:
         arguments: Mapping[str, Any] | str,
         call_id: str,
         execute: Callable[[], Awaitable[T]],
+        *,
+        describe: Callable[[T], tuple[str, bool]] | None = None,
     ) -> T | str:
         """Run one tool call of the reply to the last prepared request through the dispatch: an
         identical read-only call of an earlier reply is answered from the cache (the text the
         model sees: the earlier output, marked), else ``execute()`` runs and its result is
-        returned as is (observed as text: a string as is, anything else as JSON). An exception
-        from ``execute`` propagates, and that call is not remembered."""
+        returned as is. ``describe(result)`` gives its text and whether it is an error (an error
+        is never remembered); by default a string is the text, anything else its JSON, and no
+        result is an error. An exception from ``execute`` propagates, and that call is not
+        remembered."""
         raw = arguments if isinstance(arguments, str) else _json(arguments)
         call = ToolCall(call_id, name, raw)
         produced: list[T] = []
@@ -226,7 +230,8 @@ class ContextSession:
                 self._errors.add(call_id)
                 raise
             produced.append(value)
-            return [ToolOutcome(content=_text(value))]
+            text, error = describe(value) if describe is not None else (_text(value), False)
+            return [ToolOutcome(content=text, is_error=error)]
 
         self._handled.add(call_id)
         iteration = self._next_iteration()
