@@ -163,17 +163,29 @@ def rows() -> list[Row]:
 
 
 def main() -> None:
-    print(
-        "| framework | context tool | last request tokens | all requests tokens | marker in last request | marker recoverable |"
-    )
+    columns = [
+        "framework",
+        "context tool",
+        "last request tokens",
+        "all requests tokens",
+        "marker shown",
+        "recoverable",
+    ]
+    print(f"| {' | '.join(columns)} |")
     print("|---|---|---:|---:|---|---|")
     for framework, tool, requests, retrievable in rows():
         counts = [COUNTER.count_prompt(request) for request in requests]
         shown = MARKER in json.dumps(requests[-1])
         recoverable = "yes (context_retrieve)" if retrievable else ("yes" if shown else "no")
-        print(
-            f"| {framework} | {tool} | {counts[-1]:,} | {sum(counts):,} | {'yes' if shown else 'no'} | {recoverable} |"
-        )
+        cells = [
+            framework,
+            tool,
+            f"{counts[-1]:,}",
+            f"{sum(counts):,}",
+            "yes" if shown else "no",
+            recoverable,
+        ]
+        print(f"| {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":
