@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
+from structlog.testing import capture_logs
 
-from tiered_agent import Agent, ContextSession, RunLimits, tool
+from tiered_agent import Agent, ContextSession, Policy, RunLimits, Step, Truncate, tool
+from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.testing import FunctionModel, calls, text
 
 SYSTEM = {"role": "system", "content": "You are a careful agent."}
@@ -265,3 +268,34 @@ async def test_a_rewritten_history_is_taken_whole() -> None:
     assert request.full_history_tokens == session.counter.count_prompt(rewritten)
     assert [m.iteration for m in session.history] == [0, 0, 1, 1, 2, 2]
     assert session.usage.step_errors == 0
+
+
+# ----------------------------------------------------------------------------- fail open, secrets
+@dataclass(frozen=True, slots=True)
+class Explode(Step):
+    """A step that raises whenever it applies."""
+
+    kind: ClassVar[str] = "explode"
+    hides: ClassVar[bool] = False
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        raise RuntimeError("boom")
+
+
+@pytest.mark.anyio
+async def test_a_failing_step_is_skipped_and_counted() -> None:
+    session = ContextSession(Policy("mine", [Explode(), Truncate(max_chars=10_000)]))
+    messages = [SYSTEM, TASK, assistant("c1", "read", {}), result("c1", output(2, 2000))]
+    request = await session.prepare(messages)
+    assert session.usage.step_errors == 1 and session.manager.step_errors[0].step == "explode"
+    assert len(request.messages[3]["content"]) < len(messages[3]["content"])  # Truncate still ran
+
+
+@pytest.mark.anyio
+async def test_an_unreadable_history_logs_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-" + "a1b2c3d4e5" * 4
+    session = ContextSession("tiered")
+    with capture_logs() as logs:
+        await session.prepare([SYSTEM, {"role": secret, "content": "x"}])
+    assert logs and logs[0]["event"] == "context.session_unmanaged"
+    assert secret not in str(logs) and "unknown message role" in str(logs)

@@ -36,7 +36,7 @@ import structlog
 from .._messages import Message, ToolCall
 from .._tokens import TokenCounter
 from .._tools import ToolOutcome, ToolSet
-from .._trace import ContextRecord, Event, RetrievalEvent
+from .._trace import ContextRecord, Event, RetrievalEvent, redact
 from ._dispatch import ToolKind
 from ._manager import ContextManager, PreparedPrompt
 from ._names import RETRIEVE_TOOL_NAME
@@ -183,9 +183,9 @@ class ContextSession:
             offered = [t for t in tools if _tool_name(t) != RETRIEVE_TOOL_NAME]
             schema = self.retrieve_schema
             prepared = await self.manager.prepare(self._history, [*offered, *([schema] if schema else [])])
+            request = self._lean(messages, prepared)
         except Exception as exc:  # fail open: the request goes as the framework built it
             return self._unmanaged(messages, tools, exc)
-        request = self._lean(messages, prepared)
         self._usage = dataclasses.replace(
             self._usage,
             requests=self._usage.requests + 1,
@@ -308,7 +308,7 @@ class ContextSession:
     def _unmanaged(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], exc: Exception
     ) -> LeanRequest:
-        log.warning("context.session_unmanaged", error=f"{type(exc).__name__}: {str(exc)[:300]}")
+        log.warning("context.session_unmanaged", error=redact(f"{type(exc).__name__}: {str(exc)[:300]}"))
         try:
             tokens = self.counter.count_prompt(messages, tools)
         except Exception:  # a message the counter cannot read either: no count for this request
