@@ -20,6 +20,8 @@ pytest.importorskip("agents")
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.items import ModelResponse
 from agents.models.interface import Model
+from agents.tracing import TracingProcessor, set_trace_processors
+from agents.tracing.processors import default_processor
 from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
@@ -193,3 +195,47 @@ def test_demo_prints_the_report() -> None:
     assert report["framework"] == "openai-agents" and report["calls"] == 31
     assert report["retrieved_marker"] is True
     assert report["last_prompt_tokens"] * 2 <= report["full_history_tokens"]
+
+
+class _Spans(TracingProcessor):
+    """Keeps the exported data of every span that ends."""
+
+    def __init__(self) -> None:
+        self.ended: list[dict[str, Any]] = []
+
+    def on_trace_start(self, trace: Any) -> None: ...
+
+    def on_trace_end(self, trace: Any) -> None: ...
+
+    def on_span_start(self, span: Any) -> None: ...
+
+    def on_span_end(self, span: Any) -> None:
+        self.ended.append(span.span_data.export())
+
+    def shutdown(self) -> None: ...
+
+    def force_flush(self) -> None: ...
+
+
+def test_usage_goes_into_the_runs_trace() -> None:
+    spans = _Spans()
+    set_trace_processors([spans])  # instead of the exporter to OpenAI (no key, no network here)
+    try:
+        context = TieredInputFilter(read_only_tools={"read"})
+        script = Script(["f1", "f2"], retrieve=False)
+
+        @function_tool
+        def read(path: str) -> str:
+            """Read a file."""
+            return file_text(path)
+
+        agent = Agent(name="t", model=script, tools=context.tools(read))
+
+        async def go() -> Any:
+            return await Runner.run(agent, "audit", run_config=RunConfig(call_model_input_filter=context))
+
+        anyio.run(go)
+    finally:
+        set_trace_processors([default_processor()])
+    ours = [s["data"] for s in spans.ended if s.get("name") == "tiered_context"]
+    assert len(ours) == 3 and ours[-1] == context.usage.to_dict()
