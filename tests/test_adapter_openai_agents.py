@@ -14,6 +14,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("agents")
 
@@ -239,3 +241,46 @@ def test_usage_goes_into_the_runs_trace() -> None:
         set_trace_processors([default_processor()])
     ours = [s["data"] for s in spans.ended if s.get("name") == "tiered_context"]
     assert len(ours) == 3 and ours[-1] == context.usage.to_dict()
+
+
+_ITEM = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(
+                ["function_call", "function_call_output", "reasoning", "message", "web_search_call"]
+            )
+        },
+        optional={
+            "role": st.sampled_from(["user", "assistant", "system", "developer", "wizard", None]),
+            "call_id": st.one_of(st.sampled_from(["c1", "c2", ""]), st.integers(), st.none()),
+            "name": st.one_of(st.text(max_size=5), st.none(), st.integers()),
+            "arguments": st.one_of(st.text(max_size=20), st.none(), st.integers()),
+            "output": st.one_of(
+                st.text(max_size=50), st.lists(st.fixed_dictionaries({"text": st.text(max_size=5)}))
+            ),
+            "content": st.one_of(
+                st.text(max_size=20),
+                st.none(),
+                st.lists(st.dictionaries(st.text(max_size=3), st.text(max_size=3))),
+            ),
+            "summary": st.lists(st.fixed_dictionaries({"text": st.text(max_size=5)}), max_size=2),
+        },
+    ),
+    st.text(max_size=5),
+    st.integers(),
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(_ITEM, max_size=8))
+def test_hostile_items_never_break_a_request(items: list[Any]) -> None:
+    """Whatever the items, the filter sends a list of items: lean, or as given."""
+
+    async def lean() -> Any:
+        chat, groups = from_responses(items)
+        request = await ContextSession("tiered", counter=COUNTER).prepare(chat)
+        return to_responses(items, request, groups)
+
+    sent = anyio.run(lean)
+    assert isinstance(sent, list)
+    assert all(item in items for item in sent if not isinstance(item, dict))  # nothing invented but messages
