@@ -260,14 +260,26 @@ async def test_unreadable_history_is_sent_as_given(bad: Any) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_rewritten_history_is_taken_whole() -> None:
+async def test_a_rewritten_history_starts_the_policy_afresh() -> None:
     session = ContextSession("tiered", read_only_tools={"read"})
-    messages, _ = await drive(session, 6, lambda i: f"f{i}", read_file)
+    ran: list[str] = []
+
+    async def run(path: str) -> str:
+        ran.append(path)
+        return await read_file(path)
+
+    messages, _ = await drive(session, 6, lambda i: f"f{i}", run)
     rewritten = [SYSTEM, TASK, *messages[-4:]]  # the framework dropped iterations 1-4
     request = await session.prepare(rewritten)
     assert request.full_history_tokens == session.counter.count_prompt(rewritten)
-    assert [m.iteration for m in session.history] == [0, 0, 1, 1, 2, 2]
-    assert session.usage.step_errors == 0
+    assert [m.iteration for m in session.history] == [0, 0, 1, 1, 2, 2]  # numbered anew
+    for i, path in ((7, "f6"), (8, "f1")):  # f6 is still in the history, f1 is not
+        rewritten.append(assistant(f"call_{i}", "read", {"path": path}))
+        content = await session.run_tool("read", {"path": path}, f"call_{i}", lambda p=path: run(p))
+        rewritten.append(result(f"call_{i}", str(content)))
+        await session.prepare(rewritten)
+    assert ran == ["f1", "f2", "f3", "f4", "f5", "f6", "f1"]  # f6 served from the observed tail
+    assert session.usage.dedup_hits == 1 and session.usage.step_errors == 0
 
 
 # ----------------------------------------------------------------------------- fail open, secrets

@@ -8,7 +8,7 @@ the same manager, so the same steps, dedup rules, retrieval and counts apply:
 - :meth:`ContextSession.prepare` takes the messages as the framework would send them, derives the
   iterations (0: what comes before the first assistant message; each assistant message starts
   the next one, and the tool results and user messages after it belong to it), keeps the history
-  append-only across calls (a rewritten history is taken whole), and returns the lean request
+  append-only across calls (a history the framework rewrote starts the policy afresh), and returns the lean request
   (:class:`LeanRequest`): the messages to send instead, the tool schemas with
   ``context_retrieve``'s once something is hidden, the token counts of both;
 - :meth:`ContextSession.run_tool` runs one tool call through the dispatch (an identical read-only
@@ -135,7 +135,19 @@ class ContextSession:
         self.policy = as_policy(policy)
         self.counter = counter or (TokenCounter.for_model(model) if model else TokenCounter())
         self.read_only_tools = frozenset(read_only_tools)
-        self.manager = ContextManager(
+        self._settings = (context_window, summarizer, model)
+        self.manager = self._start()
+        self._history: list[Message] = []
+        self._handled: set[str] = set()  # tool call ids run or observed already
+        self._errors: set[str] = set()  # tool call ids whose result was an error
+        self._retrieval = ToolSet(self.manager.tools(lambda: self._history))
+        self._usage = SessionUsage()
+        self._retrievals = 0
+        self._carried = (0, 0)  # dedup hits and step errors of the managers before a restart
+
+    def _start(self) -> ContextManager:
+        context_window, summarizer, model = self._settings
+        return ContextManager(
             self.policy,
             counter=self.counter,
             context_window=context_window,
@@ -145,21 +157,27 @@ class ContextSession:
             on_event=self._event,
             model=model,
         )
-        self._history: list[Message] = []
-        self._handled: set[str] = set()  # tool call ids run or observed already
-        self._errors: set[str] = set()  # tool call ids whose result was an error
+
+    def _restart(self) -> None:
+        """A history the framework rewrote (its own compaction, a trimmed session) starts the
+        policy afresh: the iterations are numbered anew, so no step's state (the dedup cache, the
+        aging schedule, the summaries) would still name the right messages."""
+        old = self.manager
+        self._carried = (self._carried[0] + old.dedup_hits, self._carried[1] + len(old.step_errors))
+        self.manager = self._start()
         self._retrieval = ToolSet(self.manager.tools(lambda: self._history))
-        self._usage = SessionUsage()
-        self._retrievals = 0
+        self._handled.clear()
+        log.info("context.session_restarted", messages=len(self._history))
 
     # ------------------------------------------------------------------ public
     @property
     def usage(self) -> SessionUsage:
+        hits, errors = self._carried
         return dataclasses.replace(
             self._usage,
-            dedup_hits=self.manager.dedup_hits,
+            dedup_hits=hits + self.manager.dedup_hits,
             retrievals=self._retrievals,
-            step_errors=len(self.manager.step_errors),
+            step_errors=errors + len(self.manager.step_errors),
         )
 
     @property
@@ -246,8 +264,10 @@ class ContextSession:
         shared = _shared_prefix(history, converted)
         if shared == len(history):
             history.extend(converted[shared:])
-        else:  # the framework rewrote its history: take it whole (the counts start over)
+        else:  # the framework rewrote its history: take it whole, and start over
             self._history = history = converted
+            self._restart()
+            shared = 0
         for index in range(shared, len(messages)):
             if messages[index].get("is_error") and history[index].tool_call_id:
                 self._errors.add(history[index].tool_call_id or "")
