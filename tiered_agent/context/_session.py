@@ -8,8 +8,8 @@ the same manager, so the same steps, dedup rules, retrieval and counts apply:
 - :meth:`ContextSession.prepare` takes the messages as the framework would send them, derives the
   iterations (0: what comes before the first assistant message; each assistant message starts
   the next one, and the tool results and user messages after it belong to it), keeps the history
-  append-only across calls (a history the framework rewrote starts the policy afresh), and returns the lean request
-  (:class:`LeanRequest`): the messages to send instead, the tool schemas with
+  append-only across calls (a history the framework rewrote starts the policy afresh), and
+  returns the lean request (:class:`LeanRequest`): the messages to send instead, the tool schemas with
   ``context_retrieve``'s once something is hidden, the token counts of both;
 - :meth:`ContextSession.run_tool` runs one tool call through the dispatch (an identical read-only
   call of an earlier reply is answered from the cache); tool results the session did not run are
