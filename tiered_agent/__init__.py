@@ -26,12 +26,14 @@ __all__ = [
     "ConfigurationError",
     "ContextBudgetExceeded",
     "ContextConfig",
+    "ContextSession",
     "ContextWindowExceeded",
     "Dedup",
     "DigestSummarizer",
     "Elide",
     "IterationStats",
     "LLMSummarizer",
+    "LeanRequest",
     "LiteLLMModel",
     "MCPHttpServer",
     "MCPServerConfig",
@@ -49,6 +51,7 @@ __all__ = [
     "RetryPolicy",
     "RunLimits",
     "RunResult",
+    "SessionUsage",
     "Step",
     "StopReason",
     "Summarize",
@@ -95,6 +98,9 @@ _LOCATIONS = {
     "ModelReply": "._model",
     "RetryPolicy": "._model",
     "ContextConfig": ".context._config",
+    "ContextSession": ".context._session",
+    "LeanRequest": ".context._session",
+    "SessionUsage": ".context._session",
     "Policy": ".context._policy",
     "PRESETS": ".context._presets",
     "preset": ".context._presets",
@@ -142,6 +148,7 @@ if TYPE_CHECKING:
     from .context._config import ContextConfig
     from .context._policy import Policy
     from .context._presets import PRESETS, preset
+    from .context._session import ContextSession, LeanRequest, SessionUsage
     from .context.pipeline._types import Summary
     from .context.steps import Age, Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
     from .context.summary._llm import LLMSummarizer

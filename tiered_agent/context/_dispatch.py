@@ -20,7 +20,7 @@ from .._messages import ToolCall
 from .._tools import ToolOutcome
 from .pipeline._types import StepFailure
 
-__all__ = ["Batch", "Dispatched", "Dispatcher", "Execute", "ToolKind", "dispatch"]
+__all__ = ["Batch", "Dispatched", "Dispatcher", "Execute", "ObserveOnly", "ToolKind", "dispatch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +97,22 @@ async def dispatch(
         except Exception as exc:
             failures.append(runtime.failure("observe", exc))
     return results, tuple(failures)
+
+
+class ObserveOnly:
+    """A runtime at a dispatch of calls that already ran elsewhere (a framework ran them): it sees
+    the batch (so a write still invalidates what it cached) and observes the results, but serves
+    nothing."""
+
+    def __init__(self, runtime: Dispatcher) -> None:
+        self.runtime = runtime
+
+    def serve(self, batch: Batch) -> Mapping[int, Dispatched]:
+        self.runtime.serve(batch)
+        return {}
+
+    def observe(self, batch: Batch, results: Sequence[Dispatched]) -> None:
+        self.runtime.observe(batch, results)
+
+    def failure(self, phase: str, exc: Exception) -> StepFailure:
+        return self.runtime.failure(phase, exc)

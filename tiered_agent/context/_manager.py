@@ -33,9 +33,9 @@ import structlog
 from .._errors import ContextBudgetExceeded
 from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
-from .._tools import Tool
+from .._tools import Tool, ToolOutcome
 from .._trace import ContextRecord, Event, RetrievalEvent, StepError, StepRecord, StepState, SummaryEvent
-from ._dispatch import Batch, Dispatched, Execute, ToolKind, dispatch
+from ._dispatch import Batch, Dispatched, Execute, ObserveOnly, ToolKind, dispatch
 from ._names import RETRIEVE_TOOL_NAME
 from ._policy import Policy
 from ._presets import as_policy
@@ -181,6 +181,26 @@ class ContextManager:
         self._served += sum(result.dedup_of is not None for result in results)
         self._failed(failures, iteration)
         return results
+
+    async def observe(
+        self,
+        calls: Sequence[ToolCall],
+        kind: Callable[[ToolCall], ToolKind],
+        outcomes: Sequence[ToolOutcome],
+        *,
+        iteration: int,
+    ) -> None:
+        """One reply's tool calls that ran outside :meth:`dispatch` (a framework ran them), with their
+        outcomes in call order: the runtimes observe them as if dispatched (``Dedup`` remembers and
+        indexes the reads); nothing is served."""
+        batch = Batch(iteration, tuple(calls), tuple(kind(call) for call in calls))
+        recorded = tuple(outcomes)
+
+        async def execute(indexes: Sequence[int]) -> list[ToolOutcome]:
+            return [recorded[index] for index in indexes]
+
+        _, failures = await dispatch([ObserveOnly(runtime) for runtime in self.runtimes], batch, execute)
+        self._failed(failures, iteration)
 
     # ------------------------------------------------------------------ state
     @property
