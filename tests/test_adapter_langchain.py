@@ -6,11 +6,7 @@ retrieval round trip; dedup through ``wrap_tool_call``; one session per invocati
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,6 +14,7 @@ import pytest
 
 pytest.importorskip("langchain.agents")
 
+from adapter_runs import MARKER, file_text, run_demo
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -29,17 +26,7 @@ from tiered_agent import ContextSession, Policy, TokenCounter, Truncate
 from tiered_agent.adapters import TieredMiddleware
 from tiered_agent.adapters._langchain import _describe, from_langchain, to_langchain
 
-ROOT = Path(__file__).resolve().parents[1]
-MARKER = "MARKER-7f3a"
 COUNTER = TokenCounter()
-
-
-def file_text(path: str) -> str:
-    number = int(path.removeprefix("f"))
-    lines = [f"{number:03d}: def handler_{number}_{j}(request): return compute({j})" for j in range(400)]
-    if number == 1:
-        lines.insert(200, f"checksum {MARKER}")
-    return "\n".join(lines)
 
 
 class Fake(GenericFakeChatModel):
@@ -170,15 +157,7 @@ def _added() -> Any:
 
 
 def test_demo_prints_the_report() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "examples/adapters/langchain_demo.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        timeout=300,
-    )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_demo("langchain_demo")
     assert report["framework"] == "langchain" and report["calls"] == 31
     assert report["retrieved_marker"] is True
     assert report["last_prompt_tokens"] * 2 <= report["full_history_tokens"]

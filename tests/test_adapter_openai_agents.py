@@ -7,9 +7,6 @@ retrieval round trip; dedup through the wrapped ``on_invoke_tool``; Responses it
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,6 +16,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("agents")
 
+from adapter_runs import MARKER, file_text, run_demo
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.items import ModelResponse
 from agents.models.interface import Model
@@ -31,17 +29,7 @@ from tiered_agent import ContextSession, Policy, TokenCounter, Truncate
 from tiered_agent.adapters import TieredInputFilter
 from tiered_agent.adapters._openai_agents import from_responses, to_responses
 
-ROOT = Path(__file__).resolve().parents[1]
-MARKER = "MARKER-7f3a"
 COUNTER = TokenCounter()
-
-
-def file_text(path: str) -> str:
-    number = int(path.removeprefix("f"))
-    lines = [f"{number:03d}: def handler_{number}_{j}(request): return compute({j})" for j in range(400)]
-    if number == 1:
-        lines.insert(200, f"checksum {MARKER}")
-    return "\n".join(lines)
 
 
 def call(call_id: str, name: str, arguments: dict[str, Any]) -> ResponseFunctionToolCall:
@@ -185,15 +173,7 @@ def test_items_map_to_chat_and_back() -> None:
 
 
 def test_demo_prints_the_report() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "examples/adapters/openai_agents_demo.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        timeout=300,
-    )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_demo("openai_agents_demo")
     assert report["framework"] == "openai-agents" and report["calls"] == 31
     assert report["retrieved_marker"] is True
     assert report["last_prompt_tokens"] * 2 <= report["full_history_tokens"]

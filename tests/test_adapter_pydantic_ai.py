@@ -6,10 +6,6 @@ retrieval round trip; dedup through ``wrap_tool_execute``; usage in ``RunUsage.d
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -17,6 +13,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
+from adapter_runs import MARKER, file_text, run_demo
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -36,17 +33,7 @@ from tiered_agent import ContextSession, Policy, TokenCounter, Truncate
 from tiered_agent.adapters import TieredContext
 from tiered_agent.adapters._pydantic_ai import from_pydantic_ai, to_pydantic_ai
 
-ROOT = Path(__file__).resolve().parents[1]
-MARKER = "MARKER-7f3a"
 COUNTER = TokenCounter()
-
-
-def file_text(path: str) -> str:
-    number = int(path.removeprefix("f"))
-    lines = [f"{number:03d}: def handler_{number}_{j}(request): return compute({j})" for j in range(400)]
-    if number == 1:
-        lines.insert(200, f"checksum {MARKER}")
-    return "\n".join(lines)
 
 
 class Script:
@@ -178,15 +165,7 @@ def test_conversion_keeps_unchanged_parts_and_rewrites_only_what_the_policy_chan
 
 
 def test_demo_prints_the_report() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "examples/adapters/pydantic_ai_demo.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        timeout=300,
-    )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_demo("pydantic_ai_demo")
     assert report["framework"] == "pydantic-ai" and report["calls"] == 31
     assert report["retrieved_marker"] is True
     assert report["last_prompt_tokens"] * 2 <= report["full_history_tokens"]
