@@ -29,6 +29,7 @@ import orjson
 from ..._messages import Message, ToolCall
 from .._heuristics import error_line, looks_like_error, parse_exit_code
 from .._names import retrieve_call
+from ._jsonform import output_lines
 from ._reasoning import first_sentence
 from ._refs import refs, refs_of_all
 
@@ -52,15 +53,26 @@ def _call(call: ToolCall) -> str:
         args = orjson.loads(call.arguments or "{}")
     except orjson.JSONDecodeError:
         args = call.arguments
-    if isinstance(args, dict) and len(args) == 1 and isinstance(next(iter(args.values())), str):
-        shown = next(iter(args.values()))  # a command, a path, a query
-    else:
-        shown = call.arguments
-    return f"{call.name}: {_one_line(shown, _CALL_CHARS)}"
+    shown = _command(args)
+    return f"{call.name}: {_one_line(shown if shown is not None else call.arguments, _CALL_CHARS)}"
+
+
+def _command(args: object) -> str | None:
+    """What a call's arguments say in one string: its only string argument (a command, a path, a
+    query), or a shell script given as ``["bash", "-lc", SCRIPT]`` (Codex)."""
+    if not isinstance(args, dict):
+        return None
+    values = [v for k, v in args.items() if k not in {"description", "timeout", "workdir", "justification"}]
+    if len(values) != 1:
+        return None
+    value = values[0]
+    if isinstance(value, list) and len(value) == 3 and all(isinstance(v, str) for v in value):
+        return value[2] if value[1] in {"-c", "-lc"} else " ".join(value)
+    return value if isinstance(value, str) else None
 
 
 def _outcome(output: str) -> str:
-    lines = len(output.splitlines()) if output.strip() else 0
+    lines = len(output_lines(output)) if output.strip() else 0
     code = parse_exit_code(output)
     status = f"exit {code}" if code is not None else ""
     if looks_like_error(output, code):
@@ -101,12 +113,13 @@ def condensed_line(iteration: int, messages: tuple[Message, ...], label: str | N
 
 @lru_cache(maxsize=4096)
 def _output_lines(messages: tuple[Message, ...]) -> tuple[str, ...]:
-    """The iteration's output lines, each cut to one line, in output order."""
+    """The iteration's output lines (a JSON output's fields: :func:`~._jsonform.output_lines`), each
+    cut to one line, in output order."""
     return tuple(
         _one_line(line, _REFERRED_CHARS)
         for message in messages
         if message.role != "assistant"
-        for line in message.text.splitlines()
+        for line in output_lines(message.text)
     )
 
 

@@ -11,7 +11,8 @@ epochs the aged part never changes (the prompt is append-only there).
 * a tool output: superseded by a later identical call → one note naming that
   iteration; a ``context_retrieve`` result (a copy of older history) → one note;
   else short outputs whole, longer ones by :func:`~._novel.novel_lines`
-  (JSON written on long lines one field per line, :mod:`._jsonform`) under a
+  (JSON written on long lines one field per line, a multi-line string value as its lines:
+  :mod:`._jsonform`) under a
   header with the exact ``context_retrieve`` call;
 * an assistant message: reasoning shortened (:mod:`._reasoning`), calls kept,
   long arguments cut;
@@ -262,9 +263,9 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
             max_lines=style.max_lines,
             line_chars=style.line_chars,
             keys=fields.values,
-            unit="fields",
+            unit="lines" if fields.multiline else "fields",
         )
-        unit = "JSON fields"
+        unit = "lines of JSON fields" if fields.multiline else "JSON fields"
     else:
         elided = novel_lines(
             text.splitlines(),

@@ -1,0 +1,71 @@
+"""Outputs judged by their lines: JSON string values that hold lines (Codex's ``output``)."""
+
+from __future__ import annotations
+
+import json
+
+from tiered_agent import Message, ToolCall
+from tiered_agent._tokens import TokenCounter
+from tiered_agent.context.aging._condense import condensed_note
+from tiered_agent.context.aging._forms import AgedStyle, age_batch
+from tiered_agent.context.aging._jsonform import json_fields, output_lines
+
+SYSTEM = Message("system", "You are an agent.")
+TASK = Message("user", "Fix the loader.")
+COUNTER = TokenCounter()
+
+
+def _codex(k: int, command: str, output: str) -> tuple[int, tuple[Message, ...]]:
+    """One Codex iteration: a shell call, and its JSON result with the program's output as a string."""
+    call = ToolCall(f"call_{k}", "shell", json.dumps({"command": ["bash", "-lc", command]}))
+    result = json.dumps({"output": output, "metadata": {"exit_code": 0, "duration_seconds": 0.1}})
+    return k, (
+        Message("assistant", f"Step {k}.", (call,), iteration=k),
+        Message("tool", result, tool_call_id=f"call_{k}", name="shell", iteration=k),
+    )
+
+
+LISTING = "\n".join(
+    f"{n:4d}    value_{n} = compute(x)" if n % 10 == 0 else f"{n:4d}    pass" for n in range(1, 61)
+)
+
+
+def test_a_multi_line_json_string_is_its_lines() -> None:
+    text = json.dumps({"output": "total 80\nloader.py\nmain.py " + "x" * 300, "metadata": {"exit_code": 0}})
+    fields = json_fields(text)
+    assert fields is not None and fields.multiline
+    assert fields.lines == ("output: total 80", "loader.py", "main.py " + "x" * 300, "metadata.exit_code: 0")
+    assert fields.values == ("total 80", "loader.py", "main.py " + "x" * 300, "0")
+    assert output_lines(text) == fields.lines
+    assert output_lines("a\nb") == ("a", "b")
+    flat = json.dumps({"note": "n" * 300, "id": 7})
+    one_per_field = json_fields(flat)
+    assert one_per_field is not None and not one_per_field.multiline
+
+
+def test_an_aged_codex_output_keeps_lines_by_the_rules_of_plain_outputs() -> None:
+    """Before: the whole ``output`` string was one field, cut at 240 characters, so ``value_60``
+    (line 60) was never shown. Now each line of it is judged like a line of a plain output."""
+    batch = [_codex(1, "nl -ba loader.py", LISTING), _codex(2, "ls", "loader.py"), _codex(3, "ls", "main.py")]
+    forms = age_batch(AgedStyle(max_lines=10, head_lines=2, min_chars=100), (SYSTEM, TASK), batch, 1, 1)
+    aged = forms[1][1].text
+    lines = aged.splitlines()
+    assert lines[0] == (
+        "[older output: 8 of 62 lines of JSON fields shown; "
+        'full output: context_retrieve(tool_call_id="call_1")]'
+    )
+    assert lines[1:3] == ["output:    1    pass", "   2    pass"]
+    assert "  60    value_60 = compute(x)" in lines
+    assert "  10    value_10 = compute(x)" in lines
+    assert "[... 7 lines ...]" in lines  # gaps count lines, not fields
+    assert len(aged) < len(batch[0][1][1].text)
+
+
+def test_a_condensed_note_reads_the_lines_of_a_json_output() -> None:
+    chunk = [_codex(1, "nl -ba loader.py", LISTING)]
+    later = (Message("assistant", "value_50 is wrong.", iteration=2),)
+    note = condensed_note(chunk, retrieval=True, later=later, referred=2)
+    assert note.text.splitlines()[1:] == [
+        "1. Step 1. → shell: nl -ba loader.py → 62 lines",
+        "    50 value_50 = compute(x)",
+    ]
