@@ -1,4 +1,5 @@
-"""Outputs judged by their lines: JSON string values that hold lines (Codex's ``output``)."""
+"""Outputs judged by their lines: JSON string values that hold lines (Codex's ``output``), short
+outputs kept whole in condensed notes."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 
 from tiered_agent import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
-from tiered_agent.context.aging._condense import condensed_note
+from tiered_agent.context.aging._condense import SHORT_LINES, condensed_note
 from tiered_agent.context.aging._forms import AgedStyle, age_batch
 from tiered_agent.context.aging._jsonform import json_fields, output_lines
 
@@ -68,4 +69,42 @@ def test_a_condensed_note_reads_the_lines_of_a_json_output() -> None:
     assert note.text.splitlines()[1:] == [
         "1. Step 1. → shell: nl -ba loader.py → 62 lines",
         "    50 value_50 = compute(x)",
+    ]
+
+
+def test_a_condensed_note_keeps_short_outputs_whole() -> None:
+    """Up to 5 lines: every line, even those naming nothing new; 6 lines: the chosen ones only."""
+
+    def chunk(lines: int) -> list[tuple[int, tuple[Message, ...]]]:
+        output = "\n".join(f"row {n}: all good" if n % 2 else f"value_{n} = {n}" for n in range(lines))
+        call = ToolCall("call_1", "bash", json.dumps({"command": "cat t"}))
+        return [
+            (
+                1,
+                (
+                    Message("assistant", "Look.", (call,), iteration=1),
+                    Message("tool", output, tool_call_id="call_1", name="bash", iteration=1),
+                ),
+            )
+        ]
+
+    later = (Message("assistant", "value_2 it is.", iteration=2),)
+    short = condensed_note(chunk(5), retrieval=False, later=later, referred=1, novel=0).text.splitlines()
+    assert short[2:] == [
+        "    value_0 = 0",
+        "    row 1: all good",
+        "    value_2 = 2",
+        "    row 3: all good",
+        "    value_4 = 4",
+    ]
+    longer = condensed_note(chunk(6), retrieval=False, later=later, referred=1, novel=0).text.splitlines()
+    assert longer[2:] == ["    value_2 = 2"]
+    assert SHORT_LINES == 5
+
+
+def _shell_iteration(k: int, output: str) -> list[Message]:
+    call = ToolCall(f"call_{k}", "bash", json.dumps({"command": f"cat big_{k}.txt"}))
+    return [
+        Message("assistant", f"Read part {k}.", (call,), iteration=k),
+        Message("tool", output, tool_call_id=f"call_{k}", name="bash", iteration=k),
     ]

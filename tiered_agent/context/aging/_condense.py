@@ -12,7 +12,10 @@ Each line can be followed by a few lines of the iteration's outputs: those
 naming what the agent went on to refer to (``referred``), and those naming the
 most things nothing after them names (``novel``, the aged outputs' rule on a
 budget of a few lines); each chosen greedily, the line covering the most such
-names first, and shown in the order of the output.
+names first, and shown in the order of the output. An iteration whose outputs
+are short (at most :data:`SHORT_LINES` lines: a one-line answer, a short listing,
+a test summary) keeps them all: choosing among five lines spares little, and
+their lines are what the agent's next steps build on.
 
 The note is a ``user`` message: the chunk's assistant and tool messages are
 gone, so no call can lose its result.
@@ -33,13 +36,21 @@ from ._jsonform import output_lines
 from ._reasoning import first_sentence
 from ._refs import refs, refs_of_all
 
-__all__ = ["condensed_line", "condensed_note", "format_label", "informative_lines", "referred_lines"]
+__all__ = [
+    "SHORT_LINES",
+    "condensed_line",
+    "condensed_note",
+    "format_label",
+    "informative_lines",
+    "referred_lines",
+]
 
 _SENTENCE_CHARS = 160
 _CALL_CHARS = 120
 _ERROR_CHARS = 120
 _REFERRED_CHARS = 160
 _ARROW = " → "
+SHORT_LINES = 5  # outputs of at most this many lines are kept whole under their iteration's line
 _FORMAT_LABEL = re.compile(r"^([A-Z][A-Z_]{2,23}:)\s")
 
 
@@ -224,6 +235,11 @@ def condensed_note(
                 seen |= refs(text)
             shown |= refs_of_all(text for _, text in extra[1])
         chosen = sorted([*extra[0], *extra[1]])  # in output order
+        outputs = _output_lines(messages)
+        if len(outputs) <= SHORT_LINES and any(m.role == "tool" for m in messages):
+            chosen = [(i, text) for i, text in enumerate(outputs) if text]
+            shown |= refs_of_all(outputs)
+            seen |= refs_of_all(outputs) if novel else set()
         lines.append("\n".join([line, *(f"    {text}" for _, text in chosen)]))
         wanted |= _actions(messages)
     return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)
