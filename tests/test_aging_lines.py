@@ -1,15 +1,21 @@
 """Outputs judged by their lines: JSON string values that hold lines (Codex's ``output``), short
-outputs kept whole in condensed notes."""
+outputs kept whole in condensed notes; a cut that waits while it would send the retrieval schema."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from tiered_agent import Message, ToolCall
+from tiered_agent._errors import ConfigurationError
 from tiered_agent._tokens import TokenCounter
+from tiered_agent.context._manager import ContextManager
+from tiered_agent.context._policy import Policy
 from tiered_agent.context.aging._condense import SHORT_LINES, condensed_note
 from tiered_agent.context.aging._forms import AgedStyle, age_batch
 from tiered_agent.context.aging._jsonform import json_fields, output_lines
+from tiered_agent.context.steps import Truncate, step_from_dict
 
 SYSTEM = Message("system", "You are an agent.")
 TASK = Message("user", "Fix the loader.")
@@ -108,3 +114,46 @@ def _shell_iteration(k: int, output: str) -> list[Message]:
         Message("assistant", f"Read part {k}.", (call,), iteration=k),
         Message("tool", output, tool_call_id=f"call_{k}", name="bash", iteration=k),
     ]
+
+
+RETRIEVE_SCHEMA = {"type": "function", "function": {"name": "context_retrieve", "parameters": {}}}
+BASH_SCHEMA = {"type": "function", "function": {"name": "bash", "parameters": {}}}
+
+
+@pytest.mark.anyio
+async def test_a_deferred_cut_waits_until_the_schema_is_sent() -> None:
+    """With ``defer_max_chars``, an output under it is not cut while cutting it would be the first
+    retrieval call the prompt names (the tools would change); past it, or once the schema is sent,
+    outputs are cut at ``max_chars``. Without it the first cut sends the schema at once."""
+    big = "\n".join(f"line {n} value_{n}" for n in range(800))  # ~14,000 chars
+    history = [
+        SYSTEM,
+        TASK,
+        *_shell_iteration(1, big),
+        *_shell_iteration(2, "ok"),
+        *_shell_iteration(3, "ok"),
+    ]
+    tools = [BASH_SCHEMA, RETRIEVE_SCHEMA]
+    steps = (Truncate(max_chars=10_000, defer_max_chars=50_000),)
+    policy = Policy("t", steps, retrieval_schema="when_shown")
+    async with ContextManager(policy, counter=COUNTER, background=False) as manager:
+        prepared = await manager.prepare(history, tools)
+    assert prepared.built.messages[3].text == big  # not cut: it would have been the first
+    assert [t["function"]["name"] for t in prepared.tools] == ["bash"]
+    eager = Policy("t", (Truncate(max_chars=10_000),), retrieval_schema="when_shown")
+    async with ContextManager(eager, counter=COUNTER, background=False) as manager:
+        prepared = await manager.prepare(history, tools)
+    assert "chars omitted" in prepared.built.messages[3].text
+    assert [t["function"]["name"] for t in prepared.tools] == ["bash", "context_retrieve"]
+    always = Policy("t", steps, retrieval_schema="always")  # the schema is sent: cutting re-sends nothing
+    async with ContextManager(always, counter=COUNTER, background=False) as manager:
+        prepared = await manager.prepare(history, tools)
+    assert "chars omitted" in prepared.built.messages[3].text
+    tight = Policy("t", (Truncate(max_chars=10_000, defer_max_chars=12_000),), retrieval_schema="when_shown")
+    async with ContextManager(tight, counter=COUNTER, background=False) as manager:
+        prepared = await manager.prepare(history, tools)
+    capped = prepared.built.messages[3].text
+    assert 11_000 < len(capped) < 12_300 and "chars omitted" in capped  # past the deferred budget: cut there
+    assert step_from_dict(Truncate(defer_max_chars=7).to_dict()) == Truncate(defer_max_chars=7)
+    with pytest.raises(ConfigurationError, match="defer_max_chars"):
+        Truncate(defer_max_chars=0)
