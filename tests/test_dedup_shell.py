@@ -6,19 +6,24 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tiered_agent import Agent, Policy, RunLimits
+from tiered_agent._agent import _Run
 from tiered_agent._errors import ConfigurationError
-from tiered_agent._messages import ToolCall
+from tiered_agent._messages import Message, ToolCall
+from tiered_agent._shell import shell_tool
 from tiered_agent._tools import ToolOutcome
 from tiered_agent.context._dispatch import Batch, ToolKind, dispatch
 from tiered_agent.context.dedup._shell import is_read_command, shell_read_key
 from tiered_agent.context.dedup._step import Dedup, DedupRuntime
 from tiered_agent.context.steps import step_from_dict
+from tiered_agent.testing import FunctionModel, text
 
 READS = [
     "cat a.py",
@@ -115,6 +120,8 @@ def test_every_shell_tool_shape_is_recognized_and_other_arguments_fail_closed() 
     )
     assert shell_read_key("exec_command", json.dumps({"cmd": "git status"})) is not None
     assert shell_read_key("run_shell", json.dumps({"command": "ls"})) is not None
+    ours = shell_read_key("run_shell", json.dumps({"command": "ls", "timeout_s": 30}))  # our own shell tool
+    assert ours == shell_read_key("run_shell", json.dumps({"command": "ls"}))
     action = {"type": "exec", "command": ["ls"], "env": {}, "user": None, "working_directory": "/w"}
     assert shell_read_key("local_shell", json.dumps(action)) == "local_shell\x00shell\x00/w\x00ls"
     # fail closed: unknown arguments, another tool, not JSON, a command that is not text
@@ -321,3 +328,33 @@ def test_shell_reads_can_be_turned_off() -> None:
     assert step_from_dict(Dedup(shell_reads=False).to_dict()) == Dedup(shell_reads=False)
     with pytest.raises(ConfigurationError, match="shell_reads must be true or false"):
         Dedup(shell_reads="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_the_live_agent_serves_a_repeated_read_of_its_shell_and_reads_again_after_a_write(
+    tmp_path: Path,
+) -> None:
+    """Our own ``run_shell`` through the agent loop: the second ``cat`` is served from the cache, the
+    ``cat`` after an append runs again and shows the new line."""
+    (tmp_path / "notes.txt").write_text("first\n")
+
+    def call(k: int, command: str) -> Message:
+        return Message("assistant", "", (ToolCall(f"c{k}", "run_shell", json.dumps({"command": command})),))
+
+    script = [call(1, "cat notes.txt"), call(2, "cat notes.txt"), call(3, "echo second >> notes.txt")]
+    script += [call(4, "cat notes.txt"), text("done")]
+    agent = Agent(
+        FunctionModel.scripted(script),
+        tools=[shell_tool(tmp_path)],
+        context=Policy("d", (Dedup(),)),
+        limits=RunLimits(max_iterations=len(script)),
+        trace_dir=tmp_path / "traces",
+    )
+    live = _Run(agent, "Read the notes.")
+    result = await live.execute()
+    assert result.output == "done"
+    outputs = [m.text for m in live.history if m.role == "tool"]
+    assert outputs[1].startswith("[already called in iteration 1 (tool_call_id=c1)")
+    assert "first" in outputs[1] and "second" not in outputs[1]
+    assert "first\nsecond" in outputs[3] and not outputs[3].startswith("[already called")
+    assert sum(i.dedup_hits for i in result.iterations) == 1

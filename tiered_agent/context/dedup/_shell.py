@@ -39,7 +39,7 @@ MAX_COMMAND_CHARS = 4000
 # call not a read.
 _COMMAND_KEYS = ("command", "cmd")
 _DIRECTORY_KEYS = ("workdir", "cwd")
-_INERT_KEYS = frozenset({"description", "timeout", "timeout_ms", "justification"})
+_INERT_KEYS = frozenset({"description", "timeout", "timeout_s", "timeout_ms", "justification"})
 _INTERPRETERS = frozenset({"bash", "sh", "zsh", "dash"})
 _SCRIPT_FLAGS = frozenset({"-c", "-lc", "-cl"})
 
