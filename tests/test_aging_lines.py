@@ -157,3 +157,42 @@ async def test_a_deferred_cut_waits_until_the_schema_is_sent() -> None:
     assert step_from_dict(Truncate(defer_max_chars=7).to_dict()) == Truncate(defer_max_chars=7)
     with pytest.raises(ConfigurationError, match="defer_max_chars"):
         Truncate(defer_max_chars=0)
+
+
+def test_an_aged_script_keeps_its_lines_the_agent_used_later() -> None:
+    """Text the agent wrote (a heredoc script) keeps its head and, past it, the lines naming what its
+    later messages name; the rest is cut as before, and the arguments stay valid JSON."""
+    script = "import os\n" + "x = 1\n" * 40 + "settings.configure(INSTALLED_APPS=['app_label'])\n"
+    script += "y = 2\n" * 40 + "MyModel.objects.create(name=1)\n" + "z = 3\n" * 10
+    write = ToolCall("call_1", "bash", json.dumps({"command": f"cat <<'EOF' > repro.py\n{script}EOF"}))
+    run = ToolCall("call_2", "bash", json.dumps({"command": "python repro.py"}))
+    fix = ToolCall("call_3", "bash", json.dumps({"command": "grep -n INSTALLED_APPS repro.py"}))
+    batch = [
+        (
+            1,
+            (
+                Message("assistant", "Write it.", (write,), iteration=1),
+                Message("tool", "", tool_call_id="call_1", iteration=1),
+            ),
+        ),
+        (
+            2,
+            (
+                Message("assistant", "Run it.", (run,), iteration=2),
+                Message("tool", "ok", tool_call_id="call_2", iteration=2),
+            ),
+        ),
+        (
+            3,
+            (
+                Message("assistant", "Check it.", (fix,), iteration=3),
+                Message("tool", "ok", tool_call_id="call_3", iteration=3),
+            ),
+        ),
+    ]
+    forms = age_batch(AgedStyle(), (SYSTEM, TASK), batch, 1, 1)
+    shown = json.loads(forms[1][0].tool_calls[0].arguments)["command"]
+    assert shown.startswith("cat <<'EOF' > repro.py\nimport os\nx = 1")
+    assert "settings.configure(INSTALLED_APPS=['app_label'])\n" in shown  # named by iteration 3
+    assert "MyModel" not in shown and "chars cut]" in shown  # named by nothing later: cut
+    assert len(shown) < len(script)
