@@ -31,9 +31,15 @@ from tiered_agent.bench._report import build_document, write_json
 from tiered_agent.context._config import ContextConfig
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context.steps import Age, Summarize
+from tiered_agent.context.steps import Age, Summarize, Truncate
 
 DEFAULT = PRESETS["tiered"]
+
+
+def _with_truncate(name: str, **changes: Any) -> Policy:
+    """The default with its Truncate step changed."""
+    steps = tuple(dataclasses.replace(s, **changes) if isinstance(s, Truncate) else s for s in DEFAULT.steps)
+    return DEFAULT.replace(name=name, steps=steps)
 
 
 def _with_age(name: str, **changes: Any) -> Policy:
@@ -78,6 +84,8 @@ CANDIDATES: dict[str, Policy] = {
     "patience-2": _with_age("patience-2", patience=2.0),
     "every-5": _with_age("every-5", every=5),
     "every-10": _with_age("every-10", every=10),
+    # cuts at arrival even when the cut is the first thing hidden (sends context_retrieve's schema)
+    "no-defer": _with_truncate("no-defer", defer_max_chars=None),
     # a rolling summary (the digest) after the aged iterations, refreshed as they age
     "with-summary": DEFAULT.replace(
         name="with-summary", steps=(DEFAULT.steps[0], Summarize(every=10, keep=2), *DEFAULT.steps[1:])

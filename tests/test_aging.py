@@ -149,6 +149,7 @@ def test_a_condensed_note_is_one_line_per_iteration_plus_referred_lines() -> Non
         "1. I will read cli/main.py part 1. → bash: nl -ba cli/main.py → 40 lines",
         "    35 def helper_35(value):",
         "2. Search the callers. → bash: grep -rn parse_args → 1 line",
+        "    cli/main.py:20: parse_args(argv)",  # a short output: kept whole
         "3. Run the test. → bash: pytest tests/test_cli.py → 30 lines",
     ]
 
@@ -173,7 +174,7 @@ def test_condensed_lines_keep_the_output_lines_naming_the_most_things_shown_nowh
 
 
 def test_referred_lines_are_the_lines_naming_the_most_referred_things() -> None:
-    output = "\n".join(["aa_1 only", "aa_1 bb_2 cc_3 together", "bb_2 alone"])
+    output = "\n".join(["aa_1 only", "aa_1 bb_2 cc_3 together", "bb_2 alone", *(["plain words"] * 3)])
     later = (Message("assistant", "Use aa_1, bb_2 and cc_3.", iteration=2),)
     note = condensed_note([_one_output(1, output)], retrieval=False, later=later, referred=1)
     assert note.text.splitlines()[2:] == ["    aa_1 bb_2 cc_3 together"]  # not the first line naming one
@@ -183,14 +184,24 @@ def test_a_label_the_format_repeats_on_every_message_is_left_out_of_condensed_li
     labeled = [(k, tuple(step(k, f"THOUGHT: I look at part {k}.", f"cat p{k}", "x"))) for k in (1, 2, 3)]
     assert format_label([m for _, ms in labeled for m in ms]) == "THOUGHT:"
     lines = condensed_note(labeled, retrieval=False).text.splitlines()
-    assert lines[1:] == [f"{k}. I look at part {k}. → bash: cat p{k} → 1 line" for k in (1, 2, 3)]
+    assert lines[1::2] == [f"{k}. I look at part {k}. → bash: cat p{k} → 1 line" for k in (1, 2, 3)]
+    assert lines[2::2] == ["    x"] * 3  # short outputs: kept whole
     once = [labeled[0], *((k, tuple(step(k, f"Part {k}.", f"cat p{k}", "x"))) for k in (2, 3))]
     assert format_label([m for _, ms in once for m in ms]) is None  # a label of one message is its words
     assert condensed_note(once, retrieval=False).text.splitlines()[1].startswith("1. THOUGHT: I look")
 
 
 def test_referred_and_novel_lines_are_shown_together_in_output_order() -> None:
-    output = "\n".join(["first new_name_1", "plain", "the used_name_2 line", "last new_name_3 new_name_4"])
+    output = "\n".join(
+        [
+            "first new_name_1",
+            "plain",
+            "the used_name_2 line",
+            "plain too",
+            "last new_name_3 new_name_4",
+            "end",
+        ]
+    )
     later = (Message("assistant", "Now edit used_name_2.", iteration=2),)
     note = condensed_note([_one_output(1, output)], retrieval=False, later=later, referred=1, novel=2)
     assert note.text.splitlines()[2:] == [  # chosen: used_name_2 (referred), then the two novel lines

@@ -117,7 +117,13 @@ def test_the_serialized_form_is_plain_and_ordered() -> None:
         "name": "p",
         "steps": [
             {"step": "mask", "keep": 4},
-            {"step": "truncate", "max_chars": 300, "max_lines": None, "mode": "head"},
+            {
+                "step": "truncate",
+                "max_chars": 300,
+                "max_lines": None,
+                "mode": "head",
+                "defer_max_chars": None,
+            },
         ],
         "summary_model": None,
         "summary_max_tokens": 500,

@@ -209,12 +209,13 @@ def test_recorded_gemini_run_fidelity_and_savings() -> None:
     totals = {n: p["totals"] for n, p in document["policies"].items()}
     assert totals["full"]["steps"] == 19
     assert totals["kb-labs-adr"]["input_tokens"] < totals["full"]["input_tokens"]
-    # `tiered` ages this 19-step run (Gemini's cache and prices decide when): fewer tokens, a few
-    # salient strings hidden, each behind the exact context_retrieve call of its output. The run
-    # was served by two endpoints, each with its own cache: a rewrite is paid at both, so on a run
-    # this short the aging costs about what it saves.
-    assert totals["tiered"]["input_tokens"] < 0.95 * totals["full"]["input_tokens"]
-    assert 0.95 < totals["tiered"]["input_cost"] / totals["full"]["input_cost"] < 1.06
+    # `tiered` on this 19-step run (Gemini's cache and prices decide when to age): it was served by
+    # two endpoints, each with its own cache, so a rewrite is paid at both. Aging it used to rewrite
+    # at the last step and cost 3% more than `full`; with the agent's own scripts keeping the lines
+    # it used later, the rent never reaches the rewrite cost before the run ends: no rewrite, and
+    # never dearer than `full`.
+    assert totals["tiered"]["input_tokens"] <= totals["full"]["input_tokens"]
+    assert totals["tiered"]["input_cost"] <= totals["full"]["input_cost"] * 1.0001
     assert document["inputs"]["runs"][0]["endpoints"] == 2
     assert totals["tiered"]["miss_rate_adjusted"] == 0.0
     assert 0.5 < document["fidelity"]["ratio"] < 2.0  # local o200k count vs Gemini's billed tokens

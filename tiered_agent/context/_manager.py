@@ -324,6 +324,7 @@ class ContextManager:
             retrieval=self.policy.retrieval_active,
             facts=HistoryFacts(tally.iterations, tally.ordered),
             schedule=turn.schedule,
+            schema_sent=self._retrieval_shown,
         )
         plan = (self._hooks["apply"], self._hooks["finish"])
         built = assemble(context, self.runtimes, self._skipped, plan=plan)

@@ -18,13 +18,21 @@ PRESETS: dict[str, Policy] = {
     # their first lines and the lines naming something not shown later, reasoning its first sentence,
     # calls their arguments up to 200 chars), iterations older than 4 condensed 2 at a time into one
     # line each plus up to 8 output lines the agent referred to afterwards and up to 5 naming the most
-    # things shown nowhere later; when to age is the
+    # things shown nowhere later (outputs of 5 lines or fewer whole); when to age is the
     # break-even rule under the run's cache and price model (aging/_step.py). Outputs over 10,000
-    # chars are cut when they arrive; context_retrieve's schema is sent once something is hidden;
-    # compaction past 70% of the window stays the safety net.
+    # chars are cut when they arrive, but only past 50,000 (about 12k tokens, under a tenth of a 128k
+    # window) while the cut would be the first thing hidden: it would send context_retrieve's schema,
+    # re-sending the whole prompt, a rewrite the aging's break-even rule weighs and a cut at arrival
+    # cannot; the schema is sent once something is hidden; compaction past 70% of the window stays
+    # the safety net.
     "tiered": Policy(
         "tiered",
-        (Dedup(), Compact(at=0.70, keep=5), Age(), Truncate(max_chars=10_000)),
+        (
+            Dedup(),
+            Compact(at=0.70, keep=5),
+            Age(),
+            Truncate(max_chars=10_000, defer_max_chars=50_000),
+        ),
         retrieval_schema="when_shown",
     ),
     # The original TypeScript design: dedup, 500 chars head-only with retrieval hints, window 5,

@@ -12,7 +12,10 @@ Each line can be followed by a few lines of the iteration's outputs: those
 naming what the agent went on to refer to (``referred``), and those naming the
 most things nothing after them names (``novel``, the aged outputs' rule on a
 budget of a few lines); each chosen greedily, the line covering the most such
-names first, and shown in the order of the output.
+names first, and shown in the order of the output. An iteration whose outputs
+are short (at most :data:`SHORT_LINES` lines: a one-line answer, a short listing,
+a test summary) keeps them all: choosing among five lines spares little, and
+their lines are what the agent's next steps build on.
 
 The note is a ``user`` message: the chunk's assistant and tool messages are
 gone, so no call can lose its result.
@@ -29,16 +32,25 @@ import orjson
 from ..._messages import Message, ToolCall
 from .._heuristics import error_line, looks_like_error, parse_exit_code
 from .._names import retrieve_call
+from ._jsonform import output_lines
 from ._reasoning import first_sentence
 from ._refs import refs, refs_of_all
 
-__all__ = ["condensed_line", "condensed_note", "format_label", "informative_lines", "referred_lines"]
+__all__ = [
+    "SHORT_LINES",
+    "condensed_line",
+    "condensed_note",
+    "format_label",
+    "informative_lines",
+    "referred_lines",
+]
 
 _SENTENCE_CHARS = 160
 _CALL_CHARS = 120
 _ERROR_CHARS = 120
 _REFERRED_CHARS = 160
 _ARROW = " → "
+SHORT_LINES = 5  # outputs of at most this many lines are kept whole under their iteration's line
 _FORMAT_LABEL = re.compile(r"^([A-Z][A-Z_]{2,23}:)\s")
 
 
@@ -52,15 +64,26 @@ def _call(call: ToolCall) -> str:
         args = orjson.loads(call.arguments or "{}")
     except orjson.JSONDecodeError:
         args = call.arguments
-    if isinstance(args, dict) and len(args) == 1 and isinstance(next(iter(args.values())), str):
-        shown = next(iter(args.values()))  # a command, a path, a query
-    else:
-        shown = call.arguments
-    return f"{call.name}: {_one_line(shown, _CALL_CHARS)}"
+    shown = _command(args)
+    return f"{call.name}: {_one_line(shown if shown is not None else call.arguments, _CALL_CHARS)}"
+
+
+def _command(args: object) -> str | None:
+    """What a call's arguments say in one string: its only string argument (a command, a path, a
+    query), or a shell script given as ``["bash", "-lc", SCRIPT]`` (Codex)."""
+    if not isinstance(args, dict):
+        return None
+    values = [v for k, v in args.items() if k not in {"description", "timeout", "workdir", "justification"}]
+    if len(values) != 1:
+        return None
+    value = values[0]
+    if isinstance(value, list) and len(value) == 3 and all(isinstance(v, str) for v in value):
+        return value[2] if value[1] in {"-c", "-lc"} else " ".join(value)
+    return value if isinstance(value, str) else None
 
 
 def _outcome(output: str) -> str:
-    lines = len(output.splitlines()) if output.strip() else 0
+    lines = len(output_lines(output)) if output.strip() else 0
     code = parse_exit_code(output)
     status = f"exit {code}" if code is not None else ""
     if looks_like_error(output, code):
@@ -101,12 +124,13 @@ def condensed_line(iteration: int, messages: tuple[Message, ...], label: str | N
 
 @lru_cache(maxsize=4096)
 def _output_lines(messages: tuple[Message, ...]) -> tuple[str, ...]:
-    """The iteration's output lines, each cut to one line, in output order."""
+    """The iteration's output lines (a JSON output's fields: :func:`~._jsonform.output_lines`), each
+    cut to one line, in output order."""
     return tuple(
         _one_line(line, _REFERRED_CHARS)
         for message in messages
         if message.role != "assistant"
-        for line in message.text.splitlines()
+        for line in output_lines(message.text)
     )
 
 
@@ -211,6 +235,11 @@ def condensed_note(
                 seen |= refs(text)
             shown |= refs_of_all(text for _, text in extra[1])
         chosen = sorted([*extra[0], *extra[1]])  # in output order
+        outputs = _output_lines(messages)
+        if len(outputs) <= SHORT_LINES and any(m.role == "tool" for m in messages):
+            chosen = [(i, text) for i, text in enumerate(outputs) if text]
+            shown |= refs_of_all(outputs)
+            seen |= refs_of_all(outputs) if novel else set()
         lines.append("\n".join([line, *(f"    {text}" for _, text in chosen)]))
         wanted |= _actions(messages)
     return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)

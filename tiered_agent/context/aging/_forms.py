@@ -11,7 +11,8 @@ epochs the aged part never changes (the prompt is append-only there).
 * a tool output: superseded by a later identical call → one note naming that
   iteration; a ``context_retrieve`` result (a copy of older history) → one note;
   else short outputs whole, longer ones by :func:`~._novel.novel_lines`
-  (JSON written on long lines one field per line, :mod:`._jsonform`) under a
+  (JSON written on long lines one field per line, a multi-line string value as its lines:
+  :mod:`._jsonform`) under a
   header with the exact ``context_retrieve`` call;
 * an assistant message: reasoning shortened (:mod:`._reasoning`), calls kept,
   long arguments cut;
@@ -132,15 +133,26 @@ def _render_batch(
     for message in head:
         seen |= _all_refs(message)
     later: dict[str, list[tuple[int, str, str]]] = {}  # call key -> (iteration, output, call id)
+    used: set[str] = set()  # what the agent's later messages name (its reasoning, its calls)
     forms: dict[int, tuple[Message, ...]] = {}
     for iteration, messages in reversed(batch):
         if iteration > last:
             for message in messages:
                 seen |= _lasting_refs(style, message)
         elif iteration >= first:
-            forms[iteration] = _age_iteration(style, messages, seen, later)
+            forms[iteration] = _age_iteration(style, messages, seen, later, frozenset(used))
         _remember_calls(messages, later, iteration)
+        used |= _actions(messages)
     return forms
+
+
+def _actions(messages: tuple[Message, ...]) -> frozenset[str]:
+    """What an iteration's assistant messages name."""
+    found: frozenset[str] = frozenset()
+    for message in messages:
+        if message.role == "assistant":
+            found = found | _all_refs(message)
+    return found
 
 
 def _all_refs(message: Message) -> frozenset[str]:
@@ -186,12 +198,13 @@ def _age_iteration(
     messages: tuple[Message, ...],
     seen: set[str],
     later: Mapping[str, list[tuple[int, str, str]]],
+    used: frozenset[str] = frozenset(),
 ) -> tuple[Message, ...]:
     calls = {c.id: c for m in messages for c in m.tool_calls}
     out: list[Message] = []
     for message in reversed(messages):
         if message.role == "assistant":
-            out.append(_age_assistant(style, message, seen))
+            out.append(_age_assistant(style, message, seen, used))
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
             out.append(_age_output(style, message, seen, _superseded_by(call, message, later)))
@@ -214,13 +227,17 @@ def _superseded_by(
 
 
 # --------------------------------------------------------------------------- one message
-def _age_assistant(style: AgedStyle, message: Message, seen: set[str]) -> Message:
+def _age_assistant(
+    style: AgedStyle, message: Message, seen: set[str], used: frozenset[str] = frozenset()
+) -> Message:
+    """Reasoning shortened; long call arguments cut to their head plus, in text the agent wrote (a
+    script, a file, a patch), the lines naming what its later messages name (``used``)."""
     content = message.content
     if content:
         content = shorten_reasoning(content, style.reasoning, seen)
     calls = tuple(
         c
-        if (a := cut_arguments(c.arguments, style.max_arg_chars)) == c.arguments
+        if (a := _cut_call(style, c.arguments, used)) == c.arguments
         else dataclasses.replace(c, arguments=a)
         for c in message.tool_calls
     )
@@ -229,6 +246,13 @@ def _age_assistant(style: AgedStyle, message: Message, seen: set[str]) -> Messag
     if content == message.content and calls == message.tool_calls:
         return message
     return dataclasses.replace(message, content=content, tool_calls=calls)
+
+
+def _cut_call(style: AgedStyle, arguments: str, used: frozenset[str]) -> str:
+    wanted = refs(arguments) & used if len(arguments) > style.max_arg_chars else frozenset()
+    return cut_arguments(
+        arguments, style.max_arg_chars, wanted, line_chars=style.line_chars, max_lines=style.max_lines
+    )
 
 
 def _hint(style: AgedStyle, message: Message) -> str:
@@ -262,9 +286,9 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
             max_lines=style.max_lines,
             line_chars=style.line_chars,
             keys=fields.values,
-            unit="fields",
+            unit="lines" if fields.multiline else "fields",
         )
-        unit = "JSON fields"
+        unit = "lines of JSON fields" if fields.multiline else "JSON fields"
     else:
         elided = novel_lines(
             text.splitlines(),

@@ -5,6 +5,13 @@ search result): cutting lines does nothing there. :func:`json_fields` turns such
 an output into one ``path: value`` line per scalar field
 (``flights[0].flight_number: HAT017``), and gives the value of each line
 separately, so that only values (never key names) decide what is new.
+
+A string value that holds lines (a shell tool's ``output`` field, a file's
+text) is shown as those lines: its first after the path (``output: total 80``),
+each next one alone, as the program printed it. The aged form and the condensed
+notes then keep and leave out its lines by the rules of plain outputs, instead of
+cutting the whole value at one line's length. :func:`output_lines` is the lines
+an old output is judged by, JSON or not.
 """
 
 from __future__ import annotations
@@ -15,18 +22,21 @@ from typing import Any
 
 import orjson
 
-__all__ = ["JsonFields", "json_fields"]
+__all__ = ["JsonFields", "json_fields", "output_lines"]
 
 _MIN_LINE_CHARS = 200  # only outputs with a line this long are rewritten
-_MAX_FIELDS = 2_000
+_MAX_FIELDS = 2_000  # scalar fields
+_MAX_LINES = 20_000  # lines, those of multi-line strings included
 
 
 @dataclass(frozen=True, slots=True)
 class JsonFields:
-    """``lines[i]`` is ``path: value``; ``values[i]`` is the value alone."""
+    """``lines[i]`` is ``path: value`` (or the next line of a multi-line string value); ``values[i]``
+    is the value (or that line) alone."""
 
     lines: tuple[str, ...]
     values: tuple[str, ...]
+    multiline: bool = False  # some string value was shown as its lines
 
 
 def _scalar(value: Any) -> str:
@@ -35,15 +45,22 @@ def _scalar(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
+def _walk(value: Any, path: str) -> Iterator[tuple[str, str, bool]]:
+    """``(line, value, starts a field)`` for each line of the fields under ``path``."""
     if isinstance(value, dict) and value:
         for key, item in value.items():
             yield from _walk(item, f"{path}.{key}" if path else str(key))
     elif isinstance(value, list) and value:
         for index, item in enumerate(value):
             yield from _walk(item, f"{path}[{index}]")
+    elif isinstance(value, str) and ("\n" in value or "\r" in value):
+        first, *rest = value.splitlines() or [""]
+        yield f"{path or '(value)'}: {first}", first, True
+        for line in rest:
+            yield line, line, False
     else:
-        yield path or "(value)", _scalar(value)
+        scalar = _scalar(value)
+        yield f"{path or '(value)'}: {scalar}", scalar, True
 
 
 def json_fields(text: str) -> JsonFields | None:
@@ -57,9 +74,20 @@ def json_fields(text: str) -> JsonFields | None:
         return None
     if not isinstance(data, dict | list):
         return None
-    pairs = []
-    for pair in _walk(data, ""):
-        pairs.append(pair)
-        if len(pairs) > _MAX_FIELDS:
+    lines: list[str] = []
+    values: list[str] = []
+    fields = 0
+    for line, value, starts in _walk(data, ""):
+        lines.append(line)
+        values.append(value)
+        fields += starts
+        if fields > _MAX_FIELDS or len(lines) > _MAX_LINES:
             return None
-    return JsonFields(tuple(f"{path}: {value}" for path, value in pairs), tuple(v for _, v in pairs))
+    return JsonFields(tuple(lines), tuple(values), multiline=fields < len(lines))
+
+
+def output_lines(text: str) -> tuple[str, ...]:
+    """The lines of an output as aging judges them: a JSON output's fields (:func:`json_fields`),
+    else its own lines."""
+    fields = json_fields(text)
+    return fields.lines if fields is not None else tuple(text.splitlines())

@@ -7,7 +7,9 @@
   Dropped sentences leave one ``[...]``.
 * :func:`cut_arguments`: a call's JSON arguments over ``max_chars`` keep the
   head of each long string value and say how much was cut (the JSON stays
-  valid: providers parse it back).
+  valid: providers parse it back); given the references the agent went on to
+  use, a long value (a script, a file, a patch it wrote) also keeps its lines
+  naming them.
 """
 
 from __future__ import annotations
@@ -81,21 +83,56 @@ def shorten_reasoning(text: str, mode: ReasoningMode, seen: set[str]) -> str:
     return result
 
 
-def _cut_value(value: Any, limit: int) -> Any:
+def _cut_value(value: Any, limit: int, wanted: frozenset[str], line_chars: int, max_lines: int) -> Any:
     if isinstance(value, str) and len(value) > limit:
-        head = value[: limit // 2]
-        return f"{head}[... {len(value) - len(head):,} chars cut]"
+        return _cut_text(value, limit, wanted, line_chars, max_lines)
     if isinstance(value, dict):
-        return {key: _cut_value(item, limit) for key, item in value.items()}
+        return {key: _cut_value(item, limit, wanted, line_chars, max_lines) for key, item in value.items()}
     if isinstance(value, list):
-        return [_cut_value(item, limit) for item in value]
+        return [_cut_value(item, limit, wanted, line_chars, max_lines) for item in value]
     return value
 
 
-def cut_arguments(arguments: str, max_chars: int) -> str:
+def _cut_text(value: str, limit: int, wanted: frozenset[str], line_chars: int, max_lines: int) -> str:
+    """A long string argument: its head, then the lines after it naming something in ``wanted`` (each
+    cut to ``line_chars``, at most ``max_lines``), ``[... N chars cut]`` where text is left out."""
+    head = value[: limit // 2]
+    kept: list[tuple[int, int, str]] = []  # (start, end, the line as shown)
+    if wanted and max_lines > 0:
+        end = 0
+        for line in value.splitlines(keepends=True):
+            start, end = end, end + len(line)
+            if start < len(head) or not refs(line) & wanted:
+                continue
+            text = line.rstrip("\r\n")
+            kept.append((start, end, text if len(text) <= line_chars else text[:line_chars] + " [...]"))
+            if len(kept) >= max_lines:
+                break
+    parts, shown_to = [head], len(head)
+    for start, end, text in kept:
+        if start > shown_to:
+            parts.append(f"[... {start - shown_to:,} chars cut]\n")
+        parts.append(f"{text}\n")
+        shown_to = end
+    if shown_to < len(value):
+        parts.append(f"[... {len(value) - shown_to:,} chars cut]")
+    return "".join(parts)
+
+
+def cut_arguments(
+    arguments: str,
+    max_chars: int,
+    wanted: frozenset[str] = frozenset(),
+    *,
+    line_chars: int = 240,
+    max_lines: int = 0,
+) -> str:
     """``arguments`` with string values over ``max_chars`` cut to their head; unchanged when short.
 
-    Arguments that are not a JSON object are cut as text only if they were not valid JSON.
+    With ``wanted`` (references the agent went on to use) and ``max_lines``, a long string value
+    (text the agent wrote: a script, a file, a patch) also keeps up to ``max_lines`` of its later
+    lines naming one of them. Arguments that are not a JSON object are cut as text only if they were
+    not valid JSON.
     """
     if len(arguments) <= max_chars:
         return arguments
@@ -105,5 +142,5 @@ def cut_arguments(arguments: str, max_chars: int) -> str:
         return arguments[:max_chars] + f"[... {len(arguments) - max_chars:,} chars cut]"
     if not isinstance(data, dict | list):
         return arguments
-    cut = orjson.dumps(_cut_value(data, max_chars)).decode()
+    cut = orjson.dumps(_cut_value(data, max_chars, wanted, line_chars, max_lines)).decode()
     return cut if len(cut) < len(arguments) else arguments

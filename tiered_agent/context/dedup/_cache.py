@@ -61,9 +61,10 @@ class DedupCache:
         canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return f"{tool_name}\x00{canonical}"
 
-    def lookup(self, tool_name: str, arguments: str) -> DedupHit | None:
-        """The cached result of an identical call, counting a hit or a miss."""
-        key = self.key(tool_name, arguments)
+    def lookup(self, tool_name: str, arguments: str, *, key: str | None = None) -> DedupHit | None:
+        """The cached result of an identical call (``key``, else :meth:`key` of the call), counting a
+        hit or a miss."""
+        key = key if key is not None else self.key(tool_name, arguments)
         hit = self._cache.get(key) if key is not None else None
         if hit is None:
             self.misses += 1
@@ -71,9 +72,19 @@ class DedupCache:
             self.hits += 1
         return hit
 
-    def store(self, tool_name: str, arguments: str, iteration: int, tool_call_id: str, content: str) -> None:
-        """Remember a result (no-op for arguments that are not JSON)."""
-        key = self.key(tool_name, arguments)
+    def store(
+        self,
+        tool_name: str,
+        arguments: str,
+        iteration: int,
+        tool_call_id: str,
+        content: str,
+        *,
+        key: str | None = None,
+    ) -> None:
+        """Remember a result under ``key`` (else :meth:`key` of the call; no-op for arguments that are
+        not JSON)."""
+        key = key if key is not None else self.key(tool_name, arguments)
         if key is not None:
             self._cache[key] = DedupHit(iteration=iteration, tool_call_id=tool_call_id, content=content)
 

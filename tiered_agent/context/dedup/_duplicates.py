@@ -4,7 +4,8 @@ The dispatch (:mod:`._dispatch`) knows, for every result, whether its call is
 read-only and whether the dedup cache served it; :class:`DuplicateIndex`
 remembers, from that, each output that is byte for byte the output of an
 earlier call to the same read-only tool with the same (canonical JSON)
-arguments, and links it to the first of them. A cache hit repeats the output
+arguments (a shell read: the same command in the same directory, :mod:`._shell`), and links
+it to the first of them. A cache hit repeats the output
 it was served from (its history message adds only the ``[already called ...]``
 line); a read-only call executed again (after a write invalidated the cache, in
 the same batch, after an eviction) repeats it when its output did not change.
@@ -19,8 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-
-from ._cache import DedupCache
 
 __all__ = ["DuplicateIndex", "OutputRef"]
 
@@ -38,11 +37,11 @@ class DuplicateIndex:
         self._links: dict[OutputRef, OutputRef] = {}
         self.links: Mapping[OutputRef, OutputRef] = MappingProxyType(self._links)
 
-    def observe(self, iteration: int, results: Sequence[tuple[str, str, str, str]]) -> None:
-        """One batch's read-only, successful results in call order: ``(call id, tool, arguments,
-        output)``, the output of a cache hit without its ``[already called ...]`` line."""
-        for call_id, tool, arguments, output in results:
-            key = DedupCache.key(tool, arguments)
+    def observe(self, iteration: int, results: Sequence[tuple[str, str | None, str]]) -> None:
+        """One batch's read-only, successful results in call order: ``(call id, call key, output)``,
+        the key the dedup cache files the call under (None: never cached), the output of a cache hit
+        without its ``[already called ...]`` line."""
+        for call_id, key, output in results:
             if key is None:
                 continue
             ref = (iteration, call_id)

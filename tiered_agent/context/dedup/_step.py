@@ -5,6 +5,10 @@ The step's runtime (:class:`DedupRuntime`) owns the run's bounded cache
 dispatch the live loop and the replay share (:func:`~.._dispatch.dispatch`), it follows these
 rules, in call order:
 
+0. **A call reads** when its tool is read-only, or when it is a shell-like tool's call whose command
+   only reads (``cat``, ``sed -n '40,80p'``, ``grep``, ``git diff`` ..., classified by a shell
+   lexer, unknown is not a read: :mod:`._shell`; ``shell_reads=False`` turns that off). A shell
+   read is filed under its tool, directory and command text.
 1. **Internal tools** (``context_retrieve``) are never served from the cache nor remembered.
 2. **A call that is not read-only** invalidates the cache where it stands: what it changes
    must be read fresh, so no later call of the batch is served from what was cached before it.
@@ -47,6 +51,7 @@ from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft, with_content
 from ._cache import DedupCache, render_hit
 from ._duplicates import DuplicateIndex, OutputRef
+from ._shell import shell_read_key
 
 __all__ = ["Dedup", "DedupRuntime", "pointer_text"]
 
@@ -54,37 +59,65 @@ __all__ = ["Dedup", "DedupRuntime", "pointer_text"]
 @dataclass(frozen=True, slots=True)
 class Dedup(Step):
     """Serve identical read-only calls from an LRU cache of ``cache_size`` results; point repeated
-    outputs to an identical one shown above."""
+    outputs to an identical one shown above. ``shell_reads``: a shell-like tool's command that only
+    reads counts as a read-only call."""
 
     kind: ClassVar[str] = "dedup"
     hides: ClassVar[bool] = False
     cache_size: int = 256
+    shell_reads: bool = True
 
     def __post_init__(self) -> None:
         ok = isinstance(self.cache_size, int) and self.cache_size >= 1
         require(ok, f"Dedup.cache_size must be >= 1, got {self.cache_size!r}")
+        require(
+            isinstance(self.shell_reads, bool),
+            f"Dedup.shell_reads must be true or false, got {self.shell_reads!r}",
+        )
 
     def start(self, run: Run) -> DedupRuntime:
         return DedupRuntime(self)
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A call that only reads, and the key its result is cached under (None: never cached)."""
+
+    key: str | None
+
+
 class DedupRuntime(StepRuntime):
     """The run's dedup cache and duplicate index, and the rules of the module docstring."""
+
+    step: Dedup
 
     def __init__(self, step: Dedup) -> None:
         super().__init__(step)
         self.cache = DedupCache(step.cache_size)
         self.duplicates = DuplicateIndex()
 
+    def reads(self, batch: Batch) -> list[_Read | None]:
+        """Rule 0, per call in order: how it reads (None: it may write)."""
+        out: list[_Read | None] = []
+        for call, kind in zip(batch.calls, batch.kinds, strict=True):
+            if kind.internal:
+                out.append(_Read(None))
+            elif kind.read_only:
+                out.append(_Read(DedupCache.key(call.name, call.arguments)))
+            else:
+                key = shell_read_key(call.name, call.arguments) if self.step.shell_reads else None
+                out.append(_Read(key) if key is not None else None)
+        return out
+
     def serve(self, batch: Batch) -> dict[int, Dispatched]:
         """Rules 1-3: the cached result of each call that has one."""
         served: dict[int, Dispatched] = {}
         cache = self.cache
-        for index, (call, kind) in enumerate(zip(batch.calls, batch.kinds, strict=True)):
-            if not kind.read_only:
+        for index, (call, read) in enumerate(zip(batch.calls, self.reads(batch), strict=True)):
+            if read is None:
                 cache.invalidate()
                 continue
-            hit = None if kind.internal else cache.lookup(call.name, call.arguments)
+            hit = None if read.key is None else cache.lookup(call.name, call.arguments, key=read.key)
             if hit is not None:
                 outcome = ToolOutcome(content=render_hit(hit), is_error=False)
                 served[index] = Dispatched(call, outcome, dedup_of=hit.tool_call_id, repeats=hit.content)
@@ -92,18 +125,30 @@ class DedupRuntime(StepRuntime):
 
     def observe(self, batch: Batch, results: Sequence[Dispatched]) -> None:
         """Rules 4 and 5: remember the executed reads of a batch without writes; index every read."""
-        kinds, iteration = batch.kinds, batch.iteration
-        if all(kind.read_only for kind in kinds):
-            for result, kind in zip(results, kinds, strict=True):
-                if result.dedup_of is None and not kind.internal and not result.outcome.is_error:
-                    call = result.call
-                    self.cache.store(call.name, call.arguments, iteration, call.id, result.outcome.content)
-        reads = [
-            (r.call.id, r.call.name, r.call.arguments, r.outcome.content if r.repeats is None else r.repeats)
-            for r, kind in zip(results, kinds, strict=True)
-            if kind.read_only and not kind.internal and not r.outcome.is_error
+        reads = self.reads(batch)
+        done = [
+            (r, read)
+            for r, read in zip(results, reads, strict=True)
+            if read is not None and read.key is not None
         ]
-        self.duplicates.observe(iteration, reads)
+        if all(read is not None for read in reads):
+            for result, read in done:
+                if result.dedup_of is None and not result.outcome.is_error:
+                    call = result.call
+                    self.cache.store(
+                        call.name,
+                        call.arguments,
+                        batch.iteration,
+                        call.id,
+                        result.outcome.content,
+                        key=read.key,
+                    )
+        indexed = [
+            (r.call.id, read.key, r.outcome.content if r.repeats is None else r.repeats)
+            for r, read in done
+            if not r.outcome.is_error
+        ]
+        self.duplicates.observe(batch.iteration, indexed)
 
     def finish(self, draft: Draft, context: BuildContext) -> Draft:
         links = self.duplicates.links

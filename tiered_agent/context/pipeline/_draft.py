@@ -85,6 +85,9 @@ class BuildContext:
     retrieval: bool  # context_retrieve is registered: placeholders and markers name the exact call
     facts: HistoryFacts
     schedule: AgingSchedule = field(default_factory=AgingSchedule)  # which iterations aged when (Age)
+    # context_retrieve's schema is sent already (retrieval_schema="always", or an earlier prompt named a
+    # retrieval call): naming one now changes no tools, so it re-sends nothing before it
+    schema_sent: bool = True
 
     @classmethod
     def of(
@@ -96,11 +99,12 @@ class BuildContext:
         retrieval: bool,
         facts: HistoryFacts | None = None,
         schedule: AgingSchedule | None = None,
+        schema_sent: bool = True,
     ) -> BuildContext:
         """``facts``: the history's facts if the caller keeps them (else found here);
         ``schedule``: the run's aging schedule (None: nothing aged)."""
         found = HistoryFacts.of(history) if facts is None else facts
-        return cls(history, summary, counter, retrieval, found, schedule or AgingSchedule())
+        return cls(history, summary, counter, retrieval, found, schedule or AgingSchedule(), schema_sent)
 
     @property
     def iterations(self) -> tuple[int, ...]:
@@ -142,6 +146,12 @@ class Draft:
     shows_summary: bool = False  # the summary is shown although every iteration it covers is too (aged)
     names_retrieval: bool = False  # a step shows retrieval calls in forms it does not record as hidden
     owners: Mapping[int, str] = field(default_factory=dict)  # position hidden, cut or pointed -> by
+
+    @property
+    def names_any_retrieval(self) -> bool:
+        """Whether the draft already shows a retrieval call: something cut, hidden, left out, summarized
+        or shown in a form that names one."""
+        return bool(self.names_retrieval or self.cuts or self.hidden or self.dropped or self.covered)
 
     def hide(self, placeholders: Mapping[int, tuple[Message, int]], by: str) -> Draft:
         """Show each placeholder at its position (with the chars it hides); those cuts are void."""

@@ -6,8 +6,20 @@ registered, the call that returns the full output::
     [... 9,744 of 10,244 chars omitted; full output: context_retrieve(tool_call_id="call_7")]
 
 An output is only cut when the result (kept text + marker) is shorter than the
-original. Results of ``context_retrieve`` itself are never cut (the model asked
-for exactly that text), nor are outputs an earlier step already hid.
+original.
+
+With ``defer_max_chars``, a cut waits while it would be the first retrieval call the
+prompt names (``context_retrieve``'s schema not sent yet, ``retrieval_schema=
+"when_shown"``, and no other step hid anything in this prompt): outputs are then cut
+only past ``defer_max_chars``. That first cut would change the tools, the start of
+the prompt, so the whole prompt would be sent again uncached (at the cache write
+premium where writes are billed): a rewrite that pays back only on a long run, while
+the cut itself spares little. The aging's break-even rule weighs exactly that rewrite
+(and ages old outputs when it pays back); once something is hidden, the schema is
+sent and cuts happen at arrival again, in the prompt that rewrote anyway.
+
+Results of ``context_retrieve`` itself are never cut (the model asked for exactly
+that text), nor are outputs an earlier step already hid.
 """
 
 from __future__ import annotations
@@ -32,16 +44,18 @@ class Truncate(Step):
     """Cut tool outputs longer than ``max_chars`` characters or ``max_lines`` lines.
 
     ``mode="head"`` keeps the start; ``"head_tail"`` keeps half of each budget at
-    each end (the head gets the odd char or line).
+    each end (the head gets the odd char or line). ``defer_max_chars``: the budget while
+    a cut would be the first retrieval call the prompt names (the module docstring).
     """
 
     kind: ClassVar[str] = "truncate"
     max_chars: int | None = 500
     max_lines: int | None = None
     mode: TruncationMode = "head_tail"
+    defer_max_chars: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_chars", "max_lines"):
+        for name in ("max_chars", "max_lines", "defer_max_chars"):
             value = getattr(self, name)
             ok = value is None or (isinstance(value, int) and value >= 1)
             require(ok, f"Truncate.{name} must be a positive integer or None, got {value!r}")
@@ -60,18 +74,28 @@ class Truncate(Step):
         # A text of at most this many chars has at most as many lines: it is never cut.
         uncut = min(limit for limit in (self.max_chars, self.max_lines) if limit is not None)
         hidden = draft.hidden
+        limits = self.max_chars, self.max_lines
+        if self._waits(draft, context):
+            limits = self.defer_max_chars, None
         for index, message in enumerate(draft.originals):
             if message.role != "tool" or not message.content or len(message.content) <= uncut:
                 continue
             if message.name == RETRIEVE_TOOL_NAME or index in hidden:
                 continue
-            kept, cut = _truncate_message(
-                message, self.max_chars, self.max_lines, self.mode, context.retrieval
-            )
+            kept, cut = _truncate_message(message, *limits, self.mode, context.retrieval)
             if cut is not None:
                 shown[index] = kept
                 cuts[index] = cut
         return draft.cut(shown, cuts, self.kind) if cuts else draft
+
+    def _waits(self, draft: Draft, context: BuildContext) -> bool:
+        """Whether a cut would be the first retrieval call the prompt names (it waits then)."""
+        return (
+            self.defer_max_chars is not None
+            and context.retrieval
+            and not context.schema_sent
+            and not draft.names_any_retrieval
+        )
 
 
 @lru_cache(maxsize=4096)
