@@ -46,7 +46,8 @@ from ._evidence import EvidenceIndex, PromptView, TextMemo
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, absent_from
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
-from ._rulers import RawTexts, Recovery, RetrievalSources, WordIndex, prompt_texts, shown_retrievals
+from ._rulers import RawTexts, Recovery, RetrievalSources, WordIndex, shown_retrievals
+from ._series import Series
 from ._summarizer_check import CheckedSummarizer
 from ._turns import RetrievalTurn, retrieval_turn
 
@@ -376,17 +377,31 @@ def _segments(
     return [(s.offset, group_by_iteration(s.messages)) for s in run.segments()]
 
 
+@dataclass(frozen=True, slots=True)
+class _Track:
+    """One policy's prompts across a run: its provider cache, and the texts the rulers read of
+    its prompts, derived only for the messages a prompt changed (``_series.py``)."""
+
+    cache: CacheSimulator
+    raw: Series[Message, str]  # each message as sent
+    normalized: Series[Message, tuple[str, bool]]  # as the line rulers read it; not the agent's own
+
+
 async def _replay_policy(
     state: _RunState, name: str, policy: Policy, window: int, summary_model: str | None
 ) -> PolicyRunMetrics:
     """One policy over one run: each stretch between the agent's own compactions (one without any)
     in a fresh manager, as the agent's context restarted there; one provider cache throughout."""
-    cache = CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens)
+    track = _Track(
+        CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
+        Series(state.raw.text),
+        Series(state.memo.entry),
+    )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
     for offset, groups in state.segments:
         manager = await _replay_segment(
-            state, policy, window, summary_model, cache=cache, steps=steps, offset=offset, groups=groups
+            state, policy, window, summary_model, track=track, steps=steps, offset=offset, groups=groups
         )
         summary_usage, dedup_hits = summary_usage + manager.summary_usage, dedup_hits + manager.dedup_hits
     return PolicyRunMetrics(
@@ -406,7 +421,7 @@ async def _replay_segment(
     window: int,
     summary_model: str | None,
     *,
-    cache: CacheSimulator,
+    track: _Track,
     steps: list[StepMetrics],
     offset: int,
     groups: Mapping[int, Sequence[Message]],
@@ -442,7 +457,7 @@ async def _replay_segment(
                     await _step(
                         state,
                         manager,
-                        cache,
+                        track,
                         snapshot,
                         schemas,
                         iteration=iteration + offset,
@@ -473,7 +488,7 @@ def _extend(history: list[Message], new: Sequence[Message], counter: IdCounter, 
 async def _step(
     state: _RunState,
     manager: ContextManager,
-    cache: CacheSimulator,
+    track: _Track,
     history: Sequence[Message],
     schemas: Sequence[Mapping[str, Any]],
     *,
@@ -486,6 +501,7 @@ async def _step(
     elapsed = time.perf_counter() - started
     messages = prepared.built.messages
     prompt_tokens = prepared.prompt_tokens + state.prefix_tokens  # the unrecorded prefix is sent too
+    cache = track.cache
     use = cache.request(
         messages,
         prepared.tools,
@@ -494,7 +510,7 @@ async def _step(
         long_ttl=step in state.long_steps,
     )
     cached = min(use.read, prompt_tokens)
-    texts = prompt_texts(messages, state.raw)
+    texts = track.raw(messages)[::-1]  # newest first: the order searches go in
     joined = "\n".join(texts)  # salient strings and words hold no line break
     salient = state.salience.salient(iteration)
     missed = absent_from(salient, joined)
@@ -508,7 +524,7 @@ async def _step(
     lines = _line_rulers(
         state,
         iteration,
-        messages,
+        PromptView(messages, state.memo, track.normalized),
         texts=texts,
         missed=missed,
         policy=manager.policy,
@@ -558,7 +574,7 @@ class _LineRulers:
 def _line_rulers(
     state: _RunState,
     iteration: int,
-    messages: Sequence[Message],
+    view: PromptView,
     *,
     texts: Sequence[str],
     missed: Sequence[str],
@@ -573,7 +589,6 @@ def _line_rulers(
         return _LineRulers()
     needed = evidence.needed(iteration)
     cutoff = evidence.cutoff(iteration)
-    view = PromptView(messages, state.memo)
     line_missed = tuple(t for t in needed.observed if not evidence.shown(t, view, cutoff, observed=True))
     own_missed = tuple(t for t in needed.own if not evidence.shown(t, view, cutoff, observed=False))
     result = _LineRulers(len(needed.observed), line_missed, 0, len(needed.own), own_missed)
