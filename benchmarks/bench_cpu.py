@@ -58,7 +58,9 @@ def _attempt(tree: Path, paths: list[str], policies: str | None) -> dict[str, fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("paths", nargs="*", help="recorded runs (default: ../shared/trajectories)")
     parser.add_argument("--baseline", type=Path, help="the other checkout (omit: only this tree)")
     parser.add_argument("--repeat", type=int, default=2)
@@ -79,7 +81,9 @@ def main() -> None:
                 best[name] = result
     for name, result in best.items():
         per_step = float(result["cpu_s"]) / float(result["steps"]) * 1000
-        print(f"{name}: {per_step:.3f} ms CPU per step ({result['steps']} steps), sha256 {result['sha256'][:16]}")
+        print(
+            f"{name}: {per_step:.3f} ms CPU per step ({result['steps']} steps), sha256 {result['sha256'][:16]}"
+        )
     if "baseline" in best:
         ratio = float(best["baseline"]["cpu_s"]) / float(best["this"]["cpu_s"])
         same = best["baseline"]["sha256"] == best["this"]["sha256"]
