@@ -81,9 +81,8 @@ def main() -> None:
                 best[name] = result
     for name, result in best.items():
         per_step = float(result["cpu_s"]) / float(result["steps"]) * 1000
-        print(
-            f"{name}: {per_step:.3f} ms CPU per step ({result['steps']} steps), sha256 {result['sha256'][:16]}"
-        )
+        digest = str(result["sha256"])[:16]
+        print(f"{name}: {per_step:.3f} ms CPU per step ({result['steps']} steps), sha256 {digest}")
     if "baseline" in best:
         ratio = float(best["baseline"]["cpu_s"]) / float(best["this"]["cpu_s"])
         same = best["baseline"]["sha256"] == best["this"]["sha256"]

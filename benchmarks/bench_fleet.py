@@ -232,7 +232,8 @@ def main() -> None:
             print(
                 f"{result['runs']} runs, {result['steps']} steps: {result['wall_s'] / 60:.1f} min wall, "
                 f"{result['cpu_s'] / 60:.1f} min CPU ({per_step:.2f} ms per step), "
-                f"peak RSS {result['total_peak_rss_mb']:.0f} MB in all, {result['main_peak_rss_mb']:.0f} MB main"
+                f"peak RSS {result['total_peak_rss_mb']:.0f} MB in all, "
+                f"{result['main_peak_rss_mb']:.0f} MB main"
             )
 
 
