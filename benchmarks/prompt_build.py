@@ -4,9 +4,9 @@ The history is a real recorded run (the bundled 145-step django__django-16560
 mini-swe-agent run) continued to 150 iterations by repeating its last steps
 with fresh call ids. For each iteration k = 1..150 we time
 
-* ``build``: the pure pipeline, ``build_prompt(history[:k])`` with the summary
-  and the aging schedule the run's manager had at that step (what the live loop
-  passes it), and
+* ``build``: the prompt built by the run's step runtimes (``assemble``, what
+  ``prepare`` spends in the steps) with the summary and the aging schedule the
+  run's manager had at that step, right after that step's ``prepare``, and
 * ``prepare``: the whole per-iteration context step of the live loop
   (``ContextManager.prepare``: summary trigger, aging decision, build, counting
   the prompt and the full-history counterfactual, safety-net check), with the
@@ -37,10 +37,10 @@ from tiered_agent._messages import Message
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.context._manager import ContextManager
-from tiered_agent.context._pipeline import build_prompt
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._schedule import AgingSchedule
-from tiered_agent.context._types import Summary
+from tiered_agent.context._step import participants
+from tiered_agent.context.pipeline._build import assemble
+from tiered_agent.context.pipeline._draft import BuildContext
 
 RUN = Path(__file__).resolve().parents[1] / "traces" / "mini-swe-agent" / "django__django-16560.jsonl"
 
@@ -77,17 +77,16 @@ def prefixes(history: list[Message], iterations: int) -> list[list[Message]]:
     return [[m for m in history if m.iteration < k] for k in range(1, iterations + 1)]
 
 
-State = tuple[Summary | None, AgingSchedule | None]
 MODEL = "google/gemini-3-pro-preview"  # the recorded run's model
 
 
 async def time_prepare(
     name: str, steps: list[list[Message]], counter: TokenCounter
-) -> tuple[list[float], list[State]]:
-    """Per step: the time of ``prepare``, and the summary and schedule the manager had."""
+) -> tuple[list[float], list[float]]:
+    """Per step: the time of ``prepare``, and of the run's runtimes building that prompt again."""
     config = PRESETS[name]
-    times: list[float] = []
-    states: list[State] = []
+    prepare: list[float] = []
+    build: list[float] = []
     async with ContextManager(
         config,
         counter=counter,
@@ -96,23 +95,20 @@ async def time_prepare(
         enforce_hard_limit=False,
         model=MODEL,
     ) as manager:
+        retrieval = manager.policy.retrieval_active
+        runtimes = manager.runtimes
+        plan = (participants(runtimes, "apply"), participants(runtimes, "finish"))  # as the manager has it
         for history in steps:
             started = time.perf_counter()
             await manager.prepare(history)
-            times.append((time.perf_counter() - started) * 1000)
-            states.append((manager.summary, manager.schedule))
-    return times, states
-
-
-def time_build(
-    name: str, steps: list[list[Message]], states: list[State], counter: TokenCounter
-) -> list[float]:
-    times = []
-    for history, (summary, schedule) in zip(steps, states, strict=True):
-        started = time.perf_counter()
-        build_prompt(history, PRESETS[name], summary=summary, counter=counter, schedule=schedule)
-        times.append((time.perf_counter() - started) * 1000)
-    return times
+            prepare.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            context = BuildContext.of(
+                history, manager.summary, counter, retrieval=retrieval, schedule=manager.schedule
+            )
+            assemble(context, runtimes, plan=plan)
+            build.append((time.perf_counter() - started) * 1000)
+    return prepare, build
 
 
 def main() -> None:
@@ -130,12 +126,11 @@ def main() -> None:
     )
     print(f"{'policy':16} {'build median':>13} {'build p99':>10} {'prepare median':>15} {'prepare p99':>12}")
     for name in PRESETS:
-        _, states = anyio.run(time_prepare, name, steps, counter, backend="asyncio")  # warm-up
-        time_build(name, steps, states, counter)  # warm-up: tokenization, truncation and aging memos
-        build = fastest([time_build(name, steps, states, counter) for _ in range(args.repeat)])
-        prepare = fastest(
-            [anyio.run(time_prepare, name, steps, counter, backend="asyncio")[0] for _ in range(args.repeat)]
-        )
+        anyio.run(time_prepare, name, steps, counter, backend="asyncio")  # warm-up: tokenization
+        runs = range(args.repeat)
+        passes = [anyio.run(time_prepare, name, steps, counter, backend="asyncio") for _ in runs]
+        prepare = fastest([times for times, _ in passes])
+        build = fastest([times for _, times in passes])
         print(
             f"{name:16} {statistics.median(build):10.3f} ms {percentile(build, 0.99):7.3f} ms "
             f"{statistics.median(prepare):12.3f} ms {percentile(prepare, 0.99):9.3f} ms"

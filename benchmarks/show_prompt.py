@@ -95,10 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{1 - prepared.prompt_tokens / full:.0%} saved) · tools: "
         + ", ".join(str(t.get("function", {}).get("name")) for t in prepared.tools)
     )
-    record = prepared.record()
-    if "aging" in record:
-        aged, condensed = record["aging"]["through"], record["aging"]["condensed"]
-        print(f"aged through iteration {aged}, condensed through {condensed}")
+    aging = prepared.record().aging
+    if aging is not None:
+        print(f"aged through iteration {aging.through}, condensed through {aging.condensed}")
     for message in messages:
         print(render(message, args.max_chars))
     return 0

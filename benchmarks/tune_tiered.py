@@ -50,7 +50,7 @@ PREVIOUS = ContextConfig(
     window_iterations=1,
     window_keep_actions=True,
     summary_every=25,
-).to_policy()
+)
 
 CANDIDATES: dict[str, Policy] = {
     "previous-tiered": PREVIOUS,

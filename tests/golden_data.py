@@ -22,7 +22,12 @@ Regenerate ONLY at a commit whose behaviour you mean to freeze (``scripts/freeze
 from __future__ import annotations
 
 import argparse
+import difflib
 import hashlib
+import os
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +37,7 @@ import anyio
 import orjson
 
 from tiered_agent._messages import Message, group_by_iteration
+from tiered_agent._trace import ContextRecord
 from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
@@ -47,8 +53,12 @@ from tiered_agent.bench._replay import (
 from tiered_agent.bench._report import build_document, dumps, strip_timing
 from tiered_agent.context._config import ContextConfig
 from tiered_agent.context._manager import ContextManager, PreparedPrompt
+from tiered_agent.context._policy import Policy
 
 ROOT = Path(__file__).resolve().parents[1]
+FROZEN_AT = "_frozen_at"  # prompts.json: the commit the prompts were frozen from
+STEP_ID_CHARS = 12
+DIFF_LINES = 80
 GOLDEN = ROOT / "tests" / "golden"
 PROMPTS_FILE = GOLDEN / "prompts.json"
 BENCH_FILE = GOLDEN / "bench.json"
@@ -62,7 +72,7 @@ WINDOWS = (128_000, 16_000)
 ENCODING = "o200k_base"
 
 # Configurations the presets leave idle, so that the check covers them too.
-EXTRAS: dict[str, ContextConfig] = {
+EXTRAS: dict[str, Policy] = {
     # window without a summarizer: older iterations dropped behind a note; head-only cuts by lines
     "extra:window-drop": ContextConfig(
         name="extra:window-drop",
@@ -114,12 +124,38 @@ def _message_digest(message: Message) -> bytes:
     return hashlib.sha256(orjson.dumps(message.to_dict(), option=orjson.OPT_SORT_KEYS)).digest()
 
 
+def flat_record(record: ContextRecord) -> dict[str, Any]:
+    """The typed per-step record in the flat form the golden data was frozen with (the trace's
+    ``model_request.context`` before records were kept per step): the same facts, summed over the
+    steps, so that the check stays independent of the record's layout."""
+    flat: dict[str, Any] = {
+        "truncated_outputs": record.truncated_outputs,
+        "truncated_chars": record.truncated_chars,
+        "truncations": [cut.to_dict() for cut in record.cuts],
+        "masked_outputs": record.hidden_outputs,
+        "masked_chars": record.hidden_chars,
+        "windowed_out": list(record.windowed_out),
+        "summary_range": list(record.summary_range) if record.summary_range else None,
+        "shown_iterations": list(record.shown_iterations),
+        "truncated_tokens": record.truncated_tokens,
+        "compacted": record.compacted,
+        "dedup_hits": record.dedup_hits,
+    }
+    if record.pointers:
+        flat |= {"dedup_pointers": record.pointers, "dedup_pointer_chars": record.pointer_chars}
+    if record.aging is not None:
+        flat["aging"] = record.aging.to_dict()
+    return flat
+
+
 def step_digest(prepared: PreparedPrompt, dedup_hits: int) -> bytes:
     """The fingerprint of one built prompt and everything recorded about it."""
+    context = prepared.record()
+    assert context.dedup_hits == dedup_hits, "the record's dedup hits are the manager's, as it was built"
     record = {
         "messages": [_message_digest(m).hex() for m in prepared.built.messages],
         "tools": hashlib.sha256(orjson.dumps(list(prepared.tools), option=orjson.OPT_SORT_KEYS)).hexdigest(),
-        "context": prepared.record() | {"dedup_hits": dedup_hits},
+        "context": flat_record(context),
         "prompt_tokens": prepared.prompt_tokens,
         "counterfactual_tokens": prepared.counterfactual_tokens,
         "estimated_tokens": prepared.estimated_tokens,
@@ -128,8 +164,11 @@ def step_digest(prepared: PreparedPrompt, dedup_hits: int) -> bytes:
     return hashlib.sha256(orjson.dumps(record, option=orjson.OPT_SORT_KEYS)).digest()
 
 
-async def _prompt_steps(run: RecordedRun, config: Any, window: int, counter: IdCounter) -> list[bytes]:
-    """Step through ``run`` as the replay does (same manager calls, same dispatch); one digest per step."""
+async def _prompt_steps(
+    run: RecordedRun, config: Any, window: int, counter: IdCounter, render: int = 0
+) -> list[bytes] | str:
+    """Step through ``run`` as the replay does (same manager calls, same dispatch); one digest per
+    step, or (``render`` > 0) the prompt of that step as text."""
     manager = ContextManager(
         config, counter=counter, context_window=window, background=False, enforce_hard_limit=False
     )
@@ -144,8 +183,37 @@ async def _prompt_steps(run: RecordedRun, config: Any, window: int, counter: IdC
             if any(m.role == "assistant" for m in group):
                 prepared = await manager.prepare(history, schemas)
                 digests.append(step_digest(prepared, manager.dedup_hits))
+                if len(digests) == render:
+                    return rendered(prepared)
             history.extend(await _observations(manager, group, kind, iteration))
-    return digests
+    assert not manager.step_errors, f"a step raised (skipped, fail open): {manager.step_errors[:3]}"
+    return digests if not render else f"(no step {render}: the run has {len(digests)})"
+
+
+def rendered(prepared: PreparedPrompt) -> str:
+    """A prompt as readable text: its record, tokens and tools, then each message (for a diff)."""
+    lines = [
+        f"record: {orjson.dumps(flat_record(prepared.record()), option=orjson.OPT_SORT_KEYS).decode()}",
+        f"tokens: prompt {prepared.prompt_tokens}, counterfactual {prepared.counterfactual_tokens}, "
+        f"estimated {prepared.estimated_tokens}",
+        f"tools: {[t.get('function', {}).get('name') for t in prepared.tools]}",
+    ]
+    for index, message in enumerate(prepared.built.messages):
+        lines.append(
+            f"--- [{index}] {message.role} iteration={message.iteration} {message.tool_call_id or ''}"
+        )
+        lines.extend((message.content or "").splitlines() or [""])
+        lines.extend(f"    call {c.id} {c.name} {c.arguments}" for c in message.tool_calls)
+    return "\n".join(lines)
+
+
+def render_step(key: str, step: int) -> str:
+    """The prompt of step ``step`` (1-based) of the combination ``"<run>|<policy>|<window>"``."""
+    run_id, name, window = key.split("|")
+    run = next(r for r in bundled_runs() if r.run_id == run_id)
+    prompt = anyio.run(_prompt_steps, run, policies()[name], int(window), IdCounter(ENCODING), step)
+    assert isinstance(prompt, str)
+    return prompt
 
 
 def prompt_entries() -> Iterator[tuple[str, list[bytes]]]:
@@ -155,6 +223,7 @@ def prompt_entries() -> Iterator[tuple[str, list[bytes]]]:
         for name, config in policies().items():
             for window in WINDOWS:
                 steps = anyio.run(_prompt_steps, run, config, window, counter, backend="asyncio")
+                assert isinstance(steps, list)
                 yield f"{run.run_id}|{name}|{window}", steps
 
 
@@ -165,8 +234,78 @@ def chain(digests: Sequence[bytes]) -> str:
     return total.hexdigest()
 
 
+def step_ids(digests: Sequence[bytes]) -> list[str]:
+    """Each step's digest, short (to find the first step that differs)."""
+    return [digest.hex()[:STEP_ID_CHARS] for digest in digests]
+
+
 def prompts_golden() -> dict[str, Any]:
-    return {key: {"steps": len(steps), "sha256": chain(steps)} for key, steps in prompt_entries()}
+    entries = {
+        key: {"steps": len(steps), "sha256": chain(steps), "per_step": step_ids(steps)}
+        for key, steps in prompt_entries()
+    }
+    return {FROZEN_AT: _head(), **entries}
+
+
+def combinations(golden: Mapping[str, Any]) -> dict[str, Any]:
+    """The frozen combinations of ``prompts.json`` (without the commit they were frozen at)."""
+    return {key: value for key, value in golden.items() if key != FROZEN_AT}
+
+
+def _head() -> str:
+    """The commit whose code the data is frozen from (its prompts are what a diff compares with)."""
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def first_difference(key: str, frozen: Mapping[str, Any], current: Sequence[str], commit: str) -> str:
+    """A readable account of where ``key``'s prompts first differ from the frozen ones: the step, and
+    a unified diff of that prompt as the frozen commit built it and as the code builds it now (the
+    frozen commit's tree is exported with ``git archive``; without git, only the step)."""
+    before = list(frozen.get("per_step", ()))
+    step = next((i for i, (a, b) in enumerate(zip(before, current, strict=False)) if a != b), None)
+    if step is None:
+        step = min(len(before), len(current))
+    head = f"{key}: {len(current)} steps now, {len(before)} frozen; step {step + 1} is the first that differs"
+    now = render_step(key, step + 1)
+    then = _render_at(commit, key, step + 1) if commit else None
+    if then is None:
+        return (
+            f"{head} (no diff: the frozen commit {commit or '?'} could not be exported); now:\n{now[:4000]}"
+        )
+    diff = list(
+        difflib.unified_diff(
+            then.splitlines(), now.splitlines(), f"frozen ({commit[:10]})", "now", lineterm="", n=2
+        )
+    )
+    shown = diff[:DIFF_LINES] + (
+        [f"... {len(diff) - DIFF_LINES} more diff lines"] if len(diff) > DIFF_LINES else []
+    )
+    return "\n".join([head, *shown])
+
+
+def _render_at(commit: str, key: str, step: int) -> str | None:
+    """The prompt of ``key``'s step as the code at ``commit`` builds it (None when it cannot)."""
+    with tempfile.TemporaryDirectory() as folder:
+        archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=False)
+        if archive.returncode != 0:
+            return None
+        subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=False)
+        code = (
+            "import sys; from tiered_agent._logging import configure_logging as c; c(level='warning'); "
+            "import golden_data as g; sys.stdout.write(g.render_step(sys.argv[1], int(sys.argv[2])))"
+        )
+        env = {**os.environ, "PYTHONPATH": folder}
+        done = subprocess.run(
+            [sys.executable, "-c", code, key, str(step)],
+            cwd=Path(folder) / "tests",
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        return done.stdout if done.returncode == 0 else None
 
 
 # --------------------------------------------------------------------------- (b) bench JSON
@@ -212,11 +351,16 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     parser.add_argument(
         "--per-step", metavar="RUN|POLICY|WINDOW", help="print one combination's per-step digests (to diff)"
     )
+    parser.add_argument("--render", metavar="RUN|POLICY|WINDOW@STEP", help="print the prompt of one step")
     args = parser.parse_args(argv)
     if args.per_step:
         steps = dict(prompt_entries())[args.per_step]
         for number, digest in enumerate(steps, start=1):
             out(f"{number:4d} {digest.hex()}")
+        return
+    if args.render:
+        key, _, step = args.render.rpartition("@")
+        out(render_step(key, int(step)))
         return
     write(BENCH_FILE, bench_golden())
     out(f"wrote {BENCH_FILE.relative_to(ROOT)}")

@@ -36,6 +36,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _client_port() -> list[str]:
+    """A free port for the Ray Client server, only where its dependency (grpcio) is installed.
+
+    Without ``ray[client]``, ``ray start`` refuses any client port, and it starts no client server.
+    """
+    if importlib.util.find_spec("grpc") is None:
+        return []
+    return [f"--ray-client-server-port={_free_port()}"]
+
+
 def _node_ports() -> list[str]:
     names = (
         "--node-manager-port",
@@ -124,7 +134,7 @@ def two_node_cluster(extra_env: dict[str, str] | None = None) -> Iterator[RayClu
     common = ["--num-cpus=1", "--node-ip-address=127.0.0.1", "--disable-usage-stats", "--block"]
     head_command = [str(ray), "start", "--head", f"--port={port}", f"--temp-dir={temp_dir}", *common]
     head_command += ["--include-dashboard=false", f"--dashboard-port={_free_port()}"]
-    head_command += [f"--ray-client-server-port={_free_port()}", *_node_ports()]
+    head_command += [*_client_port(), *_node_ports()]
     nodes: list[subprocess.Popen[bytes]] = []
     try:
         nodes.append(_start(head_command, env, temp_dir / "head.log"))

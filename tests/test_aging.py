@@ -16,23 +16,24 @@ from tiered_agent._providers import CACHE_MODELS, ModelPrices
 from tiered_agent._resume import ResumeState
 from tiered_agent._tokens import TokenCounter
 from tiered_agent._tools import Tool, ToolOutcome, ToolSet
-from tiered_agent._trace import ModelRequest, read_trace
+from tiered_agent._trace import AgingRecord, ContextRecord, ModelRequest, StepRecord, read_trace
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_prompts
-from tiered_agent.context._aged import AgedStyle, age_batch, preamble
-from tiered_agent.context._aging import AgingState, schedule_from_records
-from tiered_agent.context._breakeven import CacheTerms
-from tiered_agent.context._condense import condensed_line, condensed_note, format_label
-from tiered_agent.context._jsonform import json_fields
 from tiered_agent.context._manager import ContextManager
-from tiered_agent.context._novel import novel_lines
-from tiered_agent.context._pipeline import build_prompt, validate_pairs
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._reasoning import cut_arguments, shorten_reasoning, split_sentences
-from tiered_agent.context._refs import refs
-from tiered_agent.context._schedule import AgingSchedule, Epoch
-from tiered_agent.context._types import Summary
+from tiered_agent.context.aging._breakeven import CacheTerms
+from tiered_agent.context.aging._condense import condensed_line, condensed_note, format_label
+from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch, preamble
+from tiered_agent.context.aging._jsonform import json_fields
+from tiered_agent.context.aging._novel import novel_lines
+from tiered_agent.context.aging._reasoning import cut_arguments, shorten_reasoning, split_sentences
+from tiered_agent.context.aging._refs import refs
+from tiered_agent.context.aging._schedule import AgingSchedule, Epoch
+from tiered_agent.context.aging._state import AgingState, schedule_from_records
+from tiered_agent.context.aging._step import AgeRuntime
+from tiered_agent.context.pipeline._build import build_prompt, validate_pairs
+from tiered_agent.context.pipeline._types import Summary
 from tiered_agent.context.steps import Age, Compact, Dedup, Truncate
 from tiered_agent.testing import FunctionModel, text
 
@@ -242,7 +243,10 @@ def test_an_aged_batch_elides_outputs_supersedes_reruns_and_shortens_reasoning()
     assert forms[1][1].text.count("def helper_") == 0  # iteration 5 shows them later
     assert forms[5][0].text == "I will read cli/main.py part 5. [...]"  # not "It has helpers."
     assert forms[2] == tuple(groups[1][1])  # short: unchanged, the same objects
-    assert age_batch(style, (SYSTEM, TASK), groups, 1, 6) is forms  # memoized
+    memo = FormsMemo()
+    memoized = age_batch(style, (SYSTEM, TASK), groups, 1, 6, memo=memo)
+    assert memoized == forms and age_batch(style, (SYSTEM, TASK), groups, 1, 6, memo=memo) is memoized
+    assert age_batch(style, (SYSTEM, TASK), groups, 1, 6) is not memoized  # no memo: rendered again
 
 
 # ----------------------------------------------------------------------------- the Age step
@@ -297,7 +301,9 @@ async def test_the_prompt_is_append_only_between_epochs() -> None:
             prepared = await manager.prepare([m for m in history if m.iteration < last])
             messages = prepared.built.messages
             validate_pairs(messages)
-            if "epoch" in prepared.record()["aging"]:
+            aging = prepared.record().aging
+            assert aging is not None
+            if aging.epoch is not None:
                 epochs += 1
             elif previous is not None:
                 assert messages[: len(previous)] == previous, (
@@ -309,11 +315,21 @@ async def test_the_prompt_is_append_only_between_epochs() -> None:
 
 
 def test_epochs_round_trip_through_trace_records() -> None:
+    # records of both formats: flat (before records were kept per step) and per step
     epoch = {"at": 8, "through": 6, "condensed": 0}
-    records = [{"aging": {"through": 0}}, {"aging": {"through": 6, "epoch": epoch}}, {"x": 1}]
-    records.append(
-        {"aging": {"through": 10, "condensed": 3, "epoch": {"at": 12, "through": 10, "condensed": 3}}}
-    )
+    flat = [{"aging": {"through": 0}}, {"aging": {"through": 6, "epoch": epoch}}, {"x": 1}]
+    typed = AgingRecord(10, 3, (12, 10, 3))
+    per_step = ContextRecord({"age": StepRecord(state=typed)}).to_dict()
+    assert per_step["steps"] == {
+        "age": {"state": {"through": 10, "condensed": 3, "epoch": {"at": 12, "through": 10, "condensed": 3}}}
+    }
+    hostile = [
+        {"steps": {"age": {"state": {"epoch": {"at": 14, "through": 9}}}}},
+        {"steps": "x"},
+        {"aging": []},
+    ]
+    records = [ContextRecord.from_dict(r) for r in [*flat, per_step, *hostile]]
+    # the going-back epoch of the hostile record is left out, so is anything that is not one
     assert schedule_from_records(records) == AgingSchedule((Epoch(8, 6), Epoch(12, 10, 3)))
     with pytest.raises(ValueError, match="must not go back"):
         AgingSchedule((Epoch(12, 10), Epoch(13, 9)))
@@ -499,12 +515,14 @@ async def test_resume_rebuilds_the_schedule_from_the_trace(
     result = await agent.run(run.task)
     live = _Run(agent, run.task, ResumeState.load(result.trace_path, None))
     live.restore(live.resumed)  # type: ignore[arg-type]
-    schedule = live.manager.schedule
-    assert schedule is not None and len(schedule.epochs) >= 2
+    schedule = next(r for r in live.manager.runtimes if isinstance(r, AgeRuntime)).state.schedule
+    assert len(schedule.epochs) >= 2
     requests = [e for e in read_trace(result.trace_path) if isinstance(e, ModelRequest)]
-    decided = [Epoch(**r.context["aging"]["epoch"]) for r in requests if "epoch" in r.context["aging"]]
+    records = [ContextRecord.from_dict(r.context).aging for r in requests]
+    decided = [Epoch(*a.epoch) for a in records if a is not None and a.epoch is not None]
     assert schedule.epochs == tuple(decided)
-    assert schedule.through == requests[-1].context["aging"]["through"]
+    assert records[-1] is not None and schedule.through == records[-1].through
+    assert requests[-1].context["steps"]["age"]["state"]["through"] == schedule.through  # as written
 
 
 def test_a_schedule_reaching_into_the_window_leaves_the_window_verbatim() -> None:
@@ -523,11 +541,10 @@ def test_a_schedule_reaching_into_the_window_leaves_the_window_verbatim() -> Non
 
 
 async def test_the_memoized_aged_part_equals_a_render_from_scratch() -> None:
-    # Between epochs the aged part is reused, and at an epoch only what it added is rendered
-    # (steps/_age.py, so a prompt does not cost more as the history grows): the same prompts as
-    # rendering every aged iteration again.
-    from tiered_agent.context.steps import _age
-
+    # Between epochs the run's Age runtime reuses the aged part, and at an epoch renders only what
+    # it added (aging/_step.py, so a prompt does not cost more as the history grows): the same
+    # prompts as the step alone rendering every aged iteration again (build_prompt starts fresh
+    # runtimes: nothing is shared with the manager's).
     run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
     counter = TokenCounter()
     policy = PRESETS["tiered"]
@@ -539,7 +556,6 @@ async def test_the_memoized_aged_part_equals_a_render_from_scratch() -> None:
             prepared = await manager.prepare(history)
             schedule = manager.schedule
             if schedule is not None and schedule.epochs:
-                _age._RENDERED.clear()
                 fresh = build_prompt(history, policy, summary=None, counter=counter, schedule=schedule)
                 assert prepared.built.messages == fresh.messages, f"iteration {k}"
                 compared += 1

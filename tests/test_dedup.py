@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tiered_agent.context._dedup import DedupCache, DedupHit, render_hit
+from tiered_agent.context.dedup._cache import DedupCache, DedupHit, render_hit
 
 
 def test_key_is_canonical_json() -> None:

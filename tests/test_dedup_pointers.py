@@ -25,14 +25,14 @@ from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import _observations, _tool_kinds, policy_config
-from tiered_agent.context._dedup import DedupCache
-from tiered_agent.context._dispatch import ToolKind, dispatch_calls
-from tiered_agent.context._draft import HistoryFacts
-from tiered_agent.context._duplicates import DuplicateIndex
+from tiered_agent.context._dispatch import Batch, ToolKind, dispatch
 from tiered_agent.context._manager import ContextManager
-from tiered_agent.context._pipeline import build_prompt, validate_pairs
 from tiered_agent.context._policy import Policy
-from tiered_agent.context._types import Summary
+from tiered_agent.context._step import Run
+from tiered_agent.context.dedup._step import DedupRuntime
+from tiered_agent.context.pipeline._build import assemble, validate_pairs
+from tiered_agent.context.pipeline._draft import BuildContext
+from tiered_agent.context.pipeline._types import BuiltPrompt, Summary
 from tiered_agent.context.steps import Compact, Dedup, Elide, Mask, Summarize, Truncate
 from tiered_agent.testing import AgentRequest, FunctionModel, text
 
@@ -46,9 +46,7 @@ def pointer(iteration: int, call_id: str) -> str:
 
 
 # ----------------------------------------------------------------------------- which outputs repeat
-async def _serve(
-    index: DuplicateIndex, cache: DedupCache, iteration: int, calls: Sequence[tuple[str, str, str, str]]
-) -> None:
+async def _serve(dedup: DedupRuntime, iteration: int, calls: Sequence[tuple[str, str, str, str]]) -> None:
     """One batch of ``(id, tool, path, output)``; every call that executes returns its ``output``."""
     batch = [ToolCall(i, tool, json.dumps({"path": path})) for i, tool, path, _ in calls]
     outputs = [o for *_, o in calls]
@@ -57,22 +55,20 @@ async def _serve(
         return [ToolOutcome(outputs[i], is_error=outputs[i] == "ERROR") for i in indexes]
 
     kinds = {"read": READ, "write": WRITE}
-    await dispatch_calls(
-        cache, batch, lambda c: kinds[c.name], execute, iteration=iteration, duplicates=index
-    )
+    await dispatch([dedup], Batch(iteration, tuple(batch), tuple(kinds[c.name] for c in batch)), execute)
 
 
 @pytest.mark.anyio
 async def test_identical_outputs_of_identical_read_only_calls_are_linked_to_the_first() -> None:
-    index, cache = DuplicateIndex(), DedupCache()
-    await _serve(index, cache, 1, [("c1", "read", "a", "A"), ("c2", "read", "a", "A")])  # one batch
-    await _serve(index, cache, 2, [("c3", "read", "a", "ignored: served")])  # a cache hit
-    await _serve(index, cache, 3, [("c4", "write", "b", "A")])  # not read-only, invalidates
-    await _serve(index, cache, 4, [("c5", "read", "a", "A")])  # ran again, same output
-    await _serve(index, cache, 5, [("c6", "write", "a", "w"), ("c7", "read", "a", "A2")])
-    await _serve(index, cache, 6, [("c8", "read", "a", "A2"), ("c9", "read", "z", "A")])  # another call
-    await _serve(index, cache, 7, [("c10", "read", "q", "ERROR"), ("c11", "read", "q", "ERROR")])
-    assert dict(index.links) == {
+    dedup = Dedup().start(Run(COUNTER))
+    await _serve(dedup, 1, [("c1", "read", "a", "A"), ("c2", "read", "a", "A")])  # one batch
+    await _serve(dedup, 2, [("c3", "read", "a", "ignored: served")])  # a cache hit
+    await _serve(dedup, 3, [("c4", "write", "b", "A")])  # not read-only, invalidates
+    await _serve(dedup, 4, [("c5", "read", "a", "A")])  # ran again, same output
+    await _serve(dedup, 5, [("c6", "write", "a", "w"), ("c7", "read", "a", "A2")])
+    await _serve(dedup, 6, [("c8", "read", "a", "A2"), ("c9", "read", "z", "A")])  # another call
+    await _serve(dedup, 7, [("c10", "read", "q", "ERROR"), ("c11", "read", "q", "ERROR")])
+    assert dict(dedup.duplicates.links) == {
         (1, "c2"): (1, "c1"),
         (2, "c3"): (1, "c1"),
         (4, "c5"): (1, "c1"),
@@ -93,11 +89,27 @@ def _history(outputs: Sequence[str]) -> list[Message]:
     return history
 
 
+def _built(
+    history: list[Message],
+    steps: Sequence[Any],
+    links: dict[tuple[int, str], tuple[int, str]],
+    summary: Summary | None = None,
+) -> BuiltPrompt:
+    """The prompt the steps' runtimes build, the Dedup runtime knowing ``links`` (what its dispatch
+    would have found)."""
+    policy = Policy("p", tuple(steps))
+    run = Run(COUNTER, retrieval=policy.retrieval_active)
+    runtimes = [step.start(run) for step in policy.steps]
+    for runtime in runtimes:
+        if isinstance(runtime, DedupRuntime):
+            runtime.duplicates._links.update(links)
+    return assemble(BuildContext.of(history, summary, COUNTER, retrieval=run.retrieval), runtimes)
+
+
 def _build(
     history: list[Message], steps: Sequence[Any], links: dict[tuple[int, str], tuple[int, str]], **kw: Any
 ) -> list[str]:
-    facts = dataclasses.replace(HistoryFacts.of(history), duplicates=links)
-    built = build_prompt(history, Policy("p", tuple(steps)), counter=COUNTER, facts=facts, **kw)
+    built = _built(history, steps, links, **kw)
     validate_pairs(built.messages)
     return [m.text for m in built.messages if m.role == "tool"]
 
@@ -147,14 +159,13 @@ def test_a_duplicate_behind_a_placeholder_stays_a_placeholder() -> None:
 def test_a_pointer_never_lengthens_an_output_and_the_record_says_what_it_spared() -> None:
     history = _history(["short", "short", BODY, BODY])
     links = {(2, "c2"): (1, "c1"), (4, "c4"): (3, "c3")}
-    facts = dataclasses.replace(HistoryFacts.of(history), duplicates=links)
-    built = build_prompt(history, Policy("p", (Dedup(),)), summary=None, counter=COUNTER, facts=facts)
+    built = _built(history, [Dedup()], links)
     assert [m.text for m in built.messages if m.role == "tool"] == ["short", "short", BODY, pointer(3, "c3")]
-    record = built.stats.to_dict()
-    assert record["dedup_pointers"] == 1
-    assert record["dedup_pointer_chars"] == len(BODY) - len(pointer(3, "c3"))
-    plain = build_prompt(history, Policy("p", (Dedup(),)), summary=None, counter=COUNTER).stats.to_dict()
-    assert "dedup_pointers" not in plain  # prompts without a pointer keep their record as it was
+    assert (built.stats.pointed_outputs, built.stats.pointed_chars) == (1, len(BODY) - len(pointer(3, "c3")))
+    effects = built.effects["dedup"]  # recorded as the Dedup step's, in the trace's record
+    assert (effects.pointers, effects.pointer_chars) == (1, len(BODY) - len(pointer(3, "c3")))
+    plain = _built(history, [Dedup()], {})
+    assert plain.stats.pointed_outputs == 0 and "dedup" not in plain.effects
 
 
 # ----------------------------------------------------------------------------- live == replay

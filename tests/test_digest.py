@@ -7,16 +7,11 @@ import json
 import pytest
 
 from tiered_agent._messages import Message, ToolCall
-from tiered_agent.context._digest import (
-    MAX_DIGEST_CHARS,
-    digest,
-    error_line,
-    looks_like_error,
-    parse_exit_code,
-    shell_files,
-)
+from tiered_agent.context._heuristics import error_line, looks_like_error, parse_exit_code
 from tiered_agent.context._names import RETRIEVE_TOOL_NAME
-from tiered_agent.context._types import Summary
+from tiered_agent.context.pipeline._types import Summary
+from tiered_agent.context.summary._digest import MAX_DIGEST_CHARS, digest
+from tiered_agent.context.summary.memory._shell import shell_files
 
 
 def call(call_id: str, name: str, **arguments: object) -> ToolCall:

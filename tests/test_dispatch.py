@@ -13,14 +13,17 @@ import pytest
 from tiered_agent import Agent, RunLimits
 from tiered_agent._agent import _Run
 from tiered_agent._messages import Message, ToolCall, group_by_iteration
+from tiered_agent._tokens import TokenCounter
 from tiered_agent._tools import Tool, ToolOutcome, ToolSet
 from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import _observations, _tool_kinds, policy_config, replay_run
-from tiered_agent.context._dedup import DedupCache, DedupHit
-from tiered_agent.context._dispatch import Dispatched, ToolKind, dispatch_calls
+from tiered_agent.context._dispatch import Batch, Dispatched, ToolKind, dispatch
 from tiered_agent.context._manager import ContextManager
+from tiered_agent.context._step import Run
+from tiered_agent.context.dedup._cache import DedupCache, DedupHit
+from tiered_agent.context.dedup._step import Dedup, DedupRuntime
 from tiered_agent.testing import FunctionModel, text
 
 pytestmark = pytest.mark.anyio
@@ -54,12 +57,17 @@ class _Executor:
         return execute
 
 
+def _dedup(cache_size: int = 8) -> DedupRuntime:
+    return Dedup(cache_size).start(Run(TokenCounter("o200k_base")))
+
+
 async def _dispatch(
-    cache: DedupCache | None, calls: Sequence[ToolCall], executor: _Executor, iteration: int = 1
+    dedup: DedupRuntime | None, calls: Sequence[ToolCall], executor: _Executor, iteration: int = 1
 ) -> tuple[Dispatched, ...]:
-    return await dispatch_calls(
-        cache, calls, lambda c: KINDS[c.name], executor.bind(calls), iteration=iteration
-    )
+    batch = Batch(iteration, tuple(calls), tuple(KINDS[c.name] for c in calls))
+    results, failures = await dispatch([dedup] if dedup else [], batch, executor.bind(calls))
+    assert failures == ()
+    return results
 
 
 def _remembered(cache: DedupCache) -> dict[str, str]:
@@ -69,13 +77,14 @@ def _remembered(cache: DedupCache) -> dict[str, str]:
 
 # ----------------------------------------------------------------------------- the rules
 async def test_two_identical_reads_in_one_reply_both_execute_and_the_later_is_remembered() -> None:
-    cache, executor = DedupCache(8), _Executor()
-    results = await _dispatch(cache, [_call("c1"), _call("c2")], executor)
+    dedup, executor = _dedup(), _Executor()
+    cache = dedup.cache
+    results = await _dispatch(dedup, [_call("c1"), _call("c2")], executor)
     assert executor.ran == ["c1", "c2"]
     assert [r.dedup_of for r in results] == [None, None]
     assert (cache.hits, cache.misses) == (0, 2)
     assert _remembered(cache) == {"a": "c2"}
-    again = await _dispatch(cache, [_call("c3")], executor, iteration=2)
+    again = await _dispatch(dedup, [_call("c3")], executor, iteration=2)
     assert again[0].dedup_of == "c2" and executor.ran == ["c1", "c2"]
     assert again[0].outcome.content == (
         "[already called in iteration 1 (tool_call_id=c2); same arguments, cached result:]\nread a #2"
@@ -84,31 +93,34 @@ async def test_two_identical_reads_in_one_reply_both_execute_and_the_later_is_re
 
 
 async def test_reads_alongside_a_write_are_not_remembered_and_the_write_invalidates_in_place() -> None:
-    cache, executor = DedupCache(8), _Executor()
-    await _dispatch(cache, [_call("c1", path="b")], executor)
+    dedup, executor = _dedup(), _Executor()
+    cache = dedup.cache
+    await _dispatch(dedup, [_call("c1", path="b")], executor)
     batch = [_call("c2", path="b"), _call("c3", "write", "b"), _call("c4", path="b"), _call("c5", path="c")]
-    results = await _dispatch(cache, batch, executor, iteration=2)
+    results = await _dispatch(dedup, batch, executor, iteration=2)
     # c2 stands before the write: served from the earlier batch; c4 after it: executed
     assert [r.dedup_of for r in results] == ["c1", None, None, None]
     assert executor.ran == ["c1", "c3", "c4", "c5"]
     assert _remembered(cache) == {}  # invalidated by the write, and nothing of a mixed batch is stored
-    await _dispatch(cache, [_call("c6", path="b")], executor, iteration=3)
+    await _dispatch(dedup, [_call("c6", path="b")], executor, iteration=3)
     assert executor.ran[-1] == "c6"
     assert _remembered(cache) == {"b": "c6"}
 
 
 async def test_internal_tools_are_never_cached_and_do_not_invalidate() -> None:
-    cache, executor = DedupCache(8), _Executor()
-    await _dispatch(cache, [_call("c1"), _call("r1", "context_retrieve")], executor)
+    dedup, executor = _dedup(), _Executor()
+    cache = dedup.cache
+    await _dispatch(dedup, [_call("c1"), _call("r1", "context_retrieve")], executor)
     assert _remembered(cache) == {"a": "c1"}
-    results = await _dispatch(cache, [_call("r2", "context_retrieve"), _call("c2")], executor, iteration=2)
+    results = await _dispatch(dedup, [_call("r2", "context_retrieve"), _call("c2")], executor, iteration=2)
     assert [r.dedup_of for r in results] == [None, "c1"]
     assert executor.ran == ["c1", "r1", "r2"]
 
 
 async def test_errors_are_not_remembered_and_results_keep_call_order() -> None:
-    cache, executor = DedupCache(8), _Executor(errors=frozenset({"c1"}))
-    results = await _dispatch(cache, [_call("c1", path="x"), _call("c2", path="y")], executor)
+    dedup, executor = _dedup(), _Executor(errors=frozenset({"c1"}))
+    cache = dedup.cache
+    results = await _dispatch(dedup, [_call("c1", path="x"), _call("c2", path="y")], executor)
     assert [r.call.id for r in results] == ["c1", "c2"]
     assert results[0].outcome.is_error
     assert _remembered(cache) == {"y": "c2"}
@@ -126,7 +138,7 @@ async def test_an_executor_returning_the_wrong_count_is_a_bug() -> None:
         return []
 
     with pytest.raises(RuntimeError, match="0 outcomes for 1 calls"):
-        await dispatch_calls(DedupCache(8), [_call("c1")], lambda c: READ, short, iteration=1)
+        await dispatch([_dedup()], Batch(1, (_call("c1"),), (READ,)), short)
 
 
 # ----------------------------------------------------------------------------- agent == replay
@@ -193,8 +205,7 @@ async def _through_the_agent(
     result = await live.execute()
     assert result.output == "done"
     tools = {m.tool_call_id or "": m.text for m in live.history if m.role == "tool"}
-    assert live.manager.dedup_cache is not None
-    return tools, sum(i.dedup_hits for i in result.iterations), live.manager.dedup_cache.remembered()
+    return tools, sum(i.dedup_hits for i in result.iterations), _cache(live.manager).remembered()
 
 
 async def _through_the_replay(run: RecordedRun) -> tuple[dict[str, str], int, dict[str, DedupHit]]:
@@ -207,8 +218,12 @@ async def _through_the_replay(run: RecordedRun) -> tuple[dict[str, str], int, di
         for iteration, group in sorted(group_by_iteration(run.messages).items()):
             observed = await _observations(manager, group, kind, iteration)
             tools |= {m.tool_call_id or "": m.text for m in observed if m.role == "tool"}
-    assert manager.dedup_cache is not None
-    return tools, manager.dedup_hits, manager.dedup_cache.remembered()
+    return tools, manager.dedup_hits, _cache(manager).remembered()
+
+
+def _cache(manager: ContextManager) -> DedupCache:
+    """The run's dedup cache: its Dedup step's runtime owns it."""
+    return next(r.cache for r in manager.runtimes if isinstance(r, DedupRuntime))
 
 
 @pytest.mark.parametrize(

@@ -27,11 +27,15 @@ from tiered_agent._messages import Message, Usage, to_openai
 from tiered_agent._model import map_usage
 from tiered_agent._resume import INTERRUPTED, ResumeState
 from tiered_agent._trace import (
+    AgingRecord,
+    ContextRecord,
     ErrorEvent,
     MessageEvent,
+    ModelRequest,
     ModelResponse,
     RunStarted,
     SkippedLine,
+    SummaryEvent,
     TraceWriter,
     read_trace,
     scan_trace,
@@ -235,10 +239,17 @@ def test_huge_iterations_in_summaries_and_aging_records_are_ignored(sample: Path
     lines[request]["context"] = {"aging": {"epoch": {"at": 999_999, "through": 5, "condensed": 0}}}
     path = write_lines(sample, lines)
     state = ResumeState.load(path, "go on")
-    assert state.summary is None and state.schedule.through == 2  # epochs up to iteration 5's record
+    assert not any(isinstance(event, SummaryEvent) for event in state.records)
+    epochs = [aging.epoch for aging in _agings(state.records) if aging.epoch is not None]
+    assert epochs and epochs[-1][1] == 2  # epochs up to iteration 5's record
     assert any("summary of iterations 1-900000 ignored" in n for n in state.notes)
     assert any("aging record ignored" in n for n in state.notes)
     assert _resume(path, tmp_path / "ws", [], follow_up="go on").output == "resumed and done"
+
+
+def _agings(records: tuple[Any, ...]) -> list[AgingRecord]:
+    requests = [event for event in records if isinstance(event, ModelRequest)]
+    return [aging for event in requests if (aging := ContextRecord.from_dict(event.context).aging)]
 
 
 # ================================================================ lone surrogates, negative usage

@@ -16,7 +16,15 @@ from click.testing import CliRunner
 from inspect_runs import INJECTION, record_run
 from long_trace import write_long_trace
 
-from tiered_agent._trace import ModelRequest, ModelResponse, RunEnded, SummaryEvent, read_trace
+from tiered_agent._trace import (
+    AgingRecord,
+    ContextRecord,
+    ModelRequest,
+    ModelResponse,
+    RunEnded,
+    SummaryEvent,
+    read_trace,
+)
 from tiered_agent.cli import cli
 from tiered_agent.inspect import build_run, collect_stats, load_trace, render_page
 from tiered_agent.inspect._chart import NARROW, ChartPoint, svg_chart, tick_label, y_axis
@@ -70,7 +78,9 @@ def test_run_totals_match_the_strict_reader_and_run_end(recorded: Path) -> None:
     ]
     # call_read is cut in every later prompt until the window drops it; each prompt counts it once
     assert totals.outputs_truncated == 3  # call_read, call_read2 (the dedup copy) and call_log
-    assert totals.truncated_outputs == sum(r.context["truncated_outputs"] for r in requests.values())
+    assert totals.truncated_outputs == sum(
+        ContextRecord.from_dict(r.context).truncated_outputs for r in requests.values()
+    )
     assert totals.savings == pytest.approx(1 - end.prompt_tokens_local / end.counterfactual_tokens)
 
 
@@ -184,7 +194,8 @@ def test_older_trace_with_missing_keys_and_other_version_still_shows(tmp_path: P
         assert code == 0 and err.count("warning") == 1
 
 
-def test_unknown_context_keys_are_shown_generically() -> None:
+def test_unknown_keys_of_a_flat_record_are_shown_generically() -> None:
+    # a record of the flat format (traces written before records were kept per step)
     record = parse_record(
         {
             "truncated_outputs": 1,
@@ -277,6 +288,57 @@ def test_stats_totals_sum_only_what_adds_up(tmp_path: Path) -> None:
         "1 repeat as pointers (100 chars)",
         "cache breaks 5",
     ]
+
+
+def test_the_flat_aging_record_is_the_age_steps_typed_record() -> None:
+    record = parse_record({"aging": {"through": 40, "condensed": 30, "epoch": {"at": 42, "through": 40}}})
+    assert record.steps["age"].state == AgingRecord(40, 30, (42, 40, 0))
+    assert record.counters == {}
+    assert record_labels(record) == ["aged 1-40", "condensed 1-30", "aged further here"]
+
+
+def test_a_per_step_record_is_read_typed_and_labelled_per_step() -> None:
+    context = {
+        "steps": {
+            "dedup": {"pointers": 2, "pointer_chars": 800},
+            "window": {"dropped": [1, 2, 3, 5]},
+            "age": {"hidden": 3, "hidden_chars": 900, "state": {"through": 9, "condensed": 4}},
+            "truncate": {
+                "cuts": [
+                    {
+                        "tool_call_id": "c1",
+                        "iteration": 7,
+                        "tool": "bash",
+                        "original_chars": 900,
+                        "kept_chars": 100,
+                    }
+                ],
+                "cut_tokens": 180,
+            },
+            "mine": {"hidden": 1, "hidden_chars": 50, "state": {"rewrites": 2, "label": "x"}},
+            "junk": "not a record",
+        },
+        "windowed_out": [1, 2, 3, 5],
+        "summary_range": None,
+        "compacted": False,
+        "dedup_hits": 4,
+        "elided_outputs": 7,  # not a key of this format: ignored, not guessed at
+    }
+    record = parse_record(context)
+    assert (record.masked_outputs, record.masked_chars) == (4, 950)
+    assert (record.truncated_outputs, record.truncated_chars) == (1, 800)
+    assert [(i.kind, i.tool_call_id, i.tool) for i in record.items] == [("truncated", "c1", "bash")]
+    assert record.windowed_out == (1, 2, 3, 5) and not record.iteration_lists
+    assert record_labels(record) == [
+        "aged 1-9",
+        "condensed 1-4",
+        "2 repeats as pointers (800 chars)",
+        "age hid 3 outputs (900 chars)",
+        "mine hid 1 output (50 chars)",
+        "mine rewrites 2",
+    ]
+    assert record.counters == {}  # the typed format has no unknown keys to count
+    assert (record.pointer_outputs, record.aged_through, record.condensed_through) == (2, 9, 4)
 
 
 def test_not_a_trace_and_missing_paths_are_one_sentence_exit_2(tmp_path: Path) -> None:

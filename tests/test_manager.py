@@ -14,7 +14,7 @@ from tiered_agent._tokens import TokenCounter
 from tiered_agent._trace import ModelRequest, SummaryEvent, read_trace
 from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._types import Summary
+from tiered_agent.context.pipeline._types import Summary
 from tiered_agent.testing import FunctionModel, calls, text
 
 pytestmark = pytest.mark.anyio
@@ -94,8 +94,9 @@ async def test_truncated_tokens_are_counted() -> None:
     async with ContextManager(CLASSIC, counter=COUNTER, background=False) as manager:
         prepared = await manager.prepare(history(2, output_chars=5_000))
     record = prepared.record()
-    assert record["truncated_outputs"] == 2
-    assert record["truncated_tokens"] == prepared.counterfactual_tokens - prepared.prompt_tokens
+    assert record.truncated_outputs == 2
+    assert record.truncated_tokens == prepared.counterfactual_tokens - prepared.prompt_tokens
+    assert record.steps["truncate"].cut_tokens == record.truncated_tokens  # all the truncation step's
 
 
 class SlowSummarizer:
@@ -166,3 +167,42 @@ async def test_counterfactual_is_the_unmanaged_prompt_without_the_retrieval_sche
     assert [t["function"]["name"] for t in prepared.tools] == ["read", "context_retrieve"]
     assert prepared.counterfactual_tokens == COUNTER.count_prompt(history(3, output_chars=100), [own])
     assert prepared.prompt_tokens == COUNTER.count_prompt(history(3, output_chars=100), schemas)
+
+
+# A fresh interpreter: build prompts with each preset that does not summarize on a schedule (the
+# compacting ones only load the digest when they compact), then list what was imported.
+_IMPORTS = """
+import sys, anyio
+from tiered_agent._messages import Message
+from tiered_agent._tokens import TokenCounter
+from tiered_agent.context import ContextManager
+
+async def main(name):
+    history = [Message("system", "s"), Message("user", "task")]
+    async with ContextManager(name, counter=TokenCounter("o200k_base"), background=False) as manager:
+        for k in range(1, 9):
+            await manager.prepare(history)
+            history += [Message("assistant", f"step {k}", iteration=k), Message("user", "ok", iteration=k)]
+
+for name in ("tiered", "full", "masking", "codex"):
+    anyio.run(main, name)
+print(" ".join(sorted(m for m in sys.modules if m.startswith(("tiered_agent.context.summary", "litellm")))))
+"""
+
+
+def test_building_prompts_never_imports_the_working_memory_parser_or_litellm() -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTS], capture_output=True, text=True, env=env, check=True, timeout=120
+    )
+    imported = set(done.stdout.split())
+    assert not {m for m in imported if m.startswith("tiered_agent.context.summary.memory._")} - {
+        "tiered_agent.context.summary.memory._sections"  # the page's sections: constants only
+    }
+    assert "tiered_agent.context.summary._digest" not in imported
+    assert not {m for m in imported if m == "litellm" or m.startswith("litellm.")}

@@ -6,10 +6,10 @@ import pytest
 
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
-from tiered_agent.context._pipeline import build_prompt, validate_pairs
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._types import BuiltPrompt
+from tiered_agent.context.pipeline._build import build_prompt, validate_pairs
+from tiered_agent.context.pipeline._types import BuiltPrompt
 from tiered_agent.context.steps import Clear, Mask, Truncate
 from tiered_agent.context.steps._clear import prompt_tokens
 from tiered_agent.context.steps._mask import output_placeholder

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tiered_agent._messages import Message, ToolCall
-from tiered_agent.context._digest import MAX_DIGEST_CHARS, digest
+from tiered_agent.context.summary._digest import MAX_DIGEST_CHARS, digest
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 
@@ -414,3 +414,38 @@ def test_an_overlapping_range_folds_on_and_equals_one_pass() -> None:
     for last in (15, 20, 25):  # adk-compaction: every 5, re-covering the last 2
         summary = digest(summary, history, summary.last - 1, last)
     assert summary.text == digest(None, history, 1, 25).text
+
+
+# --------------------------------------------------------------------------- empty quoted strings
+# Regression: an empty quoted word ('' or "") made the shell tokenizer raise TypeError, which aborted
+# the bench and ended live runs of every summarizing preset.
+@pytest.mark.parametrize(
+    ("command", "touches"),
+    [
+        ("echo ''", ()),
+        ('echo "" > notes.txt', (("notes.txt", "written"),)),
+        ("sed -i '' 's/old/new/' src/app.py", (("src/app.py", "edited"),)),
+        ("sed -i \"\" '12s/a/b/' src/app.py", (("src/app.py", "edited"),)),
+        ('grep -n "" src/app.py', (("src/app.py", "read"),)),
+        ("printf '%s' '' | tee out.log", (("out.log", "written"),)),
+    ],
+)
+def test_empty_quoted_words_parse(command: str, touches: tuple[tuple[str, str], ...]) -> None:
+    from tiered_agent.context.summary.memory._shell import shell_facts
+
+    assert tuple((t.path, t.kind) for t in shell_facts(command).touches) == touches
+
+
+def test_empty_quotes_in_commands_and_patches_reach_the_working_memory() -> None:
+    patch = '*** Begin Patch\n*** Update File: doc.py\n@@\n-x = ""\n+x = """text"""\n*** End Patch'
+    history = [
+        *start("Tidy the module."),
+        *step(1, None, (bash(1, "echo ''"), mini(0, ""))),
+        *step(2, None, (bash(2, "sed -i '' 's/a/b/' src/app.py"), mini(0, ""))),
+        *step(3, None, (bash(3, 'grep -n "" src/app.py'), mini(0, "1:import os\n2:x = ''"))),
+        *step(4, None, (call("p", "shell", {"command": ["apply_patch", patch]}), "Done!")),
+        *step(5, None, (call("q", "apply_patch", patch), "Done!")),
+    ]
+    text = digest(None, history, 1, 5).text
+    assert "- src/app.py: edited it 2 (sed s/a/b/); read 1-2" in text
+    assert "- doc.py: edited" in text

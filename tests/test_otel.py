@@ -22,6 +22,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from tiered_agent import Agent, ContextConfig, MCPStdioServer, Message, Telemetry, tool
 from tiered_agent._errors import ConfigurationError, MCPServerError, ModelError
 from tiered_agent._trace import (
+    ContextRecord,
     ModelRequest,
     ModelResponse,
     RetrievalEvent,
@@ -206,7 +207,8 @@ async def test_run_chat_and_tool_spans_follow_the_genai_conventions(
     second = attrs(chats[1])
     assert second["tiered_agent.context.truncated_outputs"] == 1
     assert second["tiered_agent.context.truncated_call_ids"] == ("call_a",)
-    assert second["tiered_agent.context.truncated_chars"] == requests[1].context["truncated_chars"] > 9_000
+    truncated = ContextRecord.from_dict(requests[1].context).truncated_chars
+    assert second["tiered_agent.context.truncated_chars"] == truncated > 9_000
     assert second["tiered_agent.prompt.saved_tokens"] == (
         requests[1].counterfactual_tokens - requests[1].prompt_tokens_local
     )
@@ -368,13 +370,14 @@ async def test_pipeline_decisions_summaries_retrievals_and_dedup_hits_reach_the_
     requests = [e for e in events if isinstance(e, ModelRequest)]
     for chat, request in zip(chats, requests, strict=True):
         chat_attrs, context = attrs(chat), request.context
+        record = ContextRecord.from_dict(context)
         summary = context["summary_range"] or [None, None]
         assert chat_attrs.get("tiered_agent.context.summary.first_iteration") == summary[0]
         assert chat_attrs.get("tiered_agent.context.summary.last_iteration") == summary[1]
         assert chat_attrs["tiered_agent.context.windowed_out_iterations"] == tuple(context["windowed_out"])
         assert chat_attrs["tiered_agent.context.windowed_out"] == len(context["windowed_out"])
-        assert chat_attrs["tiered_agent.context.masked_outputs"] == context["masked_outputs"]
-        assert chat_attrs["tiered_agent.context.masked_chars"] == context["masked_chars"]
+        assert chat_attrs["tiered_agent.context.masked_outputs"] == record.hidden_outputs
+        assert chat_attrs["tiered_agent.context.masked_chars"] == record.hidden_chars
         assert chat_attrs["tiered_agent.dedup.hits"] == context["dedup_hits"]
     assert any(attrs(c)["tiered_agent.context.windowed_out"] > 0 for c in chats)
 

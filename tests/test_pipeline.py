@@ -13,11 +13,11 @@ from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.context._config import ContextConfig
 from tiered_agent.context._names import RETRIEVE_TOOL_NAME
-from tiered_agent.context._pipeline import build_prompt, validate_pairs
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._presets import PRESETS, as_policy
-from tiered_agent.context._schedule import AgingSchedule, Epoch
-from tiered_agent.context._types import BuiltPrompt, Summary
+from tiered_agent.context.aging._schedule import AgingSchedule, Epoch
+from tiered_agent.context.pipeline._build import build_prompt, validate_pairs
+from tiered_agent.context.pipeline._types import BuiltPrompt, Summary
 from tiered_agent.context.steps import (
     Age,
     Clear,
@@ -145,7 +145,7 @@ def test_tiered_preset_summary_window_and_truncation() -> None:
     for t, original in zip(stats.truncations, outputs, strict=True):
         assert (t.original_chars, t.kept_chars) == (len(original.text), 500)
     assert stats.truncated_chars == sum(len(m.text) - 500 for m in outputs)
-    assert stats.to_dict()["truncated_outputs"] == len(outputs)
+    assert len(built.effects["truncate"].cuts) == len(outputs)  # all the Truncate step's
 
 
 def test_retrieval_results_are_never_truncated() -> None:
@@ -213,7 +213,7 @@ def histories(draw: st.DrawFn) -> list[Message]:
 
 
 @st.composite
-def configs(draw: st.DrawFn) -> Policy | ContextConfig:
+def configs(draw: st.DrawFn) -> Policy:
     """A preset as is, or a flat configuration with random knobs (built into steps by ContextConfig)."""
     if draw(st.booleans()):
         return draw(st.sampled_from(list(PRESETS.values())))
@@ -292,7 +292,7 @@ def summaries(draw: st.DrawFn) -> Summary | None:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(h=histories(), config=st.one_of(configs(), composed()), summary=summaries(), schedule=schedules())
 def test_any_history_any_policy_gives_a_valid_prompt(
-    h: list[Message], config: Policy | ContextConfig, summary: Summary | None, schedule: AgingSchedule | None
+    h: list[Message], config: Policy, summary: Summary | None, schedule: AgingSchedule | None
 ) -> None:
     validate_pairs(h)
     snapshot = [dataclasses.replace(m) for m in h]

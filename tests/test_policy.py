@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 
@@ -28,8 +30,7 @@ from tiered_agent.testing import FunctionModel
 # build exactly the same steps (the golden check proves those steps build the same prompts).
 # ``tiered`` has aged since (an Age step, which the flat knobs do not describe): its flat form is
 # the previous default, kept here as the reference it replaced.
-_FULL = ContextConfig(
-    name="full",
+_FULL: dict[str, Any] = dict(
     max_output_chars=None,
     dedup=False,
     window_iterations=None,
@@ -42,36 +43,43 @@ FLAT_PRESETS = {
         name="tiered", max_output_chars=8000, window_iterations=1, window_keep_actions=True, summary_every=25
     ),
     "kb-labs-adr": ContextConfig(name="kb-labs-adr", truncation_mode="head", compact_at=None),
-    "full": _FULL,
-    "masking": _FULL.replace(name="masking", mask_keep_outputs=10),
-    "anthropic-clear": _FULL.replace(
-        name="anthropic-clear", clear_trigger_tokens=100_000, clear_keep_outputs=3
+    "full": ContextConfig("full", **_FULL),
+    "masking": ContextConfig("masking", **_FULL | {"mask_keep_outputs": 10}),
+    "anthropic-clear": ContextConfig(
+        "anthropic-clear", **_FULL | {"clear_trigger_tokens": 100_000, "clear_keep_outputs": 3}
     ),
-    "codex": _FULL.replace(
-        name="codex",
-        max_output_chars=10 * 1024,
-        max_output_lines=256,
-        compact_at=0.90,
-        compact_keep_iterations=0,
+    "codex": ContextConfig(
+        "codex",
+        **_FULL
+        | {
+            "max_output_chars": 10 * 1024,
+            "max_output_lines": 256,
+            "compact_at": 0.90,
+            "compact_keep_iterations": 0,
+        },
     ),
-    "adk-code": _FULL.replace(
-        name="adk-code",
-        max_output_chars=10 * 1024,
-        max_output_lines=256,
-        compact_at=0.70,
-        compact_keep_iterations=5,
+    "adk-code": ContextConfig(
+        "adk-code",
+        **_FULL
+        | {
+            "max_output_chars": 10 * 1024,
+            "max_output_lines": 256,
+            "compact_at": 0.70,
+            "compact_keep_iterations": 5,
+        },
     ),
-    "adk-compaction": _FULL.replace(name="adk-compaction", summary_every=5, summary_overlap=2),
+    "adk-compaction": ContextConfig("adk-compaction", **_FULL | {"summary_every": 5, "summary_overlap": 2}),
 }
 
 
 @pytest.mark.parametrize("name", [n for n in PRESETS if n != "tiered"])
 def test_the_flat_convenience_builds_each_preset(name: str) -> None:
-    assert FLAT_PRESETS[name].to_policy() == PRESETS[name]
+    # one configuration language: ContextConfig(...) is a Policy
+    assert isinstance(FLAT_PRESETS[name], Policy) and FLAT_PRESETS[name] == PRESETS[name]
 
 
 def test_the_previous_default_is_still_one_flat_config_away() -> None:
-    steps = FLAT_PRESETS["tiered"].to_policy().steps
+    steps = FLAT_PRESETS["tiered"].steps
     assert [s.kind for s in steps] == ["dedup", "summarize", "compact", "elide", "truncate"]
 
 
@@ -85,7 +93,7 @@ def test_presets_are_named_step_lists() -> None:
         preset("nope")
 
 
-def test_as_policy_takes_a_name_a_flat_config_or_a_policy() -> None:
+def test_as_policy_takes_a_name_or_a_policy() -> None:
     assert as_policy("tiered") is PRESETS["tiered"]
     assert as_policy(FLAT_PRESETS["codex"]) == PRESETS["codex"]
     custom = Policy("mine", [Truncate(max_chars=100)])

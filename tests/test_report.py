@@ -76,6 +76,7 @@ TOTALS_KEYS = {
     "compactions",
     "dedup_hits",
     "truncated_chars",
+    "step_errors",
     "cache_write_tokens",
     "calibrated_input_tokens",
     "calibrated_cached_tokens",
@@ -122,6 +123,7 @@ RUN_POLICY_KEYS = (TOTALS_KEYS - {"runs"}) | {
     "missed_strings",
     "line_missed_strings",
     "own_missed_strings",
+    "step_error_list",
     "per_step",
 }
 

@@ -13,7 +13,7 @@ from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
 from tiered_agent._tools import ToolSet
 from tiered_agent.context._names import RETRIEVE_TOOL_NAME
-from tiered_agent.context._retrieve import make_retrieve_tool, parse_iterations, retrieve
+from tiered_agent.context.retrieve._tool import make_retrieve_tool, parse_iterations, retrieve
 
 COUNTER = TokenCounter("o200k_base")
 BIG = "\n".join(f"line {n}: the quick brown fox jumps over the lazy dog" for n in range(400))

@@ -13,16 +13,16 @@ from samples import HAND_RUN
 
 from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall, tool
 from tiered_agent._tokens import TokenCounter
-from tiered_agent._trace import ModelRequest, RunStarted, read_trace
+from tiered_agent._trace import ContextRecord, ModelRequest, RunStarted, read_trace
 from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._replay import replay_run, replay_runs, resolve_policies
 from tiered_agent.bench._report import build_document
-from tiered_agent.context._draft import BuildContext, Draft, with_content
 from tiered_agent.context._manager import ContextManager
-from tiered_agent.context._pipeline import build_prompt, validate_pairs
-from tiered_agent.context._types import BuiltPrompt, Summary
+from tiered_agent.context.pipeline._build import build_prompt, validate_pairs
+from tiered_agent.context.pipeline._draft import BuildContext, Draft, with_content
+from tiered_agent.context.pipeline._types import BuiltPrompt, Summary
 from tiered_agent.context.steps import Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
-from tiered_agent.context.steps._compact import compaction_keep
+from tiered_agent.context.summary._compact import compaction_keep
 from tiered_agent.testing import FunctionModel, calls, text
 
 COUNTER = TokenCounter("o200k_base")
@@ -190,7 +190,7 @@ class ShoutErrors(Step):
             for i, m in enumerate(draft.messages)
             if m.role == "tool" and i not in draft.hidden and m.text.startswith("Error")
         }
-        return draft.cut(shown, {}) if shown else draft
+        return draft.cut(shown, {}, self.kind) if shown else draft
 
 
 def test_a_step_of_your_own_composes_with_the_others() -> None:
@@ -233,8 +233,18 @@ async def test_a_composed_policy_through_the_live_agent(tmp_path: Path) -> None:
     started = next(e for e in events if isinstance(e, RunStarted))
     assert started.config["context"] == MINE.to_dict()
     request = [e for e in events if isinstance(e, ModelRequest)][-1]
-    assert (request.context["masked_outputs"], request.context["truncated_outputs"]) == (2, 1)
-    assert set(request.context) >= {"truncations", "windowed_out", "summary_range", "compacted", "dedup_hits"}
+    record = ContextRecord.from_dict(request.context)
+    assert (record.hidden_outputs, record.truncated_outputs) == (2, 1)
+    # typed, per step: the masking step hid two outputs, the truncation step cut one
+    assert record.steps["mask"].hidden == 2 and len(record.steps["truncate"].cuts) == 1
+    assert set(request.context) == {
+        "steps",
+        "shown_iterations",
+        "windowed_out",
+        "summary_range",
+        "compacted",
+        "dedup_hits",
+    }
 
 
 @pytest.mark.anyio

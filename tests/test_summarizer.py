@@ -12,18 +12,13 @@ from anyio import wait_all_tasks_blocked
 
 from tiered_agent._errors import ModelError
 from tiered_agent._messages import Message, ToolCall
-from tiered_agent.context._digest import digest
-from tiered_agent.context._memory_render import SECTIONS
 from tiered_agent.context._names import RETRIEVE_TOOL_NAME
-from tiered_agent.context._summarizer import (
-    DigestSummarizer,
-    LLMSummarizer,
-    SmartSummarizer,
-    Summarizer,
-    render_range,
-    summary_messages,
-)
-from tiered_agent.context._types import Summary
+from tiered_agent.context.pipeline._types import Summary
+from tiered_agent.context.summary._digest import digest
+from tiered_agent.context.summary._llm import LLMSummarizer, render_range, summary_messages
+from tiered_agent.context.summary._summarizer import DigestSummarizer, Summarizer
+from tiered_agent.context.summary._worker import SmartSummarizer
+from tiered_agent.context.summary.memory._sections import SECTIONS
 
 pytestmark = pytest.mark.anyio
 

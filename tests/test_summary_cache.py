@@ -23,15 +23,15 @@ from tiered_agent import Agent, LiteLLMModel, Policy, tool
 from tiered_agent._errors import ModelError
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._trace import SummaryEvent, read_trace
-from tiered_agent.context._summarizer import (
+from tiered_agent.context.pipeline._types import SentPrompt, Summary
+from tiered_agent.context.steps import Elide, Summarize
+from tiered_agent.context.summary._llm import (
     MEMORY_REQUEST,
     SUMMARY_SYSTEM_PROMPT,
     LLMSummarizer,
-    SmartSummarizer,
     memory_request,
 )
-from tiered_agent.context._types import SentPrompt, Summary
-from tiered_agent.context.steps import Elide, Summarize
+from tiered_agent.context.summary._worker import SmartSummarizer
 
 pytestmark = pytest.mark.anyio
 

@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
-from tiered_agent.context._draft import HistoryFacts
 from tiered_agent.context._manager import ContextManager
-from tiered_agent.context._pipeline import build_prompt
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._tally import HistoryTally, PromptTally, common_prefix
-from tiered_agent.context._types import Summary
+from tiered_agent.context.pipeline._build import build_prompt
+from tiered_agent.context.pipeline._draft import HistoryFacts
+from tiered_agent.context.pipeline._tally import HistoryTally, PromptTally, common_prefix
+from tiered_agent.context.pipeline._types import Summary
 
 COUNTER = TokenCounter("o200k_base")
 WORDS = ["alpha", "beta gamma", "def f(x):\n    return x", "", "ünïcode ✓", "x" * 40, "1 2 3 4 5"]

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
+from tiered_agent._trace import Cut
 from tiered_agent.context._names import RETRIEVE_TOOL_NAME
-from tiered_agent.context._pipeline import build_prompt
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._types import Truncation
+from tiered_agent.context.pipeline._build import build_prompt
 from tiered_agent.context.steps import Mask, Step, Truncate
 from tiered_agent.context.steps._truncate import TruncationMode, count_lines, truncate_output
 
@@ -188,9 +188,7 @@ def _tool(call_id: str, content: str, name: str = "read", iteration: int = 1) ->
     return Message(role="tool", content=content, tool_call_id=call_id, name=name, iteration=iteration)
 
 
-def _apply(
-    messages: list[Message], *steps: Step, retrieval: bool = True
-) -> tuple[list[Message], list[Truncation]]:
+def _apply(messages: list[Message], *steps: Step, retrieval: bool = True) -> tuple[list[Message], list[Cut]]:
     built = build_prompt(messages, Policy("t", steps, retrieval=retrieval), summary=None, counter=COUNTER)
     return list(built.messages), list(built.stats.truncations)
 
@@ -220,7 +218,7 @@ def test_the_step_records_each_cut_and_skips_retrieval_results() -> None:
     assert messages[3].content == big  # input untouched
     assert len(cuts) == 1
     cut = cuts[0]
-    assert (cut.tool_call_id, cut.iteration, cut.tool_name) == ("c1", 3, "read")
+    assert (cut.tool_call_id, cut.iteration, cut.tool) == ("c1", 3, "read")
     assert (cut.original_chars, cut.kept_chars, cut.omitted_chars) == (1_000, 100, 900)
 
 

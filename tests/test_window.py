@@ -11,11 +11,11 @@ import pytest
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.context._config import ContextConfig
-from tiered_agent.context._draft import summary_message
-from tiered_agent.context._pipeline import build_prompt
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._types import Summary
+from tiered_agent.context.pipeline._build import build_prompt
+from tiered_agent.context.pipeline._draft import summary_message
+from tiered_agent.context.pipeline._types import Summary
 from tiered_agent.context.steps import Window
 from tiered_agent.context.steps._window import omitted_note
 
@@ -34,7 +34,7 @@ class Layout:
     elided_outputs: int
 
 
-def select_window(h: Sequence[Message], policy: Policy | ContextConfig, *, summary: Summary | None) -> Layout:
+def select_window(h: Sequence[Message], policy: Policy, *, summary: Summary | None) -> Layout:
     """The prompt a policy builds, seen as which iterations it shows (these tests keep outputs short)."""
     built = build_prompt(h, policy, summary=summary, counter=COUNTER)
     stats = built.stats

@@ -18,13 +18,18 @@ from ._lazy import lazy_exports
 
 __all__ = [
     "PRESETS",
+    "Age",
     "Agent",
     "AuthenticationError",
+    "Clear",
+    "Compact",
     "ConfigurationError",
     "ContextBudgetExceeded",
     "ContextConfig",
     "ContextWindowExceeded",
+    "Dedup",
     "DigestSummarizer",
+    "Elide",
     "IterationStats",
     "LLMSummarizer",
     "LiteLLMModel",
@@ -33,6 +38,7 @@ __all__ = [
     "MCPServerError",
     "MCPSseServer",
     "MCPStdioServer",
+    "Mask",
     "Message",
     "Model",
     "ModelError",
@@ -43,7 +49,9 @@ __all__ = [
     "RetryPolicy",
     "RunLimits",
     "RunResult",
+    "Step",
     "StopReason",
+    "Summarize",
     "Summarizer",
     "Summary",
     "Telemetry",
@@ -55,7 +63,9 @@ __all__ = [
     "ToolSet",
     "TraceFormatError",
     "TraceWriteError",
+    "Truncate",
     "Usage",
+    "Window",
     "Workspace",
     "load_history",
     "load_mcp_config",
@@ -65,6 +75,7 @@ __all__ = [
     "workspace_tools",
 ]
 
+_STEPS = ("Age", "Clear", "Compact", "Dedup", "Elide", "Mask", "Step", "Summarize", "Truncate", "Window")
 _LOCATIONS = {
     "Agent": "._agent",
     "RunLimits": "._agent",
@@ -87,10 +98,11 @@ _LOCATIONS = {
     "Policy": ".context._policy",
     "PRESETS": ".context._presets",
     "preset": ".context._presets",
-    "Summary": ".context._types",
-    "Summarizer": ".context._summarizer",
-    "DigestSummarizer": ".context._summarizer",
-    "LLMSummarizer": ".context._summarizer",
+    "Summary": ".context.pipeline._types",
+    "Summarizer": ".context.summary._summarizer",
+    "DigestSummarizer": ".context.summary._summarizer",
+    "LLMSummarizer": ".context.summary._llm",
+    **dict.fromkeys(_STEPS, ".context.steps"),
     "TokenCounter": "._tokens",
     "Telemetry": ".telemetry",
     "read_trace": "._trace",
@@ -130,8 +142,10 @@ if TYPE_CHECKING:
     from .context._config import ContextConfig
     from .context._policy import Policy
     from .context._presets import PRESETS, preset
-    from .context._summarizer import DigestSummarizer, LLMSummarizer, Summarizer
-    from .context._types import Summary
+    from .context.pipeline._types import Summary
+    from .context.steps import Age, Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
+    from .context.summary._llm import LLMSummarizer
+    from .context.summary._summarizer import DigestSummarizer, Summarizer
     from .mcp._config import (
         MCPHttpServer,
         MCPServerConfig,

@@ -52,12 +52,11 @@ from ._trace import (
     TraceWriter,
     redact,
 )
-from .context._config import ContextConfig
 from .context._dispatch import ToolKind
 from .context._manager import ContextManager, PreparedPrompt
 from .context._policy import Policy
 from .context._presets import as_policy
-from .context._summarizer import Summarizer
+from .context.summary._summarizer import Summarizer
 from .mcp._config import MCPServerConfig
 from .mcp._runtime import check_servers, open_mcp_tools
 from .telemetry import Telemetry, run_observer
@@ -106,7 +105,7 @@ class Agent:
         model: str | Model,
         *,
         tools: Sequence[Tool] = (),
-        context: Policy | ContextConfig | str = "tiered",
+        context: Policy | str = "tiered",
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         limits: RunLimits = RunLimits(),
         trace_dir: Path | str = Path("traces/runs"),
@@ -333,7 +332,8 @@ class _Run:
 
     def restore(self, state: ResumeState) -> None:
         """Reload a traced history; only the messages the trace does not hold yet are written, and
-        each repair the history needed is recorded (and shown) as a ``resume_repair`` error event."""
+        each repair the history needed is recorded (and shown) as a ``resume_repair`` error event.
+        The context steps continue from the records that fit the history."""
         last = max(m.iteration for m in state.history)
         for note in describe_notes(state.notes):
             self.emit(ErrorEvent(last, "resume_repair", note))
@@ -343,9 +343,7 @@ class _Run:
                 self.append(message)
             else:
                 self.history.append(message)
-        if state.summary is not None:
-            self.manager.restore_summary(state.summary)
-        self.manager.restore_schedule(state.schedule)
+        self.manager.restore(state.records)
 
     async def loop(self) -> tuple[StopReason, str | None, str | None]:
         first = max((m.iteration for m in self.history), default=0) + 1
@@ -392,7 +390,7 @@ class _Run:
         return await self.agent.model.complete(prepared.messages, [dict(t) for t in prepared.tools]), prepared
 
     def record_request(self, iteration: int, prepared: PreparedPrompt) -> None:
-        context = prepared.record() | {"dedup_hits": self.manager.dedup_hits}
+        context = prepared.record().to_dict()
         self.emit(
             ModelRequest(
                 iteration=iteration,

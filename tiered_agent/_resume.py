@@ -6,7 +6,8 @@ lines a reader must skip. Sent as they are, the provider answers 400 at every la
 ("an assistant message with tool_calls must be followed by tool messages"). :func:`repair_history`
 rebuilds the conversation in the one shape every provider accepts, and says what it changed, line
 by line; :meth:`ResumeState.load` reads the trace leniently (each skipped line with its reason),
-repairs it, and keeps only the summary and aging records that fit the history.
+repairs it, and keeps only the summaries and prompt records that fit the history (what the
+context steps restore from, see :meth:`~.context.ContextManager.restore`).
 
 The repair is deterministic and never deletes anything from the file: dropped lines stay in the
 trace (every later read drops them again), results it adds (``interrupted``) are appended.
@@ -15,17 +16,23 @@ trace (every later read drops them again), results it adds (``interrupted``) are
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
 from ._errors import ConfigurationError
 from ._messages import MAX_ITERATION, Message, ToolCall
-from ._trace import MessageEvent, ModelRequest, RunStarted, SummaryEvent, TraceScan, scan_trace
-from .context._aging import schedule_from_records
-from .context._schedule import AgingSchedule
-from .context._types import Summary
+from ._trace import (
+    ContextRecord,
+    Event,
+    MessageEvent,
+    ModelRequest,
+    RunStarted,
+    SummaryEvent,
+    TraceScan,
+    scan_trace,
+)
 
 __all__ = ["INTERRUPTED", "RepairedHistory", "ResumeState", "describe_notes", "repair_history"]
 
@@ -150,15 +157,16 @@ class ResumeState:
     """What a resumed run starts from: the repaired history and what the trace recorded of the run.
 
     ``appended`` are the messages the trace does not hold yet (results the repair added, the
-    follow-up): the run writes them first. ``notes`` say what reading and repairing changed.
+    follow-up): the run writes them first. ``records``: the summaries and prompt records that fit
+    the history, which the context steps continue from. ``notes`` say what reading and repairing
+    changed.
     """
 
     path: Path
     task: str
     history: tuple[Message, ...]
     appended: tuple[Message, ...]
-    summary: Summary | None
-    schedule: AgingSchedule = field(default_factory=AgingSchedule)
+    records: tuple[Event, ...] = ()
     notes: tuple[str, ...] = ()
 
     @classmethod
@@ -192,74 +200,58 @@ class ResumeState:
                 f"{path}: the run already answered; pass follow_up (--follow-up) to continue it"
             )
         newest = max(m.iteration for m in history)
-        summary, summary_notes = _summary(scan, newest)
-        schedule, schedule_notes = _schedule(scan, newest)
-        notes = (*(str(s) for s in scan.skipped), *repaired.notes, *summary_notes, *schedule_notes)
-        return cls(path, started.task, tuple(history), tuple(appended), summary, schedule, notes)
+        records, record_notes = _records(scan, newest)
+        notes = (*(str(s) for s in scan.skipped), *repaired.notes, *record_notes)
+        return cls(path, started.task, tuple(history), tuple(appended), records, notes)
 
 
-def _summary(scan: TraceScan, newest: int) -> tuple[Summary | None, list[str]]:
-    """The latest summary that covers iterations of this history (one that claims more is ignored)."""
-    fitting: list[SummaryEvent] = []
-    notes: list[str] = []
-    for index, event in enumerate(scan.events):
-        if not isinstance(event, SummaryEvent):
-            continue
-        if 1 <= event.first_iteration <= event.last_iteration <= newest:
-            fitting.append(event)
-        else:
-            notes.append(
-                f"line {scan.line_of(index)}: summary of iterations {event.first_iteration}-"
-                f"{event.last_iteration} ignored, the history has iterations 1-{newest}"
-            )
-    latest = max(fitting, key=lambda s: s.last_iteration, default=None)
-    if latest is None:
-        return None, notes
-    return (
-        Summary(
-            latest.first_iteration,
-            latest.last_iteration,
-            latest.text,
-            latest.model,
-            latest.input_tokens,
-            latest.output_tokens,
-            latest.created_at_iteration,
-        ),
-        notes,
-    )
-
-
-def _schedule(scan: TraceScan, newest: int) -> tuple[AgingSchedule, list[str]]:
-    """The aging schedule the prompt records describe, keeping only epochs that fit the history
-    and never go back (see :class:`~.context._schedule.AgingSchedule`)."""
-    records: list[Mapping[str, Any]] = []
+def _records(scan: TraceScan, newest: int) -> tuple[tuple[Event, ...], list[str]]:
+    """The summaries and prompt records the context steps may continue from: a summary of
+    iterations this history holds, a prompt record whose aging epoch fits the history and never
+    goes back; each one left out gets a note naming its line."""
+    kept: list[Event] = []
     notes: list[str] = []
     previous = (0, 0, 0)
     for index, event in enumerate(scan.events):
-        if not isinstance(event, ModelRequest):
-            continue
-        aging = event.context.get("aging")
-        data = aging.get("epoch") if isinstance(aging, Mapping) else None
-        if data is None:
-            continue
-        epoch = _epoch(data, newest)
-        if epoch is None or not all(a >= b for a, b in zip(epoch, previous, strict=True)):
-            notes.append(f"line {scan.line_of(index)}: aging record ignored, it does not fit the history")
-            continue
-        previous = epoch
-        at, through, condensed = epoch
-        records.append({"aging": {"epoch": {"at": at, "through": through, "condensed": condensed}}})
-    return schedule_from_records(records), notes
+        if isinstance(event, SummaryEvent):
+            if 1 <= event.first_iteration <= event.last_iteration <= newest:
+                kept.append(event)
+            else:
+                notes.append(
+                    f"line {scan.line_of(index)}: summary of iterations {event.first_iteration}-"
+                    f"{event.last_iteration} ignored, the history has iterations 1-{newest}"
+                )
+        elif isinstance(event, ModelRequest):
+            try:
+                epoch = _epoch(event, newest)
+            except ValueError:
+                epoch = None
+            else:
+                if epoch is None:  # no aging record in it
+                    kept.append(event)
+                    continue
+            if epoch is None or not all(a >= b for a, b in zip(epoch, previous, strict=True)):
+                notes.append(f"line {scan.line_of(index)}: aging record ignored, it does not fit the history")
+                continue
+            previous = epoch
+            kept.append(event)
+    return tuple(kept), notes
 
 
-def _epoch(data: Any, newest: int) -> tuple[int, int, int] | None:
-    if not isinstance(data, Mapping):
+def _epoch(event: ModelRequest, newest: int) -> tuple[int, int, int] | None:
+    """The aging epoch a prompt record holds (None: it holds none); ValueError for one that cannot
+    be read or does not fit a history of iterations 1-``newest``."""
+    try:
+        aging = ContextRecord.from_dict(event.context).aging
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ValueError(f"unreadable context record: {exc}") from exc
+    if aging is None or aging.epoch is None:
         return None
-    at, through, condensed = (data.get("at"), data.get("through"), data.get("condensed", 0))
+    at, through, condensed = aging.epoch
     if not (_whole(at) and _whole(through) and _whole(condensed)):
-        return None
+        raise ValueError("an aging epoch of other than whole numbers")
     if not 0 <= condensed <= through <= at <= min(newest, MAX_ITERATION):
-        return None
+        raise ValueError(f"the aging epoch {aging.epoch} does not fit iterations 1-{newest}")
     return at, through, condensed
 
 

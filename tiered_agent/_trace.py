@@ -10,6 +10,7 @@ is ``{"v": 1, "type": "<event type>", ...fields}``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import stat
@@ -32,8 +33,12 @@ from ._text import clean_surrogates
 from ._trace_shapes import checked_fields
 
 __all__ = [
+    "LEGACY_STEP",
     "REDACTED",
     "SCHEMA_VERSION",
+    "AgingRecord",
+    "ContextRecord",
+    "Cut",
     "ErrorEvent",
     "Event",
     "MessageEvent",
@@ -43,6 +48,9 @@ __all__ = [
     "RunEnded",
     "RunStarted",
     "SkippedLine",
+    "StepError",
+    "StepRecord",
+    "StepState",
     "SummaryEvent",
     "ToolResult",
     "TraceScan",
@@ -89,6 +97,264 @@ class MessageEvent:
     message: Message
 
 
+# ---------------------------------------------------------------- the per-prompt context record
+LEGACY_STEP = "pipeline"  # the key of a record written before records were kept per step
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """One tool output the prompt shows cut: what the model did not see of it."""
+
+    tool_call_id: str
+    iteration: int
+    tool: str
+    original_chars: int
+    kept_chars: int
+
+    @property
+    def omitted_chars(self) -> int:
+        return self.original_chars - self.kept_chars
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool_call_id": self.tool_call_id,
+            "iteration": self.iteration,
+            "tool": self.tool,
+            "original_chars": self.original_chars,
+            "kept_chars": self.kept_chars,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Cut | None:
+        """The cut a record holds; None for anything that is not one."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("tool_call_id"), str):
+            return None
+        return cls(
+            data["tool_call_id"],
+            _int(data.get("iteration")),
+            str(data.get("tool") or data.get("tool_name") or ""),
+            _int(data.get("original_chars")),
+            _int(data.get("kept_chars")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AgingRecord:
+    """The ``Age`` step's own record: iterations ``1..through`` aged, ``1..condensed`` condensed, and
+    the epoch decided for this prompt (``(at, through, condensed)``; resume rebuilds the schedule
+    from these)."""
+
+    through: int = 0
+    condensed: int = 0
+    epoch: tuple[int, int, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"through": self.through, "condensed": self.condensed}
+        if self.epoch is not None:
+            at, through, condensed = self.epoch
+            record["epoch"] = {"at": at, "through": through, "condensed": condensed}
+        return record
+
+    @classmethod
+    def from_dict(cls, data: Any) -> AgingRecord | None:
+        if not isinstance(data, Mapping):
+            return None
+        epoch = data.get("epoch")
+        decided = None
+        if isinstance(epoch, Mapping) and all(_is_int(epoch.get(k)) for k in ("at", "through")):
+            decided = (int(epoch["at"]), int(epoch["through"]), _int(epoch.get("condensed")))
+        return cls(_int(data.get("through")), _int(data.get("condensed")), decided)
+
+
+StepState = AgingRecord | Mapping[str, Any]  # a step's own record: typed for the built-in steps
+_STATE_TYPES: dict[str, Any] = {"age": AgingRecord}
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """What one step did to one prompt (every field defaults to "nothing").
+
+    ``hidden``/``hidden_chars``: outputs it showed as a placeholder or a shorter form;
+    ``cuts``/``cut_tokens``: outputs it cut, and the tokens that spared; ``pointers``/
+    ``pointer_chars``: repeated outputs it showed as a pointer to an identical one above;
+    ``dropped``: iterations it left out behind a note; ``state``: the step's own record (the
+    ``Age`` step's :class:`AgingRecord`; a mapping for other steps).
+    """
+
+    hidden: int = 0
+    hidden_chars: int = 0
+    cuts: tuple[Cut, ...] = ()
+    cut_tokens: int = 0
+    pointers: int = 0
+    pointer_chars: int = 0
+    dropped: tuple[int, ...] = ()
+    state: StepState | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields that say something (defaults left out)."""
+        record: dict[str, Any] = {}
+        for name in ("hidden", "hidden_chars", "cut_tokens", "pointers", "pointer_chars"):
+            if value := getattr(self, name):
+                record[name] = value
+        if self.cuts:
+            record["cuts"] = [cut.to_dict() for cut in self.cuts]
+        if self.dropped:
+            record["dropped"] = list(self.dropped)
+        if self.state is not None:
+            state = self.state
+            record["state"] = state.to_dict() if isinstance(state, AgingRecord) else dict(state)
+        return record
+
+    @classmethod
+    def from_dict(cls, kind: str, data: Any) -> StepRecord:
+        if not isinstance(data, Mapping):
+            return cls()
+        state = data.get("state")
+        parse = _STATE_TYPES.get(kind)
+        typed = parse.from_dict(state) if parse is not None else None
+        return cls(
+            hidden=_int(data.get("hidden")),
+            hidden_chars=_int(data.get("hidden_chars")),
+            cuts=_cuts(data.get("cuts")),
+            cut_tokens=_int(data.get("cut_tokens")),
+            pointers=_int(data.get("pointers")),
+            pointer_chars=_int(data.get("pointer_chars")),
+            dropped=_ints(data.get("dropped")),
+            state=typed if typed is not None else dict(state) if isinstance(state, Mapping) else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRecord:
+    """What the context pipeline did to build one prompt (``model_request.context``), per step.
+
+    ``steps``: by step kind, the steps that did something; ``shown_iterations``: the iterations
+    the prompt shows (in some form); ``windowed_out``: those it does not (a summary stands for
+    them, or they were left out); ``summary_range``: the summary shown, if any; ``compacted``:
+    the prompt was built again after a compaction; ``dedup_hits``: tool calls the run served from
+    the dedup cache so far. :meth:`from_dict` also reads the flat records older traces hold.
+    """
+
+    steps: Mapping[str, StepRecord] = field(default_factory=dict)
+    shown_iterations: tuple[int, ...] = ()
+    windowed_out: tuple[int, ...] = ()
+    summary_range: tuple[int, int] | None = None
+    compacted: bool = False
+    dedup_hits: int = 0
+
+    # ------------------------------------------------------------------ totals over the steps
+    @property
+    def cuts(self) -> tuple[Cut, ...]:
+        return tuple(cut for step in self.steps.values() for cut in step.cuts)
+
+    @property
+    def truncated_outputs(self) -> int:
+        return sum(len(step.cuts) for step in self.steps.values())
+
+    @property
+    def truncated_chars(self) -> int:
+        return sum(cut.omitted_chars for cut in self.cuts)
+
+    @property
+    def truncated_tokens(self) -> int:
+        return sum(step.cut_tokens for step in self.steps.values())
+
+    @property
+    def hidden_outputs(self) -> int:
+        return sum(step.hidden for step in self.steps.values())
+
+    @property
+    def hidden_chars(self) -> int:
+        return sum(step.hidden_chars for step in self.steps.values())
+
+    @property
+    def pointers(self) -> int:
+        return sum(step.pointers for step in self.steps.values())
+
+    @property
+    def pointer_chars(self) -> int:
+        return sum(step.pointer_chars for step in self.steps.values())
+
+    @property
+    def aging(self) -> AgingRecord | None:
+        """The aging step's record, if the policy ages."""
+        return next((s.state for s in self.steps.values() if isinstance(s.state, AgingRecord)), None)
+
+    # ------------------------------------------------------------------ data
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "steps": {kind: step.to_dict() for kind, step in self.steps.items()},
+            "shown_iterations": list(self.shown_iterations),
+            "windowed_out": list(self.windowed_out),
+            "summary_range": list(self.summary_range) if self.summary_range else None,
+            "compacted": self.compacted,
+            "dedup_hits": self.dedup_hits,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ContextRecord:
+        """The record of a ``model_request`` event, of this format or the flat one before it; a field
+        that is missing or of the wrong type reads as "nothing done" (traces are untrusted input)."""
+        if not isinstance(data, Mapping):
+            return cls()
+        steps = data.get("steps")
+        parsed = (
+            {str(k): StepRecord.from_dict(str(k), v) for k, v in steps.items()}
+            if isinstance(steps, Mapping)
+            else _flat_steps(data)
+        )
+        summary = _ints(data.get("summary_range"))
+        return cls(
+            steps=parsed,
+            shown_iterations=_ints(data.get("shown_iterations")),
+            windowed_out=_ints(data.get("windowed_out")),
+            summary_range=(summary[0], summary[1]) if len(summary) == 2 else None,
+            compacted=data.get("compacted") is True,
+            dedup_hits=_int(data.get("dedup_hits")),
+        )
+
+
+def _flat_steps(data: Mapping[str, Any]) -> dict[str, StepRecord]:
+    """The per-step view of a flat record (before records were kept per step): cuts were the
+    ``Truncate`` step's, pointers the ``Dedup`` step's, ``aging`` the ``Age`` step's; which step hid
+    an output was not recorded (:data:`LEGACY_STEP`)."""
+    steps: dict[str, StepRecord] = {}
+    cuts = _cuts(data.get("truncations"))
+    if cuts or _int(data.get("truncated_tokens")):
+        steps["truncate"] = StepRecord(cuts=cuts, cut_tokens=_int(data.get("truncated_tokens")))
+    if _int(data.get("dedup_pointers")):
+        pointers, chars = _int(data.get("dedup_pointers")), _int(data.get("dedup_pointer_chars"))
+        steps["dedup"] = StepRecord(pointers=pointers, pointer_chars=chars)
+    aging = AgingRecord.from_dict(data.get("aging"))
+    if aging is not None:
+        steps["age"] = StepRecord(state=aging)
+    if _int(data.get("masked_outputs")):
+        hidden, chars = _int(data.get("masked_outputs")), _int(data.get("masked_chars"))
+        steps[LEGACY_STEP] = StepRecord(hidden=hidden, hidden_chars=chars)
+    return steps
+
+
+def _is_int(value: Any) -> bool:
+    """A JSON number (not a bool, not NaN or infinite)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _int(value: Any) -> int:
+    return int(value) if _is_int(value) and abs(value) < 1 << 62 else 0
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    return tuple(_int(v) for v in value if _is_int(v)) if isinstance(value, list | tuple) else ()
+
+
+def _cuts(value: Any) -> tuple[Cut, ...]:
+    if not isinstance(value, list | tuple):
+        return ()
+    return tuple(cut for item in value if (cut := Cut.from_dict(item)) is not None)
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """What was sent at one iteration, its size, and what the context pipeline did."""
@@ -99,7 +365,7 @@ class ModelRequest:
     prompt_tokens_local: int
     estimated_prompt_tokens: int
     counterfactual_tokens: int
-    context: dict[str, Any] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)  # a ContextRecord.to_dict()
     # The prompt as sent, for observers (OpenTelemetry content capture); never written to the
     # trace, which already holds every message in full.
     prompt: tuple[Message, ...] = field(default=(), compare=False, repr=False, metadata=TRANSIENT)
@@ -138,6 +404,24 @@ class ErrorEvent:
     type: ClassVar[str] = "error"
     iteration: int
     kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepError:
+    """A context step that raised and was skipped (fail open): for the prompt of ``iteration``, or
+    for that iteration's tool calls; the run went on without it.
+
+    ``phase`` is the hook that raised (``apply``, ``finish``, ``decide``, ``act``, ``after``,
+    ``serve``, ``observe``, ``record``, ``summary``); ``error`` the exception's type and
+    ``message`` its text, secrets redacted and clipped.
+    """
+
+    type: ClassVar[str] = "step_error"
+    iteration: int
+    step: str
+    phase: str
+    error: str
     message: str
 
 
@@ -184,6 +468,7 @@ Event = (
     | ModelResponse
     | ToolResult
     | ErrorEvent
+    | StepError
     | SummaryEvent
     | RetrievalEvent
     | RunEnded
@@ -197,6 +482,7 @@ _EVENT_TYPES: dict[str, type[Any]] = {
         ModelResponse,
         ToolResult,
         ErrorEvent,
+        StepError,
         SummaryEvent,
         RetrievalEvent,
         RunEnded,

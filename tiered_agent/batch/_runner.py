@@ -18,10 +18,10 @@ import anyio
 import structlog
 
 from .._errors import TieredAgentError
-from ..telemetry._pipelines import CliTelemetry, cli_telemetry
 from .._trace import Event, redact
 from ..cli._run import _agent as build_agent
 from ..context._presets import preset
+from ..telemetry._pipelines import CliTelemetry, cli_telemetry
 from ._results import FINAL, TaskResult
 from ._settings import BatchSettings
 from ._tasks import BatchTask

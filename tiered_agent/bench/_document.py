@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from .._providers import DEFAULT_CACHE_MODEL, ModelPrices
+from .._trace import StepError
 from ..context._policy import Policy
 from ._calibration import ProviderCalibration
 from ._metrics import PolicyRunMetrics, Totals
@@ -47,6 +48,7 @@ __all__ = [
 SCHEMA_VERSION = 4
 TIMING_KEY = "timing"
 _MAX_MISSED_LISTED = 20
+_MAX_ERRORS_LISTED = 10  # per run and policy; the count is exact
 
 
 def rounded(value: float) -> float:
@@ -118,6 +120,7 @@ def totals_dict(t: Totals, full: Totals | None) -> dict[str, Any]:
         "compactions": t.compactions,
         "dedup_hits": t.dedup_hits,
         "truncated_chars": t.truncated_chars,
+        "step_errors": t.step_errors,
     } | ruler_totals(t, full)
 
 
@@ -332,6 +335,7 @@ def run_detail(
         entry = totals_dict(t, full)
         del entry["runs"]
         entry |= _missed_lists(metrics)
+        entry["step_error_list"] = [_step_error_dict(e) for e in metrics.step_errors[:_MAX_ERRORS_LISTED]]
         entry["per_step"] = {
             "prompt_tokens": [s.prompt_tokens for s in metrics.steps],
             "cached_tokens": [s.cached_tokens for s in metrics.steps],
@@ -352,6 +356,17 @@ def _missed_lists(metrics: PolicyRunMetrics) -> dict[str, list[str]]:
         "own_missed_strings": {s for step in metrics.steps for s in step.own_missed},
     }
     return {key: sorted(found)[:_MAX_MISSED_LISTED] for key, found in lists.items()}
+
+
+def _step_error_dict(error: StepError) -> dict[str, Any]:
+    """A context step that raised and was skipped for one prompt (``runs[].policies[].step_error_list``)."""
+    return {
+        "iteration": error.iteration,
+        "step": error.step,
+        "phase": error.phase,
+        "error": error.error,
+        "message": error.message,
+    }
 
 
 # --------------------------------------------------------------------------- the file

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from .._messages import Message, Usage
+from .._trace import StepError
 from ._caching import Pricing
 from ._pricing import RunCosting
 from ._recorded import RecordedRun
@@ -180,6 +181,7 @@ class PolicyRunMetrics:
     dedup_hits: int = 0
     retrieval_active: bool = False
     cache_write_premium: float = 1.0  # the run's cache model: price of a written token (input = 1)
+    step_errors: tuple[StepError, ...] = ()  # context steps that raised and were skipped (0 expected)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +208,7 @@ class Totals:
     dedup_hits: int
     truncated_chars: int
     cache_write_tokens: int = 0
+    step_errors: int = 0  # context steps that raised and were skipped (fail open)
     calibrated_input_tokens: int = 0  # input tokens in each run's provider tokens (token scale applied)
     calibrated_cached_tokens: int = 0
     cost_usd: float | None = None  # over the priced runs; None: none priced (or a summarizer unpriced)
@@ -404,6 +407,7 @@ def totals(
         compactions=sum(1 for s in steps if s.compacted),
         dedup_hits=sum(r.dedup_hits for r in items),
         truncated_chars=sum(s.truncated_chars for s in steps),
+        step_errors=sum(len(r.step_errors) for r in items),
         cache_write_tokens=sum(s.cache_write_tokens for s in steps),
         calibrated_input_tokens=calibrated_prompt + summary.prompt_tokens,
         calibrated_cached_tokens=calibrated_cached,

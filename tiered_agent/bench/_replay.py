@@ -6,11 +6,13 @@ very call the live agent makes; the prompt it returns is counted, passed to
 the prompt-cache simulation and searched for the strings the recorded action
 ``k`` used. Then the recorded assistant message ``k`` and its observations are
 appended, its tool calls served by the manager's ``dispatch``, the agent's own
-(:mod:`tiered_agent.context._dispatch`: dedup lookups, batch rules, what is
-remembered), with the recorded observations standing in for execution. So two
+(:mod:`tiered_agent.context._dispatch`: the step runtimes serve and observe them;
+the dedup rules are in :mod:`tiered_agent.context.dedup._step`), with the recorded
+observations standing in for execution. So two
 identical reads in one reply are both "executed" and neither is a dedup hit,
 and reads recorded alongside a write are not remembered, exactly as in the live
-agent. Nothing here re-implements a policy.
+agent. Nothing here re-implements a policy. A context step that raises is skipped
+for that prompt and counted (``PolicyRunMetrics.step_errors``; 0 expected).
 """
 
 from __future__ import annotations
@@ -30,14 +32,15 @@ from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
 from .._tools import ToolOutcome
+from .._trace import StepError
 from .._workers import configure_worker_logging
-from ..context._breakeven import CacheTerms
 from ..context._dispatch import ToolKind
 from ..context._manager import ContextManager, PreparedPrompt
 from ..context._names import RETRIEVE_TOOL_NAME
 from ..context._policy import Policy
 from ..context._presets import PRESETS
-from ..context._retrieve import retrieve
+from ..context.aging._breakeven import CacheTerms
+from ..context.retrieve._tool import retrieve
 from ..context.steps import Dedup
 from ._backend import open_backend
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
@@ -399,11 +402,13 @@ async def _replay_policy(
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
+    errors: list[StepError] = []
     for offset, groups in state.segments:
         manager = await _replay_segment(
             state, policy, window, summary_model, track=track, steps=steps, offset=offset, groups=groups
         )
         summary_usage, dedup_hits = summary_usage + manager.summary_usage, dedup_hits + manager.dedup_hits
+        errors.extend(manager.step_errors)
     return PolicyRunMetrics(
         policy=name,
         run_id=state.run.run_id,
@@ -412,6 +417,7 @@ async def _replay_policy(
         dedup_hits=dedup_hits,
         retrieval_active=policy.retrieval_active,
         cache_write_premium=state.cache_model.write_premium,
+        step_errors=tuple(errors),
     )
 
 

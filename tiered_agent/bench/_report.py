@@ -38,9 +38,19 @@ __all__ = [
     "render_family_table",
     "render_markdown",
     "render_table",
+    "step_error_counts",
     "strip_timing",
     "write_json",
 ]
+
+
+def step_error_counts(document: Mapping[str, Any]) -> dict[str, int]:
+    """Policies with step errors in a bench document, and how many (empty: none, as expected)."""
+    return {
+        name: entry["totals"]["step_errors"]
+        for name, entry in document["policies"].items()
+        if entry["totals"].get("step_errors")
+    }
 
 
 def build_document(
@@ -572,6 +582,20 @@ METHOD_NOTES = (
 )
 
 
+def _md_step_errors(document: Mapping[str, Any]) -> list[str]:
+    """A warning when context steps raised (each was skipped for that prompt; 0 expected)."""
+    errors = step_error_counts(document)
+    if not errors:
+        return []
+    counts = ", ".join(f"`{name}` {count}" for name, count in errors.items())
+    return [
+        f"**Step errors**: {sum(errors.values())} ({counts}). Each failing step was skipped for that "
+        "prompt (the numbers are those of the prompts built without it); the errors are listed per run "
+        "under `policies[].step_error_list` in the per-run detail (the JSON's `runs_file`, or its `runs`).",
+        "",
+    ]
+
+
 def render_markdown(
     document: Mapping[str, Any],
     chart: str | None = None,
@@ -585,7 +609,7 @@ def render_markdown(
 
     if highlights is None:
         highlights = Highlights.of(document, document.get("runs", ()))
-    lines = _md_header(document) + _md_routing(document)
+    lines = _md_header(document) + _md_routing(document) + _md_step_errors(document)
     lines += ["## Policies (cheapest first)", ""]
     lines += _md_table(TABLE_HEADERS, [[f"`{r[0]}`", *r[1:]] for r in _table_rows(document)])
     lines.append("")

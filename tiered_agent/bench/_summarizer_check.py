@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from .._errors import TieredAgentError
 from .._messages import Message
-from ..context._summarizer import LLMSummarizer
-from ..context._types import SentPrompt, Summary
+from ..context.pipeline._types import SentPrompt, Summary
+from ..context.summary._llm import LLMSummarizer
 
 __all__ = ["CheckedSummarizer", "SummaryModelFailed"]
 

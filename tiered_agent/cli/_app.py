@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 import click
 
 from .._defaults import DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT_S
-from ..context._presets import PRESETS  # plain frozen dataclasses: cheap to import
 from ._options import RunOptions
 
 __all__ = ["cli", "main"]
@@ -21,6 +20,25 @@ __all__ = ["cli", "main"]
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class PresetChoice(click.Choice[str]):
+    """The context presets' names as a :class:`click.Choice`, read from the presets when a command
+    parses or prints its options: importing a command module loads no pipeline (the presets import
+    every step)."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from ..context._presets import PRESETS  # the pipeline, only when a command needs it
+
+        return tuple(PRESETS)
+
+    @choices.setter
+    def choices(self, value: tuple[str, ...]) -> None:
+        """click.Choice sets the empty tuple it was given; the names always come from the presets."""
 
 
 class LazyGroup(click.Group):
@@ -92,7 +110,7 @@ def agent_options(*, resume: bool) -> Callable[[F], F]:
         ),
         click.option(
             "--policy",
-            type=click.Choice(list(PRESETS)),
+            type=PresetChoice(),
             default=None if resume else "tiered",
             show_default=not resume,
             help="Context policy (default: the run's own)." if resume else "Context policy.",

@@ -127,7 +127,8 @@ _DETAIL_HELP = (
     "--strict",
     is_flag=True,
     help="Fail (exit 1) on an unreadable or unconvertible input file, or a run without model calls, "
-    "instead of skipping it with a warning.",
+    "instead of skipping it with a warning; and on any context step that raised during the replay "
+    "(step_errors; skipped for that prompt, with a warning, otherwise).",
 )
 @click.option(
     "--cache-model",
@@ -225,7 +226,7 @@ def bench(
             price_model=price_model,
             routing=routing,
         )
-        _run(
+        errors = _run(
             paths,
             names,
             settings,
@@ -242,6 +243,16 @@ def bench(
     except BrokenExecutor:
         click.echo("Error: a replay worker process died (out of memory?); rerun with --workers 1.", err=True)
         sys.exit(EXIT_FAILED)
+    if errors:
+        counts = ", ".join(f"{name} {count}" for name, count in errors.items())
+        click.echo(
+            f"{'Error' if strict else 'Warning'}: {sum(errors.values())} context step error(s) in the "
+            f"replay ({counts}); each step was skipped for that prompt; see each run's "
+            "policies[].step_error_list in the per-run detail (the bench JSON's runs_file, or its runs).",
+            err=True,
+        )
+        if strict:
+            sys.exit(EXIT_FAILED)
 
 
 def _check_price_model(price_model: str | None) -> None:
@@ -282,7 +293,8 @@ def _run(
     strict: bool = False,
     fleet: Fleet | None = None,
     run_detail: str = "jsonl",
-) -> None:
+) -> dict[str, int]:
+    """Replay and write the outputs; the policies whose steps raised, with how many times."""
     from ..bench._bundle import bundled_trace_paths
     from ..bench._fleet import Fleet
     from ..bench._replay import resolve_policies
@@ -310,7 +322,10 @@ def _run(
     with streamed:
         if streamed.note:
             click.echo(streamed.note, err=True)
-        _write_outputs(streamed, json_path, out_dir, run_detail, fleet.shard)
+        document = _write_outputs(streamed, json_path, out_dir, run_detail, fleet.shard)
+    from ..bench._report import step_error_counts
+
+    return step_error_counts(document)
 
 
 @contextmanager
@@ -340,8 +355,9 @@ def _progress() -> Iterator[tuple[Callable[[int], None], Callable[[int], None]]]
 
 def _write_outputs(
     streamed: Streamed, json_path: Path, out_dir: Path, run_detail: str, shard: Shard | None = None
-) -> None:
-    """bench.json (its runs inline or in the file beside it), report.md, the charts, the tables."""
+) -> dict[str, Any]:
+    """bench.json (its runs inline or in the file beside it), report.md, the charts, the tables;
+    returns the document (its runs left out when they went to the detail file)."""
     from rich.console import Console
 
     from ..bench._detail import runs_file_for, write_document
@@ -376,6 +392,7 @@ def _write_outputs(
     console.print("wrote " + ", ".join(str(p) for p in written))
     if not charts:
         console.print(f"no charts: {CHARTS_MISSING}", style="yellow", markup=False)
+    return document
 
 
 CHARTS_MISSING = (

@@ -35,9 +35,9 @@ from .._result import RunResult
 from .._terminal import TerminalConsole
 from .._trace import Event, RunStarted, redact, scan_trace
 from .._workspace import Workspace, workspace_tools
+from ..context import LLMSummarizer
 from ..context._policy import Policy
 from ..context._presets import PRESETS, preset
-from ..context._summarizer import LLMSummarizer
 from ..mcp._config import load_mcp_config
 from ..telemetry import Telemetry
 from ..telemetry._pipelines import cli_telemetry

@@ -1,12 +1,13 @@
 """Context management: the policies that decide what the model sees.
 
-A :class:`Policy` is a name and an ordered sequence of small steps
-(:mod:`tiered_agent.context.steps`); :data:`PRESETS` are the named ones.
-``build_prompt`` is the pure pipeline (the steps in order over the full history);
-``ContextManager`` is the per-run seam the agent loop and the replay benchmark
-share (dedup dispatch, summaries, safety net, counting); ``retrieve`` is what the
-``context_retrieve`` tool runs. Names are imported lazily, so the CLI can read the
-presets without loading the whole pipeline.
+A :class:`Policy` is a name and an ordered sequence of small steps; :data:`PRESETS` are the
+named ones. Each step is frozen settings that start a per-run :class:`StepRuntime`
+(``_step``); :class:`ContextManager` is the loop over a run's runtimes that the agent loop and
+the replay benchmark share (``_manager``). The folders hold the concepts: ``pipeline/`` (the
+draft of a prompt, its build, its values), ``steps/`` (the steps that only reshape the
+prompt), ``dedup/``, ``summary/`` (with the working memory), ``aging/``, ``retrieve/``
+(``context_retrieve``). ``docs/context.md`` has the layout and how to write a step. Names are
+imported lazily, so the CLI can read the presets without loading the whole pipeline.
 """
 
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ __all__ = [
     "ContextConfig",
     "ContextManager",
     "ContextStats",
+    "Cut",
     "Dedup",
     "DedupCache",
     "DedupHit",
@@ -35,14 +37,17 @@ __all__ = [
     "Policy",
     "PreparedPrompt",
     "RetrievalResult",
+    "Run",
     "SentPrompt",
     "SmartSummarizer",
     "Step",
+    "StepFailure",
+    "StepRuntime",
     "Summarize",
     "Summarizer",
     "Summary",
     "Truncate",
-    "Truncation",
+    "Turn",
     "Window",
     "as_policy",
     "build_prompt",
@@ -60,29 +65,33 @@ _LOCATIONS = {
     "as_policy": "._presets",
     "ContextConfig": "._config",
     "Policy": "._policy",
-    "DedupCache": "._dedup",
-    "DedupHit": "._dedup",
-    "digest": "._digest",
+    "DedupCache": ".dedup._cache",
+    "DedupHit": ".dedup._cache",
+    "digest": ".summary._digest",
     "ContextManager": "._manager",
     "PreparedPrompt": "._manager",
-    "build_prompt": "._pipeline",
-    "validate_pairs": "._pipeline",
-    "RetrievalResult": "._retrieve",
-    "make_retrieve_tool": "._retrieve",
-    "retrieve": "._retrieve",
-    "DigestSummarizer": "._summarizer",
-    "LLMSummarizer": "._summarizer",
-    "SmartSummarizer": "._summarizer",
-    "Summarizer": "._summarizer",
+    "build_prompt": ".pipeline._build",
+    "validate_pairs": ".pipeline._build",
+    "RetrievalResult": ".retrieve._tool",
+    "make_retrieve_tool": ".retrieve._tool",
+    "retrieve": ".retrieve._tool",
+    "DigestSummarizer": ".summary._summarizer",
+    "LLMSummarizer": ".summary._llm",
+    "SmartSummarizer": ".summary._worker",
+    "Summarizer": ".summary._summarizer",
     "truncate_output": ".steps._truncate",
-    "AgingSchedule": "._schedule",
-    "Epoch": "._schedule",
-    "CacheTerms": "._breakeven",
-    "BuiltPrompt": "._types",
-    "ContextStats": "._types",
-    "Summary": "._types",
-    "SentPrompt": "._types",
-    "Truncation": "._types",
+    "AgingSchedule": ".aging._schedule",
+    "Epoch": ".aging._schedule",
+    "CacheTerms": ".aging._breakeven",
+    "BuiltPrompt": ".pipeline._types",
+    "ContextStats": ".pipeline._types",
+    "Summary": ".pipeline._types",
+    "SentPrompt": ".pipeline._types",
+    "Cut": "tiered_agent._trace",
+    "StepFailure": ".pipeline._types",
+    "StepRuntime": "._step",
+    "Run": "._step",
+    "Turn": "._step",
 }
 _LOCATIONS.update(
     {
@@ -103,20 +112,24 @@ _LOCATIONS.update(
 )
 
 if TYPE_CHECKING:
-    from ._breakeven import CacheTerms
+    from .._trace import Cut
     from ._config import ContextConfig
-    from ._dedup import DedupCache, DedupHit
-    from ._digest import digest
     from ._manager import ContextManager, PreparedPrompt
-    from ._pipeline import build_prompt, validate_pairs
     from ._policy import Policy
     from ._presets import PRESETS, as_policy, preset
-    from ._retrieve import RetrievalResult, make_retrieve_tool, retrieve
-    from ._schedule import AgingSchedule, Epoch
-    from ._summarizer import DigestSummarizer, LLMSummarizer, SmartSummarizer, Summarizer
-    from ._types import BuiltPrompt, ContextStats, SentPrompt, Summary, Truncation
+    from ._step import Run, StepRuntime, Turn
+    from .aging._breakeven import CacheTerms
+    from .aging._schedule import AgingSchedule, Epoch
+    from .dedup._cache import DedupCache, DedupHit
+    from .pipeline._build import build_prompt, validate_pairs
+    from .pipeline._types import BuiltPrompt, ContextStats, SentPrompt, StepFailure, Summary
+    from .retrieve._tool import RetrievalResult, make_retrieve_tool, retrieve
     from .steps import Age, Clear, Compact, Dedup, Elide, Mask, Step, Summarize, Truncate, Window
     from .steps._truncate import truncate_output
+    from .summary._digest import digest
+    from .summary._llm import LLMSummarizer
+    from .summary._summarizer import DigestSummarizer, Summarizer
+    from .summary._worker import SmartSummarizer
 
 
 __getattr__ = lazy_exports(__name__, _LOCATIONS, globals())

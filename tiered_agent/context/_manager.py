@@ -1,72 +1,84 @@
 """The context seam: one object the agent loop (and the replay benchmark) asks for every prompt.
 
-It owns the per-run state of a :class:`~._policy.Policy` (the dedup cache, the
-summary state, calibration) and delegates the prompt itself to the pure
-:func:`~._pipeline.build_prompt`. The loop calls, per iteration:
+It starts one runtime per step of a :class:`~._policy.Policy` (:meth:`~._step.Step.start`)
+and is a loop over them, in the policy's order; it knows no particular step. Besides them
+it keeps what every run has: the summary state (:class:`~.summary._state.Summaries`: the
+prompt starts from its latest summary, and a provider's context-window error compacts
+through it), the history's token tally, the calibration, and the prompt sent last. The
+loop calls, per iteration:
 
-1. :meth:`ContextManager.prepare` — queue a summary when one is due, let the
-   aging state decide whether old iterations age now (policies with ``Age``),
-   run the safety net (synchronous compaction past ``Compact.at`` of the
-   window, refusal past ``hard_limit``), build the prompt, count it and the
-   counterfactual;
-2. :meth:`dispatch` with each reply's tool calls (dedup cache, batch rules, execution injected);
+1. :meth:`ContextManager.prepare`: every runtime ``decide``\\ s (the aging schedule), then
+   ``act``\\ s (summaries land and are queued); the runtimes build the prompt (``apply``,
+   then ``finish``; :func:`~.pipeline._build.assemble`); it is counted with the
+   counterfactual; the runtimes may ask for a rebuild (``after``: a compaction); a prompt
+   over ``hard_limit`` of the window is refused;
+2. :meth:`dispatch` with each reply's tool calls (the runtimes ``serve`` and ``observe``
+   them; execution injected);
 3. :meth:`observe_usage` with the provider's prompt tokens, to calibrate.
+
+Fail open: a runtime that raises is skipped for the rest of that prompt (or batch of tool
+calls) and recorded (:attr:`ContextManager.step_errors`, a ``step_error`` trace event); the
+prompt is what the other steps build, and the run goes on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
+
+import structlog
 
 from .._errors import ContextBudgetExceeded
 from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool
-from .._trace import Event, RetrievalEvent, SummaryEvent
-from ._aging import AgingState
-from ._breakeven import CacheTerms
-from ._config import ContextConfig
-from ._dedup import DedupCache
-from ._dispatch import Dispatched, Execute, ToolKind, dispatch_calls
-from ._draft import HistoryFacts
-from ._duplicates import DuplicateIndex
+from .._trace import ContextRecord, Event, RetrievalEvent, StepError, StepRecord, StepState, SummaryEvent
+from ._dispatch import Batch, Dispatched, Execute, ToolKind, dispatch
 from ._names import RETRIEVE_TOOL_NAME
-from ._pipeline import build_prompt
 from ._policy import Policy
 from ._presets import as_policy
-from ._retrieve import make_retrieve_tool
-from ._schedule import AgingSchedule
-from ._summaries import Summaries
-from ._summarizer import Summarizer
-from ._tally import HistoryTally, PromptTally
-from ._types import BuiltPrompt, SentPrompt, Summary
-from .steps import Age, Dedup
+from ._step import Run, StepRuntime, Turn, failure_of, participants
+from .aging._breakeven import CacheTerms
+from .aging._schedule import AgingSchedule
+from .pipeline._build import assemble
+from .pipeline._draft import BuildContext, HistoryFacts
+from .pipeline._tally import HistoryTally, PromptTally
+from .pipeline._types import BuiltPrompt, SentPrompt, StepFailure, Summary
+from .retrieve._tool import make_retrieve_tool
+from .summary._compact import EMERGENCY_KEEP
+from .summary._state import Summaries, SummarySettings
+from .summary._summarizer import Summarizer
 
 __all__ = ["ContextManager", "PreparedPrompt"]
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class PreparedPrompt:
-    """A prompt ready to send, with its local token count and the counterfactual."""
+    """A prompt ready to send, with its local token count, the counterfactual, and its record."""
 
     built: BuiltPrompt
     prompt_tokens: int  # local tokenizer: messages + per-message overhead + tool schemas
     counterfactual_tokens: int  # the same count for the full, unoptimized history
     estimated_tokens: int  # calibrated estimate of what the provider will bill
-    compacted: bool = False
-    truncated_tokens: int = 0  # tokens the truncation step cut from the outputs shown
     tools: tuple[Mapping[str, Any], ...] = ()  # the tool schemas to send with this prompt
-    aging: Mapping[str, Any] | None = None  # policies with Age: how far iterations aged, the newest epoch
+    context: ContextRecord = field(default_factory=ContextRecord)  # what each step did, for the trace
 
-    def record(self) -> dict[str, Any]:
-        """What the trace records about this prompt's construction."""
-        record = self.built.stats.to_dict() | {
-            "truncated_tokens": self.truncated_tokens,
-            "compacted": self.compacted,
-        }
-        return record if self.aging is None else record | dict(self.aging)
+    @property
+    def compacted(self) -> bool:
+        return self.context.compacted
+
+    @property
+    def truncated_tokens(self) -> int:
+        """Tokens the steps cut from the outputs shown."""
+        return self.context.truncated_tokens
+
+    def record(self) -> ContextRecord:
+        """What the trace records about this prompt's construction (``model_request.context``)."""
+        return self.context
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -78,7 +90,7 @@ class ContextManager:
 
     def __init__(
         self,
-        policy: Policy | ContextConfig | str,
+        policy: Policy | str,
         *,
         counter: TokenCounter,
         context_window: int | None = None,
@@ -91,36 +103,39 @@ class ContextManager:
     ) -> None:
         """``model`` (the agent's litellm model) gives the cache and price terms aging decides by;
         ``cache_terms`` gives them directly (the replay: the run's cache and price model)."""
-        self.policy = as_policy(policy)
+        self.policy = policy = as_policy(policy)
         self.model = model  # the model the prompts go to: a summarizer of the same model rides its cache
-        self._sent: SentPrompt | None = None
         self.counter = counter
-        self.context_window = self.policy.context_window or context_window
+        self.context_window = policy.context_window or context_window
         self.calibration = Calibration()
         self._enforce = enforce_hard_limit
         self._on_event = on_event
-        dedup = self.policy.find(Dedup)
-        self._dedup = DedupCache(dedup.cache_size) if dedup else None
-        self._duplicates = DuplicateIndex() if dedup else None  # what the Dedup step points to
+        settings = SummarySettings(
+            policy.summary_model, policy.summary_max_tokens, policy.summary_timeout_s, policy.summarizes
+        )
         self.summaries = Summaries(
-            self.policy, summarizer=summarizer, background=background, on_summary=self._summary_landed
+            settings,
+            summarizer=summarizer,
+            background=background,
+            on_summary=self._summary_landed,
+            on_failure=self._summary_failed,
         )
-        age = self.policy.find(Age)
-        self.aging = (
-            AgingState(
-                age,
-                counter=counter,
-                terms=cache_terms or CacheTerms.for_model(model),
-                retrieval=self.policy.retrieval_active,
-            )
-            if age is not None
-            else None
-        )
+        run = Run(counter, policy.retrieval_active, model, cache_terms, self.context_window, self.summaries)
+        self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in policy.steps)
+        # The runtimes that take part in each hook (the others' hooks do nothing by contract: no
+        # call, no coroutine per prompt for them).
+        hooks = ("decide", "act", "apply", "finish", "after", "record")
+        self._hooks = {hook: participants(self.runtimes, hook) for hook in hooks}
+        self.step_errors: list[StepError] = []  # every step that raised in this run (fail open)
+        self.schedule: AgingSchedule | None = None  # the aging schedule of the last prompt (None: no aging)
+        self._served = 0  # tool calls a step served instead of running them (dedup hits)
+        self._sent: SentPrompt | None = None
         self._iteration = 0
+        self._skipped: set[int] = set()  # runtimes that raised while the prompt was prepared
         self._history = HistoryTally(counter)  # the counterfactual, counted once per message
         self._prompts = PromptTally(counter)
         # retrieval_schema="when_shown": whether a prompt named a retrieval call yet (sticky)
-        self._retrieval_shown = self.policy.retrieval_schema == "always"
+        self._retrieval_shown = policy.retrieval_schema == "always"
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> ContextManager:
@@ -146,15 +161,11 @@ class ContextManager:
             )
         ]
 
-    # ------------------------------------------------------------------ dedup
+    # ------------------------------------------------------------------ tool dispatch
     @property
     def dedup_hits(self) -> int:
-        return self._dedup.hits if self._dedup else 0
-
-    @property
-    def dedup_cache(self) -> DedupCache | None:
-        """The run's dedup cache (None when the policy does not deduplicate)."""
-        return self._dedup
+        """Tool calls served so far instead of run (``Dedup``'s cache hits)."""
+        return self._served
 
     async def dispatch(
         self,
@@ -164,26 +175,37 @@ class ContextManager:
         *,
         iteration: int,
     ) -> tuple[Dispatched, ...]:
-        """Serve one reply's tool calls: :func:`~._dispatch.dispatch_calls` over this run's dedup cache."""
-        return await dispatch_calls(
-            self._dedup, calls, kind, execute, iteration=iteration, duplicates=self._duplicates
-        )
+        """Serve one reply's tool calls through the runtimes (:func:`~._dispatch.dispatch`)."""
+        batch = Batch(iteration, tuple(calls), tuple(kind(call) for call in calls))
+        results, failures = await dispatch(self.runtimes, batch, execute)
+        self._served += sum(result.dedup_of is not None for result in results)
+        self._failed(failures, iteration)
+        return results
 
-    # ------------------------------------------------------------------ prompts
+    # ------------------------------------------------------------------ state
     @property
     def summary(self) -> Summary | None:
         """The newest summary that has landed (background, or from a compaction)."""
         return self.summaries.latest
-
-    def restore_summary(self, summary: Summary) -> None:
-        """Start from a summary recorded earlier (resuming a run from its trace)."""
-        self.summaries.restore(summary)
 
     @property
     def summary_usage(self) -> Usage:
         """Tokens the summarizer spent so far (0 for the deterministic digest)."""
         return self.summaries.usage
 
+    def restore(self, events: Sequence[Event]) -> None:
+        """Continue a run from what its trace recorded (the latest summary, each step's records)."""
+        self.summaries.restore(events)
+        for runtime in self.runtimes:
+            try:
+                runtime.restore(events)
+            except Exception as exc:  # fail open: the step starts afresh
+                self._failed([runtime.failure("restore", exc)], self._iteration)
+
+    def observe_usage(self, provider_prompt_tokens: int | None, local_prompt_tokens: int) -> None:
+        self.calibration.observe(provider_prompt_tokens, local_prompt_tokens)
+
+    # ------------------------------------------------------------------ prompts
     async def prepare(
         self,
         history: Sequence[Message],
@@ -195,18 +217,26 @@ class ContextManager:
 
         ``history`` grows by appending from one call to the next (anything else is
         counted from scratch): the per-call work is in what was appended.
+        ``force_compact``: the provider rejected the last prompt as too long.
         """
         self._history.update(history)
         last = self._history.last_iteration
         self._iteration = last + 1
-        aged_through = self._age(history, last, tool_schemas)
-        await self.summaries.before_prompt(history, last, prompt=self._sent, aged_through=aged_through)
-        prepared = self._build(history, tool_schemas)
-        due = force_compact or self.summaries.compaction_due(prepared.estimated_tokens, self.context_window)
-        # After a context-window error the last prompt is the one that did not fit: not to be re-sent.
-        ride = None if force_compact else self._sent
-        if due and await self.summaries.compact(history, last, emergency=force_compact, prompt=ride):
-            prepared = self._build(history, tool_schemas, compacted=True)
+        self._skipped = set()
+        turn = Turn(
+            history,
+            last,
+            tools=self._sent_tools(tool_schemas),
+            offered=tuple(tool_schemas),
+            previous=self._sent,
+            emergency=force_compact,
+        )
+        self._decide(turn)
+        await self._act(turn)
+        self.schedule = turn.schedule
+        prepared = self._build(turn)
+        if await self._after(turn, prepared.estimated_tokens):
+            prepared = self._build(turn, compacted=True)
         limit = self.policy.hard_limit
         if (
             self._enforce
@@ -221,25 +251,42 @@ class ContextManager:
         self._sent = SentPrompt(prepared.built.messages, prepared.tools, self.model)
         return prepared
 
-    def observe_usage(self, provider_prompt_tokens: int | None, local_prompt_tokens: int) -> None:
-        self.calibration.observe(provider_prompt_tokens, local_prompt_tokens)
+    def _decide(self, turn: Turn) -> None:
+        for position, runtime in self._hooks["decide"]:
+            try:
+                runtime.decide(turn)
+            except Exception as exc:  # fail open: the prompt is built without this step
+                self._skipped.add(position)
+                self._failed([runtime.failure("decide", exc)], self._iteration)
 
-    def _age(
-        self, history: Sequence[Message], last: int, tool_schemas: Sequence[Mapping[str, Any]]
-    ) -> int | None:
-        """Let the aging state decide for this prompt; how far iterations aged (None: no aging)."""
-        if self.aging is None:
-            return None
-        summary = self.summary
-        sent = self._sent_tools(tool_schemas)
-        schedule = self.aging.update(
-            history,
-            last,
-            tool_tokens=self.counter.count_tools(sent),
-            summary_tokens=self.counter.count_text(summary.text) if summary is not None else 0,
-            schema_tokens=0 if len(sent) == len(tool_schemas) else self.counter.count_tools(tool_schemas),
-        )
-        return schedule.through
+    async def _act(self, turn: Turn) -> None:
+        for position, runtime in self._hooks["act"]:
+            if position not in self._skipped:
+                try:
+                    await runtime.act(turn)
+                except Exception as exc:
+                    self._skipped.add(position)
+                    self._failed([runtime.failure("act", exc)], self._iteration)
+
+    async def _after(self, turn: Turn, tokens: int) -> bool:
+        """Whether a step changed what the prompt is built from (a compaction): build it again.
+        A context-window error no step handled compacts through the run's summary state."""
+        rebuild = False
+        for position, runtime in self._hooks["after"]:
+            if position not in self._skipped:
+                try:
+                    rebuild = await runtime.after(turn, tokens) or rebuild
+                except Exception as exc:
+                    self._skipped.add(position)
+                    self._failed([runtime.failure("after", exc)], self._iteration)
+        if turn.emergency:
+            history, last = turn.history, turn.last
+            try:
+                compacted = await self.summaries.compact(history, last, keep=EMERGENCY_KEEP, emergency=True)
+                rebuild = compacted or rebuild
+            except Exception as exc:  # the safety net's own digest raised: the prompt stays as built
+                self._failed([failure_of("compact", "after", exc)], self._iteration)
+        return rebuild
 
     def _sent_tools(self, tool_schemas: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
         """The schemas to send: all, but ``context_retrieve``'s only once a prompt named a retrieval call
@@ -248,49 +295,91 @@ class ContextManager:
             return tuple(tool_schemas)
         return tuple(t for t in tool_schemas if not _is_retrieve(t))
 
-    @property
-    def schedule(self) -> AgingSchedule | None:
-        """The run's aging schedule (None: the policy does not age)."""
-        return self.aging.schedule if self.aging is not None else None
-
-    def restore_schedule(self, schedule: AgingSchedule) -> None:
-        """Continue from a recorded aging schedule (resuming a run from its trace)."""
-        if self.aging is not None:
-            self.aging.restore(schedule)
-
-    def _build(
-        self, history: Sequence[Message], tool_schemas: Sequence[Mapping[str, Any]], compacted: bool = False
-    ) -> PreparedPrompt:
+    def _build(self, turn: Turn, compacted: bool = False) -> PreparedPrompt:
         tally = self._history
-        links = self._duplicates.links if self._duplicates is not None else {}
-        facts = HistoryFacts(tally.iterations, tally.ordered, links)
-        built = build_prompt(
-            history,
-            self.policy,
-            summary=self.summary,
-            counter=self.counter,
-            facts=facts,
-            schedule=self.schedule,
+        context = BuildContext.of(
+            turn.history,
+            self.summary,
+            self.counter,
+            retrieval=self.policy.retrieval_active,
+            facts=HistoryFacts(tally.iterations, tally.ordered),
+            schedule=turn.schedule,
         )
-        if not self._retrieval_shown and _names_retrieval(built, self.schedule):
+        plan = (self._hooks["apply"], self._hooks["finish"])
+        built = assemble(context, self.runtimes, self._skipped, plan=plan)
+        self._failed(built.failures, self._iteration)
+        if not self._retrieval_shown and built.shows_retrieval:
             self._retrieval_shown = True
-        tools = self._sent_tools(tool_schemas)
+        tools = self._sent_tools(turn.offered)
         count_tools = self.counter.count_tools
         local = PROMPT_OVERHEAD + self._prompts.messages_tokens(built.messages) + count_tools(tools)
         # The counterfactual is the unmanaged prompt: full history, no context_retrieve schema.
-        unmanaged = [t for t in tool_schemas if not _is_retrieve(t)]
+        unmanaged = [t for t in turn.offered if not _is_retrieve(t)]
         full = PROMPT_OVERHEAD + tally.tokens + count_tools(unmanaged)
-        cut = self._truncated_tokens(built)
-        aging = self.aging.record() if self.aging is not None else None
-        return PreparedPrompt(
-            built, local, full, self.calibration.estimate(local), compacted, cut, tools, aging
+        estimate = self.calibration.estimate(local)
+        return PreparedPrompt(built, local, full, estimate, tools, self._record(built, compacted))
+
+    def _record(self, built: BuiltPrompt, compacted: bool) -> ContextRecord:
+        """The typed record of the prompt just built: what each step did to it (its effects on the
+        prompt as sent, and its runtime's own record), in the policy's order."""
+        steps: dict[str, StepRecord] = {}
+        count = self.counter.count_text
+        recorders = {position for position, _ in self._hooks["record"]}
+        for position, runtime in enumerate(self.runtimes):
+            kind = runtime.step.kind
+            state = self._state(position, runtime) if position in recorders else None
+            effects = built.effects.get(kind)
+            if effects is None and state is None:
+                continue
+            if effects is None:
+                steps[kind] = StepRecord(state=state)
+                continue
+            steps[kind] = StepRecord(
+                hidden=effects.hidden,
+                hidden_chars=effects.hidden_chars,
+                cuts=effects.cuts,
+                cut_tokens=sum(count(original.text) - count(shown.text) for original, shown in effects.cut),
+                pointers=effects.pointers,
+                pointer_chars=effects.pointer_chars,
+                dropped=effects.dropped,
+                state=state,
+            )
+        stats = built.stats
+        return ContextRecord(
+            steps, stats.shown_iterations, stats.windowed_out, stats.summary_range, compacted, self._served
         )
 
-    def _truncated_tokens(self, built: BuiltPrompt) -> int:
-        count = self.counter.count_text
-        return sum(count(original.text) - count(shown.text) for original, shown in built.cut)
+    def _state(self, position: int, runtime: StepRuntime) -> StepState | None:
+        """A runtime's own record of the prompt just built (a runtime skipped for it records nothing)."""
+        if position in self._skipped:
+            return None
+        try:
+            return runtime.record()
+        except Exception as exc:
+            self._failed([runtime.failure("record", exc)], self._iteration)
+            return None
 
     # ------------------------------------------------------------------ events
+    def _failed(self, failures: Sequence[StepFailure], iteration: int) -> None:
+        """Record steps that raised (fail open): a ``step_error`` event each, and a warning."""
+        for failure in failures:
+            error = StepError(iteration, failure.step, failure.phase, failure.error, failure.message)
+            self.step_errors.append(error)
+            log.warning(
+                "context.step_error",
+                step=failure.step,
+                phase=failure.phase,
+                iteration=iteration,
+                error=f"{failure.error}: {failure.message}",
+            )
+            if self._on_event is not None:
+                self._on_event(error)
+
+    def _summary_failed(self, step: str, exc: Exception) -> None:
+        """A summary job raised (the summarizer, or a parser of the digest): a step error of the step
+        that asked for it; the previous summary stays and the next job covers the range too."""
+        self._failed([failure_of(step, "summary", exc)], self._iteration)
+
     def _summary_landed(self, summary: Summary) -> None:
         if self._on_event is not None:
             self._on_event(
@@ -316,15 +405,6 @@ class ContextManager:
                     pages=int(info.get("pages", 1)),
                 )
             )
-
-
-def _names_retrieval(built: BuiltPrompt, schedule: AgingSchedule | None) -> bool:
-    """Whether a prompt shows a retrieval call: something was cut, hidden, left out or summarized."""
-    stats = built.stats
-    aged = schedule is not None and schedule.through > 0
-    return bool(
-        stats.truncations or stats.masked_outputs or stats.windowed_out or stats.summary_range or aged
-    )
 
 
 def _is_retrieve(schema: Mapping[str, Any]) -> bool:

@@ -10,7 +10,7 @@ Compose your own from :mod:`tiered_agent.context.steps`::
     agent = Agent("openai/gpt-4o-mini", context=lean)
 
 The steps that reshape the prompt apply in the order given, each to what the
-earlier ones left (:func:`~._pipeline.build_prompt`); the others act at the tool
+earlier ones left (:func:`~.pipeline._build.build_prompt`); the others act at the tool
 dispatch (``Dedup``) or decide when the run summarizes (``Summarize``,
 ``Compact``). A policy is plain data: :meth:`Policy.to_dict` and
 :meth:`Policy.from_dict` round-trip it (the bench JSON and the trace hold it).
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from .._errors import ConfigurationError
-from .steps import Compact, Step, Summarize
+from ._step import Step
 
 __all__ = ["Policy"]
 
@@ -63,6 +63,8 @@ class Policy:
             raise ConfigurationError(f"a policy needs a non-empty name, got {self.name!r}")
         _check_steps(self.name, self.steps)
         _check_settings(self)
+        for step in self.steps:
+            step.check(self)  # what a step needs of the policy around it
 
     # ------------------------------------------------------------------ queries
     def find(self, kind: type[S]) -> S | None:
@@ -72,7 +74,7 @@ class Policy:
     @property
     def summarizes(self) -> bool:
         """Whether the run keeps a summarizer (rolling summaries or compaction)."""
-        return any(isinstance(step, Summarize | Compact) for step in self.steps)
+        return any(step.summarizes for step in self.steps)
 
     @property
     def retrieval_active(self) -> bool:
@@ -117,11 +119,6 @@ def _check_steps(name: str, steps: Iterable[object]) -> None:
         if step.kind in kinds:
             raise ConfigurationError(f"policy {name!r} has two {step.kind!r} steps; give it one")
         kinds.append(step.kind)
-    if "window" in kinds and ("summarize" in kinds or "compact" in kinds):
-        raise ConfigurationError(
-            f"policy {name!r}: Window drops what a summary would cover; with Summarize or Compact, "
-            "what is not summarized yet stays shown (Summarize.keep is the window)"
-        )
 
 
 def _check_settings(policy: Policy) -> None:
@@ -130,9 +127,6 @@ def _check_settings(policy: Policy) -> None:
         raise ConfigurationError(f"Policy.context_window must be a positive integer or None, got {window!r}")
     if not 0 < policy.hard_limit <= 1:
         raise ConfigurationError("Policy.hard_limit must be in (0, 1]")
-    compact = policy.find(Compact)
-    if compact is not None and compact.at >= policy.hard_limit:
-        raise ConfigurationError("Compact.at must be below the policy's hard_limit")
     for name in ("summary_max_tokens", "retrieve_page_tokens"):
         if getattr(policy, name) < 1:
             raise ConfigurationError(f"Policy.{name} must be >= 1")

@@ -7,7 +7,6 @@ the trace record them as such. ``tiered-agent run --policy NAME`` and
 
 from __future__ import annotations
 
-from ._config import ContextConfig
 from ._policy import Policy
 from .steps import Age, Clear, Compact, Dedup, Mask, Summarize, Truncate
 
@@ -20,7 +19,7 @@ PRESETS: dict[str, Policy] = {
     # calls their arguments up to 200 chars), iterations older than 4 condensed 2 at a time into one
     # line each plus up to 8 output lines the agent referred to afterwards and up to 5 naming the most
     # things shown nowhere later; when to age is the
-    # break-even rule under the run's cache and price model (steps/_age.py). Outputs over 10,000
+    # break-even rule under the run's cache and price model (aging/_step.py). Outputs over 10,000
     # chars are cut when they arrive; context_retrieve's schema is sent once something is hidden;
     # compaction past 70% of the window stays the safety net.
     "tiered": Policy(
@@ -67,10 +66,8 @@ def preset(name: str) -> Policy:
         ) from None
 
 
-def as_policy(context: Policy | ContextConfig | str) -> Policy:
-    """A policy from a preset name, a :class:`ContextConfig` or a policy."""
+def as_policy(context: Policy | str) -> Policy:
+    """A policy from a preset name, or the policy itself."""
     if isinstance(context, str):
         return preset(context)
-    if isinstance(context, ContextConfig):
-        return context.to_policy()
     return context

@@ -184,6 +184,7 @@ class _Builder:
             "model_response": self.model_response,
             "tool_result": self.tool_result,
             "error": self.error,
+            "step_error": self.step_error,
             "summary": self.summary,
             "retrieval": self.retrieval,
             "run_end": self.run_end,
@@ -290,6 +291,15 @@ class _Builder:
         data = event.data
         acc = self.add(data.get("iteration"), errors=1)
         acc.errors.append((as_str(data.get("kind"), "error"), as_str(data.get("message"))))
+
+    def step_error(self, event: RawEvent) -> None:
+        """A context step that raised and was skipped (the run went on): an error of its iteration."""
+        data = event.data
+        acc = self.add(data.get("iteration"), errors=1)
+        what = f"{as_str(data.get('step'), '?')} ({as_str(data.get('phase'), '?')})"
+        acc.errors.append(
+            ("step_error", f"{what}: {as_str(data.get('error'))}: {as_str(data.get('message'))}")
+        )
 
     def summary(self, event: RawEvent) -> None:
         data = event.data

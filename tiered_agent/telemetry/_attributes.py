@@ -19,6 +19,8 @@ import orjson
 
 from .._messages import Usage
 from .._trace import (
+    AgingRecord,
+    ContextRecord,
     ModelRequest,
     ModelResponse,
     RetrievalEvent,
@@ -212,9 +214,9 @@ def run_end_attributes(event: RunEnded, totals: Totals) -> Attributes:
 
 def request_attributes(event: ModelRequest) -> Attributes:
     """The prompt's size against the full history, and what the context pipeline hid to get there."""
-    context = event.context
-    summary = context.get("summary_range") or (None, None)
-    windowed = [int(i) for i in context.get("windowed_out") or ()]
+    context = ContextRecord.from_dict(event.context)  # either record format, read defensively
+    summary = context.summary_range or (None, None)
+    windowed = list(context.windowed_out)
     return {
         "tiered_agent.iteration": event.iteration,
         "tiered_agent.prompt.messages": event.n_messages,
@@ -222,34 +224,32 @@ def request_attributes(event: ModelRequest) -> Attributes:
         "tiered_agent.prompt.estimated_tokens": event.estimated_prompt_tokens,
         "tiered_agent.prompt.full_history_tokens": event.counterfactual_tokens,
         "tiered_agent.prompt.saved_tokens": event.counterfactual_tokens - event.prompt_tokens_local,
-        "tiered_agent.context.truncated_outputs": context.get("truncated_outputs"),
-        "tiered_agent.context.truncated_chars": context.get("truncated_chars"),
-        "tiered_agent.context.truncated_tokens": context.get("truncated_tokens"),
-        "tiered_agent.context.truncated_call_ids": [
-            str(t.get("tool_call_id")) for t in context.get("truncations") or ()
-        ],
-        "tiered_agent.context.masked_outputs": context.get("masked_outputs"),  # masked or elided
-        "tiered_agent.context.masked_chars": context.get("masked_chars"),
+        "tiered_agent.context.truncated_outputs": context.truncated_outputs,
+        "tiered_agent.context.truncated_chars": context.truncated_chars,
+        "tiered_agent.context.truncated_tokens": context.truncated_tokens,
+        "tiered_agent.context.truncated_call_ids": [cut.tool_call_id for cut in context.cuts],
+        "tiered_agent.context.masked_outputs": context.hidden_outputs,  # masked, elided or aged
+        "tiered_agent.context.masked_chars": context.hidden_chars,
         "tiered_agent.context.windowed_out": len(windowed),
         "tiered_agent.context.windowed_out_iterations": windowed,
         "tiered_agent.context.summary.first_iteration": summary[0],
         "tiered_agent.context.summary.last_iteration": summary[1],
-        "tiered_agent.context.compacted": context.get("compacted"),
-        "tiered_agent.dedup.hits": context.get("dedup_hits"),  # so far in the run
-        "tiered_agent.dedup.pointers": context.get("dedup_pointers"),  # repeats shown as pointers
-        "tiered_agent.dedup.pointer_chars": context.get("dedup_pointer_chars"),
-        **_aging(context.get("aging")),
+        "tiered_agent.context.compacted": context.compacted,
+        "tiered_agent.dedup.hits": context.dedup_hits,  # so far in the run
+        "tiered_agent.dedup.pointers": context.pointers or None,  # repeats shown as pointers
+        "tiered_agent.dedup.pointer_chars": context.pointer_chars or None,
+        **_aging(context.aging),
     }
 
 
-def _aging(record: Any) -> Attributes:
+def _aging(record: AgingRecord | None) -> Attributes:
     """How far the Age step aged and condensed iterations (policies with aging), and a new epoch."""
-    if not isinstance(record, Mapping):
+    if record is None:
         return {}
     return {
-        "tiered_agent.context.aged_through": record.get("through"),
-        "tiered_agent.context.condensed_through": record.get("condensed"),
-        "tiered_agent.context.aging_epoch": isinstance(record.get("epoch"), Mapping),
+        "tiered_agent.context.aged_through": record.through,
+        "tiered_agent.context.condensed_through": record.condensed,
+        "tiered_agent.context.aging_epoch": record.epoch is not None,
     }
 
 

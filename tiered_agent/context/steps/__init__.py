@@ -1,21 +1,22 @@
-"""The steps a context policy is made of, one small frozen value per file.
+"""Every step a context policy is made of, by name; the simple ones, that only reshape the prompt, live here.
 
-==============  =====================  ==========================================================
-step            file                   what it does
-==============  =====================  ==========================================================
-``Dedup``       ``_dedup.py``          identical read-only calls served from a cache; repeats as pointers
-``Summarize``   ``_summarize.py``      every N iterations, a rolling summary of all but the last K
-``Compact``     ``_compact.py``        past a share of the window, summarize now (safety net)
-``Elide``       ``_elide.py``          the summary's range keeps the agent's messages, outputs go
-``Window``      ``_window.py``         no summary: the last N iterations, older ones behind a note
-``Mask``        ``_mask.py``           the last N tool outputs, older ones behind a placeholder
-``Truncate``    ``_truncate.py``       long outputs cut to head (and tail), with the recovery call
-``Clear``       ``_clear.py``          past a token count, all outputs but the last N cleared
-``Age``         ``_age.py``            older iterations in a compressed form fixed when they aged
-==============  =====================  ==========================================================
+==============  ===========================  ====================================================
+step            file                         what it does
+==============  ===========================  ====================================================
+``Dedup``       ``dedup/_step.py``           identical read-only calls served from a cache; pointers
+``Summarize``   ``summary/_summarize.py``    every N iterations, a rolling summary of all but the last K
+``Compact``     ``summary/_compact.py``      past a share of the window, summarize now (safety net)
+``Elide``       ``steps/_elide.py``          the summary's range keeps the agent's messages, outputs go
+``Window``      ``steps/_window.py``         no summary: the last N iterations, older ones behind a note
+``Mask``        ``steps/_mask.py``           the last N tool outputs, older ones behind a placeholder
+``Truncate``    ``steps/_truncate.py``       long outputs cut to head (and tail), with the recovery call
+``Clear``       ``steps/_clear.py``          past a token count, all outputs but the last N cleared
+``Age``         ``aging/_step.py``           older iterations in a compressed form fixed when they aged
+==============  ===========================  ====================================================
 
-A policy applies its steps in order (:func:`~.._pipeline.build_prompt`).
-Adding a step is one new file here, its line in :data:`STEP_TYPES`, and its place in a preset.
+A policy applies its steps in order (:func:`~..pipeline._build.build_prompt`). What a step is,
+and how to write one: :mod:`.._step` and ``docs/context.md``. :data:`STEP_TYPES` names every
+built-in step for :meth:`~.._policy.Policy.from_dict`.
 """
 
 from __future__ import annotations
@@ -24,14 +25,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..._errors import ConfigurationError
-from ._age import Age
-from ._base import Step
+from .._step import Step
+from ..aging._step import Age
+from ..dedup._step import Dedup
+from ..summary._compact import Compact
+from ..summary._summarize import Summarize
 from ._clear import Clear
-from ._compact import Compact
-from ._dedup import Dedup
 from ._elide import Elide
 from ._mask import Mask
-from ._summarize import Summarize
 from ._truncate import Truncate
 from ._window import Window
 

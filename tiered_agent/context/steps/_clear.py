@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import ClassVar
 
 from ..._messages import Message
 from ..._tokens import PROMPT_OVERHEAD, TokenCounter
-from .._draft import BuildContext, Draft
-from ._base import Step, require
+from .._step import Run, Step, StepRuntime, require
+from ..pipeline._draft import BuildContext, Draft
+from ..pipeline._tally import PromptTally
 from ._mask import hide_older_outputs
 
-__all__ = ["Clear", "prompt_tokens"]
+__all__ = ["Clear", "ClearRuntime", "prompt_tokens"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,17 +36,32 @@ class Clear(Step):
         require(ok, f"Clear.trigger_tokens must be a positive integer, got {self.trigger_tokens!r}")
         require(isinstance(self.keep, int) and self.keep >= 0, f"Clear.keep must be >= 0, got {self.keep!r}")
 
+    def start(self, run: Run) -> ClearRuntime:
+        return ClearRuntime(self, run.counter)
+
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
-        if prompt_tokens(draft.messages, context.counter) <= self.trigger_tokens:
+        return self.clear(draft, context, prompt_tokens(draft.messages, context.counter))
+
+    def clear(self, draft: Draft, context: BuildContext, tokens: int) -> Draft:
+        """The draft, its outputs cleared when the prompt so far (``tokens``) is past the trigger."""
+        if tokens <= self.trigger_tokens:
             return draft
-        return hide_older_outputs(draft, keep=self.keep, retrieval=context.retrieval)
+        return hide_older_outputs(draft, keep=self.keep, retrieval=context.retrieval, by=self.kind)
+
+
+class ClearRuntime(StepRuntime):
+    """Clear over one run: the prompt so far is counted from where it differs from the last one."""
+
+    def __init__(self, step: Clear, counter: TokenCounter) -> None:
+        super().__init__(step)
+        self.settings = step
+        self.tally = PromptTally(counter)
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        tokens = PROMPT_OVERHEAD + self.tally.messages_tokens(draft.messages)
+        return self.settings.clear(draft, context, tokens)
 
 
 def prompt_tokens(messages: Sequence[Message], counter: TokenCounter) -> int:
-    """``counter.count_prompt(messages)``, memoized per message."""
-    return PROMPT_OVERHEAD + sum(_message_tokens(counter, message) for message in messages)
-
-
-@lru_cache(maxsize=8192)
-def _message_tokens(counter: TokenCounter, message: Message) -> int:
-    return counter.count_message(message)
+    """``counter.count_prompt(messages)``: the messages' tokens and the prompt's framing."""
+    return PROMPT_OVERHEAD + sum(map(counter.count_message, messages))

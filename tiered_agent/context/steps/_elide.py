@@ -11,17 +11,17 @@ nothing happens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import ClassVar
 
 from ..._messages import Message
-from .._draft import BuildContext, Draft, summary_message, with_content
-from .._tally import common_prefix
-from ._base import Step, require
+from .._step import Run, Step, StepRuntime, require
+from ..pipeline._draft import BuildContext, Draft, summary_message, with_content
+from ..pipeline._tally import common_prefix
 from ._mask import output_placeholder
 
-__all__ = ["Elide"]
+__all__ = ["Elide", "ElideRuntime"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,18 +36,48 @@ class Elide(Step):
         ok = isinstance(self.min_chars, int) and self.min_chars >= 0
         require(ok, f"Elide.min_chars must be >= 0, got {self.min_chars!r}")
 
+    def start(self, run: Run) -> ElideRuntime:
+        return ElideRuntime(self)
+
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
-        summary = context.summary
-        if summary is None or not draft.covered:
-            return draft
-        first, last = min(draft.covered), max(draft.covered)
-        at = _position(draft, summary_message(summary, first), context.span(first, last))
-        if at is None:  # an earlier step already reshaped the covered range
-            return draft
-        originals = _covered(context, draft.covered, first, last)
-        shown, hidden = _elided(originals, self.min_chars, context.retrieval)
-        after = summary_message(summary, last)  # after the covered range
-        return draft.splice(at, at + 1, [*shown, after], [*originals, after], hidden)
+        return _elide(self.min_chars, draft, context, _Elided())
+
+
+@dataclass(slots=True)
+class _Elided:
+    """The last elision: the covered messages, as shown, and the chars hidden by index. A rolling
+    summary's range only grows and the messages it covered before are the same objects, so only
+    the newly covered ones are looked at."""
+
+    originals: tuple[Message, ...] = ()
+    shown: tuple[Message, ...] = ()
+    hidden: dict[int, int] = field(default_factory=dict)
+
+
+class ElideRuntime(StepRuntime):
+    """Elide over one run: the last elision is kept, so each prompt elides only what is new."""
+
+    def __init__(self, step: Elide) -> None:
+        super().__init__(step)
+        self.min_chars = step.min_chars
+        self.last = _Elided()
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        return _elide(self.min_chars, draft, context, self.last)
+
+
+def _elide(min_chars: int, draft: Draft, context: BuildContext, last: _Elided) -> Draft:
+    summary = context.summary
+    if summary is None or not draft.covered:
+        return draft
+    first, final = min(draft.covered), max(draft.covered)
+    at = _position(draft, summary_message(summary, first), context.span(first, final))
+    if at is None:  # an earlier step already reshaped the covered range
+        return draft
+    originals = _covered(context, draft.covered, first, final)
+    shown, hidden = _elided(originals, min_chars, context.retrieval, last)
+    after = summary_message(summary, final)  # after the covered range
+    return draft.splice(at, at + 1, [*shown, after], [*originals, after], hidden, by=Elide.kind)
 
 
 def _position(draft: Draft, stand_in: Message, span: tuple[int, int] | None) -> int | None:
@@ -68,19 +98,14 @@ def _covered(context: BuildContext, covered: frozenset[int], first: int, last: i
     return tuple(m for m in context.history if m.iteration in covered)
 
 
-# The last elision per (min_chars, retrieval): a rolling summary's range only grows, and the
-# messages it covered before are the same objects, so only the newly covered ones are looked at.
-_last: dict[tuple[int, bool], tuple[tuple[Message, ...], tuple[Message, ...], dict[int, int]]] = {}
-
-
 def _elided(
-    originals: tuple[Message, ...], min_chars: int, retrieval: bool
+    originals: tuple[Message, ...], min_chars: int, retrieval: bool, last: _Elided
 ) -> tuple[tuple[Message, ...], dict[int, int]]:
-    """The covered messages as shown (long outputs as placeholders) and, by index, the chars hidden."""
-    before, shown_before, hidden_before = _last.get((min_chars, retrieval), ((), (), {}))
-    shared = common_prefix(before, originals)
-    shown = list(shown_before[:shared])
-    hidden = {i: chars for i, chars in hidden_before.items() if i < shared}
+    """The covered messages as shown (long outputs as placeholders) and, by index, the chars hidden;
+    ``last`` (updated) is the previous elision, whose common prefix is reused."""
+    shared = common_prefix(last.originals, originals)
+    shown = list(last.shown[:shared])
+    hidden = {i: chars for i, chars in last.hidden.items() if i < shared}
     for index in range(shared, len(originals)):
         message = originals[index]
         placeholder = _placeholder(message, min_chars, retrieval) if message.role == "tool" else None
@@ -88,7 +113,7 @@ def _elided(
         if placeholder is not None:
             hidden[index] = len(message.text) - len(placeholder.text)
     result = tuple(shown)
-    _last[(min_chars, retrieval)] = (originals, result, hidden)
+    last.originals, last.shown, last.hidden = originals, result, hidden
     return result, hidden
 
 

@@ -14,9 +14,9 @@ from functools import lru_cache
 from typing import ClassVar
 
 from ..._messages import Message
-from .._draft import BuildContext, Draft, with_content
 from .._names import retrieve_call
-from ._base import Step, require
+from .._step import Step, require
+from ..pipeline._draft import BuildContext, Draft, with_content
 
 __all__ = ["Mask", "hide_older_outputs", "output_placeholder"]
 
@@ -32,7 +32,7 @@ class Mask(Step):
         require(isinstance(self.keep, int) and self.keep >= 1, f"Mask.keep must be >= 1, got {self.keep!r}")
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
-        return hide_older_outputs(draft, keep=self.keep, retrieval=context.retrieval)
+        return hide_older_outputs(draft, keep=self.keep, retrieval=context.retrieval, by=self.kind)
 
 
 @lru_cache(maxsize=8192)
@@ -43,8 +43,9 @@ def output_placeholder(tool_call_id: str | None, *, retrieval: bool) -> str:
     return "[output omitted]"
 
 
-def hide_older_outputs(draft: Draft, *, keep: int, retrieval: bool) -> Draft:
-    """Every tool output but the last ``keep`` behind a placeholder (when it is shorter)."""
+def hide_older_outputs(draft: Draft, *, keep: int, retrieval: bool, by: str) -> Draft:
+    """Every tool output but the last ``keep`` behind a placeholder (when it is shorter); ``by``: the
+    step's kind."""
     placeholders: dict[int, tuple[Message, int]] = {}
     seen = 0
     for index in range(len(draft.messages) - 1, -1, -1):
@@ -57,7 +58,7 @@ def hide_older_outputs(draft: Draft, *, keep: int, retrieval: bool) -> Draft:
         replaced = _placeholder_message(original, retrieval)
         if replaced is not None:
             placeholders[index] = (replaced, len(original.text))
-    return draft.hide(placeholders) if placeholders else draft
+    return draft.hide(placeholders, by) if placeholders else draft
 
 
 @lru_cache(maxsize=4096)

@@ -17,10 +17,10 @@ from functools import lru_cache
 from typing import ClassVar, Literal
 
 from ..._messages import Message
-from .._draft import BuildContext, Draft, with_content
+from ..._trace import Cut
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
-from .._types import Truncation
-from ._base import Step, require
+from .._step import Step, require
+from ..pipeline._draft import BuildContext, Draft, with_content
 
 __all__ = ["Truncate", "TruncationMode", "count_lines", "truncate_output"]
 
@@ -56,7 +56,7 @@ class Truncate(Step):
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
         shown: dict[int, Message] = {}
-        cuts: dict[int, Truncation] = {}
+        cuts: dict[int, Cut] = {}
         # A text of at most this many chars has at most as many lines: it is never cut.
         uncut = min(limit for limit in (self.max_chars, self.max_lines) if limit is not None)
         hidden = draft.hidden
@@ -71,13 +71,13 @@ class Truncate(Step):
             if cut is not None:
                 shown[index] = kept
                 cuts[index] = cut
-        return draft.cut(shown, cuts) if cuts else draft
+        return draft.cut(shown, cuts, self.kind) if cuts else draft
 
 
 @lru_cache(maxsize=4096)
 def _truncate_message(
     message: Message, max_chars: int | None, max_lines: int | None, mode: TruncationMode, retrieval: bool
-) -> tuple[Message, Truncation | None]:
+) -> tuple[Message, Cut | None]:
     """The message as shown and its cut (memoized: a history keeps the same message objects)."""
     shown, omitted = truncate_output(
         message.text,
@@ -89,10 +89,10 @@ def _truncate_message(
     )
     if not omitted:
         return message, None
-    cut = Truncation(
+    cut = Cut(
         tool_call_id=message.tool_call_id or "",
         iteration=message.iteration,
-        tool_name=message.name or "",
+        tool=message.name or "",
         original_chars=len(message.text),
         kept_chars=len(message.text) - omitted,
     )

@@ -15,15 +15,14 @@ window), so there is never a coverage gap.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from ..._messages import Message
-from .._draft import BuildContext, Draft
 from .._names import retrieve_call
-from ._base import Step, require
+from .._step import PolicyView, Step, require
+from ..pipeline._draft import BuildContext, Draft
 
 __all__ = ["Window", "omitted_note"]
 
@@ -38,6 +37,13 @@ class Window(Step):
     def __post_init__(self) -> None:
         ok = isinstance(self.iterations, int) and self.iterations >= 1
         require(ok, f"Window.iterations must be a positive integer, got {self.iterations!r}")
+
+    def check(self, policy: PolicyView) -> None:
+        require(
+            not any(step.summarizes for step in policy.steps),
+            f"policy {policy.name!r}: Window drops what a summary would cover; with Summarize or Compact, "
+            "what is not summarized yet stays shown (Summarize.keep is the window)",
+        )
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
         oldest_shown = context.last - self.iterations
@@ -54,7 +60,7 @@ class Window(Step):
             elif run[0] not in emitted:
                 emitted.add(run[0])
                 sources.append(omitted_note(*run, retrieval=context.retrieval))
-        return dataclasses.replace(draft.rebuild(sources), dropped=draft.dropped | frozenset(dropped))
+        return draft.rebuild(sources).drop(dropped, self.kind)
 
 
 def omitted_note(first: int, last: int, *, retrieval: bool) -> Message:

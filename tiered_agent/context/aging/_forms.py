@@ -1,0 +1,306 @@
+"""The aged forms of old iterations, fixed when they aged (rendered once per run, in the run's memo).
+
+An *epoch* of the aging schedule (:mod:`._state`) ages a batch of iterations
+``first..last`` while iterations ``last+1..at`` are the verbatim window. Their
+forms are computed newest to oldest with ``seen``, the references already
+shown later in the prompt (the task, the window, the newer iterations of the
+batch as aged), so each form depends only on the history up to ``at``: a
+prompt stays a pure function of (history, schedule, summary), and between two
+epochs the aged part never changes (the prompt is append-only there).
+
+* a tool output: superseded by a later identical call → one note naming that
+  iteration; a ``context_retrieve`` result (a copy of older history) → one note;
+  else short outputs whole, longer ones by :func:`~._novel.novel_lines`
+  (JSON written on long lines one field per line, :mod:`._jsonform`) under a
+  header with the exact ``context_retrieve`` call;
+* an assistant message: reasoning shortened (:mod:`._reasoning`), calls kept,
+  long arguments cut;
+* a user message (a customer's reply, a format error) like an output.
+
+Level 2 (:mod:`._condense`): a chunk of older iterations as one note.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import chain
+
+import orjson
+from cachetools import LRUCache
+
+from ..._messages import Message, ToolCall
+from .._names import RETRIEVE_TOOL_NAME, retrieve_call
+from ..pipeline._draft import with_content
+from ._condense import condensed_note
+from ._jsonform import json_fields
+from ._novel import novel_lines
+from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
+from ._refs import refs
+
+__all__ = ["AgedStyle", "Batch", "FormsMemo", "age_batch", "condensed", "preamble"]
+
+Batch = Sequence[tuple[int, tuple[Message, ...]]]  # (iteration, its messages), oldest first
+
+
+class FormsMemo:
+    """The forms and notes one run rendered, so that deciding (the aging state) and rendering (the
+    step) compute each once. Keyed by the identity of the messages they were rendered from (a
+    history keeps the same message objects), each hit checked against those messages; bounded.
+    Owned by the run's ``Age`` runtime: never shared between runs."""
+
+    def __init__(self, batches: int = 2048, notes: int = 1024) -> None:
+        self.batches: LRUCache[tuple[object, ...], tuple[object, dict[int, tuple[Message, ...]]]] = LRUCache(
+            batches
+        )
+        self.notes: LRUCache[tuple[object, ...], tuple[object, Message]] = LRUCache(notes)
+
+
+@dataclass(frozen=True, slots=True)
+class AgedStyle:
+    """How aged iterations are shown (the :class:`~.steps.Age` step's knobs, plus whether retrieval is on)."""
+
+    max_lines: int = 40
+    head_lines: int = 2
+    min_chars: int = 300
+    line_chars: int = 240
+    reasoning: ReasoningMode = "first"
+    max_arg_chars: int = 200
+    retrieval: bool = True
+
+
+def preamble(style: AgedStyle) -> Message:
+    """The note before the aged iterations: what their forms mean (fixed text, iteration 0)."""
+    how = {
+        "first": "reasoning cut to its first sentence",
+        "novel": "reasoning cut to its first sentence and the sentences naming something not shown later",
+        "keep": "reasoning kept",
+    }[style.reasoning]
+    back = (
+        " context_retrieve returns anything in full: each shortened output names its call, and"
+        ' context_retrieve(iteration="N") gives iteration N.'
+        if style.retrieval
+        else ""
+    )
+    text = (
+        f"[Older iterations are shown condensed: {how} ([...] marks a cut), outputs cut to their first "
+        "lines and the lines naming files, identifiers or numbers not shown later ([... N lines ...] marks "
+        f"a gap).{back}]"
+    )
+    return _preamble_message(text)
+
+
+@lru_cache(maxsize=16)
+def _preamble_message(text: str) -> Message:
+    """The note as a message: the same object for the same text (a few variants exist)."""
+    return Message(role="user", content=text, iteration=0)
+
+
+# --------------------------------------------------------------------------- one batch
+def _identity(head: tuple[Message, ...], batch: Batch) -> tuple[int, ...]:
+    return tuple(map(id, chain(head, *(messages for _, messages in batch))))
+
+
+def age_batch(
+    style: AgedStyle,
+    head: tuple[Message, ...],
+    batch: Batch,
+    first: int,
+    last: int,
+    *,
+    memo: FormsMemo | None = None,
+) -> dict[int, tuple[Message, ...]]:
+    """Aged forms of iterations ``first..last`` of ``batch`` (which runs up to the epoch's newest
+    iteration); ``head`` is iteration 0 (the task), always shown. ``memo``: the run's."""
+    if memo is None:
+        return _render_batch(style, head, batch, first, last)
+    key = (style, first, last, _identity(head, batch))
+    hit = memo.batches.get(key)
+    if hit is not None and hit[0] == (head, tuple(batch)):
+        return hit[1]
+    forms = _render_batch(style, head, batch, first, last)
+    memo.batches[key] = ((head, tuple(batch)), forms)
+    return forms
+
+
+def _render_batch(
+    style: AgedStyle, head: tuple[Message, ...], batch: Batch, first: int, last: int
+) -> dict[int, tuple[Message, ...]]:
+    seen: set[str] = set()
+    for message in head:
+        seen |= _all_refs(message)
+    later: dict[str, list[tuple[int, str, str]]] = {}  # call key -> (iteration, output, call id)
+    forms: dict[int, tuple[Message, ...]] = {}
+    for iteration, messages in reversed(batch):
+        if iteration > last:
+            for message in messages:
+                seen |= _lasting_refs(style, message)
+        elif iteration >= first:
+            forms[iteration] = _age_iteration(style, messages, seen, later)
+        _remember_calls(messages, later, iteration)
+    return forms
+
+
+def _all_refs(message: Message) -> frozenset[str]:
+    found = refs(message.text)
+    for call in message.tool_calls:
+        found = found | refs(call.arguments)
+    return found
+
+
+def _lasting_refs(style: AgedStyle, message: Message) -> frozenset[str]:
+    """What a newer, still verbatim message will go on showing once it ages too: the agent's
+    reasoning is cut then, so only what its shortened form names counts as shown later."""
+    if message.role != "assistant" or style.reasoning == "keep":
+        return _all_refs(message)
+    found = (
+        refs(shorten_reasoning(message.content, style.reasoning, set())) if message.content else frozenset()
+    )
+    for call in message.tool_calls:
+        found = found | refs(cut_arguments(call.arguments, style.max_arg_chars))
+    return found
+
+
+def _call_key(call: ToolCall) -> str:
+    try:
+        canonical = orjson.dumps(orjson.loads(call.arguments or "{}"), option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONDecodeError:
+        canonical = call.arguments
+    return f"{call.name}\x00{canonical}"
+
+
+def _remember_calls(
+    messages: tuple[Message, ...], later: dict[str, list[tuple[int, str, str]]], k: int
+) -> None:
+    outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
+    for message in messages:
+        for call in message.tool_calls:
+            if call.name != RETRIEVE_TOOL_NAME and call.id in outputs:
+                later.setdefault(_call_key(call), []).append((k, outputs[call.id], call.id))
+
+
+def _age_iteration(
+    style: AgedStyle,
+    messages: tuple[Message, ...],
+    seen: set[str],
+    later: Mapping[str, list[tuple[int, str, str]]],
+) -> tuple[Message, ...]:
+    calls = {c.id: c for m in messages for c in m.tool_calls}
+    out: list[Message] = []
+    for message in reversed(messages):
+        if message.role == "assistant":
+            out.append(_age_assistant(style, message, seen))
+        elif message.role == "tool":
+            call = calls.get(message.tool_call_id or "")
+            out.append(_age_output(style, message, seen, _superseded_by(call, message, later)))
+        else:
+            out.append(_age_output(style, message, seen, None))
+    return tuple(reversed(out))
+
+
+def _superseded_by(
+    call: ToolCall | None, message: Message, later: Mapping[str, list[tuple[int, str, str]]]
+) -> int | None:
+    """The newest later iteration that ran the same call with its own output (not a pointer to this one)."""
+    if call is None or call.name == RETRIEVE_TOOL_NAME:
+        return None
+    own = message.tool_call_id or ""
+    for iteration, output, call_id in reversed(later.get(_call_key(call), ())):
+        if call_id != own and own not in output:
+            return iteration
+    return None
+
+
+# --------------------------------------------------------------------------- one message
+def _age_assistant(style: AgedStyle, message: Message, seen: set[str]) -> Message:
+    content = message.content
+    if content:
+        content = shorten_reasoning(content, style.reasoning, seen)
+    calls = tuple(
+        c
+        if (a := cut_arguments(c.arguments, style.max_arg_chars)) == c.arguments
+        else dataclasses.replace(c, arguments=a)
+        for c in message.tool_calls
+    )
+    for call in calls:
+        seen |= refs(call.arguments)
+    if content == message.content and calls == message.tool_calls:
+        return message
+    return dataclasses.replace(message, content=content, tool_calls=calls)
+
+
+def _hint(style: AgedStyle, message: Message) -> str:
+    if not style.retrieval:
+        return ""
+    if message.role == "tool" and message.tool_call_id:
+        return f"; full output: {retrieve_call('tool_call_id', message.tool_call_id)}"
+    return f"; full text: {retrieve_call('iteration', str(message.iteration))}"
+
+
+def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: int | None) -> Message:
+    text = message.text
+    what = "output" if message.role == "tool" else "message"
+    if message.role == "tool" and message.name == RETRIEVE_TOOL_NAME:  # a copy of older history
+        lines = len(text.splitlines())
+        note = f"[context_retrieve result, {lines:,} lines; repeat the call to see it again]"
+        return with_content(message, note) if len(note) < len(text) else message
+    if superseded is not None:
+        note = f"[superseded: the same call ran again in iteration {superseded}{_hint(style, message)}]"
+        return with_content(message, note) if len(note) < len(text) else message
+    if len(text) < style.min_chars:
+        seen |= refs(text)
+        return message
+    fields = json_fields(text)
+    mine: set[str] = set(seen)
+    if fields is not None:
+        elided = novel_lines(
+            fields.lines,
+            mine,
+            head=style.head_lines,
+            max_lines=style.max_lines,
+            line_chars=style.line_chars,
+            keys=fields.values,
+            unit="fields",
+        )
+        unit = "JSON fields"
+    else:
+        elided = novel_lines(
+            text.splitlines(),
+            mine,
+            head=style.head_lines,
+            max_lines=style.max_lines,
+            line_chars=style.line_chars,
+        )
+        unit = "lines"
+    header = f"[older {what}: {elided.shown} of {elided.total:,} {unit} shown{_hint(style, message)}]"
+    shown = f"{header}\n{elided.body}"
+    if len(shown) >= len(text):
+        seen |= refs(text)
+        return message
+    seen |= mine
+    return with_content(message, shown)
+
+
+# --------------------------------------------------------------------------- level 2
+def condensed(
+    chunk: Batch,
+    *,
+    retrieval: bool,
+    later: tuple[Message, ...] = (),
+    referred: int = 0,
+    novel: int = 0,
+    memo: FormsMemo | None = None,
+) -> Message:
+    """The note for a chunk of condensed iterations; ``later``: the messages after the chunk up to
+    the epoch that condensed it; ``memo``: the run's."""
+    if memo is None:
+        return condensed_note(chunk, retrieval=retrieval, later=later, referred=referred, novel=novel)
+    key = (retrieval, referred, novel, chunk[0][0], chunk[-1][0], _identity(later, chunk))
+    hit = memo.notes.get(key)
+    if hit is not None and hit[0] == (tuple(chunk), later):
+        return hit[1]
+    note = condensed_note(chunk, retrieval=retrieval, later=later, referred=referred, novel=novel)
+    memo.notes[key] = ((tuple(chunk), later), note)
+    return note

@@ -1,0 +1,43 @@
+"""Code references in text: the identifiers, paths and numbers a reader of a prompt would look up.
+
+A *reference* is a token of 4+ characters made of letters, digits and ``_./-``
+that looks like code: it contains ``/``, ``_``, ``.`` or a digit, or is
+camelCase (``src/app.py``, ``parse_args``, ``HAT017``, ``2024-05-25``,
+``getValue``). Plain words are not references. The aged forms of old
+iterations (:mod:`._forms`) keep the lines of an output that carry a
+reference not shown anywhere later in the prompt.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+__all__ = ["message_refs", "refs", "refs_of_all"]
+
+_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]")
+_CODE_LIKE = re.compile(r"[/_.0-9]|[a-z][A-Z]")
+_MIN_CHARS = 4
+
+
+@lru_cache(maxsize=65_536)
+def refs(text: str) -> frozenset[str]:
+    """The references in ``text`` (memoized: the same texts are scanned at every epoch)."""
+    return frozenset(t for t in _TOKEN.findall(text) if len(t) >= _MIN_CHARS and _CODE_LIKE.search(t))
+
+
+def message_refs(content: str, arguments: Iterable[str] = ()) -> frozenset[str]:
+    """The references in a message's content and its tool calls' arguments."""
+    found = refs(content)
+    for argument in arguments:
+        found = found | refs(argument)
+    return found
+
+
+def refs_of_all(texts: Iterable[str]) -> set[str]:
+    """The union of the references of ``texts``."""
+    out: set[str] = set()
+    for text in texts:
+        out |= refs(text)
+    return out

@@ -1,0 +1,284 @@
+"""The run's aging state: decides, once per prompt, whether iterations age now, and keeps the schedule.
+
+The :class:`~._step.Age` step renders what the schedule says; this object
+decides the schedule (its docstring has the rule): it keeps running token
+counts per iteration (verbatim, estimated aged, aged as shown), so a decision
+costs O(new iterations), and the exact forms of an epoch are rendered once,
+in the run's memo the step renders from too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from ..._messages import Message
+from ..._tokens import PROMPT_OVERHEAD, TokenCounter
+from ..._trace import AgingRecord, ContextRecord
+from ._breakeven import CacheTerms
+from ._forms import AgedStyle, FormsMemo, age_batch, preamble
+from ._schedule import AgingSchedule, Epoch
+
+__all__ = ["AgingSettings", "AgingState", "schedule_from_records"]
+
+
+class AgingSettings(Protocol):
+    """What the aging state reads of its step's settings (:class:`~._step.Age` is one)."""
+
+    @property
+    def window(self) -> int: ...
+
+    @property
+    def every(self) -> int | None: ...
+
+    @property
+    def condense_after(self) -> int | None: ...
+
+    @property
+    def chunk(self) -> int: ...
+
+    @property
+    def patience(self) -> float: ...
+
+    def style(self, retrieval: bool) -> AgedStyle: ...
+
+    def note(
+        self,
+        groups: Mapping[int, tuple[Message, ...]],
+        chunk: tuple[int, int, int],
+        retrieval: bool,
+        memo: FormsMemo | None = None,
+    ) -> Message | None: ...
+
+
+class AgingState:
+    """Aging decisions of one run; :meth:`update` once per prompt, :attr:`schedule` for the build."""
+
+    def __init__(
+        self,
+        step: AgingSettings,
+        *,
+        counter: TokenCounter,
+        terms: CacheTerms,
+        retrieval: bool,
+        memo: FormsMemo | None = None,
+    ) -> None:
+        """``memo``: the run's forms, shared with the step that renders them."""
+        self.step = step
+        self.memo = memo if memo is not None else FormsMemo()
+        self.terms = terms
+        self.counter = counter
+        self.retrieval = retrieval
+        self.style = step.style(retrieval)
+        self.schedule = AgingSchedule()
+        self._groups: dict[int, list[Message]] = {}
+        self._absorbed = 0
+        self._verbatim: dict[int, int] = {}  # tokens per complete iteration, as in the history
+        self._estimate: dict[int, int] = {}  # estimated tokens of iterations waiting to age, once aged
+        self._shown: dict[int, int] = {}  # tokens of aged (not condensed) iterations, as shown
+        self._notes = 0  # tokens of the condensed notes
+        self._accounted = 0  # epochs counted into _shown / _notes
+        self._counted_through = 0  # aged iterations counted into _shown
+        self._rent = 0.0
+        self._rent_condense = 0.0
+        self.new_epoch: Epoch | None = None  # the epoch the last update decided, if any
+
+    def restore(self, schedule: AgingSchedule) -> None:
+        """Continue from a recorded schedule (resuming a run)."""
+        self.schedule = schedule
+        self._shown.clear()
+        self._notes = 0
+        self._accounted = 0
+        self._counted_through = 0
+
+    # ------------------------------------------------------------------ per prompt
+    def update(
+        self,
+        history: Sequence[Message],
+        last: int,
+        *,
+        tool_tokens: int = 0,
+        summary_tokens: int = 0,
+        schema_tokens: int = 0,
+    ) -> AgingSchedule:
+        """Decide for the prompt after iteration ``last``; the schedule to build it with.
+
+        ``tool_tokens``: the tool schemas sent now; ``schema_tokens`` > 0: ageing would also
+        start sending ``context_retrieve``'s schema (the tools grow to that many tokens), so the
+        whole prompt would be re-sent.
+        """
+        self._absorb(history)
+        self._account()
+        self.new_epoch = None
+        limit = last - self.step.window  # iterations up to here may age
+        if limit < 1:
+            return self.schedule
+        self._estimate_pending(limit, last)
+        epoch = self._decide(last, limit, tool_tokens, summary_tokens, schema_tokens)
+        if epoch is not None:
+            if epoch.condensed > self.schedule.condensed:
+                self._rent_condense = 0.0
+            self.schedule = self.schedule.then(epoch)
+            self.new_epoch = epoch
+            self._rent = 0.0
+            self._account()
+        return self.schedule
+
+    def record(self) -> AgingRecord:
+        """How far iterations aged and were condensed, and the epoch decided for this prompt (resume
+        rebuilds the schedule from these, :func:`schedule_from_records`)."""
+        epoch = self.new_epoch
+        decided = (epoch.at, epoch.through, epoch.condensed) if epoch is not None else None
+        return AgingRecord(self.schedule.through, self.schedule.condensed, decided)
+
+    # ------------------------------------------------------------------ the rule
+    def _decide(
+        self, last: int, limit: int, tool_tokens: int, summary_tokens: int, schema_tokens: int
+    ) -> Epoch | None:
+        through, done = self.schedule.through, self.schedule.condensed
+        due = self._condense_due(last, done)
+        fixed = PROMPT_OVERHEAD + tool_tokens + self._tokens(0)
+        if schema_tokens:  # the tools change: nothing before the aged part stays cached
+            summary_tokens += fixed + schema_tokens - tool_tokens
+            fixed = 0
+        if self.step.every is not None:
+            if last % self.step.every == 0 and (limit > through or due > done):
+                return Epoch(last, max(limit, through), due)
+            return None
+        pending = [i for i in range(through + 1, limit + 1) if i in self._groups]
+        saving = sum(max(self._tokens(i) - self._estimate[i], 0) for i in pending)
+        window = sum(self._tokens(k) for k in range(limit + 1, last) if k in self._groups)
+        notes = self._note_tokens() if self.schedule.epochs else 0
+        tail = sum(self._estimate[i] for i in pending) + window + summary_tokens
+        aged = sum(self._shown.values())
+        if due > done:
+            epoch = self._condense_decision(last, limit, due, fixed, tail)
+            if epoch is not None:
+                return epoch
+        self._rent += self.terms.rent(saving)
+        prefix = fixed + notes + self._notes + aged
+        if saving > 0 and self._pays(
+            self._rent, self.terms.rewrite_cost(prefix, tail + (0 if notes else self._note_tokens()), fixed)
+        ):
+            return Epoch(last, limit, due if due > done and self._condense_along(due, last) else done)
+        return None
+
+    def _condense_saving(self, due: int, last: int) -> tuple[int, int]:
+        """(tokens condensing through ``due`` now would save, the note's tokens): the note as an
+        epoch at ``last`` would render it."""
+        done = self.schedule.condensed
+        chunk = [k for k in range(done + 1, due + 1) if k in self._groups]
+        now = sum(self._shown.get(k, self._estimate.get(k, self._tokens(k))) for k in chunk)
+        groups = {k: tuple(self._groups[k]) for k in range(done + 1, last + 1) if k in self._groups}
+        rendered = self.step.note(groups, (done + 1, due, last), self.retrieval, self.memo)
+        note = self.counter.count_message(rendered) if rendered is not None else 0
+        return now - note, note
+
+    def _condense_decision(self, last: int, limit: int, due: int, fixed: int, tail: int) -> Epoch | None:
+        saving, note = self._condense_saving(due, last)
+        if saving <= 0:
+            return None
+        self._rent_condense += self.terms.rent(saving)
+        after = sum(tokens for k, tokens in self._shown.items() if k > due)
+        prefix = fixed + self._note_tokens() + self._notes
+        if self._pays(self._rent_condense, self.terms.rewrite_cost(prefix, note + after + tail, fixed)):
+            return Epoch(last, max(limit, self.schedule.through), due)
+        return None
+
+    def _condense_along(self, due: int, last: int) -> bool:
+        """Whether condensing goes along with a level-1 epoch: that epoch re-sends the tail anyway,
+        so condensing adds only the aged part before it (the note and the aged iterations after the
+        chunk); condense when the rent paid for the chunk covers that."""
+        saving, note = self._condense_saving(due, last)
+        if saving <= 0:
+            return False
+        after = sum(tokens for k, tokens in self._shown.items() if k > due)
+        return self._pays(self._rent_condense, self.terms.extra * (note + after))
+
+    def _pays(self, rent: float, cost: float) -> bool:
+        """The rule: the rent paid has reached the one-time cost (scaled by ``Age.patience``)."""
+        return rent >= self.step.patience * cost
+
+    def _condense_due(self, last: int, done: int) -> int:
+        """How far condensing may go now: whole chunks older than ``condense_after``."""
+        after = self.step.condense_after
+        if after is None:
+            return done
+        chunks = (last - after - done) // self.step.chunk
+        return done + max(chunks, 0) * self.step.chunk
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _absorb(self, history: Sequence[Message]) -> None:
+        if len(history) < self._absorbed:  # another history: start over
+            self._groups.clear()
+            self._verbatim.clear()
+            self._estimate.clear()
+            self._absorbed = 0
+        for message in history[self._absorbed :]:
+            self._groups.setdefault(message.iteration, []).append(message)
+        self._absorbed = len(history)
+
+    def _tokens(self, iteration: int) -> int:
+        """Tokens of an iteration as the history holds it (memoized once older ones are complete)."""
+        tokens = self._verbatim.get(iteration)
+        if tokens is None:
+            tokens = sum(self.counter.count_message(m) for m in self._groups.get(iteration, ()))
+            self._verbatim[iteration] = tokens
+        return tokens
+
+    def _batch(self, first: int, last: int) -> list[tuple[int, tuple[Message, ...]]]:
+        return [(k, tuple(self._groups[k])) for k in range(first, last + 1) if k in self._groups]
+
+    def _head(self) -> tuple[Message, ...]:
+        return tuple(self._groups.get(0, ()))
+
+    def _estimate_pending(self, limit: int, last: int) -> None:
+        """Estimated aged size of each iteration that left the window, computed once, as it left."""
+        start = max(self.schedule.through, max(self._estimate, default=0)) + 1
+        for i in range(start, limit + 1):
+            if i in self._groups:
+                forms = age_batch(self.style, self._head(), self._batch(i, last), i, i, memo=self.memo)
+                self._estimate[i] = sum(self.counter.count_message(m) for m in forms[i])
+
+    def _note_tokens(self) -> int:
+        return self.counter.count_message(preamble(self.style))
+
+    def _account(self) -> None:
+        """Count the exact forms of the epochs not counted yet (the ones the step will render)."""
+        epochs = self.schedule.epochs
+        if self._accounted == len(epochs):
+            return
+        head = self._head()
+        for first, last, at in self.schedule.batches():
+            if last <= self._counted_through:
+                continue
+            forms = age_batch(self.style, head, self._batch(first, at), first, last, memo=self.memo)
+            self._shown.update({k: sum(self.counter.count_message(m) for m in v) for k, v in forms.items()})
+            self._counted_through = last
+        self._notes = 0
+        groups = {k: tuple(v) for k, v in self._groups.items()}
+        for chunk in self.schedule.chunks():
+            note = self.step.note(groups, chunk, self.retrieval, self.memo)
+            self._notes += self.counter.count_message(note) if note is not None else 0
+            for k in range(chunk[0], chunk[1] + 1):
+                self._shown.pop(k, None)
+        self._accounted = len(epochs)
+
+
+def schedule_from_records(records: Sequence[ContextRecord]) -> AgingSchedule:
+    """The schedule a run's prompt records describe (the epochs their aging records decided,
+    deduplicated; an epoch that would go back is a record this run did not write: left out)."""
+    epochs: list[Epoch] = []
+    for record in records:
+        aging = record.aging
+        if aging is None or aging.epoch is None:
+            continue
+        at, through, condensed = aging.epoch
+        try:
+            epoch = Epoch(at, through, condensed)
+            if not epochs or epoch != epochs[-1]:
+                AgingSchedule((*epochs[-1:], epoch))  # checks that it does not go back
+                epochs.append(epoch)
+        except ValueError:
+            continue
+    return AgingSchedule(tuple(epochs))

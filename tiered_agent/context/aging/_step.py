@@ -1,0 +1,365 @@
+"""Age: iterations older than a window are shown in a compressed form fixed when they aged.
+
+The last ``window`` iterations are verbatim. Older ones are shown as the run's
+aging schedule (:mod:`._schedule`) says: an *epoch* ages every iteration
+before the window in one batch, and each batch keeps the form it got then
+(:mod:`._forms`), so between two epochs the prompt only grows at its end and
+the provider's cache holds all of it. The forms:
+
+* outputs keep their first ``head_lines`` lines plus each line naming a file,
+  identifier or number not shown later in the prompt, up to ``max_lines``
+  lines (JSON on long lines: one field per line); a header names the exact
+  ``context_retrieve(tool_call_id=...)`` call; an output superseded by the same
+  call later says so in one line; outputs under ``min_chars`` stay whole;
+* the agent's own messages keep the first sentence of their reasoning
+  (``reasoning="novel"``: also the sentences naming something not shown later;
+  ``"keep"``: all of it) and every call, arguments over ``max_arg_chars`` cut;
+* iterations older than ``condense_after`` are condensed, ``chunk`` at a time,
+  into one note with one line per iteration (level 2; None: never), each
+  followed by up to ``keep_referred`` lines of its outputs naming what the agent
+  referred to afterwards (when it was condensed) and up to ``keep_novel`` lines
+  naming the most things shown nowhere after them.
+
+A fixed note before the aged iterations says what these forms mean. The
+rolling summary, when the policy has one, follows the aged iterations, so the
+cached prefix survives its updates; the task (iteration 0) is never aged.
+
+**When** (the run's aging state, :class:`~._state.AgingState`, decides; the
+step only renders): with ``every=None``, by the break-even (ski-rental) rule
+under the run's cache and price model (:class:`~._breakeven.CacheTerms`).
+Per call, ageing now would remove ``D`` tokens of dead weight and change the
+prompt after ``P`` tokens, re-sending ``T`` tokens::
+
+    carry = read x (1 - miss) + miss            # price per call of a cached token
+    extra = write - carry                       # a re-sent token on top of keeping it
+    lost  = T + P - block_floor(P)              # implicit caches (0 cached below min_tokens)
+          = T + P - fixed                       # explicit caches (Anthropic): all after tools + system
+    rent += carry x D                           # every call the dead weight is carried
+    age when rent >= extra x lost               # then rent = 0
+
+with ``read``/``write`` the cached/written token price over the input price
+(litellm's prices of the model, else 0.1 and the cache's write premium),
+``miss`` the cache's expected miss rate and ``block``/``min_tokens`` its hit
+granularity. Condensing (level 2) is the same rule with its own rent, its
+``D`` the condensed chunk's saving and ``P`` the prefix before that chunk; when
+it fires, level 1 ages too (the rewrite covers it). When level 1 fires first,
+a due chunk is condensed along if its rent covers what that adds to the
+rewrite (the note and the aged iterations after the chunk: the rest is re-sent
+anyway). ``patience`` scales every threshold: 1 is the break-even rule; below 1 ages
+sooner (leaner prompts, more hidden), above 1 later. ``every=N`` ages every N
+iterations instead (for comparison).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from cachetools import LRUCache
+
+from ..._messages import Message
+from ..._trace import AgingRecord, ContextRecord, Event, ModelRequest
+from .._step import Run, Step, StepRuntime, Turn, require
+from ..pipeline._draft import BuildContext, Draft, summary_message
+from ._breakeven import CacheTerms
+from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
+from ._reasoning import ReasoningMode
+from ._schedule import AgingSchedule
+from ._state import AgingState, schedule_from_records
+
+__all__ = ["Age", "AgeRuntime", "iteration_groups"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Aged:
+    """What an Age step rendered for one schedule: a function of the history up to its last epoch."""
+
+    prefix: tuple[Message, ...]  # the history the forms were rendered from (compared by identity)
+    groups: Mapping[int, tuple[Message, ...]]
+    notes: tuple[Message, ...]
+    forms: Mapping[int, tuple[Message, ...]]
+    gone: frozenset[int]
+
+
+# Between two epochs every prompt shows the same aged part: rendering it again would make each
+# prompt cost more as the history grows. A run's runtime keeps its last few renders by schedule
+# (each checked against the messages it was rendered from); the step alone renders from none.
+Renders = LRUCache[AgingSchedule, _Aged]
+_RENDERS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Age(Step):
+    """Older iterations in the compressed form fixed when they aged (see the module docstring)."""
+
+    kind: ClassVar[str] = "age"
+    window: int = 2
+    max_lines: int = 40
+    head_lines: int = 2
+    min_chars: int = 300
+    line_chars: int = 240
+    reasoning: ReasoningMode = "first"
+    max_arg_chars: int = 200
+    condense_after: int | None = 4
+    chunk: int = 2
+    keep_referred: int = 8
+    keep_novel: int = 5
+    every: int | None = None
+    patience: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("window", "max_lines", "line_chars", "max_arg_chars", "chunk"):
+            value = getattr(self, name)
+            require(
+                isinstance(value, int) and value >= 1, f"Age.{name} must be a positive integer, got {value!r}"
+            )
+        for name in ("head_lines", "min_chars", "keep_referred", "keep_novel"):
+            value = getattr(self, name)
+            require(isinstance(value, int) and value >= 0, f"Age.{name} must be >= 0, got {value!r}")
+        require(
+            self.reasoning in ("first", "novel", "keep"),
+            f"Age.reasoning must be 'first', 'novel' or 'keep', got {self.reasoning!r}",
+        )
+        after = self.condense_after
+        require(
+            after is None or (isinstance(after, int) and after > self.window),
+            f"Age.condense_after must be None or more than the window, got {after!r}",
+        )
+        every = self.every
+        require(
+            every is None or (isinstance(every, int) and every >= 1),
+            f"Age.every must be None or >= 1, got {every!r}",
+        )
+        patience = self.patience
+        require(
+            isinstance(patience, int | float) and not isinstance(patience, bool) and patience > 0,
+            f"Age.patience must be a positive number, got {patience!r}",
+        )
+
+    def style(self, retrieval: bool) -> AgedStyle:
+        """The forms' settings."""
+        return AgedStyle(
+            self.max_lines,
+            self.head_lines,
+            self.min_chars,
+            self.line_chars,
+            self.reasoning,
+            self.max_arg_chars,
+            retrieval,
+        )
+
+    def start(self, run: Run) -> AgeRuntime:
+        return AgeRuntime(self, run)
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        return self.assemble(draft, context, Renders(_RENDERS), None)
+
+    def assemble(
+        self, draft: Draft, context: BuildContext, renders: Renders, memo: FormsMemo | None
+    ) -> Draft:
+        """The draft with the schedule's aged part in place (``renders``, ``memo``: the run's)."""
+        if context.schedule.through == 0:
+            return draft
+        # The window stays verbatim whatever the schedule says (the run's aging state never ages
+        # into it; a schedule restored or built by hand might).
+        schedule = context.schedule.upto(context.last - self.window)
+        if schedule.through == 0:
+            return replace(draft, names_retrieval=True)  # the note before aged forms names the call
+        aged = self._rendered(schedule, context, renders, memo)
+        return _assemble(
+            draft, context, groups=aged.groups, notes=aged.notes, forms=aged.forms, gone=aged.gone
+        )
+
+    def _rendered(
+        self, schedule: AgingSchedule, context: BuildContext, renders: Renders, memo: FormsMemo | None
+    ) -> _Aged:
+        """The aged part for ``schedule``, reused while the history up to its last epoch stays the
+        same; a schedule one epoch longer than a rendered one renders only what that epoch added."""
+        span = context.span(0, schedule.epochs[-1].at)
+        if span is None:  # an unordered history: no reuse
+            return self._render(schedule, tuple(context.history), context.retrieval, memo)
+        prefix = tuple(context.history[span[0] : span[1]])
+        hit = renders.get(schedule)
+        if hit is not None and _same(hit.prefix, prefix):
+            return hit
+        earlier = renders.get(AgingSchedule(schedule.epochs[:-1]))
+        if earlier is not None and _same(earlier.prefix, prefix[: len(earlier.prefix)]):
+            groups = {**earlier.groups, **iteration_groups(prefix[len(earlier.prefix) :])}
+            aged = self._extend(earlier, schedule, groups, prefix, context.retrieval, memo=memo)
+        else:
+            aged = self._render(schedule, prefix, context.retrieval, memo)
+        renders[schedule] = aged
+        return aged
+
+    def _render(
+        self, schedule: AgingSchedule, prefix: tuple[Message, ...], retrieval: bool, memo: FormsMemo | None
+    ) -> _Aged:
+        """The aged part, epoch by epoch from none."""
+        groups = iteration_groups(prefix)
+        aged = _Aged((), groups, (preamble(self.style(retrieval)),), {}, frozenset())
+        for count in range(1, len(schedule.epochs) + 1):
+            epochs = AgingSchedule(schedule.epochs[:count])
+            aged = self._extend(aged, epochs, groups, prefix, retrieval, memo=memo)
+        return aged
+
+    def _extend(
+        self,
+        earlier: _Aged,
+        schedule: AgingSchedule,
+        groups: Mapping[int, tuple[Message, ...]],
+        prefix: tuple[Message, ...],
+        retrieval: bool,
+        *,
+        memo: FormsMemo | None,
+    ) -> _Aged:
+        """``earlier`` (the render of all but the last epoch) plus what the last epoch aged and condensed."""
+        before = schedule.epochs[-2] if len(schedule.epochs) > 1 else None
+        epoch = schedule.epochs[-1]
+        forms = dict(earlier.forms)
+        if epoch.through > (before.through if before else 0):
+            first = (before.through if before else 0) + 1
+            batch = [(k, groups[k]) for k in range(first, epoch.at + 1) if k in groups]
+            style = self.style(retrieval)
+            forms.update(age_batch(style, groups.get(0, ()), batch, first, epoch.through, memo=memo))
+        notes, gone = earlier.notes, earlier.gone
+        if epoch.condensed > (before.condensed if before else 0):
+            chunk = ((before.condensed if before else 0) + 1, epoch.condensed, epoch.at)
+            note = self.note(groups, chunk, retrieval, memo)
+            notes = (*notes, note) if note is not None else notes
+            gone = gone | {k for k in range(chunk[0], chunk[1] + 1) if k in groups}
+        kept = {k: v for k, v in forms.items() if k not in gone}
+        return _Aged(prefix, groups, notes, kept, gone)
+
+    def note(
+        self,
+        groups: Mapping[int, tuple[Message, ...]],
+        chunk: tuple[int, int, int],
+        retrieval: bool,
+        memo: FormsMemo | None = None,
+    ) -> Message | None:
+        """The condensed note of iterations ``first..last``, condensed when the newest was ``at``."""
+        first, last, at = chunk
+        batch = [(k, groups[k]) for k in range(first, last + 1) if k in groups]
+        if not batch:
+            return None
+        later = tuple(m for k in range(last + 1, at + 1) for m in groups.get(k, ()))
+        return condensed(
+            batch,
+            retrieval=retrieval,
+            later=later,
+            referred=self.keep_referred,
+            novel=self.keep_novel,
+            memo=memo,
+        )
+
+
+class AgeRuntime(StepRuntime):
+    """Aging over one run: decides the schedule before each prompt (the run's
+    :class:`~._state.AgingState`), renders what it says (reusing the aged part between epochs),
+    records how far iterations aged, and continues from a trace's records."""
+
+    def __init__(self, step: Age, run: Run) -> None:
+        super().__init__(step)
+        self.settings = step
+        self.memo = FormsMemo()
+        self.renders = Renders(_RENDERS)
+        terms = run.cache_terms if run.cache_terms is not None else CacheTerms.for_model(run.model)
+        self.state = AgingState(
+            step, counter=run.counter, terms=terms, retrieval=run.retrieval, memo=self.memo
+        )
+        self.counter = run.counter
+        self.summaries = run.summaries
+
+    def decide(self, turn: Turn) -> None:
+        """Whether iterations age now (the break-even rule, under the tools and summary the prompt
+        will carry): the schedule the prompt is built with."""
+        counter = self.counter
+        summary = self.summaries.latest
+        sent = turn.tools
+        turn.schedule = self.state.update(
+            turn.history,
+            turn.last,
+            tool_tokens=counter.count_tools(sent),
+            summary_tokens=counter.count_text(summary.text) if summary is not None else 0,
+            schema_tokens=0 if len(sent) == len(turn.offered) else counter.count_tools(turn.offered),
+        )
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        return self.settings.assemble(draft, context, self.renders, self.memo)
+
+    def record(self) -> AgingRecord:
+        """How far iterations aged and were condensed, and the epoch decided for this prompt."""
+        return self.state.record()
+
+    def restore(self, events: Sequence[Event]) -> None:
+        """Continue from the epochs the trace's prompt records hold (either record format)."""
+        records = [ContextRecord.from_dict(e.context) for e in events if isinstance(e, ModelRequest)]
+        self.state.restore(schedule_from_records(records))
+
+
+def _same(a: tuple[Message, ...], b: tuple[Message, ...]) -> bool:
+    return len(a) == len(b) and all(map(operator.is_, a, b))
+
+
+def iteration_groups(history: Sequence[Message]) -> dict[int, tuple[Message, ...]]:
+    """The history's messages per iteration, in order."""
+    groups: dict[int, list[Message]] = {}
+    for message in history:
+        groups.setdefault(message.iteration, []).append(message)
+    return {k: tuple(v) for k, v in groups.items()}
+
+
+def _is(message: Message, stand_in: Message | None) -> bool:
+    return stand_in is not None and message.iteration == stand_in.iteration and message == stand_in
+
+
+def _assemble(
+    draft: Draft,
+    context: BuildContext,
+    *,
+    groups: Mapping[int, tuple[Message, ...]],
+    notes: Sequence[Message],
+    forms: Mapping[int, tuple[Message, ...]],
+    gone: frozenset[int],
+) -> Draft:
+    """[task] [notes: what aged forms mean, condensed chunks] [aged iterations] [summary] [the rest]."""
+    summary = context.summary
+    stand_in = summary_message(summary, min(draft.covered)) if summary is not None and draft.covered else None
+    aged = frozenset(forms) | gone
+    head = [i for i, m in enumerate(draft.messages) if m.iteration == 0]
+    rest = [
+        i
+        for i, m in enumerate(draft.messages)
+        if m.iteration not in aged and m.iteration and not _is(m, stand_in)
+    ]
+    messages = [draft.messages[i] for i in head] + list(notes)
+    originals = [draft.originals[i] for i in head] + list(notes)
+    hidden: dict[int, int] = {}  # the aged outputs shown shorter
+    for k in sorted(forms):
+        for shown, original in zip(forms[k], groups[k], strict=True):
+            if shown is not original and shown.role == "tool":
+                hidden[len(messages)] = max(len(original.text) - len(shown.text), 0)
+            messages.append(shown)
+            originals.append(original)
+    if stand_in is not None and summary is not None:
+        # after the aged iterations; tagged 0 like the note: no iteration it covers is left whole
+        after = summary_message(summary, 0)
+        messages.append(after)
+        originals.append(after)
+    offset = len(messages)
+    moved = {i: offset + j for j, i in enumerate(rest)}
+    return replace(
+        draft,
+        messages=(*messages, *(draft.messages[i] for i in rest)),
+        originals=(*originals, *(draft.originals[i] for i in rest)),
+        hidden=hidden | {moved[i]: c for i, c in draft.hidden.items() if i in moved},
+        cuts={moved[i]: c for i, c in draft.cuts.items() if i in moved},
+        owners=dict.fromkeys(hidden, Age.kind) | {moved[i]: o for i, o in draft.owners.items() if i in moved},
+        covered=draft.covered - aged,
+        dropped=draft.dropped | gone,
+        dropped_by={**draft.dropped_by, Age.kind: draft.dropped_by.get(Age.kind, frozenset()) | gone},
+        shows_summary=draft.shows_summary or stand_in is not None,
+        names_retrieval=True,  # aged forms and the note before them name their retrieval calls
+    )

@@ -1,0 +1,109 @@
+"""Token counts of the history and of the prompts, kept in O(new messages) per iteration.
+
+The loop (and the replay) hands the context manager the whole history at every
+iteration, and the history only grows: messages are appended, never changed.
+:class:`HistoryTally` counts each message once (the counterfactual is a running
+sum) and keeps the iterations the history holds. :class:`PromptTally` counts a
+prompt by reusing the count of the longest prefix it shares with the previous
+prompt: under prompt caching a prompt is append-only almost every iteration,
+and a rewrite changes its tail only from the first rewritten message on.
+
+Both check that what they get continues what they counted (the history: its
+first and last counted messages are the same objects; the prompt: message by
+message, in C) and count from scratch when it does not, so a caller that
+rewrites a history gets exact counts, only slower.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from itertools import compress, count
+
+from ..._messages import Message
+from ..._tokens import TokenCounter
+
+__all__ = ["HistoryTally", "PromptTally", "common_prefix"]
+
+
+def common_prefix(old: Sequence[Message], new: Sequence[Message]) -> int:
+    """How many leading messages ``new`` shares with ``old`` (the same objects), compared in C."""
+    differs = map(operator.is_not, old, new)
+    return next(compress(count(), differs), min(len(old), len(new)))
+
+
+class HistoryTally:
+    """The running token count of an append-only history, the iterations in it, and their order."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        self._reset()
+
+    def _reset(self) -> None:
+        self.length = 0  # messages counted
+        self.tokens = 0  # their tokens, framing included (TokenCounter.count_message)
+        self.last_iteration = 0  # the newest iteration (0: none yet)
+        self.ordered = True  # the iterations never decrease along the history
+        self._seen: set[int] = set()
+        self._iterations: list[int] = []  # ascending, > 0
+        self._frozen: tuple[int, ...] = ()
+        self._ends: tuple[Message, Message] | None = None  # the first and last counted messages
+        self._previous: int | None = None  # the iteration of the last message counted
+
+    @property
+    def iterations(self) -> tuple[int, ...]:
+        """The iterations (>= 1) present in the history, ascending."""
+        if len(self._frozen) != len(self._iterations):
+            self._frozen = tuple(self._iterations)
+        return self._frozen
+
+    def update(self, history: Sequence[Message]) -> None:
+        """Count what was appended since the last call (all of it if ``history`` is not a continuation)."""
+        if not self._continues(history):
+            self._reset()
+        for index in range(self.length, len(history)):
+            self._add(history[index])
+        self.length = len(history)
+        self._ends = (history[0], history[-1]) if history else None
+
+    def _continues(self, history: Sequence[Message]) -> bool:
+        if self._ends is None:
+            return True
+        first, last = self._ends
+        return len(history) >= self.length and history[0] is first and history[self.length - 1] is last
+
+    def _add(self, message: Message) -> None:
+        self.tokens += self._counter.count_message(message)
+        iteration = message.iteration
+        if self._previous is not None and iteration < self._previous:
+            self.ordered = False
+        self._previous = iteration
+        self.last_iteration = max(self.last_iteration, iteration)
+        if iteration > 0 and iteration not in self._seen:
+            self._seen.add(iteration)
+            if self._iterations and iteration < self._iterations[-1]:
+                self._iterations = sorted(self._seen)
+            else:
+                self._iterations.append(iteration)
+
+
+class PromptTally:
+    """Token counts of successive prompts, reusing the shared prefix with the previous one."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        self._previous: tuple[Message, ...] = ()
+        self._sums: list[int] = [0]  # _sums[i]: tokens of the previous prompt's first i messages
+
+    def messages_tokens(self, messages: Sequence[Message]) -> int:
+        """``sum(counter.count_message(m) for m in messages)``, counting only what changed."""
+        shared = common_prefix(self._previous, messages)
+        sums = self._sums[: shared + 1]
+        total = sums[-1]
+        count_message = self._counter.count_message
+        for index in range(shared, len(messages)):
+            total += count_message(messages[index])
+            sums.append(total)
+        self._previous = tuple(messages)
+        self._sums = sums
+        return total
