@@ -14,6 +14,8 @@ from click.testing import CliRunner, Result
 from tiered_agent.bench._document import strip_timing
 from tiered_agent.bench._merge import merge_shards
 from tiered_agent.cli import cli
+from tiered_agent.context.pipeline._draft import BuildContext, Draft
+from tiered_agent.context.steps import Truncate
 
 ROOT = Path(__file__).resolve().parents[1]
 # Shards of 3: clockout and task11 in 1/3; task42, daemon, ctf and scikit in 2/3; the rest in 3/3 (the
@@ -116,6 +118,34 @@ def test_the_python_merge_takes_the_shards_in_any_order(benched: dict[str, Path]
     with one, two:
         assert strip_timing(one.aggregate.document()) == strip_timing(two.aggregate.document())
         assert one.detail is None
+
+
+def test_step_errors_merge_like_the_unsharded_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(self: Truncate, draft: Draft, context: BuildContext) -> Draft:
+        raise RuntimeError("truncation bug")
+
+    monkeypatch.setattr(Truncate, "apply", boom)  # every codex prompt skips its truncation (serial replay)
+    traces = [ROOT / "traces" / "tau-bench" / name for name in ("task2_trial1.jsonl", "task35_trial3.jsonl")]
+
+    def bench(out: Path, *extra: str) -> Path:
+        args = ("bench", *traces, "--policies", "codex", "--out", out, "--workers", "1", *extra)
+        result = _invoke(*args)
+        assert result.exit_code == 0 and "context step error" in result.output, result.output
+        return out / "bench.json"
+
+    whole = bench(tmp_path / "whole")
+    shards = [bench(tmp_path / f"s{k}", "--shard", f"{k}/2") for k in (1, 2)]
+    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "m")
+    assert result.exit_code == 0 and "Warning: " in result.output and "context step error" in result.output
+    merged = _load(tmp_path / "m" / "bench.json")
+    totals = merged["policies"]["codex"]["totals"]
+    assert (
+        totals["step_errors"] == totals["steps"] > 0
+        and merged["policies"]["full"]["totals"]["step_errors"] == 0
+    )
+    assert strip_timing(merged) == strip_timing(_load(whole))
+    detail = (tmp_path / "m" / "bench.runs.jsonl").read_bytes()
+    assert detail == (whole.parent / "bench.runs.jsonl").read_bytes() and b"truncation bug" in detail
 
 
 # ----------------------------------------------------------------------------- mistakes

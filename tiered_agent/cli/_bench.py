@@ -243,16 +243,22 @@ def bench(
     except BrokenExecutor:
         click.echo("Error: a replay worker process died (out of memory?); rerun with --workers 1.", err=True)
         sys.exit(EXIT_FAILED)
-    if errors:
-        counts = ", ".join(f"{name} {count}" for name, count in errors.items())
-        click.echo(
-            f"{'Error' if strict else 'Warning'}: {sum(errors.values())} context step error(s) in the "
-            f"replay ({counts}); each step was skipped for that prompt; see each run's "
-            "policies[].step_error_list in the per-run detail (the bench JSON's runs_file, or its runs).",
-            err=True,
-        )
-        if strict:
-            sys.exit(EXIT_FAILED)
+    _say_step_errors(errors, strict=strict)
+    if errors and strict:
+        sys.exit(EXIT_FAILED)
+
+
+def _say_step_errors(errors: Mapping[str, int], *, strict: bool = False) -> None:
+    """One line on stderr when context steps raised in the replay (an error under --strict)."""
+    if not errors:
+        return
+    counts = ", ".join(f"{name} {count}" for name, count in errors.items())
+    click.echo(
+        f"{'Error' if strict else 'Warning'}: {sum(errors.values())} context step error(s) in the "
+        f"replay ({counts}); each step was skipped for that prompt; see each run's "
+        "policies[].step_error_list in the per-run detail (the bench JSON's runs_file, or its runs).",
+        err=True,
+    )
 
 
 def _check_price_model(price_model: str | None) -> None:
@@ -455,7 +461,10 @@ def merge(*, shards: tuple[Path, ...], json_path: Path | None, out_dir: Path, ru
         sys.exit(EXIT_USAGE)
     try:
         with merged:
-            _write_outputs(merged, json_path, out_dir, run_detail)
+            document = _write_outputs(merged, json_path, out_dir, run_detail)
     except OSError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_FAILED)
+    from ..bench._report import step_error_counts
+
+    _say_step_errors(step_error_counts(document))  # the shards' own runs failed on them under --strict
