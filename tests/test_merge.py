@@ -128,8 +128,7 @@ def test_step_errors_merge_like_the_unsharded_bench(tmp_path: Path, monkeypatch:
     traces = [ROOT / "traces" / "tau-bench" / name for name in ("task2_trial1.jsonl", "task35_trial3.jsonl")]
 
     def bench(out: Path, *extra: str) -> Path:
-        args = ("bench", *traces, "--policies", "codex", "--out", out, "--workers", "1", *extra)
-        result = _invoke(*args)
+        result = _invoke("bench", *traces, "--policies", "codex", "--out", out, "--workers", "1", *extra)
         assert result.exit_code == 0 and "context step error" in result.output, result.output
         return out / "bench.json"
 
