@@ -90,7 +90,9 @@ class IdCounter(TokenCounter):
         # Keyed by identity (messages are frozen; the entry keeps the object alive, so its id is not reused).
         self._message_counts: dict[int, tuple[Message, int]] = {}
         self._max_messages = max_cached_messages
-        self._last_tools: tuple[list[Mapping[str, Any]], int] | None = None
+        # The last two schema lists counted: a manager counts the tools it sends and, for the
+        # counterfactual, the same tools without context_retrieve's schema, prompt after prompt.
+        self._last_tools: list[tuple[list[Mapping[str, Any]], int]] = []
 
     def ids(self, text: str) -> array[int]:
         """Token ids of ``text`` (memoized; do not mutate the result)."""
@@ -111,13 +113,13 @@ class IdCounter(TokenCounter):
         return len(super().encode(text)) if text else 0
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
-        """As :meth:`TokenCounter.count_tools`; the same schema objects as the last call are not
-        serialized again (a run's schemas are parsed once and never changed in place)."""
-        last = self._last_tools
-        if last is not None and len(last[0]) == len(tools) == identical_prefix(last[0], tools):
-            return last[1]
+        """As :meth:`TokenCounter.count_tools`; the same schema objects as one of the last two calls
+        are not serialized again (a run's schemas are parsed once and never changed in place)."""
+        for last, count in self._last_tools:
+            if len(last) == len(tools) == identical_prefix(last, tools):
+                return count
         count = super().count_tools(tools)
-        self._last_tools = (list(tools), count)
+        self._last_tools = [(list(tools), count), *self._last_tools[:1]]
         return count
 
     def count_prompt(
