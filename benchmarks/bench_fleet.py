@@ -16,8 +16,9 @@ are the targets of issue 20.
     python benchmarks/bench_fleet.py memory [--copies 1,4] [--workers 2]   # main RSS at 1x and 4x
     python benchmarks/bench_fleet.py scale [--runs 10000] [--workers 2]    # 10,000 runs, all presets
 
-``scale`` replays the first ``--runs`` runs of ``ceil(runs / 286)`` copies (the bench is given
-whole copy folders; the last one is cut to the count with a file list).
+``scale`` replays ``--runs`` runs (at most; the count it reports is the one replayed) of
+``ceil(runs / 286)`` copies (the bench is given whole copy folders; the last one is cut to the count
+with a file list, whole files only).
 """
 
 from __future__ import annotations
@@ -188,10 +189,10 @@ def _files_for(folders: list[Path], runs: int) -> list[Path]:
     if rest:
         folder, taken = folders[whole], 0
         files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
-        for file in files:
+        for file in files:  # a file of many runs that would overshoot is left out; smaller ones after it fill
             count = len(load_runs([file]).runs)
             if taken + count > rest:
-                break
+                continue
             inputs.append(file)
             taken += count
     return inputs
