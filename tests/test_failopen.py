@@ -264,6 +264,9 @@ def _bench(tmp_path: Path, *options: str) -> tuple[int, str, dict[str, object]]:
         bench, [str(trace), "--policies", "codex", "--workers", "1", "--out", str(out), *options]
     )
     document = json.loads((out / "bench.json").read_text()) if (out / "bench.json").exists() else {}
+    if "runs_file" in document:  # the per-run detail, beside bench.json
+        lines = (out / str(document["runs_file"])).read_text().splitlines()
+        document["runs"] = [json.loads(line) for line in lines]
     return result.exit_code, result.output, document
 
 

@@ -80,6 +80,7 @@ def test_the_bench_never_imports_litellm_and_draws_charts_when_it_can(tmp_path: 
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "bench.json",
         "bench.png",
+        "bench.runs.jsonl",
         "frontier.png",
         "report.md",
     ]
@@ -89,7 +90,11 @@ def test_without_matplotlib_the_bench_says_how_to_get_the_charts(tmp_path: Path)
     args = ["bench", "--policies", "full,tiered", "--out", "out", str(TRACE)]
     outcome, output = run(tmp_path, *args, block="matplotlib")
     assert outcome["code"] == 0, output
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bench.json", "report.md"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "bench.json",
+        "bench.runs.jsonl",
+        "report.md",
+    ]
     assert 'no charts: matplotlib is not installed; pip install "tiered-agent[charts]"' in output
     report = (tmp_path / "out" / "report.md").read_text()
     assert ".png" not in report and "`tiered`" in report

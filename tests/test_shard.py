@@ -141,7 +141,9 @@ def test_bench_shards_on_the_command_line_cover_the_unsharded_runs(tmp_path: Pat
         args = ["bench", *map(str, traces), "--policies", "full", "--out", str(out), "--workers", "1"]
         result = runner.invoke(cli, [*args, *(["--shard", shard] if shard else [])])
         assert result.exit_code == 0, result.output
-        documents.append(json.loads((out / "bench.json").read_text()))
+        document = json.loads((out / "bench.json").read_text())
+        lines = (out / document["runs_file"]).read_text().splitlines()  # the per-run detail, beside it
+        documents.append(document | {"runs": [json.loads(line) for line in lines]})
     whole, *parts = documents
     merged = sorted((r for d in parts for r in d["runs"]), key=lambda r: r["run_id"])
     assert merged == whole["runs"]

@@ -200,7 +200,10 @@ def map_on_ray(
             placements[node] += 1
             submit()
             yield result, node
-    log.info("ray.tasks_done", tasks=sum(placements.values()), nodes=dict(sorted(placements.items())))
+    unit = getattr(function, "__qualname__", type(function).__name__)  # which map (a bench runs two)
+    log.info(
+        "ray.tasks_done", unit=unit, tasks=sum(placements.values()), nodes=dict(sorted(placements.items()))
+    )
 
 
 def _get(ray: Any, ref: Any) -> tuple[Any, str]:

@@ -12,8 +12,9 @@ the cache model's write premium, output tokens at ``output_price_ratio``:
 costs in units of one uncached input token (dollars: ``_dollars.py``).
 
 Token ids are memoized per text (:class:`IdCounter`) and per message
-(:class:`PromptEncoder`), so a step costs O(new content) plus one comparison
-per message of the previous request.
+(:class:`PromptEncoder`), and a request reuses the segments of the messages it
+shares with the previous one (the same objects: :class:`~._series.Series`), so
+a step costs O(new content) plus a few list copies at C speed.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .._errors import ConfigurationError
 from .._messages import Message
 from .._providers import CACHE_MODELS, CacheModel
 from .._tokens import PROMPT_OVERHEAD, TokenCounter
+from ._series import Series, identical_prefix
 
 __all__ = [
     "BREAKPOINTS",
@@ -88,6 +90,9 @@ class IdCounter(TokenCounter):
         # Keyed by identity (messages are frozen; the entry keeps the object alive, so its id is not reused).
         self._message_counts: dict[int, tuple[Message, int]] = {}
         self._max_messages = max_cached_messages
+        # The last two schema lists counted: a manager counts the tools it sends and, for the
+        # counterfactual, the same tools without context_retrieve's schema, prompt after prompt.
+        self._last_tools: list[tuple[list[Mapping[str, Any]], int]] = []
 
     def ids(self, text: str) -> array[int]:
         """Token ids of ``text`` (memoized; do not mutate the result)."""
@@ -106,6 +111,16 @@ class IdCounter(TokenCounter):
     def count_uncached(self, text: str) -> int:
         """Tokens of a one-off text, without filling the memo."""
         return len(super().encode(text)) if text else 0
+
+    def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """As :meth:`TokenCounter.count_tools`; the same schema objects as one of the last two calls
+        are not serialized again (a run's schemas are parsed once and never changed in place)."""
+        for last, count in self._last_tools:
+            if len(last) == len(tools) == identical_prefix(last, tools):
+                return count
+        count = super().count_tools(tools)
+        self._last_tools = [(list(tools), count), *self._last_tools[:1]]
+        return count
 
     def count_prompt(
         self, messages: Iterable[Message | Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = ()
@@ -139,6 +154,7 @@ class PromptEncoder:
         self.counter = counter
         self._messages: dict[int, tuple[Message, array[int]]] = {}
         self._tools: dict[bytes, array[int]] = {}
+        self._last_tools: tuple[list[Mapping[str, Any]], array[int]] | None = None
 
     def message(self, message: Message) -> array[int]:
         entry = self._messages.get(id(message))  # identity: the entry keeps the message alive
@@ -161,13 +177,19 @@ class PromptEncoder:
         return out
 
     def tools(self, schemas: Sequence[Mapping[str, Any]]) -> array[int]:
+        """The schemas' token ids; the same schema objects as the last call are not serialized again
+        (a run's schemas are parsed once and never changed in place)."""
         if not schemas:
             return _EMPTY
+        last = self._last_tools
+        if last is not None and len(last[0]) == len(schemas) == identical_prefix(last[0], schemas):
+            return last[1]
         key = orjson.dumps(list(schemas), option=orjson.OPT_SORT_KEYS)
         cached = self._tools.get(key)
         if cached is None:
             cached = self.counter.ids(key.decode())
             self._tools[key] = cached
+        self._last_tools = (list(schemas), cached)
         return cached
 
     def request(self, messages: Sequence[Message], schemas: Sequence[Mapping[str, Any]]) -> list[array[int]]:
@@ -177,9 +199,10 @@ class PromptEncoder:
 
 def common_prefix(previous: Sequence[array[int]], current: Sequence[array[int]]) -> int:
     """Length of the longest common token prefix of two segmented sequences."""
-    total = 0
-    for a, b in zip(previous, current, strict=False):
-        if a is b or a == b:
+    same = identical_prefix(previous, current)  # the shared segments, as objects (at C speed)
+    total = sum(map(len, current[:same]))
+    for a, b in zip(previous[same:], current[same:], strict=False):
+        if a == b:
             total += len(b)
             continue
         return total + _array_prefix(a, b)
@@ -288,6 +311,9 @@ class CacheSimulator:
         self._prefix = prefix_segments(prefix_tokens, model.shared_share if model.provider else 0.0)
         self._shared = len(self._prefix[0]) if len(self._prefix) == 2 else 0
         self._previous: list[array[int]] = []
+        self._previous_tokens = 0
+        self._segments: Series[Message, array[int]] = Series(encoder.message)  # the messages' ids
+        self._blocks: Series[Message, int] = Series(content_blocks)
         self._routes: dict[str | None, _Route] = {}  # implicit: each endpoint's cache
         self._chain: list[int] = []  # explicit: hashes of the previous request's segment prefixes
         self._entries: dict[int, _Entry] = {}  # explicit: prefixes (chain hashes) with a cache entry
@@ -313,14 +339,15 @@ class CacheSimulator:
         its own cache; ``ideal`` ignores routes). ``at``: when it was sent (POSIX seconds; None:
         unknown, nothing expires). ``long_ttl``: its writes have the model's longer lifetime.
         """
-        current = [*self._prefix, *self.encoder.request(messages, schemas)]
+        current = [*self._prefix, self.encoder.tools(schemas), *self._segments(messages)]
         common = common_prefix(self._previous, current) if self._previous else 0
-        self.rewrote = bool(self._previous) and common < sum(len(s) for s in self._previous)
+        self.rewrote = bool(self._previous) and common < self._previous_tokens
         if self.model.explicit:
             use = self._explicit(current, messages, at, long_ttl)
         else:
             use = CacheUse(self._implicit(current, common, route, at))
         self._previous = current
+        self._previous_tokens = sum(map(len, current))
         return use
 
     # ---------------------------------------------------------------- implicit prefixes
@@ -360,9 +387,9 @@ class CacheSimulator:
         self, current: list[array[int]], messages: Sequence[Message], at: float | None, long_ttl: bool
     ) -> CacheUse:
         chain = self._hash_chain(current)
-        positions = list(accumulate(len(s) for s in current))
+        positions = list(accumulate(map(len, current)))
         skip = len(self._prefix)  # segments before the tool schemas
-        blocks = [0] * (skip + 1) + [content_blocks(m) for m in messages]
+        blocks = [0] * (skip + 1) + self._blocks(messages)
         points = self._breakpoints(messages, skip)
         now = at if at is not None else 0.0
         found = [self._lookup(chain, blocks, b, now) for b in points]
@@ -427,9 +454,9 @@ class CacheSimulator:
                 self._entries[chain[index]] = _Entry(at + ttl, ttl)
 
     def _hash_chain(self, current: list[array[int]]) -> list[int]:
-        same = 0
-        for a, b in zip(self._previous, current, strict=False):
-            if not (a is b or a == b):
+        same = identical_prefix(self._previous, current)
+        for a, b in zip(self._previous[same:], current[same:], strict=False):
+            if a != b:
                 break
             same += 1
         chain = self._chain[:same]

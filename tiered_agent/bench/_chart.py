@@ -10,17 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from ._replay import BASELINE
-from ._report import policies_by_cost
+from ._report import longest_key, policies_by_cost
 
 __all__ = ["longest_run", "pyplot", "save_figure", "write_chart"]
 
 
 def longest_run(document: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The run with the most steps (ties: the larger ``full`` input, then run id)."""
-    runs: list[Mapping[str, Any]] = document["runs"]
-    if not runs:
-        return None
-    return min(runs, key=lambda r: (-r["steps"], -r["policies"][BASELINE]["input_tokens"], r["run_id"]))
+    """The run with the most steps (ties: the larger ``full`` input, then run id) of the document's
+    ``runs`` (None: it has none)."""
+    runs: list[Mapping[str, Any]] = document.get("runs", [])
+    return min(runs, key=longest_key) if runs else None
 
 
 def pyplot() -> Any:
@@ -45,8 +44,14 @@ def save_figure(fig: Any, path: Path) -> Path:
     return path
 
 
-def write_chart(document: Mapping[str, Any], path: Path) -> Path:
-    """Draw the chart into ``path`` (PNG) and return it."""
+_DOCUMENTS_RUN = object()
+
+
+def write_chart(
+    document: Mapping[str, Any], path: Path, run: Mapping[str, Any] | object | None = _DOCUMENTS_RUN
+) -> Path:
+    """Draw the chart into ``path`` (PNG) and return it; ``run``: the run whose steps it draws
+    (default: :func:`longest_run` of the document; None: no per-step panel)."""
     import matplotlib
 
     plt = pyplot()
@@ -56,7 +61,8 @@ def write_chart(document: Mapping[str, Any], path: Path) -> Path:
     colors = {name: palette(order[i % 20]) for i, name in enumerate(sorted(names))}
     fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.5), gridspec_kw={"width_ratios": [3, 2]})
     try:
-        _per_step(left, document, names, colors)
+        shown = longest_run(document) if run is _DOCUMENTS_RUN else run
+        _per_step(left, shown if isinstance(shown, Mapping) else None, names, colors)
         _totals(right, document, names)
     except BaseException:
         plt.close(fig)
@@ -64,8 +70,7 @@ def write_chart(document: Mapping[str, Any], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def _per_step(ax: Any, document: Mapping[str, Any], names: list[str], colors: Mapping[str, Any]) -> None:
-    run = longest_run(document)
+def _per_step(ax: Any, run: Mapping[str, Any] | None, names: list[str], colors: Mapping[str, Any]) -> None:
     if run is None:
         ax.set_axis_off()
         return

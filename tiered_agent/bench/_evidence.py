@@ -36,12 +36,15 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import itemgetter
 from typing import Any
 
 import orjson
 
 from .._messages import Message
 from ._recorded import RecordedRun
+from ._series import Series
 from ._terms import message_text, normalize, occurrences, occurrences_backward, specific_terms
 
 __all__ = ["CONTEXT_CHARS", "MIN_CONTEXT", "EvidenceIndex", "Needed", "PromptView", "TextMemo"]
@@ -303,6 +306,8 @@ class EvidenceIndex:
         for index in reversed(found.observed_sources if observed else found.sources):
             if index < cutoff and prompt.holds(self.messages[index]):
                 return True
+        if "\n" not in term and term not in prompt.joined(observed=observed):
+            return False  # in none of the texts searched below (each is between two line breaks)
         size = len(term)
         windows: Windows | None = None
         for text in prompt.observed() if observed else prompt.everything():
@@ -374,32 +379,65 @@ class TextMemo:
             self._texts[id(message)] = entry
         return entry[1]
 
+    def entry(self, message: Message) -> tuple[str, bool]:
+        """The message's text, and whether it is not the agent's own (the line ruler reads it)."""
+        return self.text(message), message.role != "assistant"
+
+
+_TEXT, _OBSERVED = itemgetter(0), itemgetter(1)
+
 
 class PromptView:
     """A prompt as the rulers search it: each message's normalized text, newest first (each list built
-    once, when a ruler first reads it)."""
+    once, when a ruler first reads it). ``series``: the texts of a policy's consecutive prompts, derived
+    only for the messages each prompt changed (``_series.py``)."""
 
-    def __init__(self, prompt: Sequence[Message], memo: TextMemo) -> None:
+    def __init__(
+        self,
+        prompt: Sequence[Message],
+        memo: TextMemo,
+        series: Series[Message, tuple[str, bool]] | None = None,
+    ) -> None:
         self._prompt = prompt
         self._memo = memo
+        self._series = series
+        self._entries: list[tuple[str, bool]] | None = None
         self._observed: list[str] | None = None
         self._everything: list[str] | None = None
+        self._joined: dict[bool, str] = {}
         self._ids: set[int] | None = None
 
     def holds(self, message: Message) -> bool:
         """Whether ``message`` itself (the same object, so unchanged) is in the prompt."""
         if self._ids is None:
-            self._ids = {id(m) for m in self._prompt}
+            self._ids = set(map(id, self._prompt))
         return id(message) in self._ids
+
+    def _newest_first(self) -> list[tuple[str, bool]]:
+        if self._entries is None:
+            found = (
+                self._series(self._prompt)
+                if self._series is not None
+                else list(map(self._memo.entry, self._prompt))
+            )
+            self._entries = found[::-1]
+        return self._entries
 
     def observed(self) -> list[str]:
         """The messages that are not the agent's own (what the line ruler reads)."""
         if self._observed is None:
-            self._observed = [self._memo.text(m) for m in reversed(self._prompt) if m.role != "assistant"]
+            entries = self._newest_first()
+            self._observed = list(compress(map(_TEXT, entries), map(_OBSERVED, entries)))
         return self._observed
 
     def everything(self) -> list[str]:
         """Every message (what the own-writing ruler reads)."""
         if self._everything is None:
-            self._everything = [self._memo.text(m) for m in reversed(self._prompt)]
+            self._everything = list(map(_TEXT, self._newest_first()))
         return self._everything
+
+    def joined(self, *, observed: bool) -> str:
+        """The texts :meth:`observed` (or :meth:`everything`) reads, as one string."""
+        if observed not in self._joined:
+            self._joined[observed] = "".join(self.observed() if observed else self.everything())
+        return self._joined[observed]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -9,6 +10,7 @@ from .._cluster import RayAddress, require_ray
 from .._tokens import TokenCounter
 from ._calibration import Calibration, fit
 from ._recorded import RecordedRun
+from ._replay import numbered
 from ._shard import Shard
 
 __all__ = ["Fleet", "Selection"]
@@ -42,7 +44,9 @@ class Fleet:
         the same in every shard layout); every run when there is no shard."""
         if self.shard is None:
             return Selection(tuple(runs))
-        calibration = fit(runs, TokenCounter(tokenizer, cache_size=4096))
+        seen: dict[str, int] = {}  # copies numbered as the replay numbers them: their prefixes are theirs
+        named = [dataclasses.replace(r, run_id=numbered(r.run_id, seen)) for r in runs]
+        calibration = fit(named, TokenCounter(tokenizer, cache_size=4096))
         chosen = tuple(self.shard.select(runs))
         steps = sum(r.steps for r in chosen)
         note = f"shard {self.shard}: {len(chosen)} of {len(runs)} runs ({steps} model calls)"

@@ -30,7 +30,7 @@ counted the same way; ``strict=True`` fails on any other skipped line.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -58,6 +58,7 @@ __all__ = [
     "FORMATS",
     "TRAJECTORY_SUFFIXES",
     "LoadedRuns",
+    "RunReader",
     "SkippedInput",
     "SkippedLines",
     "load_file",
@@ -183,29 +184,49 @@ def load_runs(paths: Sequence[Path | str], *, strict: bool = False) -> LoadedRun
     :class:`TraceFormatError` instead. A path that does not exist raises
     :class:`ConfigurationError`.
     """
-    runs: list[RecordedRun] = []
-    skipped: list[SkippedInput] = []
-    damaged: list[SkippedLines] = []
-    for file in _unique_files(paths):
-        try:
-            loaded = _load(file)
-        except _Unreadable as exc:
-            skipped.append(SkippedInput(str(file), str(exc)))
-            continue
-        if loaded.damage is not None:
-            damaged.append(loaded.damage)
-        for run in loaded.runs:
-            if isinstance(run, SkippedRun):
-                skipped.append(SkippedInput(run.source, run.reason))
-            elif run.steps:
-                runs.append(run)
-            else:
-                skipped.append(SkippedInput(run.source, NO_STEPS))
-    skipped.sort(key=lambda s: (s.path, s.reason))
-    damaged.sort(key=lambda d: d.path)
-    _check_strict(strict, skipped, damaged)
-    _warn(skipped, damaged)
-    return LoadedRuns(tuple(runs), tuple(skipped), tuple(damaged))
+    reader = RunReader(paths, strict=strict)
+    runs = tuple(reader)
+    return LoadedRuns(runs, reader.skipped, reader.skipped_lines)
+
+
+class RunReader:
+    """The runs of ``paths`` as :func:`load_runs` finds them, one file at a time (a bench of many
+    runs never holds them all).
+
+    Iterating yields the runs; once it ends, :attr:`skipped` and :attr:`skipped_lines` hold what
+    was skipped (sorted by path), the warnings are logged and ``strict`` raises, exactly as
+    :func:`load_runs` does. A path that does not exist raises :class:`ConfigurationError` here.
+    """
+
+    def __init__(self, paths: Sequence[Path | str], *, strict: bool = False) -> None:
+        self._files = _unique_files(paths)
+        self._strict = strict
+        self.skipped: tuple[SkippedInput, ...] = ()
+        self.skipped_lines: tuple[SkippedLines, ...] = ()
+
+    def __iter__(self) -> Iterator[RecordedRun]:
+        skipped: list[SkippedInput] = []
+        damaged: list[SkippedLines] = []
+        for file in self._files:
+            try:
+                loaded = _load(file)
+            except _Unreadable as exc:
+                skipped.append(SkippedInput(str(file), str(exc)))
+                continue
+            if loaded.damage is not None:
+                damaged.append(loaded.damage)
+            for run in loaded.runs:
+                if isinstance(run, SkippedRun):
+                    skipped.append(SkippedInput(run.source, run.reason))
+                elif run.steps:
+                    yield run
+                else:
+                    skipped.append(SkippedInput(run.source, NO_STEPS))
+        skipped.sort(key=lambda s: (s.path, s.reason))
+        damaged.sort(key=lambda d: d.path)
+        self.skipped, self.skipped_lines = tuple(skipped), tuple(damaged)
+        _check_strict(self._strict, skipped, damaged)
+        _warn(skipped, damaged)
 
 
 def _unique_files(paths: Sequence[Path | str]) -> list[Path]:

@@ -18,25 +18,22 @@ for that prompt and counted (``PolicyRunMetrics.step_errors``; 0 expected).
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import aclosing, contextmanager
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import orjson
 
-from .._cluster import RayAddress, map_on_ray, ray_session
+from .._cluster import RayAddress
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
-from .._tokens import TokenCounter
 from .._tools import ToolOutcome
 from .._trace import StepError
-from .._workers import configure_worker_logging, owned_resource_tracker, worker_log_level
+from .._workers import configure_worker_logging
 from ..context._dispatch import ToolKind
 from ..context._manager import ContextManager, PreparedPrompt
 from ..context._names import RETRIEVE_TOOL_NAME
@@ -45,13 +42,15 @@ from ..context._presets import PRESETS
 from ..context.aging._breakeven import CacheTerms
 from ..context.retrieve._tool import retrieve
 from ..context.steps import Dedup
+from ._backend import open_backend
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
 from ._evidence import EvidenceIndex, PromptView, TextMemo
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, absent_from
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
-from ._rulers import RawTexts, Recovery, RetrievalSources, WordIndex, prompt_texts, shown_retrievals
+from ._rulers import RawTexts, Recovery, RetrievalSources, WordIndex, shown_retrievals
+from ._series import Series
 from ._summarizer_check import CheckedSummarizer
 from ._turns import RetrievalTurn, retrieval_turn
 
@@ -64,12 +63,19 @@ __all__ = [
     "RunInfo",
     "RunReplay",
     "available_policies",
+    "full_tokens_unit",
+    "longest_first",
+    "numbered",
+    "plan_terms",
     "policy_config",
     "prompt_at",
+    "replay_job",
     "replay_prompts",
     "replay_run",
     "replay_runs",
+    "replay_unit",
     "resolve_policies",
+    "run_plan",
 ]
 
 BASELINE = "full"
@@ -187,10 +193,12 @@ class RunInfo:
             endpoints=len({r for r in run.routes if r is not None}), cache_writes_1h=run.cache_writes_1h,
             restarts=len(run.restarts),
         )  # fmt: skip
-        if plan is None:
-            return info
+        return info if plan is None else info.planned(plan)
+
+    def planned(self, plan: RunPlan) -> RunInfo:
+        """This run as replayed and priced under ``plan``."""
         return dataclasses.replace(
-            info,
+            self,
             cache_model=plan.cache_model.name,
             cache_model_source=plan.cache_model_source,
             provider=plan.provider,
@@ -372,18 +380,32 @@ def _segments(
     return [(s.offset, group_by_iteration(s.messages)) for s in run.segments()]
 
 
+@dataclass(frozen=True, slots=True)
+class _Track:
+    """One policy's prompts across a run: its provider cache, and the texts the rulers read of
+    its prompts, derived only for the messages a prompt changed (``_series.py``)."""
+
+    cache: CacheSimulator
+    raw: Series[Message, str]  # each message as sent
+    normalized: Series[Message, tuple[str, bool]]  # as the line rulers read it; not the agent's own
+
+
 async def _replay_policy(
     state: _RunState, name: str, policy: Policy, window: int, summary_model: str | None
 ) -> PolicyRunMetrics:
     """One policy over one run: each stretch between the agent's own compactions (one without any)
     in a fresh manager, as the agent's context restarted there; one provider cache throughout."""
-    cache = CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens)
+    track = _Track(
+        CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
+        Series(state.raw.text),
+        Series(state.memo.entry),
+    )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
     errors: list[StepError] = []
     for offset, groups in state.segments:
         manager = await _replay_segment(
-            state, policy, window, summary_model, cache=cache, steps=steps, offset=offset, groups=groups
+            state, policy, window, summary_model, track=track, steps=steps, offset=offset, groups=groups
         )
         summary_usage, dedup_hits = summary_usage + manager.summary_usage, dedup_hits + manager.dedup_hits
         errors.extend(manager.step_errors)
@@ -405,7 +427,7 @@ async def _replay_segment(
     window: int,
     summary_model: str | None,
     *,
-    cache: CacheSimulator,
+    track: _Track,
     steps: list[StepMetrics],
     offset: int,
     groups: Mapping[int, Sequence[Message]],
@@ -441,7 +463,7 @@ async def _replay_segment(
                     await _step(
                         state,
                         manager,
-                        cache,
+                        track,
                         snapshot,
                         schemas,
                         iteration=iteration + offset,
@@ -472,7 +494,7 @@ def _extend(history: list[Message], new: Sequence[Message], counter: IdCounter, 
 async def _step(
     state: _RunState,
     manager: ContextManager,
-    cache: CacheSimulator,
+    track: _Track,
     history: Sequence[Message],
     schemas: Sequence[Mapping[str, Any]],
     *,
@@ -485,6 +507,7 @@ async def _step(
     elapsed = time.perf_counter() - started
     messages = prepared.built.messages
     prompt_tokens = prepared.prompt_tokens + state.prefix_tokens  # the unrecorded prefix is sent too
+    cache = track.cache
     use = cache.request(
         messages,
         prepared.tools,
@@ -493,7 +516,7 @@ async def _step(
         long_ttl=step in state.long_steps,
     )
     cached = min(use.read, prompt_tokens)
-    texts = prompt_texts(messages, state.raw)
+    texts = track.raw(messages)[::-1]  # newest first: the order searches go in
     joined = "\n".join(texts)  # salient strings and words hold no line break
     salient = state.salience.salient(iteration)
     missed = absent_from(salient, joined)
@@ -507,7 +530,7 @@ async def _step(
     lines = _line_rulers(
         state,
         iteration,
-        messages,
+        PromptView(messages, state.memo, track.normalized),
         texts=texts,
         missed=missed,
         policy=manager.policy,
@@ -557,7 +580,7 @@ class _LineRulers:
 def _line_rulers(
     state: _RunState,
     iteration: int,
-    messages: Sequence[Message],
+    view: PromptView,
     *,
     texts: Sequence[str],
     missed: Sequence[str],
@@ -572,7 +595,6 @@ def _line_rulers(
         return _LineRulers()
     needed = evidence.needed(iteration)
     cutoff = evidence.cutoff(iteration)
-    view = PromptView(messages, state.memo)
     line_missed = tuple(t for t in needed.observed if not evidence.shown(t, view, cutoff, observed=True))
     own_missed = tuple(t for t in needed.own if not evidence.shown(t, view, cutoff, observed=False))
     result = _LineRulers(len(needed.observed), line_missed, 0, len(needed.own), own_missed)
@@ -636,7 +658,7 @@ async def replay_prompts(
     """Every prompt ``policy`` builds for ``run``, model call by model call, replayed as the bench
     does (the same manager calls and dispatch; cache and price terms from the run's plan; a fresh
     manager after each of the agent's own compactions)."""
-    counter = _counter(settings.tokenizer)
+    counter = IdCounter(settings.tokenizer)
     plan = plan_run(run.model, settings.cache_model, settings.price_model, {})
     kind = _tool_kinds(run)
     for _, groups in _segments(run, group_by_iteration(run.messages)):
@@ -676,20 +698,11 @@ async def prompt_at(
 
 
 # --------------------------------------------------------------------------- many runs
-_COUNTERS: dict[str, IdCounter] = {}
-
-
-def _counter(encoding: str) -> IdCounter:
-    if encoding not in _COUNTERS:
-        _COUNTERS[encoding] = IdCounter(encoding)
-    return _COUNTERS[encoding]
-
-
-def _replay_job(
+def replay_job(
     run: RecordedRun, policies: Mapping[str, Policy], settings: ReplaySettings, plan: RunPlan
 ) -> RunReplay:
-    """One run in one process (the unit of work of the pool)."""
-    counter = _counter(settings.tokenizer)
+    """One run under every policy, on its own token counter (nothing of it outlives the call)."""
+    counter = IdCounter(settings.tokenizer)
 
     async def main() -> RunReplay:
         return await replay_run(
@@ -716,16 +729,19 @@ def plan_terms(plan: RunPlan, settings: ReplaySettings) -> CacheTerms:
     )
 
 
+def numbered(run_id: str, seen: dict[str, int]) -> str:
+    """The id of the next run recorded as ``run_id``: itself the first time, then ``id#2``, ``id#3``,
+    ... (``seen`` counts the runs so far by recorded id)."""
+    seen[run_id] = seen.get(run_id, 0) + 1
+    return run_id if seen[run_id] == 1 else f"{run_id}#{seen[run_id]}"
+
+
 def _unique_ids(runs: Sequence[RecordedRun]) -> list[RecordedRun]:
     seen: dict[str, int] = {}
     out = []
     for run in runs:
-        seen[run.run_id] = seen.get(run.run_id, 0) + 1
-        out.append(
-            run
-            if seen[run.run_id] == 1
-            else dataclasses.replace(run, run_id=f"{run.run_id}#{seen[run.run_id]}")
-        )
+        name = numbered(run.run_id, seen)
+        out.append(run if name == run.run_id else dataclasses.replace(run, run_id=name))
     return out
 
 
@@ -739,8 +755,9 @@ def replay_runs(
     ray: RayAddress | None = None,
     calibration: Calibration | None = None,
 ) -> BenchResult:
-    """Replay every run under every policy; ``workers > 1`` spreads runs over processes, ``ray``
-    over a Ray cluster (``workers`` then bounds the runs in flight; 0: twice its CPUs).
+    """Replay every run under every policy, in memory (the bench command streams instead:
+    ``_stream.py``); ``workers > 1`` spreads runs over processes, ``ray`` over a Ray cluster
+    (``workers`` then bounds the runs in flight; 0: twice its CPUs).
 
     ``calibration`` (see :func:`~._calibration.fit`): the calibration to price the runs with, when
     it was measured on more runs than these (a shard's, on all of them). The result is ordered by
@@ -748,30 +765,21 @@ def replay_runs(
     """
     started = time.perf_counter()
     unique = _unique_ids(runs)
+    infos = {r.run_id: RunInfo.of(r) for r in unique}
     done: dict[str, RunReplay] = {}
-    infos: dict[str, RunInfo] = {}
-
-    def finished(replay: RunReplay) -> None:
-        done[replay.run_id] = replay
-        if on_progress is not None:
-            on_progress(infos[replay.run_id])
-
-    if ray is None and (workers <= 1 or len(unique) <= 1):
-        # Serially the replay reuses the token ids the calibration memoized.
-        fitted = calibration or fit(unique, _counter(settings.tokenizer))
-        plans = _plans(unique, settings, fitted, infos)
-        for run in unique:
-            finished(_replay_job(run, policies, settings, plans[run.run_id]))
-    elif ray is not None:
-        fitted = calibration or fit(unique, TokenCounter(settings.tokenizer, cache_size=4096))
-        plans = _plans(unique, settings, fitted, infos)
-        _replay_on_ray(unique, policies, settings, plans, ray=ray, in_flight=workers, finished=finished)
-    else:
-        with owned_resource_tracker(), _pool(workers) as pool:
-            # the workers count the calibration's tokens too, and keep their ids
-            fitted = calibration or fit(unique, tokens=_full_tokens(pool, unique, settings.tokenizer))
-            plans = _plans(unique, settings, fitted, infos)
-            _replay_on_pool(unique, policies, settings, plans, pool=pool, finished=finished)
+    with open_backend(workers if len(unique) > 1 else 1, ray) as backend:
+        if calibration is None:
+            measured = [(r,) for r in unique if measurable(r)]
+            calibration = fit(
+                unique, tokens=dict(backend.map(full_tokens_unit, measured, (settings.tokenizer,)))
+            )
+        plans = {run_id: run_plan(info, settings, calibration) for run_id, info in infos.items()}
+        items = ((run, plans[run.run_id]) for run in longest_first(unique))
+        for replay in backend.map(replay_unit, items, (policies, settings)):
+            done[replay.run_id] = replay
+            infos[replay.run_id] = infos[replay.run_id].planned(plans[replay.run_id])
+            if on_progress is not None:
+                on_progress(infos[replay.run_id])
     order = sorted(infos)
     return BenchResult(
         settings=settings,
@@ -779,113 +787,44 @@ def replay_runs(
         runs=tuple(infos[i] for i in order),
         replays=tuple(done[i] for i in order),
         elapsed_seconds=time.perf_counter() - started,
-        calibration=dict(fitted.providers),
+        calibration=dict(calibration.providers),
     )
 
 
-def _plans(
-    runs: Sequence[RecordedRun], settings: ReplaySettings, fitted: Calibration, infos: dict[str, RunInfo]
-) -> dict[str, RunPlan]:
-    """Each run's plan; ``infos`` gets each run's :class:`RunInfo`."""
-    plans = {r.run_id: _plan(r, settings, fitted) for r in runs}
-    infos.update({r.run_id: RunInfo.of(r, plans[r.run_id]) for r in runs})
-    return plans
+def full_tokens_unit(level: int | None, tokenizer: str, run: RecordedRun) -> tuple[str, list[int]]:
+    """One run's replayed ``full`` prompt tokens per step (what the calibration measures), as a
+    unit of work (:mod:`._backend`: ``level`` configures a worker's logging)."""
+    if level is not None:
+        configure_worker_logging(level)
+    return run.run_id, full_prompt_tokens(run, IdCounter(tokenizer))
 
 
-def _full_tokens_job(level: int, run: RecordedRun, tokenizer: str) -> tuple[str, list[int]]:
-    """One run's replayed ``full`` prompt tokens per step, counted in a worker (its ids kept there)."""
-    configure_worker_logging(level)
-    return run.run_id, full_prompt_tokens(run, _counter(tokenizer))
+def replay_unit(
+    level: int | None,
+    policies: Mapping[str, Policy],
+    settings: ReplaySettings,
+    run: RecordedRun,
+    plan: RunPlan,
+) -> RunReplay:
+    """One run under every policy, as a unit of work (:mod:`._backend`)."""
+    if level is not None:
+        configure_worker_logging(level)
+    return replay_job(run, policies, settings, plan)
 
 
-def _full_tokens(
-    pool: ProcessPoolExecutor, runs: Sequence[RecordedRun], tokenizer: str
-) -> dict[str, list[int]]:
-    """The calibration's token counts of the runs it measures, counted by the workers."""
-    measured = [r for r in runs if measurable(r)]
-    level = worker_log_level()
-    return dict(pool.map(_full_tokens_job, [level] * len(measured), measured, [tokenizer] * len(measured)))
-
-
-def _plan(run: RecordedRun, settings: ReplaySettings, fitted: Calibration) -> RunPlan:
+def run_plan(info: RunInfo, settings: ReplaySettings, fitted: Calibration) -> RunPlan:
     """A run's plan under the bench's settings, with its unrecorded prefix and cache lifetime."""
-    long = len(long_ttl_steps(run.usage, run.cache_writes_1h)) * 2 > run.steps
+    long = len(long_ttl_steps(info.usage, info.cache_writes_1h)) * 2 > info.steps
     return plan_run(
-        run.model,
+        info.model,
         settings.cache_model,
         settings.price_model,
         fitted.providers,
-        prefix=fitted.prefix(run.run_id),
+        prefix=fitted.prefix(info.run_id),
         long_ttl=long,
     )
 
 
-def _replay_in_worker(
-    level: int, policies: Mapping[str, Policy], settings: ReplaySettings, run: RecordedRun, plan: RunPlan
-) -> RunReplay:
-    """One run in a worker process, whoever started it (our pool, Ray): logging first."""
-    configure_worker_logging(level)
-    return _replay_job(run, policies, settings, plan)
-
-
-@contextmanager
-def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
-    """Worker processes ("spawn" is safe next to the progress bar's thread); each unit of work
-    configures its logging (:func:`configure_worker_logging`)."""
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        yield pool
-
-
-def _longest_first(
-    runs: Sequence[RecordedRun], plans: Mapping[str, RunPlan]
-) -> Iterable[tuple[RecordedRun, RunPlan]]:
-    """The runs with their plans, longest first (balances the workers)."""
-    ordered = sorted(runs, key=lambda r: (-len(r.messages), r.run_id))
-    return ((run, plans[run.run_id]) for run in ordered)
-
-
-def _replay_on_ray(
-    runs: Sequence[RecordedRun],
-    policies: Mapping[str, Policy],
-    settings: ReplaySettings,
-    plans: Mapping[str, RunPlan],
-    *,
-    ray: RayAddress,
-    in_flight: int,
-    finished: Callable[[RunReplay], None],
-) -> None:
-    """The runs as Ray tasks, at most ``in_flight`` at once (0: twice the cluster's CPUs);
-    ``finished`` gets each replay as it arrives."""
-    if not runs:
-        return
-    level = worker_log_level()
-    with ray_session(ray, log_level=level) as session:
-        bound = in_flight if in_flight > 0 else 2 * session.cpus
-        for replay, _node in map_on_ray(
-            _replay_in_worker,
-            _longest_first(runs, plans),
-            shared=(level, policies, settings),
-            in_flight=bound,
-            log_level=level,
-        ):
-            finished(replay)
-
-
-def _replay_on_pool(
-    runs: Sequence[RecordedRun],
-    policies: Mapping[str, Policy],
-    settings: ReplaySettings,
-    plans: Mapping[str, RunPlan],
-    *,
-    pool: ProcessPoolExecutor,
-    finished: Callable[[RunReplay], None],
-) -> None:
-    """The runs on the worker pool; ``finished`` gets each replay as it arrives."""
-    level = worker_log_level()
-    futures = [
-        pool.submit(_replay_in_worker, level, policies, settings, run, plan)
-        for run, plan in _longest_first(runs, plans)
-    ]
-    for future in as_completed(futures):
-        finished(future.result())
+def longest_first(runs: Iterable[RecordedRun]) -> list[RecordedRun]:
+    """The runs, longest first (balances the workers: the long ones do not finish last alone)."""
+    return sorted(runs, key=lambda r: (-len(r.messages), r.run_id))

@@ -1,45 +1,28 @@
 """The benchmark's outputs: the JSON document (schema in docs/bench-json-schema.md), report.md, the table.
 
 Everything a report shows is derived from the JSON document, so a saved
-``--json`` file can be rendered again. Timings live only under the top-level
-``"timing"`` key (:func:`strip_timing`); the rest is a pure function of the
-inputs and settings, with every list and mapping sorted.
+``--json`` file can be rendered again (with its per-run detail, from the
+document's ``runs`` or the JSON-lines file beside it). Timings live only under
+the top-level ``"timing"`` key (:func:`strip_timing`); the rest is a pure
+function of the inputs and settings, with every list and mapping sorted. The
+document is folded run by run (``_record.py``, ``_aggregate.py``): the same code
+builds it here from a replay in memory, in the streamed bench and in ``bench merge``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .._providers import DEFAULT_CACHE_MODEL, ModelPrices, model_prices, price_map_source, provider_of
-from .._trace import StepError
-from ._calibration import token_scale
-from ._losses import costlier_than_full
-from ._metrics import (
-    CacheValidation,
-    Fidelity,
-    PolicyRunMetrics,
-    Totals,
-    fidelity,
-    percentile,
-    totals,
-    validate_caching,
-)
-from ._pricing import RunCosting, long_ttl_steps
-from ._replay import ABLATIONS, BASELINE, BenchResult, RunInfo
-from ._report_faithful import ruler_totals
-from ._validation import (
-    CalibratedFidelity,
-    DollarCheck,
-    Recorded,
-    as_recorded,
-    calibrated_fidelity,
-    check_dollars,
-    recorded_totals,
-)
+from ._aggregate import Aggregate, Header
+from ._document import SCHEMA_VERSION, TIMING_KEY, dumps, strip_timing
+from ._record import record_of
+from ._replay import BASELINE, BenchResult
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -47,8 +30,10 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMA_VERSION",
     "TIMING_KEY",
+    "Highlights",
     "build_document",
     "dumps",
+    "longest_key",
     "policies_by_cost",
     "render_family_table",
     "render_markdown",
@@ -57,310 +42,6 @@ __all__ = [
     "strip_timing",
     "write_json",
 ]
-
-SCHEMA_VERSION = 4
-TIMING_KEY = "timing"
-_MAX_MISSED_LISTED = 20
-_MAX_ERRORS_LISTED = 10  # per run and policy; the count is exact
-
-
-def _r(value: float) -> float:
-    return round(value, 6)
-
-
-def _ratio(part: float, whole: float) -> float | None:
-    return _r(part / whole) if whole else None
-
-
-def _usd_savings(t: Totals, full: Totals | None) -> float | None:
-    if t.cost_usd is None or full is None or not full.cost_usd or full.priced_runs != t.priced_runs:
-        return None
-    return _r(1 - t.cost_usd / full.cost_usd)
-
-
-def _totals_dict(t: Totals, full: Totals | None) -> dict[str, Any]:
-    adjusted = t.retrieval_adjusted_input_tokens
-    base_input = full.input_tokens if full else 0
-    base_cost = full.effective_cost if full else 0.0
-    return {
-        "cache_write_tokens": t.cache_write_tokens,
-        "calibrated_input_tokens": t.calibrated_input_tokens,
-        "calibrated_cached_tokens": t.calibrated_cached_tokens,
-        "cost_usd": None if t.cost_usd is None else _r(t.cost_usd),
-        "cost_usd_savings_vs_full": _usd_savings(t, full),
-        "priced_runs": t.priced_runs,
-        "runs": t.runs,
-        "steps": t.steps,
-        "prompt_tokens": t.prompt_tokens,
-        "summary_input_tokens": t.summary_input_tokens,
-        "summary_output_tokens": t.summary_output_tokens,
-        "input_tokens": t.input_tokens,
-        "peak_prompt_tokens": t.peak_prompt_tokens,
-        "cached_tokens": t.cached_tokens,
-        "cached_share": _r(t.cached_share),
-        "output_tokens": t.output_tokens,
-        "effective_cost": _r(t.effective_cost),
-        "input_cost": _r(t.input_cost),
-        "input_cost_savings_vs_full": _r(1 - t.input_cost / full.input_cost)
-        if full and full.input_cost
-        else None,
-        "prefix_rewrites": t.prefix_rewrites,
-        "prefix_rewrite_rate": _r(t.rewrite_rate),
-        "cost_vs_full": _ratio(t.effective_cost, base_cost),
-        "token_savings_vs_full": _r(1 - t.input_tokens / base_input) if base_input else None,
-        "cost_savings_vs_full": _r(1 - t.effective_cost / base_cost) if base_cost else None,
-        "salient": t.salient,
-        "missed": t.missed,
-        "miss_rate": _r(t.miss_rate),
-        "steps_with_miss": t.steps_with_miss,
-        "retrieval_tokens": t.retrieval_tokens,
-        "recoverable_missed": t.recoverable,
-        "miss_rate_adjusted": _r(t.miss_rate_adjusted),
-        "recovery_tokens": t.recovery_tokens,
-        "word_salient": t.word_salient,
-        "word_missed": t.word_missed,
-        "word_miss_rate": _r(t.word_miss_rate),
-        "long_runs": t.long_runs,
-        "long_run_peak_tokens": t.long_run_peak_tokens,
-        "long_run_peak_vs_full": _ratio(t.long_run_peak_tokens, full.long_run_peak_tokens) if full else None,
-        "retrieval_adjusted_input_tokens": adjusted,
-        "retrieval_adjusted_savings_vs_full": (
-            _r(1 - adjusted / base_input) if adjusted is not None and base_input else None
-        ),
-        "over_hard_limit_steps": t.over_hard_limit_steps,
-        "compactions": t.compactions,
-        "dedup_hits": t.dedup_hits,
-        "truncated_chars": t.truncated_chars,
-        "step_errors": t.step_errors,
-    } | ruler_totals(t, full)
-
-
-def _caching_summary(v: CacheValidation) -> dict[str, Any]:
-    return {
-        "runs": v.runs,
-        "steps": v.steps,
-        "mean_abs_error_cached_share": _r(v.mean_abs_error),
-        "simulated_cached_share": _r(v.simulated_share),
-        "recorded_cached_share": _r(v.recorded_share),
-        "cached_share_ratio": _r(v.share_ratio),
-    }
-
-
-def _validation_dict(
-    v: CacheValidation | None, cache_models: set[str], per_family: Mapping[str, CacheValidation | None]
-) -> dict[str, Any] | None:
-    if v is None:
-        return None
-    return {
-        **_caching_summary(v),
-        "cache_models": sorted(cache_models),
-        "per_family": {f: _caching_summary(c) for f, c in sorted(per_family.items()) if c is not None},
-        "per_run": [
-            {
-                "run_id": r.run_id,
-                "steps": r.steps,
-                "mean_abs_error_cached_share": _r(r.mean_abs_error),
-                "simulated_cached_share": _r(r.simulated_share),
-                "recorded_cached_share": _r(r.recorded_share),
-            }
-            for r in v.per_run
-        ],
-    }
-
-
-def _dollars_summary(v: DollarCheck) -> dict[str, Any]:
-    return {
-        "runs": v.runs,
-        "steps": v.steps,
-        "recorded_cost_usd": _r(v.recorded_usd),
-        "simulated_cost_usd": _r(v.simulated_usd),
-        "ratio": _r(v.ratio),
-        "recorded_source": v.source,
-    }
-
-
-def _cost_validation_dict(
-    v: DollarCheck | None, per_family: Mapping[str, DollarCheck | None]
-) -> dict[str, Any] | None:
-    if v is None:
-        return None
-    families = {f: _dollars_summary(c) for f, c in sorted(per_family.items()) if c is not None}
-    return {**_dollars_summary(v), "per_family": families}
-
-
-def _fidelity_dict(
-    f: Fidelity | None,
-    calibrated: CalibratedFidelity | None,
-    per_family: Mapping[str, CalibratedFidelity | None],
-) -> dict[str, Any] | None:
-    if f is None:
-        return None
-    return {
-        "runs": len(f.per_run),
-        "steps": f.steps,
-        "replayed_prompt_tokens": f.replayed_prompt_tokens,
-        "recorded_prompt_tokens": f.recorded_prompt_tokens,
-        "ratio": _r(f.ratio),
-        "calibrated_mean_abs_rel_error": _r(calibrated.mean_abs_rel_error) if calibrated else None,
-        "per_family": {
-            name: {
-                "runs": c.runs,
-                "steps": c.steps,
-                "calibrated_mean_abs_rel_error": _r(c.mean_abs_rel_error),
-            }
-            for name, c in sorted(per_family.items())
-            if c is not None
-        },
-        "per_run": [
-            {
-                "run_id": r.run_id,
-                "steps": r.steps,
-                "replayed_prompt_tokens": r.replayed_prompt_tokens,
-                "recorded_prompt_tokens": r.recorded_prompt_tokens,
-                "ratio": _r(r.ratio),
-            }
-            for r in f.per_run
-        ],
-    }
-
-
-def _recorded_dict(v: Recorded | None) -> dict[str, Any] | None:
-    if v is None:
-        return None
-    full = v.policy_usd.get(BASELINE)
-    return {
-        "runs": v.runs,
-        "steps": v.steps,
-        "prompt_tokens": v.prompt_tokens,
-        "cached_tokens": v.cached_tokens,
-        "cache_write_tokens": v.cache_write_tokens,
-        "output_tokens": v.output_tokens,
-        "cached_share": _r(v.cached_share),
-        "priced_runs": v.priced_runs,
-        "cost_usd": None if v.cost_usd is None else _r(v.cost_usd),
-        "policies_cost_usd": {n: _r(usd) for n, usd in v.policy_usd.items()},
-        "policies_cost_usd_vs_recorded": {
-            n: _r(usd / v.cost_usd) for n, usd in v.policy_usd.items() if v.cost_usd
-        },
-        "full_cost_usd": None if full is None else _r(full),
-    }
-
-
-def _settings_dict(result: BenchResult) -> dict[str, Any]:
-    s = result.settings
-    return {
-        "tokenizer": s.tokenizer,
-        "context_window": s.context_window,
-        "context_window_nominal": True,
-        "cache_discount": s.cache_discount,
-        "output_price_ratio": s.output_price_ratio,
-        "baseline": BASELINE,
-        "summarizer": s.summary_model or "digest",
-        "hard_limit_enforced": False,
-        "cost_unit": "uncached input token",
-        "cache_model": s.cache_model,
-        "cache_model_default": DEFAULT_CACHE_MODEL,
-        "price_model": s.price_model,
-        "routing": s.routing,
-    }
-
-
-def _inputs_dict(
-    result: BenchResult,
-    paths: Sequence[str],
-    skipped: Sequence[Mapping[str, str]],
-    skipped_lines: Sequence[Mapping[str, Any]],
-) -> dict[str, Any]:
-    return {
-        "paths": sorted(paths),
-        "skipped": sorted(({"path": s["path"], "reason": s["reason"]} for s in skipped), key=_skip_key),
-        "skipped_lines": sorted((dict(s) for s in skipped_lines), key=lambda s: str(s["path"])),
-        "run_count": len(result.runs),
-        "step_count": sum(r.steps for r in result.runs),
-        "runs": [
-            {
-                "run_id": r.run_id,
-                "source": r.source,
-                "format": r.format,
-                "model": r.model,
-                "steps": r.steps,
-                "recorded_usage": r.has_usage,
-                "endpoints": r.endpoints,
-                "family": r.family,
-                "cache_model": r.cache_model,
-                "cache_model_source": r.cache_model_source,
-                "provider": r.provider,
-                "token_scale": _r(r.token_scale),
-                "price_model": r.price_model,
-                "unrecorded_prefix_tokens": r.prefix_tokens,
-                "unrecorded_prefix_source": r.prefix_source,
-                "compactions_followed": r.restarts,
-                "long_ttl_steps": len(long_ttl_steps(r.usage, r.cache_writes_1h)),
-            }
-            for r in result.runs
-        ],
-    }
-
-
-def _skip_key(entry: Mapping[str, str]) -> tuple[str, str]:
-    return entry["path"], entry["reason"]
-
-
-def _policy_meta(name: str, result: BenchResult) -> dict[str, Any]:
-    config = result.policies[name]
-    base, _, ablation = name.partition(":")
-    return {
-        "config": config.to_dict(),
-        "ablation_of": base if ablation in ABLATIONS else None,
-        "retrieval_active": config.retrieval_active,
-    }
-
-
-def _runs_list(
-    result: BenchResult, names: Sequence[str], costing: Mapping[str, RunCosting]
-) -> list[dict[str, Any]]:
-    pricing = result.settings.pricing
-    out = []
-    for replay in result.replays:
-        full = totals([replay.policies[BASELINE]], pricing, costing)
-        policies = {}
-        for name in names:
-            metrics = replay.policies[name]
-            entry = _totals_dict(totals([metrics], pricing, costing), full)
-            del entry["runs"]
-            entry |= _missed_lists(metrics)
-            entry["step_error_list"] = [_step_error_dict(e) for e in metrics.step_errors[:_MAX_ERRORS_LISTED]]
-            entry["per_step"] = {
-                "prompt_tokens": [s.prompt_tokens for s in metrics.steps],
-                "cached_tokens": [s.cached_tokens for s in metrics.steps],
-                "cache_write_tokens": [s.cache_write_tokens for s in metrics.steps],
-                "missed": [len(s.missed) for s in metrics.steps],
-                "line_missed": [len(s.line_missed) for s in metrics.steps],
-                "own_missed": [len(s.own_missed) for s in metrics.steps],
-            }
-            policies[name] = entry
-        out.append({"run_id": replay.run_id, "steps": len(replay.output_tokens), "policies": policies})
-    return out
-
-
-def _missed_lists(metrics: PolicyRunMetrics) -> dict[str, list[str]]:
-    """A run's missed strings under the salient, line and own-writing rulers (sorted, the first few)."""
-    lists = {
-        "missed_strings": {s for step in metrics.steps for s in step.missed},
-        "line_missed_strings": {s for step in metrics.steps for s in step.line_missed},
-        "own_missed_strings": {s for step in metrics.steps for s in step.own_missed},
-    }
-    return {key: sorted(found)[:_MAX_MISSED_LISTED] for key, found in lists.items()}
-
-
-def _step_error_dict(error: StepError) -> dict[str, Any]:
-    return {
-        "iteration": error.iteration,
-        "step": error.step,
-        "phase": error.phase,
-        "error": error.error,
-        "message": error.message,
-    }
 
 
 def step_error_counts(document: Mapping[str, Any]) -> dict[str, int]:
@@ -372,212 +53,33 @@ def step_error_counts(document: Mapping[str, Any]) -> dict[str, int]:
     }
 
 
-def _timing_dict(result: BenchResult, names: Sequence[str]) -> dict[str, Any]:
-    policies = {}
-    for name in names:
-        seconds = [s.build_seconds for r in result.replays for s in r.policies[name].steps]
-        policies[name] = {
-            "steps": len(seconds),
-            "build_ms_median": _r(percentile(seconds, 50) * 1000),
-            "build_ms_p99": _r(percentile(seconds, 99) * 1000),
-        }
-    return {"elapsed_seconds": _r(result.elapsed_seconds), "policies": policies}
-
-
-def _costings(result: BenchResult) -> dict[str, RunCosting]:
-    """USD pricing of each run: its model's prices and token scale (see ``_pricing.py``)."""
-    summary = result.settings.summary_model
-    summary_prices = model_prices(summary) if summary else None
-    return {
-        r.run_id: RunCosting.of(
-            r.price_model,
-            scale=r.token_scale,
-            recorded_model=r.model,
-            usage=r.usage,
-            calibration=result.calibration,
-            summary_prices=summary_prices,
-            writes_1h=r.cache_writes_1h,
-        )
-        for r in result.runs
-    }
-
-
-def _policy_totals(
-    replays: Sequence[Mapping[str, PolicyRunMetrics]],
-    names: Sequence[str],
-    result: BenchResult,
-    costing: Mapping[str, RunCosting],
-) -> dict[str, dict[str, Any]]:
-    """``{name: totals dict}`` over a subset of the runs: the one totals implementation for the
-    pooled numbers and for each family."""
-    pricing = result.settings.pricing
-    per_policy = {n: totals([r[n] for r in replays], pricing, costing) for n in names}
-    losses = costlier_than_full(replays, names, pricing, costing, baseline=BASELINE)
-    return {n: _totals_dict(per_policy[n], per_policy[BASELINE]) | losses[n] for n in names}
-
-
-def _families_dict(
-    result: BenchResult, names: Sequence[str], costing: Mapping[str, RunCosting]
-) -> dict[str, Any]:
-    family = {r.run_id: r.family for r in result.runs}
-    out = {}
-    for name in sorted(set(family.values())):
-        subset = [r for r in result.replays if family[r.run_id] == name]
-        policies = _policy_totals([r.policies for r in subset], names, result, costing)
-        out[name] = {
-            "runs": len(subset),
-            "steps": policies[BASELINE]["steps"],
-            "policies": {n: {"totals": t} for n, t in policies.items()},
-            "recorded": _recorded_dict(_recorded(result, costing, {r.run_id for r in subset})),
-        }
-    return out
-
-
-def _recorded(
-    result: BenchResult, costing: Mapping[str, RunCosting], run_ids: set[str] | None = None
-) -> Recorded | None:
-    """What the runs (``run_ids``: a subset) cost as recorded, and each policy on the same runs."""
-    runs = [r for r in result.runs if run_ids is None or r.run_id in run_ids]
-    replays = [r.policies for r in result.replays if run_ids is None or r.run_id in run_ids]
-    return recorded_totals(
-        replays,
-        {r.run_id: r.usage for r in runs},
-        {r.run_id: r.cache_writes_1h for r in runs},
-        costing,
-        frozenset(r.run_id for r in runs if as_recorded(r.model, r.price_model)),
-    )
-
-
-def _validation(result: BenchResult, costing: Mapping[str, RunCosting]) -> dict[str, Any]:
-    """``validation`` and ``fidelity``: ``full`` against the recorded usage, pooled and per family."""
-    full = {r.run_id: r.policies[BASELINE] for r in result.replays}
-    usage = {r.run_id: r.usage for r in result.runs}
-    writes = {r.run_id: r.cache_writes_1h for r in result.runs}
-    scales = {r.run_id: token_scale(result.calibration, provider_of(r.model)) for r in result.runs}
-    families = sorted({r.family for r in result.runs})
-
-    def runs_of(family: str | None, *, priced: bool = False) -> list[RunInfo]:
-        return [
-            r
-            for r in result.runs
-            if (family is None or r.family == family) and (not priced or as_recorded(r.model, r.price_model))
-        ]
-
-    def caching(family: str | None) -> CacheValidation | None:
-        return validate_caching([full[r.run_id] for r in runs_of(family)], usage)
-
-    def dollars(family: str | None) -> DollarCheck | None:
-        return check_dollars([full[r.run_id] for r in runs_of(family, priced=True)], usage, writes, costing)
-
-    def calibrated(family: str | None) -> CalibratedFidelity | None:
-        return calibrated_fidelity([full[r.run_id] for r in runs_of(family)], usage, scales)
-
-    pooled = caching(None)
-    validated = {v.run_id for v in pooled.per_run} if pooled else set()
-    models = {r.cache_model for r in result.runs if r.run_id in validated}
-    return {
-        "validation": {
-            "caching": _validation_dict(pooled, models, {f: caching(f) for f in families}),
-            "cost_usd": _cost_validation_dict(dollars(None), {f: dollars(f) for f in families}),
-        },
-        "fidelity": _fidelity_dict(
-            fidelity(list(full.values()), usage), calibrated(None), {f: calibrated(f) for f in families}
-        ),
-    }
-
-
-def _calibration_dict(result: BenchResult) -> dict[str, Any]:
-    measured = {
-        p: {
-            "runs": c.runs,
-            "steps": c.steps,
-            "replayed_prompt_tokens": c.replayed_prompt_tokens,
-            "recorded_prompt_tokens": c.recorded_prompt_tokens,
-            "factor": _r(c.factor),
-            "measured": True,
-            "fit": c.fit,
-            "prefix_runs": c.prefix_runs,
-        }
-        for p, c in result.calibration.items()
-    }
-    unmeasured = {r.provider for r in result.runs if r.provider and r.provider not in measured}
-    for provider in unmeasured:
-        measured[provider] = {
-            "runs": 0,
-            "steps": 0,
-            "replayed_prompt_tokens": 0,
-            "recorded_prompt_tokens": 0,
-            "factor": 1.0,
-            "measured": False,
-            "fit": None,
-            "prefix_runs": 0,
-        }
-    return dict(sorted(measured.items()))
-
-
-def _prices_dict(prices: ModelPrices) -> dict[str, Any]:
-    return {
-        "input": prices.input,
-        "output": prices.output,
-        "cache_read": prices.cache_read,
-        "cache_write": prices.cache_write,
-        "cache_write_1h": prices.write_1h,
-    }
-
-
-def _pricing_dict(result: BenchResult) -> dict[str, Any]:
-    s = result.settings
-    keys = sorted({r.price_model for r in result.runs if r.price_model})
-    summary = model_prices(s.summary_model) if s.summary_model else None
-    return {
-        "source": price_map_source(),
-        "unit": "USD per token",
-        "price_model": s.price_model,
-        "priced_runs": sum(1 for r in result.runs if r.price_model),
-        "unpriced_runs": [r.run_id for r in result.runs if not r.price_model],
-        "models": {k: _prices_dict(p) for k in keys if (p := model_prices(k)) is not None},
-        "summary_model": None if summary is None else summary.model,
-        "summary_model_priced": None if not s.summary_model else summary is not None,
-    }
-
-
 def build_document(
     result: BenchResult,
     paths: Sequence[str] = (),
     skipped: Sequence[Mapping[str, str]] = (),
     skipped_lines: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The JSON document of a benchmark result (see docs/bench-json-schema.md).
+    """The JSON document of a benchmark result (see docs/bench-json-schema.md), with its runs.
 
     ``skipped``: the inputs the importers skipped (``{"path", "reason"}`` each); ``skipped_lines``:
     the lines skipped in files whose other lines were read (``SkippedLines.to_dict`` each).
     """
-    names = sorted(result.policies)
-    costing = _costings(result)
-    pooled = _policy_totals([r.policies for r in result.replays], names, result, costing)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "generator": "tiered-agent bench",
-        "inputs": _inputs_dict(result, paths, skipped, skipped_lines),
-        "settings": _settings_dict(result),
-        "calibration": _calibration_dict(result),
-        "pricing": _pricing_dict(result),
-        "policies": {n: _policy_meta(n, result) | {"totals": pooled[n]} for n in names},
-        "families": _families_dict(result, names, costing),
-        "recorded": _recorded_dict(_recorded(result, costing)),
-        "runs": _runs_list(result, names, costing),
-        **_validation(result, costing),
-        TIMING_KEY: _timing_dict(result, names),
-    }
-
-
-def strip_timing(document: Mapping[str, Any]) -> dict[str, Any]:
-    """The document without its timing fields (what determinism is checked on)."""
-    return {k: v for k, v in document.items() if k != TIMING_KEY}
-
-
-def dumps(document: Mapping[str, Any]) -> bytes:
-    return orjson.dumps(document, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+    header = Header.of(
+        result.settings,
+        result.policies,
+        result.calibration,
+        paths=paths,
+        skipped=skipped,
+        skipped_lines=skipped_lines,
+    )
+    aggregate = Aggregate(header)
+    details = []
+    for info, replay in zip(result.runs, result.replays, strict=True):
+        record = record_of(info, replay, result.settings, result.calibration, detail=True)
+        aggregate.add(record)
+        details.append(orjson.loads(record.detail or b"{}"))
+    aggregate.elapsed_seconds = result.elapsed_seconds
+    return aggregate.document(runs=sorted(details, key=lambda r: str(r["run_id"])))
 
 
 def write_json(document: Mapping[str, Any], path: Path) -> Path:
@@ -964,35 +466,68 @@ def _md_families(document: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _md_highlights(document: Mapping[str, Any]) -> list[str]:
-    runs = document["runs"]
-    if not runs:
+@dataclass
+class Highlights:
+    """What report.md and the chart show of single runs, found in one pass over the per-run detail
+    (so a detail file of any size is read line by line, never held)."""
+
+    best: tuple[str, ...]  # the three cheapest policies but full
+    largest: list[tuple[int, str, int, tuple[float | None, ...]]] = field(default_factory=list)
+    misses: list[tuple[int, str, str, int, float, tuple[str, ...]]] = field(default_factory=list)
+    longest: Mapping[str, Any] | None = None  # the run the chart draws: most steps, then largest
+
+    _KEPT = 5
+
+    @classmethod
+    def of(cls, document: Mapping[str, Any], runs: Iterable[Mapping[str, Any]]) -> Highlights:
+        found = cls(tuple(n for n in policies_by_cost(document) if n != BASELINE)[:3])
+        for run in runs:
+            found._add(run)
+        found._trim()
+        return found
+
+    def _add(self, run: Mapping[str, Any]) -> None:
+        policies = run["policies"]
+        full = policies[BASELINE]["input_tokens"]
+        savings = tuple(policies[n]["cost_savings_vs_full"] for n in self.best)
+        self.largest.append((-full, run["run_id"], run["steps"], savings))
+        for name in self.best:
+            entry = policies[name]
+            if entry["missed"]:
+                examples = tuple(entry["missed_strings"][:5])
+                self.misses.append(
+                    (-entry["missed"], run["run_id"], name, entry["salient"], entry["miss_rate"], examples)
+                )
+        if self.longest is None or longest_key(run) < longest_key(self.longest):
+            self.longest = run
+        if len(self.largest) > 10 * self._KEPT or len(self.misses) > 10 * self._KEPT:
+            self._trim()
+
+    def _trim(self) -> None:
+        self.largest = heapq.nsmallest(self._KEPT, self.largest)
+        self.misses = heapq.nsmallest(self._KEPT, self.misses, key=lambda m: (m[0], m[1], m[2]))
+
+
+def longest_key(run: Mapping[str, Any]) -> tuple[int, int, str]:
+    """The run the chart draws comes first: the most steps, then the largest ``full`` input, then by id."""
+    return -run["steps"], -run["policies"][BASELINE]["input_tokens"], run["run_id"]
+
+
+def _md_highlights(highlights: Highlights) -> list[str]:
+    if not highlights.largest:
         return []
-    best = [n for n in policies_by_cost(document) if n != BASELINE][:3]
-    top = sorted(runs, key=lambda r: (-r["policies"][BASELINE]["input_tokens"], r["run_id"]))[:5]
+    best = highlights.best
     rows = [
-        [f"`{r['run_id']}`", str(r["steps"]), f"{r['policies'][BASELINE]['input_tokens']:,}"]
-        + [_pct(r["policies"][n]["cost_savings_vs_full"]) for n in best]
-        for r in top
+        [f"`{run_id}`", str(steps), f"{-negative:,}", *(_pct(v) for v in savings)]
+        for negative, run_id, steps, savings in highlights.largest
     ]
     lines = ["## Per-run highlights", "", "Largest runs (by `full` input tokens), cost savings:", ""]
     lines += _md_table(["run", "steps", "full tokens", *(f"`{n}`" for n in best)], rows)
-    misses = sorted(
-        (
-            (r["policies"][n]["missed"], r["run_id"], n)
-            for r in runs
-            for n in best
-            if r["policies"][n]["missed"]
-        ),
-        key=lambda x: (-x[0], x[1], x[2]),
-    )[:5]
-    if misses:
+    if highlights.misses:
         lines += ["", "Most missed strings among those policies:", ""]
-        for _, run_id, name in misses:
-            entry = next(r for r in runs if r["run_id"] == run_id)["policies"][name]
-            examples = ", ".join(f"`{s}`" for s in entry["missed_strings"][:5])
-            counts = f"{entry['missed']}/{entry['salient']} ({_share(entry['miss_rate'])})"
-            lines.append(f"- `{run_id}` under `{name}`: {counts}, e.g. {examples}")
+        for negative, run_id, name, salient, rate, examples in highlights.misses:
+            shown = ", ".join(f"`{s}`" for s in examples)
+            lines.append(f"- `{run_id}` under `{name}`: {-negative}/{salient} ({_share(rate)}), e.g. {shown}")
     return [*lines, ""]
 
 
@@ -1056,17 +591,24 @@ def _md_step_errors(document: Mapping[str, Any]) -> list[str]:
     return [
         f"**Step errors**: {sum(errors.values())} ({counts}). Each failing step was skipped for that "
         "prompt (the numbers are those of the prompts built without it); the errors are listed per run "
-        "under `runs[].policies[].step_error_list` in the JSON.",
+        "under `policies[].step_error_list` in the per-run detail (the JSON's `runs_file`, or its `runs`).",
         "",
     ]
 
 
 def render_markdown(
-    document: Mapping[str, Any], chart: str | None = None, frontier: str | None = None
+    document: Mapping[str, Any],
+    chart: str | None = None,
+    frontier: str | None = None,
+    highlights: Highlights | None = None,
 ) -> str:
-    """report.md: the table, caching, checks, per family lean and faithful, highlights, method notes."""
+    """report.md: the table, caching, checks, per family lean and faithful, highlights, method notes.
+
+    ``highlights``: of the document's per-run detail (default: of its ``runs``; none without them)."""
     from ._report_faithful import md_faithful
 
+    if highlights is None:
+        highlights = Highlights.of(document, document.get("runs", ()))
     lines = _md_header(document) + _md_routing(document) + _md_step_errors(document)
     lines += ["## Policies (cheapest first)", ""]
     lines += _md_table(TABLE_HEADERS, [[f"`{r[0]}`", *r[1:]] for r in _table_rows(document)])
@@ -1075,7 +617,7 @@ def render_markdown(
         lines += [f"![per-step prompt tokens and totals]({chart})", ""]
     lines += md_faithful(document, frontier)
     lines += _md_caching(document) + _md_dollars(document) + _md_families(document)
-    lines += _md_recorded(document) + _md_validation(document) + _md_highlights(document)
+    lines += _md_recorded(document) + _md_validation(document) + _md_highlights(highlights)
     summarizer = document["settings"]["summarizer"]
     summaries = (
         "Summaries use the deterministic digest (no model calls, 0 tokens)."

@@ -108,9 +108,16 @@ class WordIndex:
             if message.role == "assistant":
                 self._actions.setdefault(message.iteration, (position, text))
         self._in_always: dict[str, bool] = {}
+        self._salient: dict[int, tuple[str, ...]] = {}
 
     def salient(self, iteration: int) -> tuple[str, ...]:
-        """Sorted salient words of the action of ``iteration``."""
+        """Sorted salient words of the action of ``iteration`` (the same for every policy: computed once)."""
+        found = self._salient.get(iteration)
+        if found is None:
+            found = self._salient[iteration] = self._compute(iteration)
+        return found
+
+    def _compute(self, iteration: int) -> tuple[str, ...]:
         if iteration not in self._actions:
             return ()
         position, text = self._actions[iteration]

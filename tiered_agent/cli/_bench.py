@@ -6,10 +6,10 @@ click here; the replay, rich and matplotlib are imported when the command runs.
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import BrokenExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +18,10 @@ import click
 from ._options import EXIT_FAILED, EXIT_USAGE
 
 if TYPE_CHECKING:
-    from ..bench._calibration import Calibration
     from ..bench._fleet import Fleet
-    from ..bench._recorded import RecordedRun
     from ..bench._replay import ReplaySettings
-    from ..context._policy import Policy
+    from ..bench._shard import Shard
+    from ..bench._stream import Streamed
 
 __all__ = ["bench"]
 
@@ -31,7 +30,7 @@ _TOKENIZERS = ("o200k_base", "cl100k_base")
 _CACHE_MODELS = ("auto", "ideal", "gemini", "openai", "anthropic")
 # tiered_agent.bench._replay.ROUTINGS, spelled out for the same reason
 _ROUTINGS = ("recorded", "sticky")
-_PARALLEL_MIN_STEPS = 600  # below this, spawning worker processes costs more than it saves
+_RUN_DETAIL = ("jsonl", "inline", "none")
 
 
 def _policy_names(value: str | None) -> list[str] | None:
@@ -49,7 +48,33 @@ def _policy_names(value: str | None) -> list[str] | None:
     return names
 
 
-@click.command("bench")
+class _BenchCommand(click.Command):
+    """``bench PATHS...`` replays; ``bench merge SHARDS...`` goes to :data:`merge` (a folder or file
+    named ``merge`` is still a path when written as ``./merge``)."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        if args[:1] == ["merge"]:
+            return merge.make_context(f"{info_name or 'bench'} merge", args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
+_DETAIL_HELP = (
+    "Where each run's detail (per policy its totals and per-step series: the document's runs[]) goes: "
+    "jsonl, a file beside the JSON (<stem>.runs.jsonl); inline, inside it; none, left out."
+)
+
+
+@click.command(
+    "bench",
+    cls=_BenchCommand,
+    epilog="tiered-agent bench merge SHARD.json... combines shards (docs/fleet.md).",
+)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--policies",
@@ -153,6 +178,14 @@ def _policy_names(value: str | None) -> list[str] | None:
     help="Replay on Ray: 'local' (the default value) starts Ray on this machine; HOST:PORT, ray://HOST:PORT "
     "or 'auto' joins a cluster. Needs the ray extra.",
 )
+@click.option(
+    "--run-detail",
+    "run_detail",
+    type=click.Choice(_RUN_DETAIL),
+    default="jsonl",
+    show_default=True,
+    help=_DETAIL_HELP,
+)
 def bench(
     *,
     paths: tuple[Path, ...],
@@ -171,6 +204,7 @@ def bench(
     routing: str,
     shard_opt: str | None,
     ray_opt: str | None,
+    run_detail: str,
 ) -> None:
     """Replay recorded agent runs (PATH: files or folders; default: the bundled traces) through the
     context policies and report tokens, cost with prompt caching, and the information each one hid."""
@@ -201,6 +235,7 @@ def bench(
             workers=workers,
             strict=strict,
             fleet=fleet,
+            run_detail=run_detail,
         )
     except (TieredAgentError, OSError) as exc:
         click.echo(f"Error: {exc}", err=True)
@@ -208,16 +243,22 @@ def bench(
     except BrokenExecutor:
         click.echo("Error: a replay worker process died (out of memory?); rerun with --workers 1.", err=True)
         sys.exit(EXIT_FAILED)
-    if errors:
-        counts = ", ".join(f"{name} {count}" for name, count in errors.items())
-        click.echo(
-            f"{'Error' if strict else 'Warning'}: {sum(errors.values())} context step error(s) in the "
-            f"replay ({counts}); each step was skipped for that prompt; see "
-            "runs[].policies[].step_error_list in the bench JSON.",
-            err=True,
-        )
-        if strict:
-            sys.exit(EXIT_FAILED)
+    _say_step_errors(errors, strict=strict)
+    if errors and strict:
+        sys.exit(EXIT_FAILED)
+
+
+def _say_step_errors(errors: Mapping[str, int], *, strict: bool = False) -> None:
+    """One line on stderr when context steps raised in the replay (an error under --strict)."""
+    if not errors:
+        return
+    counts = ", ".join(f"{name} {count}" for name, count in errors.items())
+    click.echo(
+        f"{'Error' if strict else 'Warning'}: {sum(errors.values())} context step error(s) in the "
+        f"replay ({counts}); each step was skipped for that prompt; see each run's "
+        "policies[].step_error_list in the per-run detail (the bench JSON's runs_file, or its runs).",
+        err=True,
+    )
 
 
 def _check_price_model(price_model: str | None) -> None:
@@ -257,68 +298,48 @@ def _run(
     workers: int,
     strict: bool = False,
     fleet: Fleet | None = None,
+    run_detail: str = "jsonl",
 ) -> dict[str, int]:
     """Replay and write the outputs; the policies whose steps raised, with how many times."""
-    from .._errors import ConfigurationError
     from ..bench._bundle import bundled_trace_paths
     from ..bench._fleet import Fleet
-    from ..bench._importers import load_runs
     from ..bench._replay import resolve_policies
 
     inputs = list(paths) or bundled_trace_paths()
-    loaded = load_runs(inputs, strict=strict)  # skipped inputs: one warning each on stderr
-    runs = loaded.runs
-    if not runs:
-        count = len(loaded.skipped)
-        note = f" ({count} input{'s' * (count != 1)} skipped, see the warnings)" if count else ""
-        raise ConfigurationError(f"no recorded runs found in {', '.join(str(p) for p in inputs)}{note}")
     policies = resolve_policies(names)
     fleet = fleet or Fleet()
-    selection = fleet.select(runs, settings.tokenizer)
-    runs, calibration = selection.runs, selection.calibration
-    if selection.note:
-        click.echo(selection.note, err=True)
-    steps = sum(r.steps for r in runs)
-    if workers == 0 and fleet.ray is None:
-        workers = min(2, os.cpu_count() or 1) if steps >= _PARALLEL_MIN_STEPS else 1
-    skipped = [s.to_dict() for s in loaded.skipped]
-    lines = [s.to_dict() for s in loaded.skipped_lines]
-    document = _replay_with_progress(
-        runs,
-        policies,
-        settings,
-        workers,
-        [str(p) for p in inputs],
-        skipped=skipped,
-        skipped_lines=lines,
-        fleet=fleet,
-        calibration=calibration,
-    )
-    _write_outputs(document, json_path, out_dir)
+    json_path = json_path or out_dir / "bench.json"
+    with _progress() as (on_start, on_run):
+        from ..bench._stream import stream_bench
+
+        streamed = stream_bench(
+            inputs,
+            policies,
+            settings,
+            workers=workers,
+            strict=strict,
+            shard=fleet.shard,
+            ray=fleet.ray,
+            detail=run_detail != "none",
+            detail_dir=json_path.parent,
+            on_start=on_start,
+            on_run=on_run,
+        )
+    with streamed:
+        if streamed.note:
+            click.echo(streamed.note, err=True)
+        document = _write_outputs(streamed, json_path, out_dir, run_detail, fleet.shard)
     from ..bench._report import step_error_counts
 
     return step_error_counts(document)
 
 
-def _replay_with_progress(
-    runs: Sequence[RecordedRun],
-    policies: Mapping[str, Policy],
-    settings: ReplaySettings,
-    workers: int,
-    paths: Sequence[str],
-    *,
-    skipped: Sequence[Mapping[str, str]] = (),
-    skipped_lines: Sequence[Mapping[str, Any]] = (),
-    fleet: Fleet | None = None,
-    calibration: Calibration | None = None,
-) -> dict[str, Any]:
+@contextmanager
+def _progress() -> Iterator[tuple[Callable[[int], None], Callable[[int], None]]]:
+    """A progress bar on stderr over the steps to replay: ``(on_start(total), on_run(steps))``."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ..bench._replay import RunInfo, replay_runs
-    from ..bench._report import build_document
-
-    steps = sum(r.steps for r in runs)
     columns = (
         TextColumn("replaying"),
         BarColumn(),
@@ -327,23 +348,38 @@ def _replay_with_progress(
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("replay", total=steps)
+        task = progress.add_task("replay", total=None)
 
-        def advance(info: RunInfo) -> None:
-            progress.advance(task, info.steps)
+        def start(total: int) -> None:
+            progress.update(task, total=total)
 
-        ray = fleet.ray if fleet is not None else None
-        result = replay_runs(
-            runs, policies, settings, workers=workers, on_progress=advance, ray=ray, calibration=calibration
-        )
-    return build_document(result, paths, skipped, skipped_lines)
+        def advance(steps: int) -> None:
+            progress.advance(task, steps)
+
+        yield start, advance
 
 
-def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir: Path) -> None:
+def _write_outputs(
+    streamed: Streamed, json_path: Path, out_dir: Path, run_detail: str, shard: Shard | None = None
+) -> dict[str, Any]:
+    """bench.json (its runs inline or in the file beside it), report.md, the charts, the tables;
+    returns the document (its runs left out when they went to the detail file)."""
     from rich.console import Console
 
-    from ..bench._report import render_family_table, render_markdown, render_table, write_json
+    from ..bench._detail import runs_file_for, write_document
+    from ..bench._merge import SHARD_KEY, shard_section
+    from ..bench._report import Highlights, render_family_table, render_markdown, render_table
 
+    document = streamed.aggregate.document()
+    if shard is not None:
+        document[SHARD_KEY] = shard_section(shard.index, shard.count, streamed.aggregate)
+    written = []
+    detail = streamed.detail
+    if detail is not None and run_detail == "jsonl":
+        runs_path = detail.write_jsonl(runs_file_for(json_path))
+        document["runs_file"] = runs_path.name
+        written.append(runs_path)
+    highlights = Highlights.of(document, detail.entries() if detail is not None else ())
     console = Console()
     if not console.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
         console = Console(width=160)
@@ -351,14 +387,18 @@ def _write_outputs(document: Mapping[str, Any], json_path: Path | None, out_dir:
     if len(document["families"]) > 1:
         console.print(render_family_table(document))
     out_dir.mkdir(parents=True, exist_ok=True)
-    charts = _charts(document, out_dir)
+    charts = _charts(document, out_dir, highlights.longest)
     report = out_dir / "report.md"
     names = {key: path.name for key, path in charts.items()}
-    report.write_text(render_markdown(document, **names), encoding="utf-8")
-    written = [report, *charts.values(), write_json(document, json_path or out_dir / "bench.json")]
+    report.write_text(
+        render_markdown(document, names.get("chart"), names.get("frontier"), highlights), encoding="utf-8"
+    )
+    inline = detail.lines() if detail is not None and run_detail == "inline" else None
+    written = [report, *charts.values(), write_document(document, json_path, inline), *written]
     console.print("wrote " + ", ".join(str(p) for p in written))
     if not charts:
         console.print(f"no charts: {CHARTS_MISSING}", style="yellow", markup=False)
+    return document
 
 
 CHARTS_MISSING = (
@@ -366,9 +406,9 @@ CHARTS_MISSING = (
 )
 
 
-def _charts(document: Mapping[str, Any], out_dir: Path) -> dict[str, Path]:
+def _charts(document: Mapping[str, Any], out_dir: Path, run: Mapping[str, Any] | None) -> dict[str, Path]:
     """``{"chart": bench.png, "frontier": frontier.png}`` when matplotlib (the charts extra) is
-    installed, else nothing (the report then has no pictures)."""
+    installed, else nothing (the report then has no pictures); ``run``: the one drawn step by step."""
     try:
         import matplotlib  # noqa: F401 - only whether it is there
     except ImportError:
@@ -377,6 +417,54 @@ def _charts(document: Mapping[str, Any], out_dir: Path) -> dict[str, Path]:
     from ..bench._frontier import write_frontier
 
     return {
-        "chart": write_chart(document, out_dir / "bench.png"),
+        "chart": write_chart(document, out_dir / "bench.png", run),
         "frontier": write_frontier(document, out_dir / "frontier.png"),
     }
+
+
+@click.command("merge")
+@click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the merged document (default: OUT/bench.json).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("bench-out"),
+    show_default=True,
+    help="Folder for report.md and the charts.",
+)
+@click.option(
+    "--run-detail",
+    "run_detail",
+    type=click.Choice(_RUN_DETAIL),
+    default="jsonl",
+    show_default=True,
+    help=_DETAIL_HELP,
+)
+def merge(*, shards: tuple[Path, ...], json_path: Path | None, out_dir: Path, run_detail: str) -> None:
+    """Combine the documents of every shard of one bench (SHARDS: the --json of each --shard K/N, with
+    their per-run detail files beside them) into the document, report and charts the unsharded bench
+    writes."""
+    from .._errors import TieredAgentError
+    from ..bench._merge import merge_shards
+
+    json_path = json_path or out_dir / "bench.json"
+    try:
+        merged = merge_shards(list(shards), detail=run_detail != "none", detail_dir=json_path.parent)
+    except TieredAgentError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    try:
+        with merged:
+            document = _write_outputs(merged, json_path, out_dir, run_detail)
+    except OSError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_FAILED)
+    from ..bench._report import step_error_counts
+
+    _say_step_errors(step_error_counts(document))  # the shards' own runs failed on them under --strict

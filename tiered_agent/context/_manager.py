@@ -23,6 +23,7 @@ prompt is what the other steps build, and the run goes on.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -136,6 +137,8 @@ class ContextManager:
         self._prompts = PromptTally(counter)
         # retrieval_schema="when_shown": whether a prompt named a retrieval call yet (sticky)
         self._retrieval_shown = policy.retrieval_schema == "always"
+        # The schemas offered last, and the same without context_retrieve's (filtered once per change)
+        self._offered: tuple[tuple[Mapping[str, Any], ...], tuple[Mapping[str, Any], ...]] = ((), ())
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> ContextManager:
@@ -313,7 +316,17 @@ class ContextManager:
         (``retrieval_schema="when_shown"``)."""
         if self._retrieval_shown:
             return tuple(tool_schemas)
-        return tuple(t for t in tool_schemas if not _is_retrieve(t))
+        return self._without_retrieve(tool_schemas)
+
+    def _without_retrieve(self, offered: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+        """``offered`` without ``context_retrieve``'s schema; filtered again only when the schemas
+        are other objects than the last ones (a caller's schemas are not changed in place)."""
+        last, kept = self._offered
+        if len(last) == len(offered) and all(map(operator.is_, last, offered)):
+            return kept
+        kept = tuple(t for t in offered if not _is_retrieve(t))
+        self._offered = (tuple(offered), kept)
+        return kept
 
     def _build(self, turn: Turn, compacted: bool = False) -> PreparedPrompt:
         tally = self._history
@@ -335,7 +348,7 @@ class ContextManager:
         count_tools = self.counter.count_tools
         local = PROMPT_OVERHEAD + self._prompts.messages_tokens(built.messages) + count_tools(tools)
         # The counterfactual is the unmanaged prompt: full history, no context_retrieve schema.
-        unmanaged = [t for t in turn.offered if not _is_retrieve(t)]
+        unmanaged = self._without_retrieve(turn.offered)
         full = PROMPT_OVERHEAD + tally.tokens + count_tools(unmanaged)
         estimate = self.calibration.estimate(local)
         return PreparedPrompt(built, local, full, estimate, tools, self._record(built, compacted))

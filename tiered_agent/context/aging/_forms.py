@@ -52,11 +52,13 @@ class FormsMemo:
     history keeps the same message objects), each hit checked against those messages; bounded.
     Owned by the run's ``Age`` runtime: never shared between runs."""
 
-    def __init__(self, batches: int = 2048, notes: int = 1024) -> None:
+    def __init__(self, batches: int = 2048, notes: int = 1024, lasting: int = 4096) -> None:
         self.batches: LRUCache[tuple[object, ...], tuple[object, dict[int, tuple[Message, ...]]]] = LRUCache(
             batches
         )
         self.notes: LRUCache[tuple[object, ...], tuple[object, Message]] = LRUCache(notes)
+        # What a newer message goes on showing once aged (:func:`_lasting_refs`), per message object
+        self.lasting: LRUCache[tuple[object, ...], tuple[Message, frozenset[str]]] = LRUCache(lasting)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +123,19 @@ def age_batch(
     hit = memo.batches.get(key)
     if hit is not None and hit[0] == (head, tuple(batch)):
         return hit[1]
-    forms = _render_batch(style, head, batch, first, last)
+    forms = _render_batch(style, head, batch, first, last, memo=memo)
     memo.batches[key] = ((head, tuple(batch)), forms)
     return forms
 
 
 def _render_batch(
-    style: AgedStyle, head: tuple[Message, ...], batch: Batch, first: int, last: int
+    style: AgedStyle,
+    head: tuple[Message, ...],
+    batch: Batch,
+    first: int,
+    last: int,
+    *,
+    memo: FormsMemo | None = None,
 ) -> dict[int, tuple[Message, ...]]:
     seen: set[str] = set()
     for message in head:
@@ -138,7 +146,7 @@ def _render_batch(
     for iteration, messages in reversed(batch):
         if iteration > last:
             for message in messages:
-                seen |= _lasting_refs(style, message)
+                seen |= _lasting_refs(style, message) if memo is None else _lasting_memo(style, message, memo)
         elif iteration >= first:
             forms[iteration] = _age_iteration(style, messages, seen, later, frozenset(used))
         _remember_calls(messages, later, iteration)
@@ -172,6 +180,17 @@ def _lasting_refs(style: AgedStyle, message: Message) -> frozenset[str]:
     )
     for call in message.tool_calls:
         found = found | refs(cut_arguments(call.arguments, style.max_arg_chars))
+    return found
+
+
+def _lasting_memo(style: AgedStyle, message: Message, memo: FormsMemo) -> frozenset[str]:
+    """:func:`_lasting_refs` once per message object of the run (checked against the object)."""
+    key = (style.reasoning, style.max_arg_chars, id(message))
+    hit = memo.lasting.get(key)
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    found = _lasting_refs(style, message)
+    memo.lasting[key] = (message, found)
     return found
 
 

@@ -1,0 +1,224 @@
+"""``tiered-agent bench merge``: the shards of a bench combined are exactly the unsharded bench's
+document, report and charts; every mistake in the inputs is one sentence (exit code 2)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner, Result
+
+from tiered_agent.bench._document import strip_timing
+from tiered_agent.bench._merge import merge_shards
+from tiered_agent.cli import cli
+from tiered_agent.context.pipeline._draft import BuildContext, Draft
+from tiered_agent.context.steps import Truncate
+
+ROOT = Path(__file__).resolve().parents[1]
+# Shards of 3: clockout and task11 in 1/3; task42, daemon, ctf and scikit in 2/3; the rest in 3/3 (the
+# measured mini-swe-agent runs in 2/3 and 3/3 only: shard 1/3 prices with a calibration it did not see).
+TRACES = [
+    ROOT / "traces" / "mini-swe-agent" / "psf__requests-2317.jsonl",
+    ROOT / "traces" / "mini-swe-agent" / "django__django-12708.jsonl",
+    ROOT / "traces" / "mini-swe-agent" / "scikit-learn__scikit-learn-14141.jsonl",
+    ROOT / "traces" / "tau-bench" / "task35_trial3.jsonl",
+    ROOT / "traces" / "tau-bench" / "task42_trial0.jsonl",
+    ROOT / "traces" / "tau-bench" / "task11_trial0.jsonl",
+    ROOT / "traces" / "openhands" / "traj_safety-daemon.jsonl",
+    ROOT / "traces" / "openhands" / "traj_safety-clockout.jsonl",
+    ROOT / "traces" / "swe-agent" / "ctf_rev_rock.jsonl",
+]
+POLICIES = "full,tiered,kb-labs-adr"
+
+
+def _invoke(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def _bench(out: Path, *extra: str) -> Path:
+    """``bench TRACES`` into ``out`` (its bench.json)."""
+    result = _invoke("bench", *TRACES, "--policies", POLICIES, "--out", out, "--workers", "1", *extra)
+    assert result.exit_code == 0, result.output
+    return out / "bench.json"
+
+
+def _load(path: Path) -> dict[str, Any]:
+    document: dict[str, Any] = orjson.loads(path.read_bytes())
+    return document
+
+
+@pytest.fixture(scope="module")
+def benched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The unsharded bench and its three shards (``whole``, ``1``, ``2``, ``3``)."""
+    root = tmp_path_factory.mktemp("benched")
+    found = {"whole": _bench(root / "whole")}
+    for k in (1, 2, 3):
+        found[str(k)] = _bench(root / f"shard{k}", "--shard", f"{k}/3")
+    return found
+
+
+def test_merged_shards_are_the_unsharded_bench(benched: dict[str, Path], tmp_path: Path) -> None:
+    shards = [benched[k] for k in ("3", "1", "2")]  # any order
+    runs = [len(_load(s)["inputs"]["runs"]) for s in shards]
+    assert all(runs) and sum(runs) == len(TRACES)  # the premise: every shard replayed some runs
+    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "merged")
+    assert result.exit_code == 0, result.output
+    merged, whole = tmp_path / "merged" / "bench.json", benched["whole"]
+    assert _load(merged)["runs_file"] == "bench.runs.jsonl"
+    assert strip_timing(_load(merged)) == strip_timing(_load(whole))
+    assert (merged.parent / "bench.runs.jsonl").read_bytes() == (
+        whole.parent / "bench.runs.jsonl"
+    ).read_bytes()
+    report, expected = merged.parent / "report.md", whole.parent / "report.md"
+    assert _tables_without_timing(report) == _tables_without_timing(expected)
+    assert (merged.parent / "bench.png").exists() and (merged.parent / "frontier.png").exists()
+    assert "shard" not in _load(merged)  # a merged document is not a shard
+
+
+def _tables_without_timing(path: Path) -> list[str]:
+    """report.md without the one column that holds timings (build ms)."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = line.split("|")
+        out.append("|".join(c for i, c in enumerate(cells) if i != 12) if len(cells) > 14 else line)
+    return out
+
+
+def test_a_shard_document_carries_what_merge_needs(benched: dict[str, Path]) -> None:
+    document = _load(benched["2"])
+    assert document["shard"]["index"] == 2 and document["shard"]["count"] == 3
+    assert document["shard"]["state"]["version"] == 1
+    whole = _load(benched["whole"])
+    assert "shard" not in whole
+    assert document["calibration"] == {
+        p: c for p, c in whole["calibration"].items() if p in document["calibration"]
+    }
+
+
+def test_inline_shards_merge_into_an_inline_document(benched: dict[str, Path], tmp_path: Path) -> None:
+    shards = [_bench(tmp_path / f"s{k}", "--shard", f"{k}/2", "--run-detail", "inline") for k in (1, 2)]
+    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "m", "--run-detail", "inline")
+    assert result.exit_code == 0, result.output
+    merged = _load(tmp_path / "m" / "bench.json")
+    whole = _load(benched["whole"])
+    detail = [
+        orjson.loads(line)
+        for line in (benched["whole"].parent / "bench.runs.jsonl").read_bytes().splitlines()
+    ]
+    assert merged.pop("runs") == detail
+    assert strip_timing(merged) == {k: v for k, v in strip_timing(whole).items() if k != "runs_file"}
+
+
+def test_the_python_merge_takes_the_shards_in_any_order(benched: dict[str, Path]) -> None:
+    one = merge_shards([benched["1"], benched["2"], benched["3"]], detail=False)
+    two = merge_shards([benched["3"], benched["2"], benched["1"]], detail=False)
+    with one, two:
+        assert strip_timing(one.aggregate.document()) == strip_timing(two.aggregate.document())
+        assert one.detail is None
+
+
+def test_step_errors_merge_like_the_unsharded_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(self: Truncate, draft: Draft, context: BuildContext) -> Draft:
+        raise RuntimeError("truncation bug")
+
+    monkeypatch.setattr(Truncate, "apply", boom)  # every codex prompt skips its truncation (serial replay)
+    traces = [ROOT / "traces" / "tau-bench" / name for name in ("task2_trial1.jsonl", "task35_trial3.jsonl")]
+
+    def bench(out: Path, *extra: str) -> Path:
+        result = _invoke("bench", *traces, "--policies", "codex", "--out", out, "--workers", "1", *extra)
+        assert result.exit_code == 0 and "context step error" in result.output, result.output
+        return out / "bench.json"
+
+    whole = bench(tmp_path / "whole")
+    shards = [bench(tmp_path / f"s{k}", "--shard", f"{k}/2") for k in (1, 2)]
+    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "m")
+    assert result.exit_code == 0 and "Warning: " in result.output and "context step error" in result.output
+    merged = _load(tmp_path / "m" / "bench.json")
+    totals = merged["policies"]["codex"]["totals"]
+    assert (
+        totals["step_errors"] == totals["steps"] > 0
+        and merged["policies"]["full"]["totals"]["step_errors"] == 0
+    )
+    assert strip_timing(merged) == strip_timing(_load(whole))
+    detail = (tmp_path / "m" / "bench.runs.jsonl").read_bytes()
+    assert detail == (whole.parent / "bench.runs.jsonl").read_bytes() and b"truncation bug" in detail
+
+
+# ----------------------------------------------------------------------------- mistakes
+def _refused(*args: str | Path) -> str:
+    result = _invoke("bench", "merge", *args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in result.output
+    return lines[0]
+
+
+def test_a_missing_shard_is_named(benched: dict[str, Path], tmp_path: Path) -> None:
+    assert "shard 2/3 missing: merge needs all 3" in _refused(benched["1"], benched["3"], "--out", tmp_path)
+    assert "shard 1/3 is given twice" in _refused(benched["1"], benched["1"], benched["2"], benched["3"])
+
+
+def test_a_document_that_is_not_a_shard_is_refused(benched: dict[str, Path], tmp_path: Path) -> None:
+    assert "not a shard" in _refused(benched["whole"], "--out", tmp_path)
+    text = tmp_path / "notes.json"
+    text.write_text("hello", encoding="utf-8")
+    assert "not JSON" in _refused(text, "--out", tmp_path)
+    other = tmp_path / "other.json"
+    other.write_text('{"a": 1}', encoding="utf-8")
+    assert "not a bench document" in _refused(other, "--out", tmp_path)
+    assert "cannot read" in _refused(tmp_path / "absent.json", "--out", tmp_path)
+
+
+def test_shards_of_different_benches_are_refused(benched: dict[str, Path], tmp_path: Path) -> None:
+    other = _bench(tmp_path / "other", "--shard", "2/3", "--cache-discount", "0.2")
+    message = _refused(benched["1"], other, benched["3"], "--out", tmp_path / "m")
+    assert "shards of different benches (their settings differ)" in message
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_damaged_state_is_refused(benched: dict[str, Path], tmp_path: Path) -> None:
+    copy = tmp_path / "s2"
+    shutil.copytree(benched["2"].parent, copy)
+    document = _load(copy / "bench.json")
+    family = next(iter(document["shard"]["state"]["families"].values()))
+    family["totals"]["full"]["ints"]["steps"] = "many"
+    (copy / "bench.json").write_bytes(orjson.dumps(document))
+    message = _refused(benched["1"], copy / "bench.json", benched["3"], "--out", tmp_path / "m")
+    assert "not a shard document this bench can merge" in message and "steps is not an integer" in message
+
+
+def test_a_run_in_two_shards_is_refused(benched: dict[str, Path], tmp_path: Path) -> None:
+    copy = tmp_path / "forged"
+    shutil.copytree(benched["1"].parent, copy)
+    document = _load(copy / "bench.json")
+    document["shard"]["index"] = 2  # shard 1 claiming to be shard 2
+    (copy / "bench.json").write_bytes(orjson.dumps(document))
+    assert "is in two of the documents" in _refused(benched["1"], copy / "bench.json", benched["3"])
+
+
+def test_the_per_run_detail_must_come_with_the_shard(benched: dict[str, Path], tmp_path: Path) -> None:
+    copy = tmp_path / "s2"
+    shutil.copytree(benched["2"].parent, copy)
+    lines = (copy / "bench.runs.jsonl").read_bytes().splitlines()
+    (copy / "bench.runs.jsonl").write_bytes(b"\n".join(lines[:-1]) + b"\n")
+    shards = (benched["1"], copy / "bench.json", benched["3"])
+    assert "lacks 1 of its runs" in _refused(*shards, "--out", tmp_path / "m")
+    (copy / "bench.runs.jsonl").unlink()
+    assert "missing (the per-run detail of" in _refused(*shards, "--out", tmp_path / "m")
+    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "m", "--run-detail", "none")
+    assert result.exit_code == 0, result.output  # without the detail, the rest merges
+    assert "runs_file" not in _load(tmp_path / "m" / "bench.json")
+
+
+def test_shards_without_detail_ask_for_run_detail_none(tmp_path: Path) -> None:
+    shards = [_bench(tmp_path / f"s{k}", "--shard", f"{k}/2", "--run-detail", "none") for k in (1, 2)]
+    assert "merge with --run-detail none" in _refused(*shards, "--out", tmp_path / "m")
+
+
+def test_merge_help_is_reachable() -> None:
+    result = _invoke("bench", "merge", "--help")
+    assert result.exit_code == 0 and "SHARDS" in result.output and "bench merge" in result.output
+    assert "bench merge SHARD.json" in _invoke("bench", "--help").output

@@ -1,0 +1,117 @@
+"""Where the bench's units of work run: this process, a pool of worker processes, or Ray.
+
+:func:`open_backend` gives a :class:`Backend` whose :meth:`~Backend.map` runs
+``function(level, *shared, *item)`` for each item and yields the results as they finish (in
+any order), with a bounded number of units in flight: items are taken from the iterable only
+as workers free up, and a result is released as soon as it is yielded, so neither the items
+nor the results pile up in the main process. ``level`` is the log level the unit configures
+in its worker (:func:`~tiered_agent._workers.configure_worker_logging`); None in this process
+(the caller's own logging stays as it is).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import ExitStack, contextmanager
+from typing import Any, Protocol, TypeVar
+
+from .._cluster import RayAddress, map_on_ray, ray_session
+from .._workers import owned_resource_tracker, worker_log_level
+
+__all__ = ["Backend", "open_backend"]
+
+T = TypeVar("T")
+_QUEUED_PER_WORKER = 4  # units handed to the pool per worker process at a time
+
+
+class Backend(Protocol):
+    level: int | None  # what units configure their logging at (None: in this process, leave it)
+    remote: bool  # the workers may be on other machines (they cannot read this machine's files)
+
+    def map(
+        self, function: Callable[..., T], items: Iterable[tuple[Any, ...]], shared: tuple[Any, ...] = ()
+    ) -> Iterator[T]: ...
+
+
+class _Serial:
+    level: int | None = None
+    remote = False
+
+    def map(
+        self, function: Callable[..., T], items: Iterable[tuple[Any, ...]], shared: tuple[Any, ...] = ()
+    ) -> Iterator[T]:
+        for item in items:
+            yield function(None, *shared, *item)
+
+
+class _Pool:
+    remote = False
+
+    def __init__(self, pool: ProcessPoolExecutor, workers: int) -> None:
+        self._pool = pool
+        self._bound = max(1, workers) * _QUEUED_PER_WORKER
+        self.level: int | None = worker_log_level()
+
+    def map(
+        self, function: Callable[..., T], items: Iterable[tuple[Any, ...]], shared: tuple[Any, ...] = ()
+    ) -> Iterator[T]:
+        queue = iter(items)
+        pending: set[Future[T]] = set()
+
+        def fill() -> None:
+            for item in queue:
+                pending.add(self._pool.submit(function, self.level, *shared, *item))
+                if len(pending) >= self._bound:
+                    return
+
+        fill()
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                pending.discard(future)
+                yield future.result()
+            fill()
+
+
+class _Ray:
+    remote = True
+
+    def __init__(self, in_flight: int) -> None:
+        self._in_flight = in_flight
+        self.level: int | None = worker_log_level()
+
+    def map(
+        self, function: Callable[..., T], items: Iterable[tuple[Any, ...]], shared: tuple[Any, ...] = ()
+    ) -> Iterator[T]:
+        level = self.level if self.level is not None else worker_log_level()
+        for result, _node in map_on_ray(
+            function, items, shared=(level, *shared), in_flight=self._in_flight, log_level=level
+        ):
+            yield result
+
+
+@contextmanager
+def open_backend(workers: int, ray: RayAddress | None = None) -> Iterator[Backend]:
+    """``ray``: a Ray session (``workers``: the units in flight; 0: twice the cluster's CPUs); else
+    ``workers`` > 1 worker processes ("spawn", safe next to the progress bar's thread), else this
+    process. On an error the units not started are cancelled."""
+    if ray is not None:
+        level = worker_log_level()
+        with ray_session(ray, log_level=level) as session:
+            yield _Ray(workers if workers > 0 else 2 * session.cpus)
+        return
+    if workers <= 1:
+        yield _Serial()
+        return
+    with ExitStack() as stack:
+        stack.enter_context(owned_resource_tracker())
+        context = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        try:
+            yield _Pool(pool, workers)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)

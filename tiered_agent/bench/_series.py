@@ -1,0 +1,53 @@
+"""Per-message values of a policy's consecutive prompts, recomputed only where a prompt changed.
+
+One policy's prompt at step ``k + 1`` is mostly its prompt at step ``k``: the same message objects
+(the context pipeline passes unchanged messages through as they are) followed by the new ones,
+and a policy that rewrites old messages (aging, masking, a summary) rewrites them in a few places.
+The replay derives per-message values from every prompt (token ids for the cache simulation, the
+text the rulers search); :class:`Series` keeps the last prompt's values and recomputes only past
+the longest run of identical objects it shares with the previous prompt, found at C speed
+(:func:`identical_prefix`). A step then costs a copy of a list of references plus the new
+messages, instead of a Python call per message of an ever longer prompt.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+__all__ = ["Series", "identical_prefix"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def identical_prefix(previous: Sequence[object], current: Sequence[object]) -> int:
+    """How many leading items of the two sequences are the same objects."""
+    same = list(map(operator.is_, previous, current))
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)
+
+
+class Series(Generic[K, V]):
+    """``derive(item)`` for every item of successive sequences, reusing the values of the leading
+    items a sequence shares (as objects) with the one before. ``derive`` must depend on the item
+    only (a value for an object is the same whenever it is asked)."""
+
+    __slots__ = ("_derive", "_items", "_values")
+
+    def __init__(self, derive: Callable[[K], V]) -> None:
+        self._derive = derive
+        self._items: list[K] = []
+        self._values: list[V] = []
+
+    def __call__(self, items: Sequence[K]) -> list[V]:
+        """The values of ``items``, in order (a new list: the caller may keep it)."""
+        kept = identical_prefix(self._items, items)
+        values = self._values[:kept]
+        values.extend(map(self._derive, items[kept:]))
+        self._items = list(items)
+        self._values = values
+        return list(values)

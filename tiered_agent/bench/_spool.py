@@ -1,0 +1,95 @@
+"""Recorded runs parked on disk between reading the inputs and replaying them: :class:`RunSpool`.
+
+The bench reads every input once (the calibration needs all runs before any is replayed), then
+replays the runs one by one in workers. Holding every parsed run in the main process would make
+its memory grow with the number of runs, so each run is written here as it is read (pickled,
+compressed: a few kB per run) and the main process keeps only a :class:`SpoolRef`. A pool
+worker reads its run from the file itself (:func:`read_ref`); for Ray, whose workers may be on
+other machines, the driver reads the bytes and ships them.
+
+The file is private to the bench (created with mode 0600 by :func:`tempfile.mkstemp`), written
+and read only by it, and removed when the spool closes.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from ._recorded import RecordedRun
+
+__all__ = ["RunSpool", "SpoolRef", "load_run", "read_ref"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpoolRef:
+    """Where one run lies in a spool file."""
+
+    path: str
+    offset: int
+    length: int
+
+
+def read_ref(ref: SpoolRef) -> bytes:
+    """The bytes of one spooled run (from any process on this machine)."""
+    with open(ref.path, "rb") as file:
+        data = os.pread(file.fileno(), ref.length, ref.offset)
+    if len(data) != ref.length:
+        raise OSError(f"the bench's run spool {ref.path} was cut short (another process removed it?)")
+    return data
+
+
+def load_run(data: bytes) -> RecordedRun:
+    """A run from its spooled bytes (written by this bench: the spool is never read from elsewhere)."""
+    run = pickle.loads(zlib.decompress(data))
+    if not isinstance(run, RecordedRun):
+        raise TypeError(f"the run spool holds a {type(run).__name__}, not a recorded run")
+    return run
+
+
+class RunSpool:
+    """An append-only temporary file of runs; a context manager that removes it."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        fd, name = tempfile.mkstemp(prefix="tiered-agent-runs-", suffix=".spool", dir=folder)
+        self.path = name
+        self._fd = fd
+        self._size = 0
+
+    def add(self, run: RecordedRun) -> SpoolRef:
+        data = zlib.compress(pickle.dumps(run, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        ref = SpoolRef(self.path, self._size, len(data))
+        self._size += len(data)
+        return ref
+
+    def read(self, ref: SpoolRef) -> bytes:
+        """One run's bytes, read through the spool's own descriptor."""
+        return os.pread(self._fd, ref.length, ref.offset)
+
+    @property
+    def size(self) -> int:
+        """Bytes written so far."""
+        return self._size
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        os.close(self._fd)
+        self._fd = -1
+        Path(self.path).unlink(missing_ok=True)
+
+    def __enter__(self) -> RunSpool:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()

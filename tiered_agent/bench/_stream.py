@@ -1,0 +1,255 @@
+"""The bench, streamed: memory that does not grow with the number of runs.
+
+:func:`stream_bench` is what ``tiered-agent bench`` runs:
+
+1. **Read.** The inputs are read one file at a time (:class:`~._importers.RunReader`); each run
+   gets its id (copies numbered ``id#2``, ...) and is parked in a :class:`~._spool.RunSpool`
+   (compressed, on disk); the main process keeps only what the calibration and the plan need
+   (its usage, not its messages).
+2. **Calibrate.** The runs with recorded usage are counted by the workers
+   (:func:`~._calibration.full_prompt_tokens`), and the calibration is fitted on all runs,
+   whichever shard is replayed here (``--shard``), so a run's numbers never depend on the shard.
+3. **Replay.** The runs of this shard are replayed by the workers, longest first, a bounded
+   number at a time; each worker reduces its run to a :class:`~._record.RunRecord` and the main
+   process folds it into an :class:`~._aggregate.Aggregate` as it arrives. The per-run detail
+   goes to a :class:`~._detail.DetailSpool` (a temporary file), never into memory.
+
+The document the aggregate writes is the one :func:`~._report.build_document` builds from a
+replay held in memory (the same records, the same folding), whatever the order the workers
+finish in, the number of workers or the backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from .._cluster import RayAddress
+from .._errors import ConfigurationError
+from .._workers import configure_worker_logging
+from ..context._policy import Policy
+from ._aggregate import Aggregate, Header
+from ._backend import Backend, open_backend
+from ._caching import IdCounter
+from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
+from ._detail import DetailSpool
+from ._importers import RunReader, SkippedInput, SkippedLines
+from ._pricing import RunPlan
+from ._record import RunRecord, record_of
+from ._recorded import RecordedRun
+from ._replay import ReplaySettings, RunInfo, numbered, replay_job, run_plan
+from ._shard import Shard
+from ._spool import RunSpool, SpoolRef, load_run, read_ref
+
+__all__ = ["PARALLEL_MIN_STEPS", "ReplayJob", "Streamed", "count_unit", "record_unit", "stream_bench"]
+
+PARALLEL_MIN_STEPS = 600  # below this, spawning worker processes costs more than it saves
+RunSource = RecordedRun | bytes | SpoolRef  # a run, its spooled bytes, or where they lie
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One input run as the main process keeps it between reading it and replaying it."""
+
+    recorded_id: str  # the id the run recorded (what a shard is chosen by)
+    info: RunInfo  # its id here (copies numbered), usage and shape; no plan yet
+    skeleton: RecordedRun  # what the calibration reads: everything but the conversation
+    ref: SpoolRef
+    size: int  # messages (the longest are replayed first)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    entries: tuple[_Entry, ...]
+    skipped: tuple[SkippedInput, ...]
+    skipped_lines: tuple[SkippedLines, ...]
+
+
+@dataclass
+class Streamed:
+    """A streamed bench's result: the folded document and the per-run detail (None: left out),
+    whose temporary file :meth:`close` removes (a context manager)."""
+
+    aggregate: Aggregate
+    detail: DetailSpool | None
+    note: str | None = None  # for the user: how many runs a shard replayed
+
+    def close(self) -> None:
+        if self.detail is not None:
+            self.detail.close()
+
+    def __enter__(self) -> Streamed:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def stream_bench(
+    inputs: Sequence[Path],
+    policies: Mapping[str, Policy],
+    settings: ReplaySettings | None = None,
+    *,
+    workers: int = 0,
+    strict: bool = False,
+    shard: Shard | None = None,
+    ray: RayAddress | None = None,
+    detail: bool = True,
+    detail_dir: Path | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_run: Callable[[int], None] | None = None,
+) -> Streamed:
+    """Replay the runs of ``inputs`` (this ``shard``'s) under ``policies``, streamed (see the module
+    docstring). ``workers``: processes (0: automatic, at most 2), or with ``ray`` the runs in
+    flight (0: twice the cluster's CPUs); ``detail``: keep each run's ``runs[]`` entry, in a
+    temporary file in ``detail_dir`` (default: the system's); ``on_start(steps)`` once the runs to
+    replay are known, ``on_run(steps)`` as each finishes. Raises :class:`ConfigurationError` when
+    the inputs hold no run (``strict``: when any input cannot be replayed, as :func:`load_runs`)."""
+    started = time.perf_counter()
+    settings = settings or ReplaySettings()
+    with RunSpool() as spool:
+        scan = _scan(inputs, spool, strict)
+        if not scan.entries:
+            raise ConfigurationError(_nothing_found(inputs, scan))
+        chosen = [e for e in scan.entries if shard is None or shard.holds(e.recorded_id)]
+        steps = sum(e.info.steps for e in chosen)
+        counted = sum(e.info.steps for e in scan.entries if measurable(e.skeleton))
+        where = ray if chosen else None  # an empty shard starts no cluster
+        with open_backend(_workers(workers, where, max(steps, counted)), where) as backend:
+            calibration = _calibrate(backend, spool, scan.entries, settings.tokenizer)
+            header = Header.of(
+                settings,
+                policies,
+                calibration.providers,
+                paths=[str(p) for p in inputs],
+                skipped=[s.to_dict() for s in scan.skipped],
+                skipped_lines=[s.to_dict() for s in scan.skipped_lines],
+            )
+            aggregate = Aggregate(header)
+            details = DetailSpool(detail_dir) if detail else None
+            try:
+                if on_start is not None:
+                    on_start(steps)
+                items = _replay_items(backend, spool, chosen, settings, calibration)
+                job = ReplayJob(dict(policies), settings, dict(calibration.providers), detail)
+                for record in backend.map(record_unit, items, (job,)):
+                    aggregate.add(record)
+                    if details is not None and record.detail is not None:
+                        details.add(record.run_id, record.detail)
+                    if on_run is not None:
+                        on_run(record.steps)
+            except BaseException:
+                if details is not None:
+                    details.close()
+                raise
+    aggregate.elapsed_seconds = time.perf_counter() - started
+    note = None
+    if shard is not None:
+        note = f"shard {shard}: {len(chosen)} of {len(scan.entries)} runs ({steps} model calls)"
+    return Streamed(aggregate, details, note)
+
+
+def _scan(inputs: Sequence[Path], spool: RunSpool, strict: bool) -> _Scan:
+    """Read every input run into the spool, keeping its id, usage and shape."""
+    reader = RunReader(inputs, strict=strict)
+    seen: dict[str, int] = {}
+    entries = []
+    for run in reader:
+        name = numbered(run.run_id, seen)
+        named = run if name == run.run_id else dataclasses.replace(run, run_id=name)
+        entries.append(
+            _Entry(run.run_id, RunInfo.of(named), _skeleton(named), spool.add(named), len(run.messages))
+        )
+    return _Scan(tuple(entries), reader.skipped, reader.skipped_lines)
+
+
+def _skeleton(run: RecordedRun) -> RecordedRun:
+    """The run without its conversation: what the calibration reads (id, model, format, usage)."""
+    return dataclasses.replace(
+        run,
+        messages=(),
+        tools=(),
+        read_only_tools=frozenset(),
+        metadata={},
+        read_only_calls=frozenset(),
+        routes=(),
+        timestamps=(),
+        restarts=(),
+    )
+
+
+def _nothing_found(inputs: Sequence[Path], scan: _Scan) -> str:
+    count = len(scan.skipped)
+    note = f" ({count} input{'s' * (count != 1)} skipped, see the warnings)" if count else ""
+    return f"no recorded runs found in {', '.join(str(p) for p in inputs)}{note}"
+
+
+def _workers(workers: int, ray: RayAddress | None, steps: int) -> int:
+    if workers or ray is not None:
+        return workers
+    return min(2, os.cpu_count() or 1) if steps >= PARALLEL_MIN_STEPS else 1
+
+
+def _source(backend: Backend, spool: RunSpool, ref: SpoolRef) -> RunSource:
+    """How a unit of work gets its run: where it lies, or (for workers on other machines) its bytes."""
+    return spool.read(ref) if backend.remote else ref
+
+
+def _calibrate(backend: Backend, spool: RunSpool, entries: Sequence[_Entry], tokenizer: str) -> Calibration:
+    """The calibration of every input run (the workers count the measured runs' prompts)."""
+    measured = ((_source(backend, spool, e.ref), e.info.run_id) for e in entries if measurable(e.skeleton))
+    counted = dict(backend.map(count_unit, measured, (tokenizer,)))
+    return fit([e.skeleton for e in entries], tokens=counted)
+
+
+def _replay_items(
+    backend: Backend,
+    spool: RunSpool,
+    chosen: Sequence[_Entry],
+    settings: ReplaySettings,
+    calibration: Calibration,
+) -> Iterator[tuple[RunSource, RunInfo, RunPlan]]:
+    """The runs to replay, longest first, each with its planned info and plan (made lazily)."""
+    for entry in sorted(chosen, key=lambda e: (-e.size, e.info.run_id)):
+        plan = run_plan(entry.info, settings, calibration)
+        yield _source(backend, spool, entry.ref), entry.info.planned(plan), plan
+
+
+def _run_of(source: RunSource) -> RecordedRun:
+    if isinstance(source, RecordedRun):
+        return source
+    return load_run(source if isinstance(source, bytes) else read_ref(source))
+
+
+def count_unit(level: int | None, tokenizer: str, source: RunSource, run_id: str) -> tuple[str, list[int]]:
+    """A unit of work: one run's replayed ``full`` prompt tokens per step, for the calibration."""
+    if level is not None:
+        configure_worker_logging(level)
+    return run_id, full_prompt_tokens(_run_of(source), IdCounter(tokenizer))
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayJob:
+    """What every run of a bench is replayed with (sent once per unit of work, or once to Ray)."""
+
+    policies: Mapping[str, Policy]
+    settings: ReplaySettings
+    providers: Mapping[str, ProviderCalibration]  # the calibration runs are priced with
+    detail: bool  # records carry their runs[] entry
+
+
+def record_unit(
+    level: int | None, job: ReplayJob, source: RunSource, info: RunInfo, plan: RunPlan
+) -> RunRecord:
+    """A unit of work: one run replayed under every policy and reduced to its record."""
+    if level is not None:
+        configure_worker_logging(level)
+    replay = replay_job(_run_of(source), job.policies, job.settings, plan)
+    return record_of(info, replay, job.settings, job.providers, detail=job.detail)
