@@ -25,16 +25,15 @@ from tiered_agent.adapters import TieredMiddleware
 
 
 class Scripted(GenericFakeChatModel):
-    """The scripted replies, with tools bound as given; it notes whether a request showed the marker."""
+    """The scripted replies, with tools bound as given; it notes whether each request showed the marker."""
 
-    requests_showing_marker: list[int] = Field(default_factory=list)
+    showed_marker: list[bool] = Field(default_factory=list)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Scripted:
         return self
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        if any(MARKER in str(m.content) for m in messages):
-            self.requests_showing_marker.append(len(messages))
+        self.showed_marker.append(any(MARKER in str(m.content) for m in messages))
         return super()._generate(messages, *args, **kwargs)
 
 
@@ -65,8 +64,10 @@ def main() -> None:
     assert usage is not None
     print(f"history: {len(history)} messages (complete); usage: {usage.to_dict()}")
     retrieval = [m for m in history if isinstance(m, ToolMessage) and m.name == "context_retrieve"]
-    # the marker came back through context_retrieve, and only the request after it showed it
-    retrieved = bool(retrieval) and MARKER in retrieval[-1].text and len(model.requests_showing_marker) == 1
+    # the request that asked for the retrieval (after the 30 reads) no longer showed the marker,
+    # context_retrieve brought it back, and the request after it showed it
+    asked, answered = model.showed_marker[CALLS], model.showed_marker[CALLS + 1]
+    retrieved = bool(retrieval) and MARKER in retrieval[-1].text and not asked and answered
     print(report("langchain", calls, usage, retrieved))
 
 
