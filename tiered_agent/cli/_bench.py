@@ -69,6 +69,30 @@ _DETAIL_HELP = (
     "jsonl, a file beside the JSON (<stem>.runs.jsonl); inline, inside it; none, left out."
 )
 
+# The outputs of a bench and of a merge of shards (the same files, in the same places).
+_JSON_OPTION = click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the results as JSON (default: OUT/bench.json; schema: docs/bench-json-schema.md).",
+)
+_OUT_OPTION = click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("bench-out"),
+    show_default=True,
+    help="Folder for report.md and the charts.",
+)
+_DETAIL_OPTION = click.option(
+    "--run-detail",
+    "run_detail",
+    type=click.Choice(_RUN_DETAIL),
+    default="jsonl",
+    show_default=True,
+    help=_DETAIL_HELP,
+)
+
 
 @click.command(
     "bench",
@@ -82,20 +106,8 @@ _DETAIL_HELP = (
     metavar="A,B,...",
     help="Comma-separated policies to replay (default: all presets and the tiered ablations).",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Where to write the results as JSON (default: OUT/bench.json; schema: docs/bench-json-schema.md).",
-)
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("bench-out"),
-    show_default=True,
-    help="Folder for report.md and the chart.",
-)
+@_JSON_OPTION
+@_OUT_OPTION
 @click.option("--tokenizer", type=click.Choice(_TOKENIZERS), default="o200k_base", show_default=True)
 @click.option(
     "--cache-discount",
@@ -178,14 +190,7 @@ _DETAIL_HELP = (
     help="Replay on Ray: 'local' (the default value) starts Ray on this machine; HOST:PORT, ray://HOST:PORT "
     "or 'auto' joins a cluster. Needs the ray extra.",
 )
-@click.option(
-    "--run-detail",
-    "run_detail",
-    type=click.Choice(_RUN_DETAIL),
-    default="jsonl",
-    show_default=True,
-    help=_DETAIL_HELP,
-)
+@_DETAIL_OPTION
 def bench(
     *,
     paths: tuple[Path, ...],
@@ -424,28 +429,9 @@ def _charts(document: Mapping[str, Any], out_dir: Path, run: Mapping[str, Any] |
 
 @click.command("merge")
 @click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Where to write the merged document (default: OUT/bench.json).",
-)
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("bench-out"),
-    show_default=True,
-    help="Folder for report.md and the charts.",
-)
-@click.option(
-    "--run-detail",
-    "run_detail",
-    type=click.Choice(_RUN_DETAIL),
-    default="jsonl",
-    show_default=True,
-    help=_DETAIL_HELP,
-)
+@_JSON_OPTION
+@_OUT_OPTION
+@_DETAIL_OPTION
 def merge(*, shards: tuple[Path, ...], json_path: Path | None, out_dir: Path, run_detail: str) -> None:
     """Combine the documents of every shard of one bench (SHARDS: the --json of each --shard K/N, with
     their per-run detail files beside them) into the document, report and charts the unsharded bench
