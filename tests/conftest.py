@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import structlog
+from fake_openai_server import FakeOpenAIServer
 from hypothesis import settings
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -85,6 +86,13 @@ def _fresh_logging() -> Iterator[None]:
     must not filter what the next one captures."""
     yield
     structlog.reset_defaults()
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    """A fake OpenAI-compatible server on 127.0.0.1 (tests/fake_openai_server.py)."""
+    with FakeOpenAIServer() as fake:
+        yield fake
 
 
 @pytest.fixture

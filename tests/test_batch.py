@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,6 @@ from fake_openai_server import FakeOpenAIServer
 
 from tiered_agent._trace import RunEnded, RunStarted, read_trace
 from tiered_agent.batch import BatchSettings, BatchTask, TaskResult, read_results, run_batch
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as fake:
-        yield fake
 
 
 @pytest.fixture

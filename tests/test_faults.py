@@ -14,7 +14,6 @@ import os
 import random
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +41,6 @@ MODEL = "openai/gpt-4o-mini"
 KEY = "sk-test-faults-0123456789"
 SEED = 20251123
 NOTES = "the retry delay doubles each attempt\n"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as fake:
-        yield fake
 
 
 @pytest.fixture

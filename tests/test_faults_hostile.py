@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -34,12 +33,6 @@ MODEL = "openai/gpt-4o-mini"
 KEY = "sk-test-hostile-0123456789"
 ENV = {"OPENAI_API_KEY": KEY}
 CATASTROPHIC = "a" * 40 + "!"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as fake:
-        yield fake
 
 
 @pytest.fixture
