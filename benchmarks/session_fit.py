@@ -95,6 +95,7 @@ def simulate(
     )
     simulator = CacheSimulator(PromptEncoder(counter), rules, prompts.scale, prompts.prefix)
     long = long_ttl_steps(run.usage, run.cache_writes_1h)
+    turns = run.turns_after_reasoning()
     costing = RunCosting.of(
         prompts.price_model,
         scale=prompts.scale,
@@ -107,7 +108,14 @@ def simulate(
     family = fits[family_of(run.format)]
     for index, (messages, tools) in enumerate(prompts.steps):
         step = index + 1
-        use = simulator.request(messages, tools, run.route(step), at=run.time(step), long_ttl=step in long)
+        use = simulator.request(
+            messages,
+            tools,
+            run.route(step),
+            at=run.time(step),
+            long_ttl=step in long,
+            new_turn_after_reasoning=step in turns,
+        )
         usage = run.usage[index] if index < len(run.usage) else None
         if usage is None or usage.prompt_tokens <= 0:
             continue

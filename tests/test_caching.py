@@ -321,8 +321,28 @@ def test_openai_prefixes_survive_idle_gaps_in_part(counter: IdCounter) -> None:
         return [cache.request(r, at=t).read for r, t in zip(requests, times, strict=True)]
 
     assert reads([0, 100, 300]) == [0, 1024, 1280]  # within 5 minutes: all of it
-    assert reads([0, 100, 700]) == [0, 1024, 1088]  # a 10-minute gap keeps 85%: 0.85 x 1,280
+    assert reads([0, 100, 700]) == [0, 1024, 1254]  # a 10-minute gap keeps 98%: 0.98 x 1,280
     assert reads([0, 100, 2500]) == [0, 1024, 947]  # 40 minutes: 74%
     assert reads([0, 100, 5000]) == [0, 1024, 0]  # over an hour: nothing
-    # the fitted routing loss: 3.4% of every hit
-    assert reads([0, 100, 300], CACHE_MODELS["openai"]) == [0, 989, 1236]  # 1,024 and 1,280 x 0.966
+    # the fitted routing loss: 3.1% of every hit
+    assert reads([0, 100, 300], CACHE_MODELS["openai"]) == [0, 992, 1240]  # 1,024 and 1,280 x 0.969
+
+
+def test_openai_turn_after_reasoning_reads_up_to_the_previous_turns_first_response(
+    counter: IdCounter,
+) -> None:
+    system, task = _msg("system", 997), _msg("user", 97)  # 1,000 + 100
+    turn = [_msg("assistant", 297, 1), _msg("tool", 297, 1), _msg("assistant", 297, 2)]  # 3 x 300
+    history = [system, task, *turn, _msg("user", 47, 3)]  # the next user message opens a turn
+
+    def read(model: CacheModel, flagged: bool) -> int:
+        cache = CacheSimulator(PromptEncoder(counter), model)
+        cache.request([system, task, *turn])  # 2,000 tokens
+        return cache.request([*history], new_turn_after_reasoning=flagged).read
+
+    # the provider dropped the turn's reasoning: the prefix ends where its first response began
+    assert read(OPENAI_RULES, True) == 1024  # 1,100 -> 1,024
+    assert read(OPENAI_RULES, False) == 1920  # no reasoning recorded: the whole 2,000 -> 1,920
+    # a model that keeps reasoning (Gemini's implicit cache) ignores the flag
+    gemini = dataclasses.replace(CACHE_MODELS["gemini"], miss_rate=0.0, min_tokens=0, increment=1)
+    assert read(gemini, True) == read(gemini, False) == 2000

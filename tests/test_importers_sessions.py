@@ -458,6 +458,9 @@ def test_codex_rollout_steps_calls_and_token_counts() -> None:
     )
     assert run.restarts == (11,)
     assert not run.prompt_complete
+    # step 1's response held a reasoning item; step 4 opens a turn (the compaction's user messages)
+    assert run.reasoning_steps == frozenset({1}) and run.turns_after_reasoning() == frozenset({4})
+    assert run.with_recording(run.recording()).reasoning_steps == frozenset({1})
     # each request was sent at the latest input item before its response (else its first item)
     assert [round(t - run.timestamps[0], 3) for t in run.timestamps if t is not None] == [0.0, 2.1, 4.0, 6.5]
     # last_token_usage per response; the re-emitted count is ignored; input already includes the cache

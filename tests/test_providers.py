@@ -52,9 +52,10 @@ def test_cache_model_names_and_rules() -> None:
     assert [openai.cacheable(x) for x in (1023, 1024, 1151, 1152, 5000)] == [0, 1024, 1024, 1152, 4992]
     # no miss rate the break-even rule would weigh (aging's prompts stay as they were); the fitted
     # routing loss and idle survival are the simulation's
-    assert openai.miss_rate == 0 and openai.write_premium == 1.0 and openai.routing_loss == 0.034
+    assert openai.miss_rate == 0 and openai.write_premium == 1.0 and openai.routing_loss == 0.031
+    assert openai.drops_turn_reasoning and not gemini.drops_turn_reasoning
     assert [openai.survival(g) for g in (None, 10, 300, 301, 1800, 1801, 3600, 3601)] == [
-        1.0, 1.0, 1.0, 0.85, 0.85, 0.74, 0.74, 0.0,
+        1.0, 1.0, 1.0, 0.98, 0.98, 0.74, 0.74, 0.0,
     ]  # fmt: skip
     # anthropic: explicit breakpoints, 1.25x writes (2x with the 1-hour lifetime), 20-block lookback
     assert anthropic.explicit and anthropic.max_breakpoints == 4 and anthropic.lookback_blocks == 20

@@ -69,8 +69,10 @@ class CacheModel:
     Implicit hits fall ``shortfall`` tokens short of the common prefix on
     average, and the share ``lag_share`` of them only reach the request before
     the previous one, and ``routing_loss`` of them is lost to routing (a
-    simulation-only expectation). Explicit caches lose the share ``rewrite_rate`` of their
-    hits beyond the shared prefix to changes the agent made to its prompt that
+    simulation-only expectation). Where ``drops_turn_reasoning``, a request that starts a
+    new user turn after a turn that reasoned matches the previous one only up to that turn's
+    first response. Explicit caches lose the share ``rewrite_rate`` of their hits beyond the shared
+    prefix to changes the agent made to its prompt that
     its log does not record (server-side context editing, dropped thinking).
     All of these are expectations: the simulation stays deterministic.
     """
@@ -98,6 +100,10 @@ class CacheModel:
     # simulation applies it on top of miss_rate; the break-even rule of aging (context/_breakeven.py)
     # reads miss_rate only, so a fit here never changes the prompts the live agent builds.
     routing_loss: float = 0.0
+    # implicit: the provider drops the reasoning items of earlier turns at a new user message, so a
+    # request that starts a turn after one that reasoned matches the previous request only up to
+    # that turn's first response (a recorded fact per step: RecordedRun.new_turn_after_reasoning).
+    drops_turn_reasoning: bool = False
 
     def cacheable(self, prefix_tokens: float) -> int:
         """Provider tokens of a common prefix a hit can cover (before misses): 0 below the
@@ -133,20 +139,31 @@ class CacheModel:
 #   before its end (server-side context editing, thinking blocks of earlier turns dropped) where the
 #   log shows nothing; 30 of 2,277 such steps.
 # OpenAI (the one Codex rollout with usage, ../shared/sessions/codex_coda, 161 steps):
-# - routing_loss: the share of the cacheable prefix (the previous prompt in whole 128-token blocks) the
-#   recorded hits did not serve on requests under 5 minutes apart (routing to another server: 4
-#   requests read nothing, a dozen an older prefix): 3.4% of 153 steps;
-# - OPENAI_IDLE_SURVIVAL: the share served after idle gaps, as measured there and in line with the
-#   docs (prefixes "generally remain active for 5 to 10 minutes of inactivity, up to a maximum of one
-#   hour"): 0.85 over the six 5-30 minute gaps, 0.74 over the one longer gap, nothing after an hour.
+# - drops_turn_reasoning: the Responses API drops the reasoning items of earlier turns at a new user
+#   message (https://cookbook.openai.com/examples/responses_api/reasoning_items#caching; Codex CLI
+#   itself strips them before sending since openai/codex#5857), so the first request of a turn reads
+#   the cache only up to the previous turn's first response. In the rollout every request that
+#   opened a turn after one that reasoned (12) read within ~2k tokens of that point, never the whole
+#   previous prompt; without the rule the simulation served them whole (per-step error 0.066).
+# - routing_loss: the share of the cacheable prefix the recorded hits did not serve, fitted so the
+#   simulated total cached share equals the recorded one (the total is what prices a run): 3.1% (4
+#   requests under 5 minutes apart read nothing, a dozen an older prefix, a third of the hits fell a
+#   few 128-token blocks short). It applies to every hit as an expectation; the per-step error with
+#   it is 0.056 (0 gives 0.045 but a total 3 points high and dollars 8% low). A token shortfall or a
+#   lag share raised the per-step error at the same total (benchmarks/session_fit.py --grid).
+# - OPENAI_IDLE_SURVIVAL: the share served after idle gaps. With the turn rule the six 5-30 minute
+#   gaps served 0.98 of what requests under 5 minutes apart served (every long gap there opened a
+#   turn: the turn rule, not expiry, explained the losses the earlier fit put on time); over 30
+#   minutes there is one gap, so the docs decide: prefixes "generally remain active for 5 to 10
+#   minutes of inactivity, up to a maximum of one hour": 0.74 up to an hour, nothing after.
 ANTHROPIC_FIT: dict[str, float] = {
     "shared_share": 0.7,
     "shared_warm": 0.59,
     "ttl_s": 330.0,
     "rewrite_rate": 0.013,
 }
-OPENAI_FIT: dict[str, float] = {"routing_loss": 0.034, "shared_share": 0.0, "shared_warm": 0.0}
-OPENAI_IDLE_SURVIVAL = ((300.0, 1.0), (1800.0, 0.85), (3600.0, 0.74))
+OPENAI_FIT: dict[str, float] = {"routing_loss": 0.031, "shared_share": 0.0, "shared_warm": 0.0}
+OPENAI_IDLE_SURVIVAL = ((300.0, 1.0), (1800.0, 0.98), (3600.0, 0.74))
 
 # Today's simulation: every token of the longest common prefix with the previous request.
 _IDEAL = CacheModel("ideal", None, source="longest common prefix with the previous request, no rules")
@@ -188,8 +205,8 @@ _GEMINI = CacheModel(
 # is per model (in the prices). Fitted on the one Codex CLI rollout with usage in
 # ../shared/sessions/codex_coda (gpt-5-codex, 161 steps; benchmarks/session_fit.py): every recorded
 # hit is a multiple of 128 and the smallest is 2,048 (so the documented 1,024 minimum stands); hits
-# fall short of the previous prompt (see OPENAI_FIT below for the fitted shortfall, lag and misses);
-# the cache survives 5-30 minute idle gaps mostly and drops after 30 minutes.
+# fall short of the previous prompt, and a turn's first request reads only up to the previous turn's
+# reasoning (see OPENAI_FIT below); the cache survives 5-30 minute idle gaps.
 _OPENAI = CacheModel(
     "openai",
     "openai",
@@ -198,6 +215,7 @@ _OPENAI = CacheModel(
     source="https://platform.openai.com/docs/guides/prompt-caching; fit on 1 Codex CLI rollout",
     idle_survival=OPENAI_IDLE_SURVIVAL,
     routing_loss=OPENAI_FIT["routing_loss"],
+    drops_turn_reasoning=True,
     shared_share=OPENAI_FIT["shared_share"],
     shared_warm=OPENAI_FIT["shared_warm"],
 )

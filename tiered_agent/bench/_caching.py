@@ -285,8 +285,10 @@ class CacheSimulator:
       the previous request served by the same endpoint (a recorded route; runs without routes
       have one endpoint), less the model's expected ``shortfall``, cut to its minimum and
       increments, times ``1 - miss_rate`` and ``1 - routing_loss``; the share ``lag_share`` of hits
-      reach only the request
-      before the previous one; after an idle gap (``at``: when the request was sent) the expected
+      reach only the request before the previous one; where the model drops the reasoning of
+      earlier turns (``drops_turn_reasoning``), a request that opens a user turn after one that
+      reasoned matches only up to that turn's first response (:meth:`_turn_cap`); after an idle
+      gap (``at``: when the request was sent) the expected
       ``survival`` share of it; a cold request reads the prefix's shared part with the expected
       chance ``shared_warm`` (``ideal``: every common token of the previous request, whatever the
       route or the time);
@@ -332,12 +334,15 @@ class CacheSimulator:
         *,
         at: float | None = None,
         long_ttl: bool = False,
+        new_turn_after_reasoning: bool = False,
     ) -> CacheUse:
         """Record a request; return what the provider would bill as read from (and written to) its cache.
 
         ``route``: the endpoint that served it, where the recording names one (each endpoint keeps
         its own cache; ``ideal`` ignores routes). ``at``: when it was sent (POSIX seconds; None:
         unknown, nothing expires). ``long_ttl``: its writes have the model's longer lifetime.
+        ``new_turn_after_reasoning``: it starts a user turn after a turn whose responses reasoned
+        (models that drop that reasoning match only up to the turn's first response).
         """
         current = [*self._prefix, self.encoder.tools(schemas), *self._segments(messages)]
         common = common_prefix(self._previous, current) if self._previous else 0
@@ -345,13 +350,31 @@ class CacheSimulator:
         if self.model.explicit:
             use = self._explicit(current, messages, at, long_ttl)
         else:
-            use = CacheUse(self._implicit(current, common, route, at))
+            cap = self._turn_cap(current, messages) if new_turn_after_reasoning else None
+            use = CacheUse(self._implicit(current, common, route, at, cap))
         self._previous = current
         self._previous_tokens = sum(map(len, current))
         return use
 
     # ---------------------------------------------------------------- implicit prefixes
-    def _implicit(self, current: list[array[int]], common: int, route: str | None, at: float | None) -> int:
+    def _turn_cap(self, current: list[array[int]], messages: Sequence[Message]) -> int | None:
+        """Where the previous request stops matching when the provider dropped the reasoning of the
+        turn before this request: the start of the first response after the user message that opened
+        that turn (None: the model keeps reasoning, or no such message)."""
+        if not self.model.drops_turn_reasoning:
+            return None
+        users = [i for i, m in enumerate(messages) if m.role == "user"]
+        if len(users) < 2:
+            return None
+        opened = users[-2]
+        first = next((i for i in range(opened + 1, users[-1]) if messages[i].role == "assistant"), None)
+        if first is None:
+            return None
+        return sum(map(len, current[: len(current) - len(messages) + first]))
+
+    def _implicit(
+        self, current: list[array[int]], common: int, route: str | None, at: float | None, cap: int | None
+    ) -> int:
         model = self.model
         if model.provider is None:
             return common
@@ -360,9 +383,12 @@ class CacheSimulator:
         if state is None:
             return round(self._cold())
         prefix = common if state.last is self._previous else common_prefix(state.last, current)
+        if cap is not None:
+            prefix = min(prefix, cap)
         hit = self._expected(prefix)
         if model.lag_share and state.before is not None:
-            lagging = self._expected(common_prefix(state.before, current))
+            older = common_prefix(state.before, current)
+            lagging = self._expected(older if cap is None else min(older, cap))
             hit = (1 - model.lag_share) * hit + model.lag_share * lagging
         gap = at - state.at if at is not None and state.at is not None else None
         survival = model.survival(gap)

@@ -10,7 +10,8 @@ Current rollouts hold one ``{"timestamp", "type", "payload"}`` object per line:
   of role ``user`` (user message), ``developer``/``system`` (system message),
   ``function_call_output`` and ``custom_tool_call_output`` (tool messages answering
   ``call_id``; ``{content, success}`` objects and content-item lists give their text). Output
-  items: ``message`` of role ``assistant`` (the step's text), ``reasoning`` (not replayed),
+  items: ``message`` of role ``assistant`` (the step's text), ``reasoning`` (not replayed; its step is
+  marked as one that reasoned, :attr:`RecordedRun.reasoning_steps`),
   ``function_call`` (``name``, JSON ``arguments``), ``custom_tool_call`` (raw ``input`` as the
   arguments, as the model wrote it), ``local_shell_call`` (tool ``local_shell``, its ``action``
   as arguments) and ``web_search_call`` (tool ``web_search``, answered by the provider, so
@@ -196,6 +197,7 @@ def _item(state: _Rollout, item: dict[str, Any], where: str, time: float | None)
         _message(state, item, where, time)
     elif kind == "reasoning":
         _respond(state, time)
+        state.builder.mark_reasoning()
     elif kind in _OUTPUT_CALLS:
         _respond(state, time)
         state.builder.add_call(*_call(item, where))

@@ -74,12 +74,14 @@ class SkippedRun:
 class StepTiming:
     """Per step (lists as long as the run's steps, or empty): when each request was sent and
     what it wrote to the cache with a 1-hour lifetime; message indexes where the agent restarted
-    its history (recorded compaction); whether the log holds the whole prompt."""
+    its history (recorded compaction); whether the log holds the whole prompt; the steps whose
+    response held reasoning items."""
 
     timestamps: Sequence[float | None] = ()
     cache_writes_1h: Sequence[int] = ()
     restarts: Sequence[int] = ()
     prompt_complete: bool = True
+    reasoning_steps: Iterable[int] = ()
 
 
 # ---------------------------------------------------------------- shape checks
@@ -426,6 +428,7 @@ def build_run(
         cache_writes_1h=tuple(timing.cache_writes_1h) if any(timing.cache_writes_1h) else (),
         restarts=tuple(sorted(set(timing.restarts))),
         prompt_complete=timing.prompt_complete,
+        reasoning_steps=frozenset(s for s in timing.reasoning_steps if 0 < s <= steps),
     )
 
 

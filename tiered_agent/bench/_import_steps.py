@@ -42,6 +42,7 @@ class HistoryBuilder:
         self.times: list[float | None] = []
         self.writes_1h: list[int] = []
         self.restarts: list[int] = []
+        self.reasoning_steps: set[int] = set()
         self.read_only_calls: set[str] = set()
         self.unpaired_results = 0
         self.damaged = tuple(damaged)
@@ -95,6 +96,11 @@ class HistoryBuilder:
         self._assistant_at = len(self.messages)
         self.messages.append(Message("assistant", text or None, iteration=self.step))
         self._results_end = len(self.messages)
+
+    def mark_reasoning(self) -> None:
+        """The current step's response held reasoning items (hidden thinking of a reasoning model)."""
+        if self.step:
+            self.reasoning_steps.add(self.step)
 
     def add_text(self, text: str) -> None:
         """More text of the current step's assistant message (another block of the same response)."""
@@ -193,5 +199,7 @@ class HistoryBuilder:
             metadata=metadata,
             read_only=read_only,
             read_only_calls=self.read_only_calls,
-            timing=StepTiming(self.times, self.writes_1h, self.restarts, prompt_complete),
+            timing=StepTiming(
+                self.times, self.writes_1h, self.restarts, prompt_complete, self.reasoning_steps
+            ),
         )

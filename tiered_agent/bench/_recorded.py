@@ -55,6 +55,9 @@ class RecordedRun:
     - ``restarts``: message indexes where the agent replaced its history (a recorded
       compaction): from index ``i`` on, the messages from ``i`` are all the agent kept
       (its summary first), up to the next restart;
+    - ``reasoning_steps``: the model calls (1-based) whose response held reasoning items (a
+      reasoning model's hidden thinking, recorded as such by Codex): providers drop the reasoning
+      of earlier turns at the next user message, which changes the prompt they cache;
     - ``prompt_complete``: False when the log does not hold everything the model was
       sent (Claude Code and Codex record neither the tool schemas nor, for Claude Code,
       the system prompt); the bench then estimates the missing prefix from the usage.
@@ -81,6 +84,7 @@ class RecordedRun:
     cache_writes_1h: tuple[int, ...] = ()
     restarts: tuple[int, ...] = ()
     prompt_complete: bool = True
+    reasoning_steps: frozenset[int] = frozenset()
 
     @property
     def steps(self) -> int:
@@ -102,6 +106,26 @@ class RecordedRun:
     def writes_1h(self, step: int) -> int:
         """The tokens model call ``step`` wrote to the cache with a 1-hour time to live."""
         return self.cache_writes_1h[step - 1] if 0 < step <= len(self.cache_writes_1h) else 0
+
+    def turns_after_reasoning(self) -> frozenset[int]:
+        """The model calls that open a user turn after a turn with a call that reasoned (the turns:
+        the stretches of calls between the run's user messages)."""
+        if not self.reasoning_steps:
+            return frozenset()
+        out: set[int] = set()
+        step, reasoned, pending = 0, False, False
+        for message in self.messages:
+            if message.role == "user":
+                pending = True
+            elif message.role == "assistant":
+                step += 1
+                if pending and step > 1:
+                    if reasoned:
+                        out.add(step)
+                    reasoned = False
+                pending = False
+                reasoned = reasoned or step in self.reasoning_steps
+        return frozenset(out)
 
     def is_read_only(self, call: ToolCall) -> bool:
         """Whether ``call`` only reads: its tool always does, or this call's command does."""
@@ -132,6 +156,8 @@ class RecordedRun:
             out["restarts"] = list(self.restarts)
         if not self.prompt_complete:
             out["prompt_complete"] = False
+        if self.reasoning_steps:
+            out["reasoning_steps"] = sorted(self.reasoning_steps)
         return out
 
     def with_recording(self, recording: Any) -> RecordedRun:
@@ -146,6 +172,7 @@ class RecordedRun:
             or self.cache_writes_1h,
             restarts=_restarts(recording.get("restarts"), len(self.messages)) or self.restarts,
             prompt_complete=recording.get("prompt_complete") is not False and self.prompt_complete,
+            reasoning_steps=_steps(recording.get("reasoning_steps"), steps) or self.reasoning_steps,
         )
 
 
@@ -166,6 +193,12 @@ def _per_step(values: Any, steps: int, read: Any) -> tuple[Any, ...]:
     if not isinstance(values, Sequence) or isinstance(values, str) or len(values) != steps:
         return ()
     return tuple(read(v) for v in values)
+
+
+def _steps(values: Any, steps: int) -> frozenset[int]:
+    if not isinstance(values, Sequence) or isinstance(values, str):
+        return frozenset()
+    return frozenset(v for v in values if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= steps)
 
 
 def _restarts(values: Any, messages: int) -> tuple[int, ...]:

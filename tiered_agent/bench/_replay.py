@@ -320,6 +320,7 @@ class _RunState:
         0  # replayed tokens the log left out (system prompt, tools): sent before every prompt
     )
     long_steps: frozenset[int] = frozenset()  # steps whose cache writes have the 1-hour lifetime
+    turns_after_reasoning: frozenset[int] = frozenset()  # steps opening a turn after one that reasoned
     # The stretches between the agent's own compactions: (iteration offset, messages by local iteration).
     segments: list[tuple[int, dict[int, list[Message]]]] = field(default_factory=list)
 
@@ -367,6 +368,7 @@ class _RunState:
             routing=routing,
             prefix_tokens=max(prefix_tokens, 0),
             long_steps=long_ttl_steps(run.usage, run.cache_writes_1h),
+            turns_after_reasoning=run.turns_after_reasoning(),
             segments=_segments(run, groups),
         )
 
@@ -514,6 +516,7 @@ async def _step(
         route=state.route(step),
         at=state.run.time(step),
         long_ttl=step in state.long_steps,
+        new_turn_after_reasoning=step in state.turns_after_reasoning,
     )
     cached = min(use.read, prompt_tokens)
     texts = track.raw(messages)[::-1]  # newest first: the order searches go in
