@@ -448,6 +448,7 @@ async def _replay_segment(
         background=False,
         enforce_hard_limit=False,
         cache_terms=state.terms,
+        clock=None,  # each prompt is prepared at its recorded request time (_step)
     )
     history: list[Message] = []
     tokens = _extend(history, groups.get(0, ()), counter, 0)
@@ -503,7 +504,7 @@ async def _step(
     limit: float,
 ) -> StepMetrics:
     started = time.perf_counter()
-    prepared = await manager.prepare(history, schemas)
+    prepared = await manager.prepare(history, schemas, at=state.run.time(step))
     elapsed = time.perf_counter() - started
     messages = prepared.built.messages
     prompt_tokens = prepared.prompt_tokens + state.prefix_tokens  # the unrecorded prefix is sent too
@@ -661,6 +662,7 @@ async def replay_prompts(
     counter = IdCounter(settings.tokenizer)
     plan = plan_run(run.model, settings.cache_model, settings.price_model, {})
     kind = _tool_kinds(run)
+    step = 0
     for _, groups in _segments(run, group_by_iteration(run.messages)):
         manager = ContextManager(
             policy,
@@ -669,6 +671,7 @@ async def replay_prompts(
             background=False,
             enforce_hard_limit=False,
             cache_terms=plan_terms(plan, settings),
+            clock=None,
         )
         history: list[Message] = list(groups.get(0, ()))
         async with manager:
@@ -676,7 +679,8 @@ async def replay_prompts(
             for iteration in sorted(i for i in groups if i > 0):
                 group = groups[iteration]
                 if any(m.role == "assistant" for m in group):
-                    yield await manager.prepare(history, schemas)
+                    step += 1
+                    yield await manager.prepare(history, schemas, at=run.time(step))
                 history.extend(await _observations(manager, group, kind, iteration))
 
 
@@ -725,7 +729,11 @@ def plan_terms(plan: RunPlan, settings: ReplaySettings) -> CacheTerms:
     """The cache terms of a run's plan: its cache model, priced as its price model (else at the
     bench's cache discount), sizes converted with its token scale."""
     return CacheTerms.of(
-        plan.cache_model, plan_prices(plan), default_read=settings.cache_discount, scale=plan.token_scale
+        plan.cache_model,
+        plan_prices(plan),
+        default_read=settings.cache_discount,
+        scale=plan.token_scale,
+        long_ttl=plan.long_ttl,
     )
 
 

@@ -98,7 +98,9 @@ class Turn:
     (``context_retrieve``'s included, which the prompt may not send yet); ``previous``: the
     prompt sent before this one (an LLM summarizer of the same model rides its cache);
     ``emergency``: the provider rejected that prompt as too long (compact now);
-    ``schedule``: the aging schedule the prompt is built with (set by ``Age``; None: no aging).
+    ``schedule``: the aging schedule the prompt is built with (set by ``Age``; None: no aging);
+    ``at``: when the prompt will be sent (POSIX seconds: the live loop's clock, the replay's
+    recorded request time; None: unknown).
     """
 
     history: Sequence[Message]
@@ -108,6 +110,7 @@ class Turn:
     previous: SentPrompt | None = None
     emergency: bool = False
     schedule: AgingSchedule | None = None
+    at: float | None = None
 
 
 class PolicyView(Protocol):
