@@ -14,6 +14,7 @@ from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_prompts
 from tiered_agent.context._manager import ContextManager
+from tiered_agent.context.aging import _breakeven
 from tiered_agent.context.aging._breakeven import CacheTerms, IdleGaps
 from tiered_agent.context.aging._state import AgingState
 from tiered_agent.context.steps import Age
@@ -121,7 +122,7 @@ def test_an_implicit_cache_weighs_the_share_a_gap_keeps() -> None:
     times: list[float | None] = [10.0 * k for k in range(30)]
     times[5:] = [(t or 0.0) + 1_000.0 for t in times[5:]]  # half the cache survives the gap before 6
     halved = _epochs(terms, times)
-    assert steady[0] == 8 and halved[0] == 6  # the rent of 6 prompts covers half the rewrite
+    assert steady[0] == 9 and halved[0] == 6  # the rent of 6 prompts covers half the rewrite
 
 
 # ----------------------------------------------------------------------------- where the time comes from
@@ -179,3 +180,42 @@ async def test_the_replay_prepares_each_prompt_at_its_recorded_request_time() ->
     assert timed[5] != untimed[5]  # after it: aged at once
     assert any("[older output:" in (m.text or "") for m in timed[5])
     assert not any("[older output:" in (m.text or "") for m in untimed[5])
+
+
+# ----------------------------------------------------------------------------- never lose money quietly
+def test_a_rewrite_waits_until_the_run_is_long_enough_to_pay_it_back() -> None:
+    """The rent paid covers the rewrite, but it saves 300 a call: on a run of 6 calls it pays back
+    only after 3 more (more than a third of the calls so far: under the Lindy prior the run ends
+    first with a chance over 1/4)."""
+    state = AgingState(AGE, counter=COUNTER, terms=CLAUDE, retrieval=True)
+    for _ in range(6):
+        state.idle.observe(None, CLAUDE)
+    assert not state._pays(rent=1_000.0, cost=900.0, per_call=300.0)  # 300 x 6 / 3 = 600 < 900
+    for _ in range(3):
+        state.idle.observe(None, CLAUDE)
+    assert state._pays(rent=1_000.0, cost=900.0, per_call=300.0)  # 300 x 9 / 3 = 900
+    assert not state._pays(rent=800.0, cost=900.0, per_call=300.0)  # the rent rule still holds
+    assert pytest.approx(1 / 3) == _breakeven.PAYBACK_SHARE
+
+
+async def test_the_first_epoch_weighs_the_unrecorded_system_prompt_the_new_schema_re_sends() -> None:
+    """The first epoch also starts sending ``context_retrieve``'s schema: under an explicit cache it
+    re-sends what follows the tools, a replayed log's unrecorded system prompt included."""
+    policy = Policy("aging", (AGE,), retrieval_schema="when_shown")
+    tools = [
+        {"type": "function", "function": {"name": "bash", "parameters": {}}},
+        {"type": "function", "function": {"name": "context_retrieve", "parameters": {}}},
+    ]
+
+    async def first_epoch(unrecorded: int) -> int:
+        manager = ContextManager(
+            policy, counter=COUNTER, cache_terms=CLAUDE, clock=None, unrecorded_tokens=unrecorded
+        )
+        for k in range(1, 41):
+            await manager.prepare(_history(k), tools)
+            if manager.schedule is not None and manager.schedule.through:
+                return k
+        return 0
+
+    known, unrecorded = await first_epoch(0), await first_epoch(20_000)
+    assert 3 < known < unrecorded

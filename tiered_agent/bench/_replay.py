@@ -449,6 +449,7 @@ async def _replay_segment(
         enforce_hard_limit=False,
         cache_terms=state.terms,
         clock=None,  # each prompt is prepared at its recorded request time (_step)
+        unrecorded_tokens=_resent_prefix(state),
     )
     history: list[Message] = []
     tokens = _extend(history, groups.get(0, ()), counter, 0)
@@ -477,6 +478,15 @@ async def _replay_segment(
             observed = await _observations(manager, group, kind, iteration)
             tokens = _extend(history, observed, counter, tokens)
     return manager
+
+
+def _resent_prefix(state: _RunState) -> int:
+    """Tokens of the unrecorded prefix a change of the tools re-sends (what the agent would know of
+    its own system prompt): under explicit caches the part after the prefix's shared breakpoint (the
+    tools follow the prefix); implicit caches keep the whole prefix, which precedes the tools."""
+    if not state.cache_model.explicit:
+        return 0
+    return round(state.prefix_tokens * (1 - state.cache_model.shared_share))
 
 
 def _schemas(run: RecordedRun, manager: ContextManager, history: list[Message]) -> list[Mapping[str, Any]]:

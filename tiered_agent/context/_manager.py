@@ -105,11 +105,14 @@ class ContextManager:
         model: str | None = None,
         cache_terms: CacheTerms | None = None,
         clock: Callable[[], float] | None = time.time,
+        unrecorded_tokens: int = 0,
     ) -> None:
         """``model`` (the agent's litellm model) gives the cache and price terms aging decides by;
         ``cache_terms`` gives them directly (the replay: the run's cache and price model).
         ``clock``: POSIX seconds when :meth:`prepare` is not told the request time (None: the time
-        is unknown unless told; the replay passes each recorded request's time)."""
+        is unknown unless told; the replay passes each recorded request's time).
+        ``unrecorded_tokens``: see :class:`~._step.Run` (the replay of a log without its system
+        prompt)."""
         self.policy = policy = as_policy(policy)
         self.model = model  # the model the prompts go to: a summarizer of the same model rides its cache
         self.clock = clock
@@ -128,7 +131,15 @@ class ContextManager:
             on_summary=self._summary_landed,
             on_failure=self._summary_failed,
         )
-        run = Run(counter, policy.retrieval_active, model, cache_terms, self.context_window, self.summaries)
+        run = Run(
+            counter,
+            policy.retrieval_active,
+            model,
+            cache_terms,
+            self.context_window,
+            self.summaries,
+            max(unrecorded_tokens, 0),
+        )
         self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in policy.steps)
         # The runtimes that take part in each hook (the others' hooks do nothing by contract: no
         # call, no coroutine per prompt for them).

@@ -205,10 +205,11 @@ class AgingState:
     def _pays(self, rent: float, cost: float, per_call: float) -> bool:
         """The rule: the rent paid has reached the one-time cost (scaled by ``Age.patience``), the
         cost being the share of the cache the request still finds (:class:`~._breakeven.IdleGaps`;
-        after a gap past the cache's lifetime, nothing), and waiting for the next gap that loses the
-        cache anyway (``per_call`` rent each call until then) would cost more."""
+        after a gap past the cache's lifetime, nothing); the run is long enough for it to pay back
+        (``per_call`` saved each later call, :meth:`~._breakeven.IdleGaps.pays_in_time`); and
+        waiting for the next gap that loses the cache anyway would cost more."""
         due = self.step.patience * cost * self.idle.survival
-        if rent < due:
+        if rent < due or not self.idle.pays_in_time(per_call, due):
             return False
         wait = self.idle.calls_to_free()
         return math.isinf(wait) or per_call * wait >= due

@@ -268,6 +268,7 @@ class AgeRuntime(StepRuntime):
         self.renders = Renders(_RENDERS)
         terms = run.cache_terms if run.cache_terms is not None else CacheTerms.for_model(run.model)
         self.model = run.model
+        self.unrecorded = run.unrecorded_tokens
         self.state = AgingState(
             step, counter=run.counter, terms=terms, retrieval=run.retrieval, memo=self.memo
         )
@@ -288,7 +289,9 @@ class AgeRuntime(StepRuntime):
             turn.last,
             tool_tokens=counter.count_tools(sent),
             summary_tokens=counter.count_text(summary.text) if summary is not None else 0,
-            schema_tokens=0 if len(sent) == len(turn.offered) else counter.count_tools(turn.offered),
+            schema_tokens=0
+            if len(sent) == len(turn.offered)
+            else counter.count_tools(turn.offered) + self.unrecorded,
             at=turn.at,
         )
 
