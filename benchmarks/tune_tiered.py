@@ -7,7 +7,9 @@ model `auto`, each run's own prices); candidates are Policies, i.e. step lists a
     python benchmarks/tune_tiered.py [PATH ...] [--half A|B] [--out DIR] [--workers 2] [--only NAME,...]
         [--presets NAME,...] [--family swe-shell]
 
-PATH defaults to ../shared/trajectories. ``--half A`` (or ``B``) replays only that half of the
+PATH defaults to ../shared/trajectories and ../shared/sessions (the real Claude Code and Codex
+sessions, replayed with their recorded request times: time-aware aging and the money-losing runs
+show there only). ``--half A`` (or ``B``) replays only that half of the
 runs of every family (a stable hash of the run id splits them): tune on A, report B. The
 frontier chart goes to DIR/frontier.png (default bench-out/tune/), the bench JSON next to it.
 """
@@ -174,7 +176,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--family", help="replay only this family's runs (e.g. swe-shell)")
     args = parser.parse_args(argv)
-    paths = args.paths or [Path(__file__).resolve().parents[2] / "shared" / "trajectories"]
+    shared = Path(__file__).resolve().parents[2] / "shared"
+    paths = args.paths or [shared / "trajectories", shared / "sessions"]
     chosen = set(args.only.split(",")) if args.only else set(CANDIDATES)
     presets = ["full", *(n for n in args.presets.split(",") if n != "full")] if args.presets else PRESET_NAMES
     policies = resolve_policies(list(presets)) | {n: p for n, p in CANDIDATES.items() if n in chosen}

@@ -22,7 +22,7 @@ from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_prompts
 from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context.aging._breakeven import CacheTerms
+from tiered_agent.context.aging._breakeven import PAYBACK_SHARE, CacheTerms
 from tiered_agent.context.aging._condense import condensed_line, condensed_note, format_label
 from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch, preamble
 from tiered_agent.context.aging._jsonform import json_fields
@@ -399,7 +399,9 @@ def _first_epoch(
             rent += terms.carry * dead
             kept = 0 if fixed < max(terms.min_tokens, 1) else fixed // terms.block * terms.block
             lost = (tail + fixed - kept) if not terms.explicit else tail
-            if rent >= patience * terms.extra * lost:
+            cost = patience * terms.extra * lost
+            # the rent paid covers the rewrite, which pays back within a third of the calls so far
+            if rent >= cost and terms.carry * dead * last * PAYBACK_SHARE >= cost:
                 expected = last
         if state.new_epoch is not None and actual is None:
             actual = last

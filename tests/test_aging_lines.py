@@ -196,3 +196,24 @@ def test_an_aged_script_keeps_its_lines_the_agent_used_later() -> None:
     assert "settings.configure(INSTALLED_APPS=['app_label'])\n" in shown  # named by iteration 3
     assert "MyModel" not in shown and "chars cut]" in shown  # named by nothing later: cut
     assert len(shown) < len(script)
+
+
+@pytest.mark.anyio
+async def test_a_first_cut_past_the_deferred_budget_waits_unless_it_pays_back_at_once() -> None:
+    """Past ``defer_max_chars`` the first cut still re-sends the whole prompt (the schema joins the
+    tools): it happens only when it spares at least the rest of the prompt's chars, so the tokens
+    never written cover the rewrite on the request itself."""
+    big = "\n".join(f"line {n} value_{n}" for n in range(800))  # 14,979 chars, cut to 12,000
+    policy = Policy("t", (Truncate(max_chars=10_000, defer_max_chars=12_000),), retrieval_schema="when_shown")
+    tools = [BASH_SCHEMA, RETRIEVE_SCHEMA]
+    earlier = [_shell_iteration(k, "x" * 800) for k in range(1, 5)]  # 3,200 chars before it
+    history = [SYSTEM, TASK, *(m for it in earlier for m in it), *_shell_iteration(5, big)]
+    async with ContextManager(policy, counter=COUNTER, background=False) as manager:
+        prepared = await manager.prepare([*history, *_shell_iteration(6, "ok")], tools)
+    assert prepared.built.messages[-3].text == big  # spares 2,979 chars of a ~3,500-char rest: waits
+    assert [t["function"]["name"] for t in prepared.tools] == ["bash"]
+    short = [SYSTEM, TASK, *_shell_iteration(1, big), *_shell_iteration(2, "ok")]
+    async with ContextManager(policy, counter=COUNTER, background=False) as manager:
+        prepared = await manager.prepare(short, tools)
+    assert "chars omitted" in prepared.built.messages[3].text  # spares more than the rest: cut
+    assert [t["function"]["name"] for t in prepared.tools] == ["bash", "context_retrieve"]

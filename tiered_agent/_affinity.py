@@ -44,6 +44,7 @@ __all__ = [
     "cache_affinity",
     "conversation_key",
     "current_affinity",
+    "long_ttl_requested",
 ]
 
 LONG_GAP_S = 270.0  # two calls this far apart nearly outlive Anthropic's 5-minute cache entries
@@ -111,6 +112,13 @@ def conversation_key(messages: Sequence[Mapping[str, Any]]) -> str:
     return f"tiered-agent-{digest[:24]}"
 
 
+def long_ttl_requested(model: str | None, affinity: CacheAffinity | None) -> bool:
+    """Whether the run's requests to ``model`` write their cache entries with the 1-hour TTL."""
+    return (
+        model is not None and affinity is not None and affinity.long_gaps and _provider(model) == "anthropic"
+    )
+
+
 def affinity_fields(
     model: str,
     messages: Sequence[Mapping[str, Any]],
@@ -126,7 +134,8 @@ def affinity_fields(
         fields["prompt_cache_key"] = affinity.key if affinity is not None else conversation_key(messages)
     if _provider(model) == "openrouter" and affinity is not None and affinity.route:
         fields["extra_body"] = {"provider": {"order": [affinity.route], "allow_fallbacks": True}}
-    if breakpoints and affinity is not None and affinity.long_gaps and _provider(model) == "anthropic":
+    if breakpoints and long_ttl_requested(model, affinity):
+        assert affinity is not None
         fields["cache_control_injection_points"] = [
             {**point, "control": dict(ONE_HOUR)} for point in breakpoints
         ]

@@ -450,6 +450,8 @@ async def _replay_segment(
         background=False,
         enforce_hard_limit=False,
         cache_terms=state.terms,
+        clock=None,  # each prompt is prepared at its recorded request time (_step)
+        unrecorded_tokens=_resent_prefix(state),
     )
     history: list[Message] = []
     tokens = _extend(history, groups.get(0, ()), counter, 0)
@@ -480,6 +482,15 @@ async def _replay_segment(
     return manager
 
 
+def _resent_prefix(state: _RunState) -> int:
+    """Tokens of the unrecorded prefix a change of the tools re-sends (what the agent would know of
+    its own system prompt): under explicit caches the part after the prefix's shared breakpoint (the
+    tools follow the prefix); implicit caches keep the whole prefix, which precedes the tools."""
+    if not state.cache_model.explicit:
+        return 0
+    return round(state.prefix_tokens * (1 - state.cache_model.shared_share))
+
+
 def _schemas(run: RecordedRun, manager: ContextManager, history: list[Message]) -> list[Mapping[str, Any]]:
     """The run's tool schemas, with ``context_retrieve`` as the policy registers it (a trace of this
     runtime records the schema it ran with: it is not counted twice)."""
@@ -505,7 +516,7 @@ async def _step(
     limit: float,
 ) -> StepMetrics:
     started = time.perf_counter()
-    prepared = await manager.prepare(history, schemas)
+    prepared = await manager.prepare(history, schemas, at=state.run.time(step))
     elapsed = time.perf_counter() - started
     messages = prepared.built.messages
     prompt_tokens = prepared.prompt_tokens + state.prefix_tokens  # the unrecorded prefix is sent too
@@ -664,6 +675,7 @@ async def replay_prompts(
     counter = IdCounter(settings.tokenizer)
     plan = plan_run(run.model, settings.cache_model, settings.price_model, {})
     kind = _tool_kinds(run)
+    step = 0
     for _, groups in _segments(run, group_by_iteration(run.messages)):
         manager = ContextManager(
             policy,
@@ -672,6 +684,7 @@ async def replay_prompts(
             background=False,
             enforce_hard_limit=False,
             cache_terms=plan_terms(plan, settings),
+            clock=None,
         )
         history: list[Message] = list(groups.get(0, ()))
         async with manager:
@@ -679,7 +692,8 @@ async def replay_prompts(
             for iteration in sorted(i for i in groups if i > 0):
                 group = groups[iteration]
                 if any(m.role == "assistant" for m in group):
-                    yield await manager.prepare(history, schemas)
+                    step += 1
+                    yield await manager.prepare(history, schemas, at=run.time(step))
                 history.extend(await _observations(manager, group, kind, iteration))
 
 
@@ -728,7 +742,11 @@ def plan_terms(plan: RunPlan, settings: ReplaySettings) -> CacheTerms:
     """The cache terms of a run's plan: its cache model, priced as its price model (else at the
     bench's cache discount), sizes converted with its token scale."""
     return CacheTerms.of(
-        plan.cache_model, plan_prices(plan), default_read=settings.cache_discount, scale=plan.token_scale
+        plan.cache_model,
+        plan_prices(plan),
+        default_read=settings.cache_discount,
+        scale=plan.token_scale,
+        long_ttl=plan.long_ttl,
     )
 
 

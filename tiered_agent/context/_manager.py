@@ -7,11 +7,13 @@ prompt starts from its latest summary, and a provider's context-window error com
 through it), the history's token tally, the calibration, and the prompt sent last. The
 loop calls, per iteration:
 
-1. :meth:`ContextManager.prepare`: every runtime ``decide``\\ s (the aging schedule), then
-   ``act``\\ s (summaries land and are queued); the runtimes build the prompt (``apply``,
-   then ``finish``; :func:`~.pipeline._build.assemble`); it is counted with the
-   counterfactual; the runtimes may ask for a rebuild (``after``: a compaction); a prompt
-   over ``hard_limit`` of the window is refused;
+1. :meth:`ContextManager.prepare` (at the request time the caller gives, else the manager's
+   clock: the live loop's real time, the replay's recorded one): every runtime
+   ``decide``\\ s (the aging schedule), then ``act``\\ s (summaries land and are queued);
+   the runtimes build the prompt (``apply``, then ``finish``;
+   :func:`~.pipeline._build.assemble`); it is counted with the counterfactual; the runtimes
+   may ask for a rebuild (``after``: a compaction); a prompt over ``hard_limit`` of the
+   window is refused;
 2. :meth:`dispatch` with each reply's tool calls (the runtimes ``serve`` and ``observe``
    them; execution injected);
 3. :meth:`observe_usage` with the provider's prompt tokens, to calibrate.
@@ -24,6 +26,7 @@ prompt is what the other steps build, and the run goes on.
 from __future__ import annotations
 
 import operator
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -101,11 +104,18 @@ class ContextManager:
         on_event: Callable[[Event], None] | None = None,
         model: str | None = None,
         cache_terms: CacheTerms | None = None,
+        clock: Callable[[], float] | None = time.time,
+        unrecorded_tokens: int = 0,
     ) -> None:
         """``model`` (the agent's litellm model) gives the cache and price terms aging decides by;
-        ``cache_terms`` gives them directly (the replay: the run's cache and price model)."""
+        ``cache_terms`` gives them directly (the replay: the run's cache and price model).
+        ``clock``: POSIX seconds when :meth:`prepare` is not told the request time (None: the time
+        is unknown unless told; the replay passes each recorded request's time).
+        ``unrecorded_tokens``: see :class:`~._step.Run` (the replay of a log without its system
+        prompt)."""
         self.policy = policy = as_policy(policy)
         self.model = model  # the model the prompts go to: a summarizer of the same model rides its cache
+        self.clock = clock
         self.counter = counter
         self.context_window = policy.context_window or context_window
         self.calibration = Calibration()
@@ -121,7 +131,15 @@ class ContextManager:
             on_summary=self._summary_landed,
             on_failure=self._summary_failed,
         )
-        run = Run(counter, policy.retrieval_active, model, cache_terms, self.context_window, self.summaries)
+        run = Run(
+            counter,
+            policy.retrieval_active,
+            model,
+            cache_terms,
+            self.context_window,
+            self.summaries,
+            max(unrecorded_tokens, 0),
+        )
         self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in policy.steps)
         # The runtimes that take part in each hook (the others' hooks do nothing by contract: no
         # call, no coroutine per prompt for them).
@@ -235,12 +253,14 @@ class ContextManager:
         tool_schemas: Sequence[Mapping[str, Any]] = (),
         *,
         force_compact: bool = False,
+        at: float | None = None,
     ) -> PreparedPrompt:
         """Build the next prompt from the full ``history`` (see the module docstring).
 
         ``history`` grows by appending from one call to the next (anything else is
         counted from scratch): the per-call work is in what was appended.
         ``force_compact``: the provider rejected the last prompt as too long.
+        ``at``: when the prompt will be sent (POSIX seconds; None: the manager's clock, if any).
         """
         self._history.update(history)
         last = self._history.last_iteration
@@ -253,6 +273,7 @@ class ContextManager:
             offered=tuple(tool_schemas),
             previous=self._sent,
             emergency=force_compact,
+            at=at if at is not None or self.clock is None else self.clock(),
         )
         self._decide(turn)
         await self._act(turn)

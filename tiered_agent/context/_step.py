@@ -79,7 +79,10 @@ class Run:
     ``retrieval``: ``context_retrieve`` is registered (placeholders name the exact call);
     ``model``: the litellm model the prompts go to (None in the replay, which passes the
     run's cache and price terms as ``cache_terms`` instead); ``summaries``: the run's summary
-    state (the steps that summarize drive it; the prompt starts from its latest summary).
+    state (the steps that summarize drive it; the prompt starts from its latest summary);
+    ``unrecorded_tokens``: tokens the request carries before the history that a change of the
+    tools re-sends but the history does not hold (a replayed log's system prompt; live: 0,
+    the system prompt is in the history).
     """
 
     counter: TokenCounter
@@ -88,6 +91,7 @@ class Run:
     cache_terms: CacheTerms | None = None
     context_window: int | None = None
     summaries: Summaries = field(default_factory=Summaries)
+    unrecorded_tokens: int = 0
 
 
 @dataclass(slots=True)
@@ -98,7 +102,9 @@ class Turn:
     (``context_retrieve``'s included, which the prompt may not send yet); ``previous``: the
     prompt sent before this one (an LLM summarizer of the same model rides its cache);
     ``emergency``: the provider rejected that prompt as too long (compact now);
-    ``schedule``: the aging schedule the prompt is built with (set by ``Age``; None: no aging).
+    ``schedule``: the aging schedule the prompt is built with (set by ``Age``; None: no aging);
+    ``at``: when the prompt will be sent (POSIX seconds: the live loop's clock, the replay's
+    recorded request time; None: unknown).
     """
 
     history: Sequence[Message]
@@ -108,6 +114,7 @@ class Turn:
     previous: SentPrompt | None = None
     emergency: bool = False
     schedule: AgingSchedule | None = None
+    at: float | None = None
 
 
 class PolicyView(Protocol):

@@ -9,13 +9,14 @@ in the run's memo the step renders from too.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from ..._messages import Message
 from ..._tokens import PROMPT_OVERHEAD, TokenCounter
 from ..._trace import AgingRecord, ContextRecord
-from ._breakeven import CacheTerms
+from ._breakeven import CacheTerms, IdleGaps
 from ._forms import AgedStyle, FormsMemo, age_batch, preamble
 from ._schedule import AgingSchedule, Epoch
 
@@ -81,6 +82,7 @@ class AgingState:
         self._counted_through = 0  # aged iterations counted into _shown
         self._rent = 0.0
         self._rent_condense = 0.0
+        self.idle = IdleGaps()  # the run's request times: what a rewrite costs after a gap
         self.new_epoch: Epoch | None = None  # the epoch the last update decided, if any
 
     def restore(self, schedule: AgingSchedule) -> None:
@@ -100,13 +102,15 @@ class AgingState:
         tool_tokens: int = 0,
         summary_tokens: int = 0,
         schema_tokens: int = 0,
+        at: float | None = None,
     ) -> AgingSchedule:
         """Decide for the prompt after iteration ``last``; the schedule to build it with.
 
         ``tool_tokens``: the tool schemas sent now; ``schema_tokens`` > 0: ageing would also
         start sending ``context_retrieve``'s schema (the tools grow to that many tokens), so the
-        whole prompt would be re-sent.
+        whole prompt would be re-sent. ``at``: when the prompt will be sent (None: unknown).
         """
+        self.idle.observe(at, self.terms)
         self._absorb(history)
         self._account()
         self.new_epoch = None
@@ -155,11 +159,11 @@ class AgingState:
             epoch = self._condense_decision(last, limit, due, fixed, tail)
             if epoch is not None:
                 return epoch
-        self._rent += self.terms.rent(saving)
+        per_call = self.terms.rent(saving)
+        self._rent += per_call
         prefix = fixed + notes + self._notes + aged
-        if saving > 0 and self._pays(
-            self._rent, self.terms.rewrite_cost(prefix, tail + (0 if notes else self._note_tokens()), fixed)
-        ):
+        cost = self.terms.rewrite_cost(prefix, tail + (0 if notes else self._note_tokens()), fixed)
+        if saving > 0 and self._pays(self._rent, cost, per_call):
             return Epoch(last, limit, due if due > done and self._condense_along(due, last) else done)
         return None
 
@@ -178,10 +182,13 @@ class AgingState:
         saving, note = self._condense_saving(due, last)
         if saving <= 0:
             return None
-        self._rent_condense += self.terms.rent(saving)
+        per_call = self.terms.rent(saving)
+        self._rent_condense += per_call
         after = sum(tokens for k, tokens in self._shown.items() if k > due)
         prefix = fixed + self._note_tokens() + self._notes
-        if self._pays(self._rent_condense, self.terms.rewrite_cost(prefix, note + after + tail, fixed)):
+        if self._pays(
+            self._rent_condense, self.terms.rewrite_cost(prefix, note + after + tail, fixed), per_call
+        ):
             return Epoch(last, max(limit, self.schedule.through), due)
         return None
 
@@ -193,11 +200,19 @@ class AgingState:
         if saving <= 0:
             return False
         after = sum(tokens for k, tokens in self._shown.items() if k > due)
-        return self._pays(self._rent_condense, self.terms.extra * (note + after))
+        return self._pays(self._rent_condense, self.terms.extra * (note + after), self.terms.rent(saving))
 
-    def _pays(self, rent: float, cost: float) -> bool:
-        """The rule: the rent paid has reached the one-time cost (scaled by ``Age.patience``)."""
-        return rent >= self.step.patience * cost
+    def _pays(self, rent: float, cost: float, per_call: float) -> bool:
+        """The rule: the rent paid has reached the one-time cost (scaled by ``Age.patience``), the
+        cost being the share of the cache the request still finds (:class:`~._breakeven.IdleGaps`;
+        after a gap past the cache's lifetime, nothing); the run is long enough for it to pay back
+        (``per_call`` saved each later call, :meth:`~._breakeven.IdleGaps.pays_in_time`); and
+        waiting for the next gap that loses the cache anyway would cost more."""
+        due = self.step.patience * cost * self.idle.survival
+        if rent < due or not self.idle.pays_in_time(per_call, due):
+            return False
+        wait = self.idle.calls_to_free()
+        return math.isinf(wait) or per_call * wait >= due
 
     def _condense_due(self, last: int, done: int) -> int:
         """How far condensing may go now: whole chunks older than ``condense_after``."""

@@ -59,6 +59,7 @@ from typing import ClassVar
 
 from cachetools import LRUCache
 
+from ..._affinity import current_affinity, long_ttl_requested
 from ..._messages import Message
 from ..._trace import AgingRecord, ContextRecord, Event, ModelRequest
 from .._step import Run, Step, StepRuntime, Turn, require
@@ -266,6 +267,8 @@ class AgeRuntime(StepRuntime):
         self.memo = FormsMemo()
         self.renders = Renders(_RENDERS)
         terms = run.cache_terms if run.cache_terms is not None else CacheTerms.for_model(run.model)
+        self.model = run.model
+        self.unrecorded = run.unrecorded_tokens
         self.state = AgingState(
             step, counter=run.counter, terms=terms, retrieval=run.retrieval, memo=self.memo
         )
@@ -278,12 +281,18 @@ class AgeRuntime(StepRuntime):
         counter = self.counter
         summary = self.summaries.latest
         sent = turn.tools
+        longer = self.state.terms.longer
+        if longer is not None and long_ttl_requested(self.model, current_affinity()):
+            self.state.terms = longer  # the live requests now write the cache's longer lifetime
         turn.schedule = self.state.update(
             turn.history,
             turn.last,
             tool_tokens=counter.count_tools(sent),
             summary_tokens=counter.count_text(summary.text) if summary is not None else 0,
-            schema_tokens=0 if len(sent) == len(turn.offered) else counter.count_tools(turn.offered),
+            schema_tokens=0
+            if len(sent) == len(turn.offered)
+            else counter.count_tools(turn.offered) + self.unrecorded,
+            at=turn.at,
         )
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:

@@ -11,12 +11,17 @@ original.
 With ``defer_max_chars``, a cut waits while it would be the first retrieval call the
 prompt names (``context_retrieve``'s schema not sent yet, ``retrieval_schema=
 "when_shown"``, and no other step hid anything in this prompt): outputs are then cut
-only past ``defer_max_chars``. That first cut would change the tools, the start of
+only past ``defer_max_chars``, and only when the cut spares at least as many chars as
+the rest of the prompt holds. That first cut would change the tools, the start of
 the prompt, so the whole prompt would be sent again uncached (at the cache write
 premium where writes are billed): a rewrite that pays back only on a long run, while
-the cut itself spares little. The aging's break-even rule weighs exactly that rewrite
-(and ages old outputs when it pays back); once something is hidden, the schema is
-sent and cuts happen at arrival again, in the prompt that rewrote anyway.
+the cut itself spares little. A cut that spares as much as the rest of the prompt
+pays the rewrite back on the request itself (the spared tokens are never written:
+``write x spared >= (write - read) x rest`` whatever the cache's prices), so even a
+run that ends there does not cost more than carrying the output whole. The aging's
+break-even rule weighs exactly that rewrite (and ages old outputs when it pays back);
+once something is hidden, the schema is sent and cuts happen at arrival again, in the
+prompt that rewrote anyway.
 
 Results of ``context_retrieve`` itself are never cut (the model asked for exactly
 that text), nor are outputs an earlier step already hid.
@@ -75,17 +80,24 @@ class Truncate(Step):
         uncut = min(limit for limit in (self.max_chars, self.max_lines) if limit is not None)
         hidden = draft.hidden
         limits = self.max_chars, self.max_lines
-        if self._waits(draft, context):
+        waits = self._waits(draft, context)
+        if waits:
             limits = self.defer_max_chars, None
+        prompt_chars: int | None = None  # counted once a cut waits on it
         for index, message in enumerate(draft.originals):
             if message.role != "tool" or not message.content or len(message.content) <= uncut:
                 continue
             if message.name == RETRIEVE_TOOL_NAME or index in hidden:
                 continue
             kept, cut = _truncate_message(message, *limits, self.mode, context.retrieval)
-            if cut is not None:
-                shown[index] = kept
-                cuts[index] = cut
+            if cut is None:
+                continue
+            if waits:
+                prompt_chars = prompt_chars if prompt_chars is not None else _chars(draft.messages)
+                if cut.original_chars - cut.kept_chars < prompt_chars - cut.original_chars:
+                    continue  # the rewrite it starts would not pay back on this request
+            shown[index] = kept
+            cuts[index] = cut
         return draft.cut(shown, cuts, self.kind) if cuts else draft
 
     def _waits(self, draft: Draft, context: BuildContext) -> bool:
@@ -96,6 +108,11 @@ class Truncate(Step):
             and not context.schema_sent
             and not draft.names_any_retrieval
         )
+
+
+def _chars(messages: tuple[Message, ...]) -> int:
+    """Chars of a prompt's messages: their text and their calls' arguments."""
+    return sum(len(m.text) + sum(len(c.arguments) for c in m.tool_calls) for m in messages)
 
 
 @lru_cache(maxsize=4096)
