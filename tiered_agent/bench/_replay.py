@@ -703,22 +703,28 @@ def replay_job(
 ) -> RunReplay:
     """One run under every policy, on its own token counter (nothing of it outlives the call)."""
     counter = IdCounter(settings.tokenizer)
+    done: list[RunReplay] = []
 
-    async def main() -> RunReplay:
-        return await replay_run(
-            run,
-            policies,
-            counter=counter,
-            context_window=settings.context_window,
-            summary_model=settings.summary_model,
-            cache_model=plan.cache_model,
-            token_scale=plan.token_scale,
-            cache_terms=plan_terms(plan, settings),
-            prefix_tokens=plan.prefix.tokens,
-            routing=settings.routing,
+    async def main() -> None:
+        done.append(
+            await replay_run(
+                run,
+                policies,
+                counter=counter,
+                context_window=settings.context_window,
+                summary_model=settings.summary_model,
+                cache_model=plan.cache_model,
+                token_scale=plan.token_scale,
+                cache_terms=plan_terms(plan, settings),
+                prefix_tokens=plan.prefix.tokens,
+                routing=settings.routing,
+            )
         )
 
-    return anyio.run(main)
+    # The result leaves through ``done``, not as the task's: asyncio's runner reprs its main task
+    # (result included, the whole replay) when it restores the SIGINT handler after the run.
+    anyio.run(main)
+    return done[0]
 
 
 def plan_terms(plan: RunPlan, settings: ReplaySettings) -> CacheTerms:
