@@ -301,7 +301,7 @@ class EvidenceIndex:
 
         A message that holds the term and stands in the prompt unchanged (the same object) shows it
         (all its lines are there); otherwise the part of the prompt the ruler reads is searched,
-        newest message first."""
+        newest message first (the run's recorded messages aside: :class:`TextMemo`)."""
         found = self._term(term)
         for index in reversed(found.observed_sources if observed else found.sources):
             if index < cutoff and prompt.holds(self.messages[index]):
@@ -367,10 +367,20 @@ class EvidenceIndex:
 class TextMemo:
     """Normalized texts of prompt messages, each between two ``\n`` (so a window anchored at a line
     boundary matches at the message's edges), memoized per message object for one run (the entry keeps
-    the message alive, so its ``id`` is not reused)."""
+    the message alive, so its ``id`` is not reused).
 
-    def __init__(self) -> None:
+    ``recorded``: the ids of the run's recorded messages (kept alive by the run). Their text is never
+    searched: a recorded message that holds a term is one of the term's sources, which
+    :meth:`EvidenceIndex.shown` finds in the prompt by identity, and one that does not hold it
+    cannot show it, so :meth:`entry` leaves them out of what the search reads. That holds for a
+    prompt whose recorded messages all come before the cutoff asked about, as a replayed prompt's
+    history does (a recorded message of the step or later would be a source too late to count,
+    yet its line could match an earlier source's window: leave ``recorded`` empty for such
+    prompts)."""
+
+    def __init__(self, recorded: frozenset[int] = frozenset()) -> None:
         self._texts: dict[int, tuple[Message, str]] = {}
+        self._recorded = recorded
 
     def text(self, message: Message) -> str:
         entry = self._texts.get(id(message))
@@ -379,8 +389,11 @@ class TextMemo:
             self._texts[id(message)] = entry
         return entry[1]
 
-    def entry(self, message: Message) -> tuple[str, bool]:
-        """The message's text, and whether it is not the agent's own (the line ruler reads it)."""
+    def entry(self, message: Message) -> tuple[str, bool] | None:
+        """The message's text, and whether it is not the agent's own (the line ruler reads it); None
+        for a recorded message (never searched)."""
+        if id(message) in self._recorded:
+            return None
         return self.text(message), message.role != "assistant"
 
 
@@ -388,15 +401,16 @@ _TEXT, _OBSERVED = itemgetter(0), itemgetter(1)
 
 
 class PromptView:
-    """A prompt as the rulers search it: each message's normalized text, newest first (each list built
-    once, when a ruler first reads it). ``series``: the texts of a policy's consecutive prompts, derived
-    only for the messages each prompt changed (``_series.py``)."""
+    """A prompt as the rulers search it: each message's normalized text, newest first, but for the
+    run's recorded messages (:class:`TextMemo`), each list built once, when a ruler first reads it.
+    ``series``: the texts of a policy's consecutive prompts, derived only for the messages each prompt
+    changed (``_series.py``)."""
 
     def __init__(
         self,
         prompt: Sequence[Message],
         memo: TextMemo,
-        series: Series[Message, tuple[str, bool]] | None = None,
+        series: Series[Message, tuple[str, bool] | None] | None = None,
     ) -> None:
         self._prompt = prompt
         self._memo = memo
@@ -420,18 +434,18 @@ class PromptView:
                 if self._series is not None
                 else list(map(self._memo.entry, self._prompt))
             )
-            self._entries = found[::-1]
+            self._entries = [e for e in reversed(found) if e is not None]
         return self._entries
 
     def observed(self) -> list[str]:
-        """The messages that are not the agent's own (what the line ruler reads)."""
+        """The messages that are not the agent's own (what the line ruler reads), recorded ones aside."""
         if self._observed is None:
             entries = self._newest_first()
             self._observed = list(compress(map(_TEXT, entries), map(_OBSERVED, entries)))
         return self._observed
 
     def everything(self) -> list[str]:
-        """Every message (what the own-writing ruler reads)."""
+        """Every message (what the own-writing ruler reads), recorded ones aside."""
         if self._everything is None:
             self._everything = list(map(_TEXT, self._newest_first()))
         return self._everything

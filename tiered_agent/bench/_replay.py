@@ -46,10 +46,10 @@ from ._backend import open_backend
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
 from ._evidence import EvidenceIndex, PromptView, TextMemo
-from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, absent_from
+from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
-from ._rulers import RawTexts, Recovery, RetrievalSources, WordIndex, shown_retrievals
+from ._rulers import RawTexts, RawView, RecordedTexts, Recovery, RetrievalSources, WordIndex
 from ._series import Series
 from ._summarizer_check import CheckedSummarizer
 from ._turns import RetrievalTurn, retrieval_turn
@@ -305,6 +305,7 @@ class _RunState:
     salience: SalienceIndex
     outputs: tuple[int, ...]
     groups: dict[int, list[Message]]
+    recorded: RecordedTexts  # the run's messages as sent, and which of them hold a string
     cache_model: CacheModel = IDEAL
     token_scale: float = 1.0  # provider tokens per replayed token (for the cache model's sizes)
     terms: CacheTerms = field(default_factory=CacheTerms)  # what aging decides by: cache and prices
@@ -351,6 +352,7 @@ class _RunState:
         routing: str = "recorded",
     ) -> _RunState:
         groups = group_by_iteration(run.messages)
+        recorded = RecordedTexts(run)
         return cls(
             run,
             counter,
@@ -358,12 +360,15 @@ class _RunState:
             SalienceIndex(run),
             _step_outputs(run, counter),
             groups,
+            recorded,
             cache_model,
             token_scale,
             terms or CacheTerms.of(cache_model, scale=token_scale),
             WordIndex(run),
             RetrievalSources(run, counter),
             EvidenceIndex(run),
+            TextMemo(recorded.ids),
+            RawTexts(recorded.ids),
             routing=routing,
             prefix_tokens=max(prefix_tokens, 0),
             long_steps=long_ttl_steps(run.usage, run.cache_writes_1h),
@@ -386,8 +391,8 @@ class _Track:
     its prompts, derived only for the messages a prompt changed (``_series.py``)."""
 
     cache: CacheSimulator
-    raw: Series[Message, str]  # each message as sent
-    normalized: Series[Message, tuple[str, bool]]  # as the line rulers read it; not the agent's own
+    raw: Series[Message, str | None]  # each foreign message as sent (``_rulers.RecordedTexts``)
+    normalized: Series[Message, tuple[str, bool] | None]  # as the line rulers read it; not the agent's own
 
 
 async def _replay_policy(
@@ -397,7 +402,7 @@ async def _replay_policy(
     in a fresh manager, as the agent's context restarted there; one provider cache throughout."""
     track = _Track(
         CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
-        Series(state.raw.text),
+        Series(state.raw.foreign),
         Series(state.memo.entry),
     )
     steps: list[StepMetrics] = []
@@ -516,22 +521,23 @@ async def _step(
         long_ttl=step in state.long_steps,
     )
     cached = min(use.read, prompt_tokens)
-    texts = track.raw(messages)[::-1]  # newest first: the order searches go in
-    joined = "\n".join(texts)  # salient strings and words hold no line break
+    raw = RawView(messages, state.recorded, track.raw)
     salient = state.salience.salient(iteration)
-    missed = absent_from(salient, joined)
+    missed = state.recorded.absent(salient, raw)
     words = state.words.salient(iteration) if state.words is not None else ()
     retrieval = 0
     recovery = Recovery()
     if missed and manager.policy.retrieval_active:
         retrieval = state.retrieval_charge(iteration, missed, history, manager.policy)
         if state.sources is not None:
-            recovery = state.sources.recovery(missed, iteration, texts, manager.policy.retrieve_page_tokens)
+            recovery = state.sources.recovery(
+                missed, iteration, raw.retrievals(), manager.policy.retrieve_page_tokens
+            )
     lines = _line_rulers(
         state,
         iteration,
         PromptView(messages, state.memo, track.normalized),
-        texts=texts,
+        raw=raw,
         missed=missed,
         policy=manager.policy,
         prompt_tokens=prompt_tokens,
@@ -553,7 +559,7 @@ async def _step(
         recoverable=recovery.recoverable,
         recovery_tokens=recovery.tokens,
         word_salient=len(words),
-        word_missed=len(absent_from(words, joined)),
+        word_missed=len(state.recorded.absent(words, raw)),
         line_needed=lines.line_needed,
         line_missed=lines.line_missed,
         line_recoverable=lines.line_recoverable,
@@ -582,7 +588,7 @@ def _line_rulers(
     iteration: int,
     view: PromptView,
     *,
-    texts: Sequence[str],
+    raw: RawView,
     missed: Sequence[str],
     policy: Policy,
     prompt_tokens: int,
@@ -600,7 +606,7 @@ def _line_rulers(
     result = _LineRulers(len(needed.observed), line_missed, 0, len(needed.own), own_missed)
     if not policy.retrieval_active or state.sources is None or not (missed or line_missed or own_missed):
         return result
-    ids, ranges = shown_retrievals(texts)
+    ids, ranges = raw.retrievals()
     if not ids and not ranges:
         return result
     line = {
