@@ -31,6 +31,7 @@ from .._cluster import RayAddress
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
+from .._tokens import TokenCounter
 from .._tools import ToolOutcome
 from .._trace import StepError
 from .._workers import configure_worker_logging
@@ -808,7 +809,7 @@ def full_tokens_unit(level: int | None, tokenizer: str, run: RecordedRun) -> tup
     unit of work (:mod:`._backend`: ``level`` configures a worker's logging)."""
     if level is not None:
         configure_worker_logging(level)
-    return run.run_id, full_prompt_tokens(run, IdCounter(tokenizer))
+    return run.run_id, full_prompt_tokens(run, TokenCounter(tokenizer))
 
 
 def replay_unit(
