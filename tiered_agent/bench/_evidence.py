@@ -33,8 +33,8 @@ Definitions (terms, specific, occurs, normalized: ``_terms.py``; all of it in do
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
@@ -66,12 +66,13 @@ class Needed:
 class _Term:
     """Where one term occurs in a run: its windows and the messages that hold it."""
 
-    __slots__ = ("keys", "observed", "observed_sources", "positions", "sources", "written")
+    __slots__ = ("keys", "observed", "observed_ids", "observed_sources", "source_ids", "sources", "written")
 
     def __init__(self) -> None:
-        self.positions: list[int] = []  # where it occurs in the run's corpus
         self.observed_sources: list[int] = []  # observation messages holding it, ascending
         self.sources: list[int] = []  # every message holding it, ascending
+        self.observed_ids: list[int] = []  # the ids of those messages (the run's objects), in that order
+        self.source_ids: list[int] = []
         # filled when first searched for (most terms stand in the prompt in an unchanged message):
         self.observed: Windows | None = None  # windows on observation lines
         self.written: Windows = {}  # windows on any line
@@ -256,14 +257,19 @@ class EvidenceIndex:
         return found
 
     def _collect(self, term: str) -> _Term:
+        """The messages holding ``term``: its first occurrence in each (the search skips to the next)."""
         found = _Term()
-        for at in occurrences(self._corpus, term):
-            found.positions.append(at)
+        at = next(occurrences(self._corpus, term), None)
+        while at is not None:
             index = self._index_at(at)
-            if not found.sources or found.sources[-1] != index:
-                found.sources.append(index)
-                if self._observed[index]:
-                    found.observed_sources.append(index)
+            found.sources.append(index)
+            found.source_ids.append(id(self.messages[index]))
+            if self._observed[index]:
+                found.observed_sources.append(index)
+                found.observed_ids.append(id(self.messages[index]))
+            if index + 1 >= len(self._starts):
+                break
+            at = next(occurrences(self._corpus, term, self._starts[index + 1]), None)
         return found
 
     def _windows_of(self, found: _Term, term: str) -> _Term:
@@ -271,7 +277,7 @@ class EvidenceIndex:
         if found.observed is not None:
             return found
         found.observed = {}
-        for at in found.positions:
+        for at in occurrences(self._corpus, term):
             index = self._index_at(at)
             for key, window in _windows(self._corpus, at, len(term)):
                 _add(found.written, key, window, index)
@@ -303,9 +309,12 @@ class EvidenceIndex:
         (all its lines are there); otherwise the part of the prompt the ruler reads is searched,
         newest message first (the run's recorded messages aside: :class:`TextMemo`)."""
         found = self._term(term)
-        for index in reversed(found.observed_sources if observed else found.sources):
-            if index < cutoff and prompt.holds(self.messages[index]):
-                return True
+        sources, ids = (
+            (found.observed_sources, found.observed_ids) if observed else (found.sources, found.source_ids)
+        )
+        before = bisect_left(sources, cutoff)
+        if before and prompt.holds_any(ids[before - 1 :: -1]):  # newest first
+            return True
         if "\n" not in term and term not in prompt.joined(observed=observed):
             return False  # in none of the texts searched below (each is between two line breaks)
         size = len(term)
@@ -411,6 +420,7 @@ class PromptView:
         prompt: Sequence[Message],
         memo: TextMemo,
         series: Series[Message, tuple[str, bool] | None] | None = None,
+        ids: Set[int] | None = None,
     ) -> None:
         self._prompt = prompt
         self._memo = memo
@@ -419,13 +429,16 @@ class PromptView:
         self._observed: list[str] | None = None
         self._everything: list[str] | None = None
         self._joined: dict[bool, str] = {}
-        self._ids: set[int] | None = None
+        self._ids: Set[int] | None = (
+            ids  # the ids of the prompt's messages (built when first needed if not given)
+        )
 
-    def holds(self, message: Message) -> bool:
-        """Whether ``message`` itself (the same object, so unchanged) is in the prompt."""
+    def holds_any(self, ids: Iterable[int]) -> bool:
+        """Whether one of the messages with these ``ids`` itself (the same object, so unchanged) is in
+        the prompt."""
         if self._ids is None:
             self._ids = set(map(id, self._prompt))
-        return id(message) in self._ids
+        return not self._ids.isdisjoint(ids)
 
     def _newest_first(self) -> list[tuple[str, bool]]:
         if self._entries is None:

@@ -522,7 +522,8 @@ async def _step(
         long_ttl=step in state.long_steps,
     )
     cached = min(use.read, prompt_tokens)
-    raw = RawView(messages, state.recorded, track.raw)
+    ids = set(map(id, messages))  # the prompt's messages, as the rulers look recorded ones up
+    raw = RawView(messages, state.recorded, track.raw, ids)
     salient = state.salience.salient(iteration)
     missed = state.recorded.absent(salient, raw)
     words = state.words.salient(iteration) if state.words is not None else ()
@@ -537,7 +538,7 @@ async def _step(
     lines = _line_rulers(
         state,
         iteration,
-        PromptView(messages, state.memo, track.normalized),
+        PromptView(messages, state.memo, track.normalized, ids),
         raw=raw,
         missed=missed,
         policy=manager.policy,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 
 import orjson
 
@@ -160,17 +160,21 @@ class RawView:
     :meth:`RawTexts.foreign`), newest first; each built once, when first asked for."""
 
     def __init__(
-        self, prompt: Sequence[Message], recorded: RecordedTexts, series: Series[Message, str | None]
+        self,
+        prompt: Sequence[Message],
+        recorded: RecordedTexts,
+        series: Series[Message, str | None],
+        ids: Set[int] | None = None,
     ) -> None:
         self._prompt = prompt
         self._recorded = recorded
         self._series = series
-        self._ids: set[int] | None = None
+        self._ids = ids  # the ids of the prompt's messages (built when first needed if not given)
         self._texts: list[str] | None = None
         self._joined: str | None = None
         self._shown: Shown | None = None
 
-    def ids(self) -> set[int]:
+    def ids(self) -> Set[int]:
         if self._ids is None:
             self._ids = set(map(id, self._prompt))
         return self._ids

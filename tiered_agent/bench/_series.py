@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from itertools import compress, count
 from typing import Generic, TypeVar
 
 __all__ = ["Series", "identical_prefix"]
@@ -23,12 +24,10 @@ V = TypeVar("V")
 
 
 def identical_prefix(previous: Sequence[object], current: Sequence[object]) -> int:
-    """How many leading items of the two sequences are the same objects."""
-    same = list(map(operator.is_, previous, current))
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
+    """How many leading items of the two sequences are the same objects (C iterators throughout,
+    stopping at the first difference)."""
+    differing = compress(count(), map(operator.is_not, previous, current))
+    return next(differing, min(len(previous), len(current)))
 
 
 class Series(Generic[K, V]):
