@@ -45,7 +45,7 @@ import orjson
 from .._messages import Message
 from ._recorded import RecordedRun
 from ._series import Series
-from ._terms import message_text, normalize, occurrences, occurrences_backward, specific_terms
+from ._terms import is_specific, message_text, normalize, occurrences, occurrences_backward, terms
 
 __all__ = ["CONTEXT_CHARS", "MIN_CONTEXT", "EvidenceIndex", "Needed", "PromptView", "TextMemo"]
 
@@ -198,6 +198,7 @@ class EvidenceIndex:
         self._terms: dict[str, _Term] = {}
         self._first: dict[str, int | None] = {}
         self._in_always: dict[str, bool] = {}
+        self._specific: dict[str, bool] = {}
         self._needed: dict[int, Needed] = {}
         self._fields: dict[int, list[tuple[str, str]]] = {}
         self._patterns: dict[str, re.Pattern[str]] = {}
@@ -216,6 +217,13 @@ class EvidenceIndex:
             at = next(occurrences(self._corpus, term), None)
             self._first[term] = None if at is None else self._index_at(at)
         return self._first[term]
+
+    def _is_specific(self, term: str) -> bool:
+        """:func:`~._terms.is_specific`, once per distinct term of the run."""
+        known = self._specific.get(term)
+        if known is None:
+            known = self._specific[term] = is_specific(term)
+        return known
 
     def _always_has(self, term: str) -> bool:
         if term not in self._in_always:
@@ -242,7 +250,7 @@ class EvidenceIndex:
         cutoff = self.cutoff(iteration)
         observed: list[str] = []
         own: list[str] = []
-        for term in sorted(specific_terms(self._text(action))):
+        for term in sorted(t for t in set(terms(self._text(action))) if self._is_specific(t)):
             first = self._first_index(term)
             if first is None or first >= cutoff or self._always_has(term):
                 continue

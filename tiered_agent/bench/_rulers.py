@@ -210,10 +210,10 @@ class WordIndex:
         self._actions: dict[int, tuple[int, str]] = {}  # iteration -> (position, text) of its action
         for position, message in enumerate(m for m in run.messages if m.iteration >= 1):
             text = _text(message)
-            for word in set(_WORD.findall(text)):
-                self._first_any.setdefault(word, position)
-                if message.role in ("tool", "user"):
-                    self._first_observed.setdefault(word, position)
+            words = set(_WORD.findall(text))
+            self._first_any.update(dict.fromkeys(words - self._first_any.keys(), position))
+            if message.role in ("tool", "user"):
+                self._first_observed.update(dict.fromkeys(words - self._first_observed.keys(), position))
             if message.role == "assistant":
                 self._actions.setdefault(message.iteration, (position, text))
         self._in_always: dict[str, bool] = {}
