@@ -19,7 +19,7 @@ from tiered_agent.bench._rulers import (
     prompt_texts,
     shown_retrievals,
 )
-from tiered_agent.bench._series import Series
+from tiered_agent.bench._series import SparseSeries
 
 COUNTER = IdCounter("o200k_base")
 
@@ -93,7 +93,7 @@ async def test_the_replay_reports_both_rulers() -> None:
 def test_recorded_messages_are_looked_up_and_only_foreign_ones_are_read() -> None:
     run = _run()
     recorded = RecordedTexts(run)
-    series = Series(RawTexts(recorded.ids).foreign)
+    series = SparseSeries(RawTexts(recorded.ids).foreign)
     strings = ["row_17", "row_99", "a.py", "Use row"]
 
     def absent(prompt: list[Message]) -> tuple[str, ...]:
@@ -118,5 +118,5 @@ def test_retrieval_calls_shown_by_recorded_messages_count() -> None:
     run = RecordedRun("r", "test", "tiered-agent", (*_run().messages, shown))
     recorded = RecordedTexts(run)
     extra = Message("user", '[Iterations 1-2; context_retrieve(iteration="1-2")]')
-    view = RawView([*run.messages, extra], recorded, Series(RawTexts(recorded.ids).foreign))
+    view = RawView([*run.messages, extra], recorded, SparseSeries(RawTexts(recorded.ids).foreign))
     assert view.retrievals() == (frozenset({"c1"}), ((1, 2),))

@@ -44,7 +44,7 @@ import orjson
 
 from .._messages import Message
 from ._recorded import RecordedRun
-from ._series import Series
+from ._series import SparseSeries
 from ._terms import is_specific, message_text, normalize, occurrences, occurrences_backward, terms
 
 __all__ = ["CONTEXT_CHARS", "MIN_CONTEXT", "EvidenceIndex", "Needed", "PromptView", "TextMemo"]
@@ -427,7 +427,7 @@ class PromptView:
         self,
         prompt: Sequence[Message],
         memo: TextMemo,
-        series: Series[Message, tuple[str, bool] | None] | None = None,
+        series: SparseSeries[Message, tuple[str, bool]] | None = None,
         ids: Set[int] | None = None,
     ) -> None:
         self._prompt = prompt
@@ -450,12 +450,11 @@ class PromptView:
 
     def _newest_first(self) -> list[tuple[str, bool]]:
         if self._entries is None:
-            found = (
-                self._series(self._prompt)
-                if self._series is not None
-                else list(map(self._memo.entry, self._prompt))
-            )
-            self._entries = [e for e in reversed(found) if e is not None]
+            if self._series is not None:
+                self._entries = self._series(self._prompt)[::-1]
+            else:
+                found = map(self._memo.entry, reversed(self._prompt))
+                self._entries = [e for e in found if e is not None]
         return self._entries
 
     def observed(self) -> list[str]:

@@ -51,7 +51,7 @@ from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
 from ._rulers import RawTexts, RawView, RecordedTexts, Recovery, RetrievalSources, WordIndex
-from ._series import Series
+from ._series import SparseSeries
 from ._summarizer_check import CheckedSummarizer
 from ._turns import RetrievalTurn, retrieval_turn
 
@@ -392,8 +392,8 @@ class _Track:
     its prompts, derived only for the messages a prompt changed (``_series.py``)."""
 
     cache: CacheSimulator
-    raw: Series[Message, str | None]  # each foreign message as sent (``_rulers.RecordedTexts``)
-    normalized: Series[Message, tuple[str, bool] | None]  # as the line rulers read it; not the agent's own
+    raw: SparseSeries[Message, str]  # the foreign messages as sent (``_rulers.RecordedTexts``)
+    normalized: SparseSeries[Message, tuple[str, bool]]  # as the line rulers read them; not the agent's own
 
 
 async def _replay_policy(
@@ -403,8 +403,8 @@ async def _replay_policy(
     in a fresh manager, as the agent's context restarted there; one provider cache throughout."""
     track = _Track(
         CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
-        Series(state.raw.foreign),
-        Series(state.memo.entry),
+        SparseSeries(state.raw.foreign),
+        SparseSeries(state.memo.entry),
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0

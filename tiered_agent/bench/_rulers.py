@@ -27,7 +27,7 @@ import orjson
 from .._messages import Message
 from .._tokens import TokenCounter
 from ._recorded import RecordedRun
-from ._series import Series
+from ._series import SparseSeries
 from ._turns import CALL_TOKENS
 
 __all__ = [
@@ -163,7 +163,7 @@ class RawView:
         self,
         prompt: Sequence[Message],
         recorded: RecordedTexts,
-        series: Series[Message, str | None],
+        series: SparseSeries[Message, str],
         ids: Set[int] | None = None,
     ) -> None:
         self._prompt = prompt
@@ -182,7 +182,7 @@ class RawView:
     def texts(self) -> list[str]:
         """The foreign messages' texts, newest first."""
         if self._texts is None:
-            self._texts = [t for t in reversed(self._series(self._prompt)) if t is not None]
+            self._texts = self._series(self._prompt)[::-1]
         return self._texts
 
     def joined(self) -> str:
