@@ -437,9 +437,8 @@ class PromptView:
         self._observed: list[str] | None = None
         self._everything: list[str] | None = None
         self._joined: dict[bool, str] = {}
-        self._ids: Set[int] | None = (
-            ids  # the ids of the prompt's messages (built when first needed if not given)
-        )
+        # the ids of the prompt's messages (built when first needed if not given)
+        self._ids: Set[int] | None = ids
 
     def holds_any(self, ids: Iterable[int]) -> bool:
         """Whether one of the messages with these ``ids`` itself (the same object, so unchanged) is in

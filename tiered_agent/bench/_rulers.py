@@ -129,7 +129,7 @@ class RecordedTexts:
         found = self._holders.get(string)
         if found is None:
             ids: list[int] = []
-            at = self._corpus.find(string)
+            at = self._corpus.find(string) if string else -1  # "" is in every text: never absent
             while at >= 0:
                 index = bisect_right(self._starts, at) - 1
                 ids.append(id(self._messages[index]))
