@@ -294,3 +294,30 @@ async def test_placeholders_hide_the_line_but_not_the_agent_s_mentions() -> None
     assert masked.missed == ("1909",)  # the salient ruler finds DataDocumenter in the agent's script
     assert masked.own_needed == 1 and masked.own_missed == ()
     assert replay.policies["full"].steps[-1].line_missed == ()
+
+
+def test_recorded_messages_are_found_by_identity_and_never_searched() -> None:
+    """A prompt's recorded messages (the run's own objects) show a term when they are one of its
+    sources, so only the messages a policy wrote are searched: the same answers as a search of all."""
+    memo = TextMemo(frozenset(map(id, RUN.messages)))
+    aged = Message("tool", "[older output: 0 of 4 lines shown]", tool_call_id="c1")
+    note = Message("user", "1. look → bash\n    1909:class   DataDocumenter(ModuleLevelDocumenter):")
+    copy = Message("tool", OUTPUT, tool_call_id="c1")  # equal to the recorded output, another object
+    prompts = [
+        list(RUN.messages[:6]),
+        [*RUN.messages[:3], aged, *RUN.messages[4:6]],
+        [*RUN.messages[:3], aged, note],
+        [*RUN.messages[:3], copy],
+        [*RUN.messages[:2], note, RUN.messages[4]],
+    ]
+    answers = []
+    for prompt in prompts:
+        for term in ("1909", "DataDocumenter", "probe_docs.py", "probe_marker"):
+            for observed in (True, False):
+                fast = INDEX.shown(term, PromptView(prompt, memo), INDEX.cutoff(3), observed=observed)
+                slow = INDEX.shown(term, PromptView(prompt, TextMemo()), INDEX.cutoff(3), observed=observed)
+                assert fast == slow, (prompt, term, observed)
+                answers.append(fast)
+    assert True in answers and False in answers
+    view = PromptView([*RUN.messages[:3], aged, note], memo)
+    assert view.everything() == [f"\n{normalize(note.text)}\n", f"\n{normalize(aged.text)}\n"]

@@ -11,11 +11,15 @@ from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import replay_run, resolve_policies
 from tiered_agent.bench._rulers import (
     CALL_TOKENS,
+    RawTexts,
+    RawView,
+    RecordedTexts,
     RetrievalSources,
     WordIndex,
     prompt_texts,
     shown_retrievals,
 )
+from tiered_agent.bench._series import SparseSeries
 
 COUNTER = IdCounter("o200k_base")
 
@@ -56,14 +60,25 @@ def test_a_miss_is_recoverable_when_its_exact_call_is_shown() -> None:
     run = _run()
     sources = RetrievalSources(run, COUNTER)
     hidden = [Message("tool", '[output omitted; context_retrieve(tool_call_id="c1")]', tool_call_id="c1")]
-    recovery = sources.recovery(["row_17"], 2, prompt_texts(hidden), page_tokens=4000)
+    recovery = sources.recovery(["row_17"], 2, shown_retrievals(prompt_texts(hidden)), page_tokens=4000)
     tokens = COUNTER.count_text(run.messages[3].text)
     assert (recovery.recoverable, recovery.tokens) == (1, CALL_TOKENS + tokens)
-    assert sources.recovery(["row_17"], 2, prompt_texts(hidden), page_tokens=10).tokens == CALL_TOKENS + 10
+    assert (
+        sources.recovery(["row_17"], 2, shown_retrievals(prompt_texts(hidden)), page_tokens=10).tokens
+        == CALL_TOKENS + 10
+    )
     other = [Message("tool", '[output omitted; context_retrieve(tool_call_id="c9")]', tool_call_id="c9")]
-    assert sources.recovery(["row_17"], 2, prompt_texts(other), page_tokens=4000).recoverable == 0
+    assert (
+        sources.recovery(["row_17"], 2, shown_retrievals(prompt_texts(other)), page_tokens=4000).recoverable
+        == 0
+    )
     by_iteration = [Message("user", '[Iterations 1-1, one line each; context_retrieve(iteration="1")]')]
-    assert sources.recovery(["row_17"], 2, prompt_texts(by_iteration), page_tokens=4000).recoverable == 1
+    assert (
+        sources.recovery(
+            ["row_17"], 2, shown_retrievals(prompt_texts(by_iteration)), page_tokens=4000
+        ).recoverable
+        == 1
+    )
 
 
 @pytest.mark.anyio
@@ -73,3 +88,35 @@ async def test_the_replay_reports_both_rulers() -> None:
     full, masked = replay.policies["full"].steps[1], replay.policies["masking"].steps[1]
     assert (full.salient, full.missed, full.word_salient, full.word_missed) == (1, (), 1, 0)
     assert full.recoverable == masked.recoverable == 0  # masking keeps the last 10 outputs: nothing hidden
+
+
+def test_recorded_messages_are_looked_up_and_only_foreign_ones_are_read() -> None:
+    run = _run()
+    recorded = RecordedTexts(run)
+    series = SparseSeries(RawTexts(recorded.ids).foreign)
+    strings = ["row_17", "row_99", "a.py", "Use row"]
+
+    def absent(prompt: list[Message]) -> tuple[str, ...]:
+        view = RawView(prompt, recorded, series)
+        found = recorded.absent(strings, view)
+        assert found == tuple(s for s in strings if s not in "\n".join(prompt_texts(prompt)))
+        return found
+
+    assert absent(list(run.messages)) == ("row_99",)  # the output, the call's arguments, the reply
+    placeholder = Message("tool", "[output omitted: row_99 was kept]", tool_call_id="c1")
+    assert absent([*run.messages[:3], placeholder]) == ("row_17", "Use row")
+    copy = Message("tool", run.messages[3].text, tool_call_id="c1")  # equal, another object: searched
+    assert absent([*run.messages[:3], copy]) == ("row_99", "Use row")
+    view = RawView([*run.messages[:3], placeholder], recorded, series)
+    assert view.texts() == [placeholder.text]  # the recorded messages are never read
+
+
+def test_retrieval_calls_shown_by_recorded_messages_count() -> None:
+    shown = Message(
+        "tool", '[output omitted; context_retrieve(tool_call_id="c1")]', tool_call_id="c0", iteration=1
+    )
+    run = RecordedRun("r", "test", "tiered-agent", (*_run().messages, shown))
+    recorded = RecordedTexts(run)
+    extra = Message("user", '[Iterations 1-2; context_retrieve(iteration="1-2")]')
+    view = RawView([*run.messages, extra], recorded, SparseSeries(RawTexts(recorded.ids).foreign))
+    assert view.retrievals() == (frozenset({"c1"}), ((1, 2),))

@@ -22,7 +22,6 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any
 
 import orjson
@@ -200,7 +199,13 @@ class PromptEncoder:
 def common_prefix(previous: Sequence[array[int]], current: Sequence[array[int]]) -> int:
     """Length of the longest common token prefix of two segmented sequences."""
     same = identical_prefix(previous, current)  # the shared segments, as objects (at C speed)
-    total = sum(map(len, current[:same]))
+    return _common_after(previous, current, same, sum(map(len, current[:same])))
+
+
+def _common_after(previous: Sequence[array[int]], current: Sequence[array[int]], same: int, base: int) -> int:
+    """:func:`common_prefix`, given the ``same`` leading segments both share as objects and their
+    ``base`` tokens."""
+    total = base
     for a, b in zip(previous[same:], current[same:], strict=False):
         if a == b:
             total += len(b)
@@ -313,7 +318,7 @@ class CacheSimulator:
         self._prefix = prefix_segments(prefix_tokens, model.shared_share if model.provider else 0.0)
         self._shared = len(self._prefix[0]) if len(self._prefix) == 2 else 0
         self._previous: list[array[int]] = []
-        self._previous_tokens = 0
+        self._sums = [0]  # the previous request's tokens before each of its segments, then in all
         self._segments: Series[Message, array[int]] = Series(encoder.message)  # the messages' ids
         self._blocks: Series[Message, int] = Series(content_blocks)
         self._routes: dict[str | None, _Route] = {}  # implicit: each endpoint's cache
@@ -345,15 +350,21 @@ class CacheSimulator:
         (models that drop that reasoning match only up to the turn's first response).
         """
         current = [*self._prefix, self.encoder.tools(schemas), *self._segments(messages)]
-        common = common_prefix(self._previous, current) if self._previous else 0
-        self.rewrote = bool(self._previous) and common < self._previous_tokens
+        same = identical_prefix(self._previous, current)  # the segments it shares, as objects
+        sums = self._sums[: same + 1]
+        total = sums[-1]
+        for segment in current[same:]:
+            total += len(segment)
+            sums.append(total)
+        common = _common_after(self._previous, current, same, sums[same]) if self._previous else 0
+        self.rewrote = bool(self._previous) and common < self._sums[-1]
         if self.model.explicit:
-            use = self._explicit(current, messages, at, long_ttl)
+            use = self._explicit(current, sums, same, messages, at=at, long_ttl=long_ttl)
         else:
             cap = self._turn_cap(current, messages) if new_turn_after_reasoning else None
             use = CacheUse(self._implicit(current, common, route, at, cap))
         self._previous = current
-        self._previous_tokens = sum(map(len, current))
+        self._sums = sums
         return use
 
     # ---------------------------------------------------------------- implicit prefixes
@@ -410,10 +421,17 @@ class CacheSimulator:
 
     # ---------------------------------------------------------------- explicit breakpoints
     def _explicit(
-        self, current: list[array[int]], messages: Sequence[Message], at: float | None, long_ttl: bool
+        self,
+        current: list[array[int]],
+        sums: list[int],
+        same: int,
+        messages: Sequence[Message],
+        *,
+        at: float | None,
+        long_ttl: bool,
     ) -> CacheUse:
-        chain = self._hash_chain(current)
-        positions = list(accumulate(map(len, current)))
+        chain = self._hash_chain(current, same)
+        positions = sums[1:]  # tokens up to the end of each segment
         skip = len(self._prefix)  # segments before the tool schemas
         blocks = [0] * (skip + 1) + self._blocks(messages)
         points = self._breakpoints(messages, skip)
@@ -479,8 +497,9 @@ class CacheSimulator:
             else:
                 self._entries[chain[index]] = _Entry(at + ttl, ttl)
 
-    def _hash_chain(self, current: list[array[int]]) -> list[int]:
-        same = identical_prefix(self._previous, current)
+    def _hash_chain(self, current: list[array[int]], same: int) -> list[int]:
+        """Hashes of the request's segment prefixes; the first ``same`` segments are the previous
+        request's own (as objects), and so are their hashes."""
         for a, b in zip(self._previous[same:], current[same:], strict=False):
             if a != b:
                 break

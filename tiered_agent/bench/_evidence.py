@@ -33,8 +33,8 @@ Definitions (terms, specific, occurs, normalized: ``_terms.py``; all of it in do
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
@@ -44,8 +44,8 @@ import orjson
 
 from .._messages import Message
 from ._recorded import RecordedRun
-from ._series import Series
-from ._terms import message_text, normalize, occurrences, occurrences_backward, specific_terms
+from ._series import SparseSeries
+from ._terms import is_specific, message_text, normalize, occurrences, occurrences_backward, terms
 
 __all__ = ["CONTEXT_CHARS", "MIN_CONTEXT", "EvidenceIndex", "Needed", "PromptView", "TextMemo"]
 
@@ -66,12 +66,13 @@ class Needed:
 class _Term:
     """Where one term occurs in a run: its windows and the messages that hold it."""
 
-    __slots__ = ("keys", "observed", "observed_sources", "positions", "sources", "written")
+    __slots__ = ("keys", "observed", "observed_ids", "observed_sources", "source_ids", "sources", "written")
 
     def __init__(self) -> None:
-        self.positions: list[int] = []  # where it occurs in the run's corpus
         self.observed_sources: list[int] = []  # observation messages holding it, ascending
         self.sources: list[int] = []  # every message holding it, ascending
+        self.observed_ids: list[int] = []  # the ids of those messages (the run's objects), in that order
+        self.source_ids: list[int] = []
         # filled when first searched for (most terms stand in the prompt in an unchanged message):
         self.observed: Windows | None = None  # windows on observation lines
         self.written: Windows = {}  # windows on any line
@@ -197,6 +198,7 @@ class EvidenceIndex:
         self._terms: dict[str, _Term] = {}
         self._first: dict[str, int | None] = {}
         self._in_always: dict[str, bool] = {}
+        self._specific: dict[str, bool] = {}
         self._needed: dict[int, Needed] = {}
         self._fields: dict[int, list[tuple[str, str]]] = {}
         self._patterns: dict[str, re.Pattern[str]] = {}
@@ -215,6 +217,13 @@ class EvidenceIndex:
             at = next(occurrences(self._corpus, term), None)
             self._first[term] = None if at is None else self._index_at(at)
         return self._first[term]
+
+    def _is_specific(self, term: str) -> bool:
+        """:func:`~._terms.is_specific`, once per distinct term of the run."""
+        known = self._specific.get(term)
+        if known is None:
+            known = self._specific[term] = is_specific(term)
+        return known
 
     def _always_has(self, term: str) -> bool:
         if term not in self._in_always:
@@ -241,7 +250,7 @@ class EvidenceIndex:
         cutoff = self.cutoff(iteration)
         observed: list[str] = []
         own: list[str] = []
-        for term in sorted(specific_terms(self._text(action))):
+        for term in sorted(t for t in set(terms(self._text(action))) if self._is_specific(t)):
             first = self._first_index(term)
             if first is None or first >= cutoff or self._always_has(term):
                 continue
@@ -256,14 +265,19 @@ class EvidenceIndex:
         return found
 
     def _collect(self, term: str) -> _Term:
+        """The messages holding ``term``: its first occurrence in each (the search skips to the next)."""
         found = _Term()
-        for at in occurrences(self._corpus, term):
-            found.positions.append(at)
+        at = next(occurrences(self._corpus, term), None)
+        while at is not None:
             index = self._index_at(at)
-            if not found.sources or found.sources[-1] != index:
-                found.sources.append(index)
-                if self._observed[index]:
-                    found.observed_sources.append(index)
+            found.sources.append(index)
+            found.source_ids.append(id(self.messages[index]))
+            if self._observed[index]:
+                found.observed_sources.append(index)
+                found.observed_ids.append(id(self.messages[index]))
+            if index + 1 >= len(self._starts):
+                break
+            at = next(occurrences(self._corpus, term, self._starts[index + 1]), None)
         return found
 
     def _windows_of(self, found: _Term, term: str) -> _Term:
@@ -271,7 +285,7 @@ class EvidenceIndex:
         if found.observed is not None:
             return found
         found.observed = {}
-        for at in found.positions:
+        for at in occurrences(self._corpus, term):
             index = self._index_at(at)
             for key, window in _windows(self._corpus, at, len(term)):
                 _add(found.written, key, window, index)
@@ -301,11 +315,14 @@ class EvidenceIndex:
 
         A message that holds the term and stands in the prompt unchanged (the same object) shows it
         (all its lines are there); otherwise the part of the prompt the ruler reads is searched,
-        newest message first."""
+        newest message first (the run's recorded messages aside: :class:`TextMemo`)."""
         found = self._term(term)
-        for index in reversed(found.observed_sources if observed else found.sources):
-            if index < cutoff and prompt.holds(self.messages[index]):
-                return True
+        sources, ids = (
+            (found.observed_sources, found.observed_ids) if observed else (found.sources, found.source_ids)
+        )
+        before = bisect_left(sources, cutoff)
+        if before and prompt.holds_any(ids[before - 1 :: -1]):  # newest first
+            return True
         if "\n" not in term and term not in prompt.joined(observed=observed):
             return False  # in none of the texts searched below (each is between two line breaks)
         size = len(term)
@@ -367,10 +384,20 @@ class EvidenceIndex:
 class TextMemo:
     """Normalized texts of prompt messages, each between two ``\n`` (so a window anchored at a line
     boundary matches at the message's edges), memoized per message object for one run (the entry keeps
-    the message alive, so its ``id`` is not reused)."""
+    the message alive, so its ``id`` is not reused).
 
-    def __init__(self) -> None:
+    ``recorded``: the ids of the run's recorded messages (kept alive by the run). Their text is never
+    searched: a recorded message that holds a term is one of the term's sources, which
+    :meth:`EvidenceIndex.shown` finds in the prompt by identity, and one that does not hold it
+    cannot show it, so :meth:`entry` leaves them out of what the search reads. That holds for a
+    prompt whose recorded messages all come before the cutoff asked about, as a replayed prompt's
+    history does (a recorded message of the step or later would be a source too late to count,
+    yet its line could match an earlier source's window: leave ``recorded`` empty for such
+    prompts)."""
+
+    def __init__(self, recorded: frozenset[int] = frozenset()) -> None:
         self._texts: dict[int, tuple[Message, str]] = {}
+        self._recorded = recorded
 
     def text(self, message: Message) -> str:
         entry = self._texts.get(id(message))
@@ -379,8 +406,11 @@ class TextMemo:
             self._texts[id(message)] = entry
         return entry[1]
 
-    def entry(self, message: Message) -> tuple[str, bool]:
-        """The message's text, and whether it is not the agent's own (the line ruler reads it)."""
+    def entry(self, message: Message) -> tuple[str, bool] | None:
+        """The message's text, and whether it is not the agent's own (the line ruler reads it); None
+        for a recorded message (never searched)."""
+        if id(message) in self._recorded:
+            return None
         return self.text(message), message.role != "assistant"
 
 
@@ -388,15 +418,17 @@ _TEXT, _OBSERVED = itemgetter(0), itemgetter(1)
 
 
 class PromptView:
-    """A prompt as the rulers search it: each message's normalized text, newest first (each list built
-    once, when a ruler first reads it). ``series``: the texts of a policy's consecutive prompts, derived
-    only for the messages each prompt changed (``_series.py``)."""
+    """A prompt as the rulers search it: each message's normalized text, newest first, but for the
+    run's recorded messages (:class:`TextMemo`), each list built once, when a ruler first reads it.
+    ``series``: the texts of a policy's consecutive prompts, derived only for the messages each prompt
+    changed (``_series.py``)."""
 
     def __init__(
         self,
         prompt: Sequence[Message],
         memo: TextMemo,
-        series: Series[Message, tuple[str, bool]] | None = None,
+        series: SparseSeries[Message, tuple[str, bool]] | None = None,
+        ids: Set[int] | None = None,
     ) -> None:
         self._prompt = prompt
         self._memo = memo
@@ -405,33 +437,34 @@ class PromptView:
         self._observed: list[str] | None = None
         self._everything: list[str] | None = None
         self._joined: dict[bool, str] = {}
-        self._ids: set[int] | None = None
+        # the ids of the prompt's messages (built when first needed if not given)
+        self._ids: Set[int] | None = ids
 
-    def holds(self, message: Message) -> bool:
-        """Whether ``message`` itself (the same object, so unchanged) is in the prompt."""
+    def holds_any(self, ids: Iterable[int]) -> bool:
+        """Whether one of the messages with these ``ids`` itself (the same object, so unchanged) is in
+        the prompt."""
         if self._ids is None:
             self._ids = set(map(id, self._prompt))
-        return id(message) in self._ids
+        return not self._ids.isdisjoint(ids)
 
     def _newest_first(self) -> list[tuple[str, bool]]:
         if self._entries is None:
-            found = (
-                self._series(self._prompt)
-                if self._series is not None
-                else list(map(self._memo.entry, self._prompt))
-            )
-            self._entries = found[::-1]
+            if self._series is not None:
+                self._entries = self._series(self._prompt)[::-1]
+            else:
+                found = map(self._memo.entry, reversed(self._prompt))
+                self._entries = [e for e in found if e is not None]
         return self._entries
 
     def observed(self) -> list[str]:
-        """The messages that are not the agent's own (what the line ruler reads)."""
+        """The messages that are not the agent's own (what the line ruler reads), recorded ones aside."""
         if self._observed is None:
             entries = self._newest_first()
             self._observed = list(compress(map(_TEXT, entries), map(_OBSERVED, entries)))
         return self._observed
 
     def everything(self) -> list[str]:
-        """Every message (what the own-writing ruler reads)."""
+        """Every message (what the own-writing ruler reads), recorded ones aside."""
         if self._everything is None:
             self._everything = list(map(_TEXT, self._newest_first()))
         return self._everything

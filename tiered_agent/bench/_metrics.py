@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import orjson
 
@@ -64,7 +66,7 @@ def is_salient(token: str) -> bool:
 
 def salient_candidates(text: str) -> set[str]:
     """The code-like tokens of ``text``."""
-    return {t for t in _TOKEN.findall(text) if is_salient(t)}
+    return {t for t in set(_TOKEN.findall(text)) if is_salient(t)}
 
 
 def message_text(message: Message) -> str:
@@ -88,6 +90,8 @@ class SalienceIndex:
         self._always = "\n".join(always)
         later = [m for m in run.messages if m.iteration >= 1]
         self._texts = [message_text(m) for m in later]
+        self._starts = list(accumulate((len(t) + 1 for t in self._texts[:-1]), initial=0))
+        self._corpus = "\n".join(self._texts)  # a token holds no line break: found in one text
         self._observation = [m.role in ("tool", "user") for m in later]
         self._action_at: dict[int, int] = {}
         for index, message in enumerate(later):
@@ -97,8 +101,10 @@ class SalienceIndex:
         self._salient: dict[int, tuple[str, ...]] = {}
 
     def _first_index(self, token: str) -> int | None:
+        """The first message of iteration 1 or later whose text holds ``token``."""
         if token not in self._first:
-            self._first[token] = next((i for i, text in enumerate(self._texts) if token in text), None)
+            at = self._corpus.find(token)
+            self._first[token] = None if at < 0 else bisect_right(self._starts, at) - 1
         return self._first[token]
 
     def salient(self, iteration: int) -> tuple[str, ...]:

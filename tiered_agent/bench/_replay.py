@@ -31,6 +31,7 @@ from .._cluster import RayAddress
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
+from .._tokens import TokenCounter
 from .._tools import ToolOutcome
 from .._trace import StepError
 from .._workers import configure_worker_logging
@@ -46,11 +47,11 @@ from ._backend import open_backend
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
 from ._evidence import EvidenceIndex, PromptView, TextMemo
-from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics, absent_from
+from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
-from ._rulers import RawTexts, Recovery, RetrievalSources, WordIndex, shown_retrievals
-from ._series import Series
+from ._rulers import RawTexts, RawView, RecordedTexts, Recovery, RetrievalSources, WordIndex
+from ._series import SparseSeries
 from ._summarizer_check import CheckedSummarizer
 from ._turns import RetrievalTurn, retrieval_turn
 
@@ -305,6 +306,7 @@ class _RunState:
     salience: SalienceIndex
     outputs: tuple[int, ...]
     groups: dict[int, list[Message]]
+    recorded: RecordedTexts  # the run's messages as sent, and which of them hold a string
     cache_model: CacheModel = IDEAL
     token_scale: float = 1.0  # provider tokens per replayed token (for the cache model's sizes)
     terms: CacheTerms = field(default_factory=CacheTerms)  # what aging decides by: cache and prices
@@ -352,6 +354,7 @@ class _RunState:
         routing: str = "recorded",
     ) -> _RunState:
         groups = group_by_iteration(run.messages)
+        recorded = RecordedTexts(run)
         return cls(
             run,
             counter,
@@ -359,12 +362,15 @@ class _RunState:
             SalienceIndex(run),
             _step_outputs(run, counter),
             groups,
+            recorded,
             cache_model,
             token_scale,
             terms or CacheTerms.of(cache_model, scale=token_scale),
             WordIndex(run),
             RetrievalSources(run, counter),
             EvidenceIndex(run),
+            TextMemo(recorded.ids),
+            RawTexts(recorded.ids),
             routing=routing,
             prefix_tokens=max(prefix_tokens, 0),
             long_steps=long_ttl_steps(run.usage, run.cache_writes_1h),
@@ -388,8 +394,8 @@ class _Track:
     its prompts, derived only for the messages a prompt changed (``_series.py``)."""
 
     cache: CacheSimulator
-    raw: Series[Message, str]  # each message as sent
-    normalized: Series[Message, tuple[str, bool]]  # as the line rulers read it; not the agent's own
+    raw: SparseSeries[Message, str]  # the foreign messages as sent (``_rulers.RecordedTexts``)
+    normalized: SparseSeries[Message, tuple[str, bool]]  # as the line rulers read them; not the agent's own
 
 
 async def _replay_policy(
@@ -399,8 +405,8 @@ async def _replay_policy(
     in a fresh manager, as the agent's context restarted there; one provider cache throughout."""
     track = _Track(
         CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
-        Series(state.raw.text),
-        Series(state.memo.entry),
+        SparseSeries(state.raw.foreign),
+        SparseSeries(state.memo.entry),
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
@@ -530,22 +536,24 @@ async def _step(
         new_turn_after_reasoning=step in state.turns_after_reasoning,
     )
     cached = min(use.read, prompt_tokens)
-    texts = track.raw(messages)[::-1]  # newest first: the order searches go in
-    joined = "\n".join(texts)  # salient strings and words hold no line break
+    ids = set(map(id, messages))  # the prompt's messages, as the rulers look recorded ones up
+    raw = RawView(messages, state.recorded, track.raw, ids)
     salient = state.salience.salient(iteration)
-    missed = absent_from(salient, joined)
+    missed = state.recorded.absent(salient, raw)
     words = state.words.salient(iteration) if state.words is not None else ()
     retrieval = 0
     recovery = Recovery()
     if missed and manager.policy.retrieval_active:
         retrieval = state.retrieval_charge(iteration, missed, history, manager.policy)
         if state.sources is not None:
-            recovery = state.sources.recovery(missed, iteration, texts, manager.policy.retrieve_page_tokens)
+            recovery = state.sources.recovery(
+                missed, iteration, raw.retrievals(), manager.policy.retrieve_page_tokens
+            )
     lines = _line_rulers(
         state,
         iteration,
-        PromptView(messages, state.memo, track.normalized),
-        texts=texts,
+        PromptView(messages, state.memo, track.normalized, ids),
+        raw=raw,
         missed=missed,
         policy=manager.policy,
         prompt_tokens=prompt_tokens,
@@ -567,7 +575,7 @@ async def _step(
         recoverable=recovery.recoverable,
         recovery_tokens=recovery.tokens,
         word_salient=len(words),
-        word_missed=len(absent_from(words, joined)),
+        word_missed=len(state.recorded.absent(words, raw)),
         line_needed=lines.line_needed,
         line_missed=lines.line_missed,
         line_recoverable=lines.line_recoverable,
@@ -596,7 +604,7 @@ def _line_rulers(
     iteration: int,
     view: PromptView,
     *,
-    texts: Sequence[str],
+    raw: RawView,
     missed: Sequence[str],
     policy: Policy,
     prompt_tokens: int,
@@ -614,7 +622,7 @@ def _line_rulers(
     result = _LineRulers(len(needed.observed), line_missed, 0, len(needed.own), own_missed)
     if not policy.retrieval_active or state.sources is None or not (missed or line_missed or own_missed):
         return result
-    ids, ranges = shown_retrievals(texts)
+    ids, ranges = raw.retrievals()
     if not ids and not ranges:
         return result
     line = {
@@ -720,22 +728,28 @@ def replay_job(
 ) -> RunReplay:
     """One run under every policy, on its own token counter (nothing of it outlives the call)."""
     counter = IdCounter(settings.tokenizer)
+    done: list[RunReplay] = []
 
-    async def main() -> RunReplay:
-        return await replay_run(
-            run,
-            policies,
-            counter=counter,
-            context_window=settings.context_window,
-            summary_model=settings.summary_model,
-            cache_model=plan.cache_model,
-            token_scale=plan.token_scale,
-            cache_terms=plan_terms(plan, settings),
-            prefix_tokens=plan.prefix.tokens,
-            routing=settings.routing,
+    async def main() -> None:
+        done.append(
+            await replay_run(
+                run,
+                policies,
+                counter=counter,
+                context_window=settings.context_window,
+                summary_model=settings.summary_model,
+                cache_model=plan.cache_model,
+                token_scale=plan.token_scale,
+                cache_terms=plan_terms(plan, settings),
+                prefix_tokens=plan.prefix.tokens,
+                routing=settings.routing,
+            )
         )
 
-    return anyio.run(main)
+    # The result leaves through ``done``, not as the task's: asyncio's runner reprs its main task
+    # (result included, the whole replay) when it restores the SIGINT handler after the run.
+    anyio.run(main)
+    return done[0]
 
 
 def plan_terms(plan: RunPlan, settings: ReplaySettings) -> CacheTerms:
@@ -817,7 +831,7 @@ def full_tokens_unit(level: int | None, tokenizer: str, run: RecordedRun) -> tup
     unit of work (:mod:`._backend`: ``level`` configures a worker's logging)."""
     if level is not None:
         configure_worker_logging(level)
-    return run.run_id, full_prompt_tokens(run, IdCounter(tokenizer))
+    return run.run_id, full_prompt_tokens(run, TokenCounter(tokenizer))
 
 
 def replay_unit(

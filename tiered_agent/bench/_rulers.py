@@ -19,28 +19,35 @@ own-writing rulers (``_evidence.py``); docs/rulers.md defines them all.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence, Set
 
 import orjson
 
 from .._messages import Message
 from .._tokens import TokenCounter
 from ._recorded import RecordedRun
+from ._series import SparseSeries
 from ._turns import CALL_TOKENS
 
 __all__ = [
     "CALL_TOKENS",
     "RawTexts",
+    "RawView",
+    "RecordedTexts",
     "Recovery",
     "RetrievalSources",
+    "Shown",
     "WordIndex",
     "prompt_texts",
     "shown_retrievals",
 ]
 
 _WORD = re.compile(r"\w{4,}", re.ASCII)
+_MARK = "context_retrieve("
 _CALL = re.compile(r'context_retrieve\((tool_call_id|iteration)="([^"]*)"\)')
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+Shown = tuple[frozenset[str], tuple[tuple[int, int], ...]]  # output ids, iteration ranges
 
 
 def _text(message: Message) -> str:
@@ -51,10 +58,12 @@ def _text(message: Message) -> str:
 
 class RawTexts:
     """What the model reads of each message (its content and calls, as sent), memoized per message
-    object for one run (the entry keeps the message alive, so its ``id`` is not reused)."""
+    object for one run (the entry keeps the message alive, so its ``id`` is not reused).
+    ``recorded``: the ids of the run's recorded messages, which :meth:`foreign` leaves out."""
 
-    def __init__(self) -> None:
+    def __init__(self, recorded: frozenset[int] = frozenset()) -> None:
         self._texts: dict[int, tuple[Message, str]] = {}
+        self._recorded = recorded
 
     def text(self, message: Message) -> str:
         if not message.tool_calls:
@@ -64,6 +73,10 @@ class RawTexts:
             entry = self._texts[id(message)] = (message, _text(message))
         return entry[1]
 
+    def foreign(self, message: Message) -> str | None:
+        """The message's text, None for a recorded message (:class:`RecordedTexts` answers for those)."""
+        return None if id(message) in self._recorded else self.text(message)
+
 
 def prompt_texts(prompt: Sequence[Message], memo: RawTexts | None = None) -> list[str]:
     """What the model reads of each prompt message, newest first (the order searches go in)."""
@@ -72,12 +85,12 @@ def prompt_texts(prompt: Sequence[Message], memo: RawTexts | None = None) -> lis
     return [memo.text(m) for m in reversed(prompt)]
 
 
-def shown_retrievals(texts: Iterable[str]) -> tuple[frozenset[str], tuple[tuple[int, int], ...]]:
+def shown_retrievals(texts: Iterable[str]) -> Shown:
     """The output ids and iteration ranges whose exact ``context_retrieve`` call a prompt shows."""
     ids: set[str] = set()
     ranges: set[tuple[int, int]] = set()
     for text in texts:
-        if "context_retrieve(" not in text:
+        if _MARK not in text:
             continue
         for kind, value in _CALL.findall(text):
             if kind == "tool_call_id":
@@ -86,6 +99,102 @@ def shown_retrievals(texts: Iterable[str]) -> tuple[frozenset[str], tuple[tuple[
                 low = int(match.group(1))
                 ranges.add((low, int(match.group(2) or low)))
     return frozenset(ids), tuple(sorted(ranges))
+
+
+class RecordedTexts:
+    """What the model reads of a run's recorded messages, and which of them hold a string: for one
+    run, whatever the policy.
+
+    A prompt is mostly recorded messages passed through unchanged (the same objects), plus the few
+    messages a policy wrote or rewrote (*foreign* ones). A string without a line break is in a
+    prompt's text when a recorded message of the prompt holds it or a foreign one does, so a search
+    reads only the foreign messages, and looks the recorded ones up among the string's holders,
+    found once per run (:meth:`holders`)."""
+
+    def __init__(self, run: RecordedRun) -> None:
+        self._messages = run.messages
+        texts = [_text(m) for m in run.messages]
+        self.ids = frozenset(map(id, run.messages))  # the entries keep the messages alive
+        self._starts: list[int] = []
+        position = 0
+        for text in texts:
+            self._starts.append(position)
+            position += len(text) + 1
+        self._corpus = "\n".join(texts)
+        self._holders: dict[str, frozenset[int]] = {}
+        self._marked = {id(m): text for m, text in zip(run.messages, texts, strict=True) if _MARK in text}
+
+    def holders(self, string: str) -> frozenset[int]:
+        """The ids of the recorded messages whose text holds ``string`` (which holds no line break)."""
+        found = self._holders.get(string)
+        if found is None:
+            ids: list[int] = []
+            at = self._corpus.find(string) if string else -1  # "" is in every text: never absent
+            while at >= 0:
+                index = bisect_right(self._starts, at) - 1
+                ids.append(id(self._messages[index]))
+                following = index + 1  # the next message: one hit per holder is enough
+                if following >= len(self._starts):
+                    break
+                at = self._corpus.find(string, self._starts[following])
+            found = self._holders[string] = frozenset(ids)
+        return found
+
+    def absent(self, strings: Sequence[str], view: RawView) -> tuple[str, ...]:
+        """The ``strings`` (none with a line break) that the prompt of ``view`` does not hold."""
+        if not strings:
+            return ()
+        ids, joined = view.ids(), view.joined()
+        return tuple(s for s in strings if self.holders(s).isdisjoint(ids) and s not in joined)
+
+    def marked(self, prompt: Sequence[Message]) -> list[str]:
+        """The texts of the recorded messages of ``prompt`` that show a ``context_retrieve`` call."""
+        if not self._marked:
+            return []
+        return [text for m in prompt if (text := self._marked.get(id(m))) is not None]
+
+
+class RawView:
+    """One prompt as the salient and word rulers read it: its messages' ids, and the texts of its
+    foreign messages (derived only for the messages a prompt changed: ``series``, over
+    :meth:`RawTexts.foreign`), newest first; each built once, when first asked for."""
+
+    def __init__(
+        self,
+        prompt: Sequence[Message],
+        recorded: RecordedTexts,
+        series: SparseSeries[Message, str],
+        ids: Set[int] | None = None,
+    ) -> None:
+        self._prompt = prompt
+        self._recorded = recorded
+        self._series = series
+        self._ids = ids  # the ids of the prompt's messages (built when first needed if not given)
+        self._texts: list[str] | None = None
+        self._joined: str | None = None
+        self._shown: Shown | None = None
+
+    def ids(self) -> Set[int]:
+        if self._ids is None:
+            self._ids = set(map(id, self._prompt))
+        return self._ids
+
+    def texts(self) -> list[str]:
+        """The foreign messages' texts, newest first."""
+        if self._texts is None:
+            self._texts = self._series(self._prompt)[::-1]
+        return self._texts
+
+    def joined(self) -> str:
+        if self._joined is None:
+            self._joined = "\n".join(self.texts())
+        return self._joined
+
+    def retrievals(self) -> Shown:
+        """The exact ``context_retrieve`` calls the prompt shows (:func:`shown_retrievals`)."""
+        if self._shown is None:
+            self._shown = shown_retrievals([*self.texts(), *self._recorded.marked(self._prompt)])
+        return self._shown
 
 
 class WordIndex:
@@ -101,10 +210,10 @@ class WordIndex:
         self._actions: dict[int, tuple[int, str]] = {}  # iteration -> (position, text) of its action
         for position, message in enumerate(m for m in run.messages if m.iteration >= 1):
             text = _text(message)
-            for word in set(_WORD.findall(text)):
-                self._first_any.setdefault(word, position)
-                if message.role in ("tool", "user"):
-                    self._first_observed.setdefault(word, position)
+            words = set(_WORD.findall(text))
+            self._first_any.update(dict.fromkeys(words - self._first_any.keys(), position))
+            if message.role in ("tool", "user"):
+                self._first_observed.update(dict.fromkeys(words - self._first_observed.keys(), position))
             if message.role == "assistant":
                 self._actions.setdefault(message.iteration, (position, text))
         self._in_always: dict[str, bool] = {}
@@ -186,14 +295,12 @@ class RetrievalSources:
                 found[string] = source
         return found
 
-    def recovery(
-        self, missed: Sequence[str], iteration: int, texts: Sequence[str], page_tokens: int
-    ) -> Recovery:
-        """The misses of the step before ``iteration`` that a call shown in ``texts`` recovers, and
-        the tokens of those calls and what they return."""
+    def recovery(self, missed: Sequence[str], iteration: int, shown: Shown, page_tokens: int) -> Recovery:
+        """The misses of the step before ``iteration`` that a call ``shown`` in the prompt
+        (:func:`shown_retrievals`) recovers, and the tokens of those calls and what they return."""
         if not missed:
             return Recovery()
-        ids, ranges = shown_retrievals(texts)
+        ids, ranges = shown
         found = self.sources(missed, iteration, ids, ranges)
         charged = {s: CALL_TOKENS + self.page_tokens(s, page_tokens) for s in set(found.values())}
         return Recovery(len(found), sum(charged.values()))

@@ -13,22 +13,22 @@ messages, instead of a Python call per message of an ever longer prompt.
 from __future__ import annotations
 
 import operator
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from itertools import compress, count
 from typing import Generic, TypeVar
 
-__all__ = ["Series", "identical_prefix"]
+__all__ = ["Series", "SparseSeries", "identical_prefix"]
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 
 def identical_prefix(previous: Sequence[object], current: Sequence[object]) -> int:
-    """How many leading items of the two sequences are the same objects."""
-    same = list(map(operator.is_, previous, current))
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
+    """How many leading items of the two sequences are the same objects (C iterators throughout,
+    stopping at the first difference)."""
+    differing = compress(count(), map(operator.is_not, previous, current))
+    return next(differing, min(len(previous), len(current)))
 
 
 class Series(Generic[K, V]):
@@ -50,4 +50,32 @@ class Series(Generic[K, V]):
         values.extend(map(self._derive, items[kept:]))
         self._items = list(items)
         self._values = values
+        return list(values)
+
+
+class SparseSeries(Generic[K, V]):
+    """A :class:`Series` for a ``derive`` that is None for most items (a prompt's messages other
+    than the few a policy wrote): only the values that are not None, in order, without a step
+    through the items the sequence shares with the one before."""
+
+    __slots__ = ("_derive", "_items", "_positions", "_values")
+
+    def __init__(self, derive: Callable[[K], V | None]) -> None:
+        self._derive = derive
+        self._items: list[K] = []
+        self._positions: list[int] = []  # where the values' items stand in ``_items``
+        self._values: list[V] = []
+
+    def __call__(self, items: Sequence[K]) -> list[V]:
+        """The values of ``items`` that are not None, in order (a new list: the caller may keep it)."""
+        kept = identical_prefix(self._items, items)
+        cut = bisect_left(self._positions, kept)
+        positions, values = self._positions[:cut], self._values[:cut]
+        for position in range(kept, len(items)):
+            value = self._derive(items[position])
+            if value is not None:
+                positions.append(position)
+                values.append(value)
+        self._items = list(items)
+        self._positions, self._values = positions, values
         return list(values)

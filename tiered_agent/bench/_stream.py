@@ -31,11 +31,11 @@ from types import TracebackType
 
 from .._cluster import RayAddress
 from .._errors import ConfigurationError
+from .._tokens import TokenCounter
 from .._workers import configure_worker_logging
 from ..context._policy import Policy
 from ._aggregate import Aggregate, Header
 from ._backend import Backend, open_backend
-from ._caching import IdCounter
 from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
 from ._detail import DetailSpool
 from ._importers import RunReader, SkippedInput, SkippedLines
@@ -232,7 +232,7 @@ def count_unit(level: int | None, tokenizer: str, source: RunSource, run_id: str
     """A unit of work: one run's replayed ``full`` prompt tokens per step, for the calibration."""
     if level is not None:
         configure_worker_logging(level)
-    return run_id, full_prompt_tokens(_run_of(source), IdCounter(tokenizer))
+    return run_id, full_prompt_tokens(_run_of(source), TokenCounter(tokenizer))
 
 
 @dataclass(frozen=True, slots=True)

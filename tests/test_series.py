@@ -1,0 +1,39 @@
+"""Per-item values of consecutive sequences, derived only past what a sequence shares with the last."""
+
+from __future__ import annotations
+
+from tiered_agent.bench._series import Series, SparseSeries, identical_prefix
+
+
+class Item:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_identical_prefix_counts_the_same_objects() -> None:
+    a, b, c = Item("a"), Item("b"), Item("c")
+    assert identical_prefix([a, b, c], [a, b, Item("c")]) == 2
+    assert identical_prefix([a, b], [a, b, c]) == 2
+    assert identical_prefix([a, b, c], [a]) == 1
+    assert identical_prefix([], [a]) == identical_prefix([b], [a]) == 0
+
+
+def test_values_are_derived_once_per_object_past_the_shared_prefix() -> None:
+    derived: list[str] = []
+
+    def derive(item: Item) -> str | None:
+        derived.append(item.name)
+        return None if item.name.startswith("_") else item.name.upper()
+
+    dense, sparse = Series(derive), SparseSeries(derive)
+    a, hidden, b, c = Item("a"), Item("_x"), Item("b"), Item("c")
+    assert sparse([a, hidden, b]) == ["A", "B"]
+    assert derived == ["a", "_x", "b"]
+    assert sparse([a, hidden, b, c]) == ["A", "B", "C"]
+    assert derived[3:] == ["c"]  # the shared prefix is not derived again
+    b2 = Item("b")
+    assert sparse([a, hidden, b2, c]) == ["A", "B", "C"]
+    assert derived[4:] == ["b", "c"]  # from the first changed object on
+    assert sparse([a]) == ["A"]
+    assert sparse([a, Item("_y"), Item("d")]) == ["A", "D"]
+    assert dense([a, hidden, b]) == ["A", None, "B"]
