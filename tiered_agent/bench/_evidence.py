@@ -45,7 +45,15 @@ import orjson
 from .._messages import Message
 from ._recorded import RecordedRun
 from ._series import SparseSeries
-from ._terms import is_specific, message_text, normalize, occurrences, occurrences_backward, terms
+from ._terms import (
+    is_specific,
+    joined,
+    message_text,
+    normalize,
+    occurrences,
+    occurrences_backward,
+    terms,
+)
 
 __all__ = ["CONTEXT_CHARS", "MIN_CONTEXT", "EvidenceIndex", "Needed", "PromptView", "TextMemo"]
 
@@ -184,12 +192,7 @@ class EvidenceIndex:
         self._always = "\n".join(always)
         self.messages = [m for m in run.messages if m.iteration >= 1]
         texts = [_evidence_text(m) for m in self.messages]
-        self._starts: list[int] = []
-        position = 0
-        for text in texts:
-            self._starts.append(position)
-            position += len(text) + 1
-        self._corpus = "\n".join(texts)
+        self._corpus, self._starts = joined(texts)
         self._observed = [m.role != "assistant" for m in self.messages]
         self._action_at: dict[int, int] = {}
         for index, message in enumerate(self.messages):

@@ -28,6 +28,7 @@ from .._messages import Message
 from .._tokens import TokenCounter
 from ._recorded import RecordedRun
 from ._series import SparseSeries
+from ._terms import joined
 from ._turns import CALL_TOKENS
 
 __all__ = [
@@ -115,12 +116,7 @@ class RecordedTexts:
         self._messages = run.messages
         texts = [_text(m) for m in run.messages]
         self.ids = frozenset(map(id, run.messages))  # the entries keep the messages alive
-        self._starts: list[int] = []
-        position = 0
-        for text in texts:
-            self._starts.append(position)
-            position += len(text) + 1
-        self._corpus = "\n".join(texts)
+        self._corpus, self._starts = joined(texts)
         self._holders: dict[str, frozenset[int]] = {}
         self._marked = {id(m): text for m, text in zip(run.messages, texts, strict=True) if _MARK in text}
 
