@@ -247,7 +247,8 @@ def condensed_note(
         kept = [text for report in reports for text in report.text.splitlines() if text.strip()]
         shown |= refs_of_all(kept)
         seen |= refs_of_all(kept) if novel else set()
-        lines.append("\n".join([line, *(f"    {text}" for _, text in chosen), *(f"    {text}" for text in kept)]))
+        shown_lines = [*(text for _, text in chosen), *kept]
+        lines.append("\n".join([line, *(f"    {text}" for text in shown_lines)]))
         wanted |= _actions(messages)
     return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)
 
