@@ -203,6 +203,7 @@ def condensed_note(
     later: Sequence[Message] = (),
     referred: int = 0,
     novel: int = 0,
+    keep_tools: frozenset[str] = frozenset(),
 ) -> Message:
     """The note standing for a chunk of iterations ``(iteration, messages)``, oldest first.
 
@@ -210,7 +211,8 @@ def condensed_note(
     outputs that name something the agent referred to afterwards (in the chunk, or in ``later``:
     the messages of the iterations after it up to when it was condensed); with ``novel`` > 0, by
     up to that many more naming what nothing after them names (neither ``later`` nor a newer line
-    of the note). Newest first, each name only once.
+    of the note). Newest first, each name only once. The outputs of ``keep_tools`` (a sub-agent's
+    report) are kept whole under their iteration's line.
     """
     first, last = chunk[0][0], chunk[-1][0]
     span = f"{first}-{last}" if first != last else str(first)
@@ -221,9 +223,11 @@ def condensed_note(
     shown: set[str] = set()
     lines: list[str] = []
     label = format_label([*(m for _, messages in chunk for m in messages), *later])
-    for k, messages in reversed(chunk):
-        line = condensed_line(k, messages, label)
+    for k, whole in reversed(chunk):
+        line = condensed_line(k, whole, label)
         shown |= refs(line)
+        reports = _reports(whole, keep_tools)
+        messages = tuple(m for m in whole if m not in reports) if reports else whole
         names = _output_refs(messages) if referred or novel else frozenset()
         restricted = (frozenset(wanted & names), frozenset(shown & names), frozenset(seen & names))
         extra = _extra_lines(messages, *restricted, referred=referred, novel=novel)
@@ -240,9 +244,21 @@ def condensed_note(
             chosen = [(i, text) for i, text in enumerate(outputs) if text]
             shown |= refs_of_all(outputs)
             seen |= refs_of_all(outputs) if novel else set()
-        lines.append("\n".join([line, *(f"    {text}" for _, text in chosen)]))
+        kept = [text for report in reports for text in report.text.splitlines() if text.strip()]
+        shown |= refs_of_all(kept)
+        seen |= refs_of_all(kept) if novel else set()
+        shown_lines = [*(text for _, text in chosen), *kept]
+        lines.append("\n".join([line, *(f"    {text}" for text in shown_lines)]))
         wanted |= _actions(messages)
     return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)
+
+
+def _reports(messages: tuple[Message, ...], keep_tools: frozenset[str]) -> tuple[Message, ...]:
+    """The iteration's outputs of ``keep_tools``: kept whole wherever the iteration ages."""
+    if not keep_tools:
+        return ()
+    kept = {c.id for m in messages for c in m.tool_calls if c.name in keep_tools}
+    return tuple(m for m in messages if m.role == "tool" and m.tool_call_id in kept)
 
 
 @lru_cache(maxsize=4096)

@@ -72,6 +72,7 @@ class AgedStyle:
     reasoning: ReasoningMode = "first"
     max_arg_chars: int = 200
     retrieval: bool = True
+    keep_tools: frozenset[str] = frozenset()
 
 
 def preamble(style: AgedStyle) -> Message:
@@ -226,6 +227,10 @@ def _age_iteration(
             out.append(_age_assistant(style, message, seen, used))
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
+            if call is not None and call.name in style.keep_tools:  # a sub-agent's report: kept whole
+                seen |= refs(message.text)
+                out.append(message)
+                continue
             out.append(_age_output(style, message, seen, _superseded_by(call, message, later)))
         else:
             out.append(_age_output(style, message, seen, None))
@@ -334,16 +339,21 @@ def condensed(
     later: tuple[Message, ...] = (),
     referred: int = 0,
     novel: int = 0,
+    keep_tools: frozenset[str] = frozenset(),
     memo: FormsMemo | None = None,
 ) -> Message:
     """The note for a chunk of condensed iterations; ``later``: the messages after the chunk up to
-    the epoch that condensed it; ``memo``: the run's."""
+    the epoch that condensed it; ``keep_tools``: whose outputs it keeps whole; ``memo``: the run's."""
     if memo is None:
-        return condensed_note(chunk, retrieval=retrieval, later=later, referred=referred, novel=novel)
-    key = (retrieval, referred, novel, chunk[0][0], chunk[-1][0], _identity(later, chunk))
+        return condensed_note(
+            chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, keep_tools=keep_tools
+        )
+    key = (retrieval, referred, novel, keep_tools, chunk[0][0], chunk[-1][0], _identity(later, chunk))
     hit = memo.notes.get(key)
     if hit is not None and hit[0] == (tuple(chunk), later):
         return hit[1]
-    note = condensed_note(chunk, retrieval=retrieval, later=later, referred=referred, novel=novel)
+    note = condensed_note(
+        chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, keep_tools=keep_tools
+    )
     memo.notes[key] = ((tuple(chunk), later), note)
     return note

@@ -18,7 +18,10 @@ the provider's cache holds all of it. The forms:
   into one note with one line per iteration (level 2; None: never), each
   followed by up to ``keep_referred`` lines of its outputs naming what the agent
   referred to afterwards (when it was condensed) and up to ``keep_novel`` lines
-  naming the most things shown nowhere after them.
+  naming the most things shown nowhere after them;
+* the outputs of ``keep_tools`` stay whole at both levels: a sub-agent's report
+  (Claude Code's ``Task``) is short next to what the sub-agent read, dense, and
+  what the agent goes on to build on.
 
 A fixed note before the aged iterations says what these forms mean. The
 rolling summary, when the policy has one, follows the aged iterations, so the
@@ -109,8 +112,15 @@ class Age(Step):
     keep_novel: int = 5
     every: int | None = None
     patience: float = 1.0
+    keep_tools: tuple[str, ...] = ("Task", "Agent")
 
     def __post_init__(self) -> None:
+        tools = self.keep_tools
+        require(
+            isinstance(tools, list | tuple) and all(isinstance(t, str) and t for t in tools),
+            f"Age.keep_tools must be a list of tool names, got {tools!r}",
+        )
+        object.__setattr__(self, "keep_tools", tuple(tools))
         for name in ("window", "max_lines", "line_chars", "max_arg_chars", "chunk"):
             value = getattr(self, name)
             require(
@@ -149,6 +159,7 @@ class Age(Step):
             self.reasoning,
             self.max_arg_chars,
             retrieval,
+            frozenset(self.keep_tools),
         )
 
     def start(self, run: Run) -> AgeRuntime:
@@ -252,6 +263,7 @@ class Age(Step):
             later=later,
             referred=self.keep_referred,
             novel=self.keep_novel,
+            keep_tools=frozenset(self.keep_tools),
             memo=memo,
         )
 

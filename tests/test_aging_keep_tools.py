@@ -1,0 +1,63 @@
+"""A sub-agent's report (Claude Code's ``Task``) stays whole when its iteration ages or is condensed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tiered_agent import Message, ToolCall
+from tiered_agent._errors import ConfigurationError
+from tiered_agent.context.aging._condense import condensed_note
+from tiered_agent.context.aging._forms import AgedStyle, age_batch
+from tiered_agent.context.steps import Age, step_from_dict
+
+SYSTEM = Message("system", "You are an agent.")
+TASK = Message("user", "Fix the loader.")
+REPORT = "\n".join(f"Finding {n}: module_{n}.py defines handler_{n} at line {n * 10}." for n in range(1, 41))
+
+
+def _iteration(k: int, tool: str, output: str) -> tuple[int, tuple[Message, ...]]:
+    call = ToolCall(f"call_{k}", tool, json.dumps({"prompt": f"look into part {k}"}))
+    return k, (
+        Message("assistant", f"Step {k}.", (call,), iteration=k),
+        Message("tool", output, tool_call_id=f"call_{k}", name=tool, iteration=k),
+    )
+
+
+def _later(k: int) -> tuple[int, tuple[Message, ...]]:
+    return _iteration(k, "Bash", "ok")
+
+
+def test_an_aged_report_stays_whole_and_another_tools_output_is_cut() -> None:
+    batch = [_iteration(1, "Task", REPORT), _iteration(2, "Read", REPORT), _later(3)]
+    style = AgedStyle(max_lines=6, head_lines=1, min_chars=100, keep_tools=frozenset({"Task"}))
+    forms = age_batch(style, (SYSTEM, TASK), batch, 1, 2)
+    assert forms[1][1].text == REPORT
+    assert forms[2][1].text.startswith("[older output: ")
+    assert "handler_40" not in forms[2][1].text  # named by the newer, whole report: not novel
+    plain = age_batch(AgedStyle(max_lines=6, head_lines=1, min_chars=100), (SYSTEM, TASK), batch, 1, 2)
+    assert plain[1][1].text.startswith("[older output: ")
+
+
+def test_a_condensed_note_keeps_a_report_whole_under_its_line() -> None:
+    chunk = [_iteration(1, "Task", REPORT), _iteration(2, "Read", REPORT)]
+    note = condensed_note(chunk, retrieval=False, keep_tools=frozenset({"Task"})).text
+    lines = note.splitlines()
+    assert lines[1].startswith("1. Step 1. → Task: look into part 1 → 40 lines")
+    assert lines[2 : 2 + 40] == [f"    {line}" for line in REPORT.splitlines()]
+    assert lines[42].startswith("2. Step 2. → Read: look into part 2")
+    assert len(lines) == 43  # the Read output, 40 lines long, keeps none under its line
+    without = condensed_note(chunk, retrieval=False).text.splitlines()
+    assert len(without) == 3
+
+
+def test_the_default_keeps_claude_codes_task_reports_and_the_knob_is_validated() -> None:
+    assert Age().keep_tools == ("Task", "Agent")
+    restored = step_from_dict({**Age(keep_tools=("delegate",)).to_dict(), "keep_tools": ["delegate"]})
+    assert isinstance(restored, Age) and restored.keep_tools == ("delegate",)
+    assert restored.style(True).keep_tools == frozenset({"delegate"})
+    with pytest.raises(ConfigurationError, match=r"Age\.keep_tools must be a list of tool names"):
+        Age(keep_tools=("",))
+    with pytest.raises(ConfigurationError, match=r"Age\.keep_tools"):
+        Age(keep_tools="Task")  # type: ignore[arg-type]
