@@ -80,6 +80,8 @@ CANDIDATES: dict[str, Policy] = {
     "no-keep-tools": _with_age("no-keep-tools", keep_tools=()),
     # what aged iterations keep: longer call arguments; reasoning sentences naming something new
     "arguments-600": _with_age("arguments-600", max_arg_chars=600),
+    "arguments-400": _with_age("arguments-400", max_arg_chars=400),
+    "arguments-400-novel-8": _with_age("arguments-400-novel-8", max_arg_chars=400, keep_novel=8),
     "reasoning-novel": _with_age("reasoning-novel", reasoning="novel"),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),

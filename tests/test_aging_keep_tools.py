@@ -10,6 +10,7 @@ from tiered_agent import Message, ToolCall
 from tiered_agent._errors import ConfigurationError
 from tiered_agent.context.aging._condense import condensed_note
 from tiered_agent.context.aging._forms import AgedStyle, age_batch
+from tiered_agent.context.aging._reports import Reports
 from tiered_agent.context.steps import Age, step_from_dict
 
 SYSTEM = Message("system", "You are an agent.")
@@ -31,7 +32,7 @@ def _later(k: int) -> tuple[int, tuple[Message, ...]]:
 
 def test_an_aged_report_stays_whole_and_another_tools_output_is_cut() -> None:
     batch = [_iteration(1, "Task", REPORT), _iteration(2, "Read", REPORT), _later(3)]
-    style = AgedStyle(max_lines=6, head_lines=1, min_chars=100, keep_tools=frozenset({"Task"}))
+    style = AgedStyle(max_lines=6, head_lines=1, min_chars=100, reports=Reports(frozenset({"Task"}), 5_000))
     forms = age_batch(style, (SYSTEM, TASK), batch, 1, 2)
     assert forms[1][1].text == REPORT
     assert forms[2][1].text.startswith("[older output: ")
@@ -42,7 +43,7 @@ def test_an_aged_report_stays_whole_and_another_tools_output_is_cut() -> None:
 
 def test_a_condensed_note_keeps_a_report_whole_under_its_line() -> None:
     chunk = [_iteration(1, "Task", REPORT), _iteration(2, "Read", REPORT)]
-    note = condensed_note(chunk, retrieval=False, keep_tools=frozenset({"Task"})).text
+    note = condensed_note(chunk, retrieval=False, reports=Reports(frozenset({"Task"}), 5_000)).text
     lines = note.splitlines()
     assert lines[1].startswith("1. Step 1. → Task: look into part 1 → 40 lines")
     assert lines[2 : 2 + 40] == [f"    {line}" for line in REPORT.splitlines()]
@@ -56,8 +57,21 @@ def test_the_default_keeps_claude_codes_task_reports_and_the_knob_is_validated()
     assert Age().keep_tools == ("Task", "Agent")
     restored = step_from_dict({**Age(keep_tools=("delegate",)).to_dict(), "keep_tools": ["delegate"]})
     assert isinstance(restored, Age) and restored.keep_tools == ("delegate",)
-    assert restored.style(True).keep_tools == frozenset({"delegate"})
+    assert restored.style(True).reports == Reports(frozenset({"delegate"}), 12_000)
     with pytest.raises(ConfigurationError, match=r"Age\.keep_tools must be a list of tool names"):
         Age(keep_tools=("",))
     with pytest.raises(ConfigurationError, match=r"Age\.keep_tools"):
         Age(keep_tools="Task")  # type: ignore[arg-type]
+
+
+def test_a_report_over_the_size_limit_ages_like_any_output() -> None:
+    batch = [_iteration(1, "Task", REPORT), _later(2)]
+    small = Reports(frozenset({"Task"}), len(REPORT) - 1)
+    forms = age_batch(
+        AgedStyle(max_lines=6, head_lines=1, min_chars=100, reports=small), (SYSTEM, TASK), batch, 1, 1
+    )
+    assert forms[1][1].text.startswith("[older output: ")
+    note = condensed_note(batch[:1], retrieval=False, reports=small).text
+    assert len(note.splitlines()) == 2
+    with pytest.raises(ConfigurationError, match=r"Age\.keep_max_chars must be >= 0"):
+        Age(keep_max_chars=-1)

@@ -35,6 +35,7 @@ from .._names import retrieve_call
 from ._jsonform import output_lines
 from ._reasoning import first_sentence
 from ._refs import refs, refs_of_all
+from ._reports import NO_REPORTS, Reports
 
 __all__ = [
     "SHORT_LINES",
@@ -203,7 +204,7 @@ def condensed_note(
     later: Sequence[Message] = (),
     referred: int = 0,
     novel: int = 0,
-    keep_tools: frozenset[str] = frozenset(),
+    reports: Reports = NO_REPORTS,
 ) -> Message:
     """The note standing for a chunk of iterations ``(iteration, messages)``, oldest first.
 
@@ -211,8 +212,8 @@ def condensed_note(
     outputs that name something the agent referred to afterwards (in the chunk, or in ``later``:
     the messages of the iterations after it up to when it was condensed); with ``novel`` > 0, by
     up to that many more naming what nothing after them names (neither ``later`` nor a newer line
-    of the note). Newest first, each name only once. The outputs of ``keep_tools`` (a sub-agent's
-    report) are kept whole under their iteration's line.
+    of the note). Newest first, each name only once. The ``reports`` (a sub-agent's, :mod:`._reports`)
+    are kept whole under their iteration's line.
     """
     first, last = chunk[0][0], chunk[-1][0]
     span = f"{first}-{last}" if first != last else str(first)
@@ -226,8 +227,8 @@ def condensed_note(
     for k, whole in reversed(chunk):
         line = condensed_line(k, whole, label)
         shown |= refs(line)
-        reports = _reports(whole, keep_tools)
-        messages = tuple(m for m in whole if m not in reports) if reports else whole
+        kept_reports = reports.of(whole)
+        messages = tuple(m for m in whole if m not in kept_reports) if kept_reports else whole
         names = _output_refs(messages) if referred or novel else frozenset()
         restricted = (frozenset(wanted & names), frozenset(shown & names), frozenset(seen & names))
         extra = _extra_lines(messages, *restricted, referred=referred, novel=novel)
@@ -244,21 +245,13 @@ def condensed_note(
             chosen = [(i, text) for i, text in enumerate(outputs) if text]
             shown |= refs_of_all(outputs)
             seen |= refs_of_all(outputs) if novel else set()
-        kept = [text for report in reports for text in report.text.splitlines() if text.strip()]
+        kept = [text for report in kept_reports for text in report.text.splitlines() if text.strip()]
         shown |= refs_of_all(kept)
         seen |= refs_of_all(kept) if novel else set()
         shown_lines = [*(text for _, text in chosen), *kept]
         lines.append("\n".join([line, *(f"    {text}" for text in shown_lines)]))
         wanted |= _actions(messages)
     return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)
-
-
-def _reports(messages: tuple[Message, ...], keep_tools: frozenset[str]) -> tuple[Message, ...]:
-    """The iteration's outputs of ``keep_tools``: kept whole wherever the iteration ages."""
-    if not keep_tools:
-        return ()
-    kept = {c.id for m in messages for c in m.tool_calls if c.name in keep_tools}
-    return tuple(m for m in messages if m.role == "tool" and m.tool_call_id in kept)
 
 
 @lru_cache(maxsize=4096)

@@ -40,6 +40,7 @@ from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
 from ._refs import refs
+from ._reports import NO_REPORTS, Reports
 
 __all__ = ["AgedStyle", "Batch", "FormsMemo", "age_batch", "condensed", "preamble"]
 
@@ -72,7 +73,7 @@ class AgedStyle:
     reasoning: ReasoningMode = "first"
     max_arg_chars: int = 200
     retrieval: bool = True
-    keep_tools: frozenset[str] = frozenset()
+    reports: Reports = NO_REPORTS
 
 
 def preamble(style: AgedStyle) -> Message:
@@ -227,7 +228,7 @@ def _age_iteration(
             out.append(_age_assistant(style, message, seen, used))
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
-            if call is not None and call.name in style.keep_tools:  # a sub-agent's report: kept whole
+            if style.reports.keeps(call, message):  # a sub-agent's report: kept whole
                 seen |= refs(message.text)
                 out.append(message)
                 continue
@@ -339,21 +340,21 @@ def condensed(
     later: tuple[Message, ...] = (),
     referred: int = 0,
     novel: int = 0,
-    keep_tools: frozenset[str] = frozenset(),
+    reports: Reports = NO_REPORTS,
     memo: FormsMemo | None = None,
 ) -> Message:
     """The note for a chunk of condensed iterations; ``later``: the messages after the chunk up to
-    the epoch that condensed it; ``keep_tools``: whose outputs it keeps whole; ``memo``: the run's."""
+    the epoch that condensed it; ``reports``: the outputs it keeps whole; ``memo``: the run's."""
     if memo is None:
         return condensed_note(
-            chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, keep_tools=keep_tools
+            chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, reports=reports
         )
-    key = (retrieval, referred, novel, keep_tools, chunk[0][0], chunk[-1][0], _identity(later, chunk))
+    key = (retrieval, referred, novel, reports, chunk[0][0], chunk[-1][0], _identity(later, chunk))
     hit = memo.notes.get(key)
     if hit is not None and hit[0] == (tuple(chunk), later):
         return hit[1]
     note = condensed_note(
-        chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, keep_tools=keep_tools
+        chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, reports=reports
     )
     memo.notes[key] = ((tuple(chunk), later), note)
     return note

@@ -19,9 +19,8 @@ the provider's cache holds all of it. The forms:
   followed by up to ``keep_referred`` lines of its outputs naming what the agent
   referred to afterwards (when it was condensed) and up to ``keep_novel`` lines
   naming the most things shown nowhere after them;
-* the outputs of ``keep_tools`` stay whole at both levels: a sub-agent's report
-  (Claude Code's ``Task``) is short next to what the sub-agent read, dense, and
-  what the agent goes on to build on.
+* the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
+  levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`).
 
 A fixed note before the aged iterations says what these forms mean. The
 rolling summary, when the policy has one, follows the aged iterations, so the
@@ -70,6 +69,7 @@ from ..pipeline._draft import BuildContext, Draft, summary_message
 from ._breakeven import CacheTerms
 from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
 from ._reasoning import ReasoningMode
+from ._reports import Reports
 from ._schedule import AgingSchedule
 from ._state import AgingState, schedule_from_records
 
@@ -113,6 +113,7 @@ class Age(Step):
     every: int | None = None
     patience: float = 1.0
     keep_tools: tuple[str, ...] = ("Task", "Agent")
+    keep_max_chars: int = 12_000
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -126,7 +127,7 @@ class Age(Step):
             require(
                 isinstance(value, int) and value >= 1, f"Age.{name} must be a positive integer, got {value!r}"
             )
-        for name in ("head_lines", "min_chars", "keep_referred", "keep_novel"):
+        for name in ("head_lines", "min_chars", "keep_referred", "keep_novel", "keep_max_chars"):
             value = getattr(self, name)
             require(isinstance(value, int) and value >= 0, f"Age.{name} must be >= 0, got {value!r}")
         require(
@@ -159,8 +160,12 @@ class Age(Step):
             self.reasoning,
             self.max_arg_chars,
             retrieval,
-            frozenset(self.keep_tools),
+            self.reports(),
         )
+
+    def reports(self) -> Reports:
+        """The outputs kept whole (:mod:`._reports`)."""
+        return Reports(frozenset(self.keep_tools), self.keep_max_chars)
 
     def start(self, run: Run) -> AgeRuntime:
         return AgeRuntime(self, run)
@@ -263,7 +268,7 @@ class Age(Step):
             later=later,
             referred=self.keep_referred,
             novel=self.keep_novel,
-            keep_tools=frozenset(self.keep_tools),
+            reports=self.reports(),
             memo=memo,
         )
 

@@ -1,0 +1,40 @@
+"""Sub-agents' reports: the outputs aging keeps whole (``Age(keep_tools=..., keep_max_chars=...)``).
+
+A tool that runs a sub-agent (Claude Code's ``Task``) returns the sub-agent's
+report: short next to what the sub-agent read, dense, and what the agent goes
+on to build on. Aged like a file read, it loses exactly what the agent came
+back for. A report over ``max_chars`` ages like any other output: kept whole
+forever, one long report would outweigh what keeping it saves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..._messages import Message, ToolCall
+
+__all__ = ["NO_REPORTS", "Reports"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reports:
+    """Outputs of ``tools`` of at most ``max_chars`` characters: kept whole when they age."""
+
+    tools: frozenset[str] = frozenset()
+    max_chars: int = 0
+
+    def keeps(self, call: ToolCall | None, output: Message) -> bool:
+        """Whether ``output`` (the result of ``call``) is a report aging keeps whole."""
+        return call is not None and call.name in self.tools and len(output.text) <= self.max_chars
+
+    def of(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        """The reports among one iteration's messages."""
+        if not self.tools:
+            return ()
+        calls = {c.id: c for m in messages for c in m.tool_calls}
+        return tuple(
+            m for m in messages if m.role == "tool" and self.keeps(calls.get(m.tool_call_id or ""), m)
+        )
+
+
+NO_REPORTS = Reports()  # nothing kept whole
