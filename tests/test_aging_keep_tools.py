@@ -57,7 +57,7 @@ def test_the_default_keeps_claude_codes_task_reports_and_the_knob_is_validated()
     assert Age().keep_tools == ("Task", "Agent")
     restored = step_from_dict({**Age(keep_tools=("delegate",)).to_dict(), "keep_tools": ["delegate"]})
     assert isinstance(restored, Age) and restored.keep_tools == ("delegate",)
-    assert restored.style(True).reports == Reports(frozenset({"delegate"}), 12_000)
+    assert restored.style(True).reports == Reports(frozenset({"delegate"}), 50_000)
     with pytest.raises(ConfigurationError, match=r"Age\.keep_tools must be a list of tool names"):
         Age(keep_tools=("",))
     with pytest.raises(ConfigurationError, match=r"Age\.keep_tools"):

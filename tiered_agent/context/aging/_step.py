@@ -113,7 +113,7 @@ class Age(Step):
     every: int | None = None
     patience: float = 1.0
     keep_tools: tuple[str, ...] = ("Task", "Agent")
-    keep_max_chars: int = 12_000
+    keep_max_chars: int = 50_000
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
