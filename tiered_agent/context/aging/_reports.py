@@ -1,7 +1,7 @@
 """Sub-agents' reports: the outputs aging keeps whole (``Age(keep_tools=..., keep_max_chars=...)``).
 
-A tool that runs a sub-agent (Claude Code's ``Task``) returns the sub-agent's
-report: short next to what the sub-agent read, dense, and what the agent goes
+A tool that runs a sub-agent (Claude Code's ``Task``, named ``Agent`` since
+Claude Code 2.1.63) returns the sub-agent's report: short next to what the sub-agent read, dense, and what the agent goes
 on to build on. Aged like a file read, it loses exactly what the agent came
 back for. A report over ``max_chars`` ages like any other output (the default,
 50,000, is what ``tiered``'s ``Truncate`` lets through whole when it arrives:
