@@ -164,7 +164,8 @@ class Step:
     def to_dict(self) -> dict[str, Any]:
         """``{"step": kind, <field>: <value>, ...}`` (JSON-ready)."""
         assert dataclasses.is_dataclass(self)
-        return {"step": self.kind} | {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {"step": self.kind} | {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
 
 
 class StepRuntime:
