@@ -99,17 +99,17 @@ class IdCounter(TokenCounter):
             return _EMPTY
         cached = self._ids.get(text)
         if cached is None:
-            cached = array("I", super().encode(text))
+            cached = self._pieces.ids(text)
             if len(cached) < self._ids.maxsize:
                 self._ids[text] = cached
         return cached
 
-    def encode(self, text: str) -> list[int]:
-        return self.ids(text).tolist()
+    def _token_ids(self, text: str) -> array[int]:
+        return self.ids(text)
 
     def count_uncached(self, text: str) -> int:
-        """Tokens of a one-off text, without filling the memo."""
-        return len(super().encode(text)) if text else 0
+        """Tokens of a one-off text, without keeping the text itself (its pieces are memoized)."""
+        return len(self._pieces.ids(text)) if text else 0
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """As :meth:`TokenCounter.count_tools`; the same schema objects as one of the last two calls
