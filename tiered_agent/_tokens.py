@@ -8,12 +8,14 @@ cl100k_base, so we point tiktoken at that folder *without importing litellm*
 from __future__ import annotations
 
 import importlib.util
+import operator
 import os
 import re
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,12 +92,12 @@ def _encoding(name: str) -> tiktoken.Encoding:
 # line feed is a cut when the next line starts with a visible character other than ``/``, or with
 # horizontal whitespace and then a visible character. Python's ``\s`` holds every character the
 # tokenizers' ``\s`` (Unicode White_Space) does, so the check errs on the side of not cutting.
-_PIECES = re.compile(r"(?=[\s\S])[^\n]*(?:\n(?![^\S\r\n]+\S|[^\s/])[^\n]*)*(?:\n|$)")
+_CUTS = re.compile(r"\n(?=[^\S\r\n]+\S|[^\s/])")
 
 
 class PieceEncoder:
     """Token ids of texts, exactly as the tokenizer gives them, with the ids of each line-aligned
-    piece (:data:`_PIECES`) memoized: a text made of lines an earlier text had (a truncation, an
+    piece (cut at :data:`_CUTS`) memoized: a text made of lines an earlier text had (a truncation, an
     aged or condensed form, a retrieval page) costs dictionary lookups instead of BPE.
 
     The memo belongs to its owner (a run's counter) and holds at most ``max_tokens`` ids (it is
@@ -112,14 +114,18 @@ class PieceEncoder:
         """The ids of ``text`` (a new array; its pieces' ids are memoized)."""
         if len(text) < self._min_chars or "\n" not in text:
             return array("I", self._encode(text)) if text else array("I")
-        pieces = _PIECES.findall(text)
-        if len(pieces) == 1:
+        parts = _CUTS.split(text)
+        if len(parts) == 1:
             return array("I", self._encode(text))
+        last = parts.pop()
         out = array("I")
         get = self._pieces.get
-        for piece in pieces:
+        for piece in map(operator.add, parts, repeat("\n")):  # each part with the line feed it was cut at
             ids = get(piece)
             out.extend(self._add(piece) if ids is None else ids)
+        if last:
+            ids = get(last)
+            out.extend(self._add(last) if ids is None else ids)
         return out
 
     def _add(self, piece: str) -> array[int]:

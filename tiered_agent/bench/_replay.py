@@ -405,8 +405,8 @@ async def _replay_policy(
     in a fresh manager, as the agent's context restarted there; one provider cache throughout."""
     track = _Track(
         CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
-        SparseSeries(state.raw.foreign),
-        SparseSeries(state.memo.entry),
+        SparseSeries(state.raw.foreign, state.recorded.ids),
+        SparseSeries(state.memo.entry, state.recorded.ids),
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
