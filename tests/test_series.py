@@ -37,3 +37,20 @@ def test_values_are_derived_once_per_object_past_the_shared_prefix() -> None:
     assert sparse([a]) == ["A"]
     assert sparse([a, Item("_y"), Item("d")]) == ["A", "D"]
     assert dense([a, hidden, b]) == ["A", None, "B"]
+
+
+def test_skipped_ids_are_passed_over_without_deriving() -> None:
+    derived: list[str] = []
+
+    def derive(item: Item) -> str | None:
+        derived.append(item.name)
+        return None if item.name.startswith("_") else item.name.upper()
+
+    a, hidden, b, c = Item("a"), Item("_x"), Item("b"), Item("c")
+    sparse = SparseSeries(derive, skip=frozenset({id(a), id(hidden)}))
+    assert sparse([a, hidden, b]) == ["B"]  # a is skipped: its value is None whatever derive says
+    assert derived == ["b"]
+    assert sparse([a, hidden, b, c, hidden]) == ["B", "C"]
+    assert derived == ["b", "c"]
+    assert sparse([Item("d"), a, b]) == ["D", "B"]  # positions after a change are derived again
+    assert derived == ["b", "c", "d", "b"]

@@ -8,10 +8,14 @@ cl100k_base, so we point tiktoken at that folder *without importing litellm*
 from __future__ import annotations
 
 import importlib.util
+import operator
 import os
+import re
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +34,7 @@ __all__ = [
     "MESSAGE_OVERHEAD",
     "PROMPT_OVERHEAD",
     "Calibration",
+    "PieceEncoder",
     "TokenCounter",
     "encoding_for_model",
 ]
@@ -77,8 +82,65 @@ def _encoding(name: str) -> tiktoken.Encoding:
     return tiktoken.get_encoding(name)
 
 
+# A text's pieces: each ends at a line feed after which no pre-token can start before the next line's
+# first character (or at the end of the text). o200k_base and cl100k_base cut a text into pre-tokens
+# with a regex and run BPE inside each pre-token only, so a text's ids are its pieces' ids joined
+# when no pre-token spans a cut. The only pre-tokens holding a line feed are whitespace runs
+# (``\s*[\r\n]+``, ``\s+(?!\S)``, ``\s+``, cl100k's ``\s++$`` and ``\s*[\r\n]``), which end at the last
+# line feed of a run followed by horizontal whitespace and a visible character, and punctuation
+# with trailing line breaks (``[\r\n/]*`` in o200k: a ``/`` right after the line feed joins it). So a
+# line feed is a cut when the next line starts with a visible character other than ``/``, or with
+# horizontal whitespace and then a visible character. Python's ``\s`` holds every character the
+# tokenizers' ``\s`` (Unicode White_Space) does, so the check errs on the side of not cutting.
+_CUTS = re.compile(r"\n(?=[^\S\r\n]+\S|[^\s/])")
+
+
+class PieceEncoder:
+    """Token ids of texts, exactly as the tokenizer gives them, with the ids of each line-aligned
+    piece (cut at :data:`_CUTS`) memoized: a text made of lines an earlier text had (a truncation, an
+    aged or condensed form, a retrieval page) costs dictionary lookups instead of BPE.
+
+    The memo belongs to its owner (a run's counter) and holds at most ``max_tokens`` ids (it is
+    emptied when full). Texts shorter than ``min_chars`` are encoded whole."""
+
+    def __init__(self, encoding: str, max_tokens: int = 2_000_000, min_chars: int = 128) -> None:
+        self._encode = _encoding(encoding).encode_ordinary
+        self._pieces: dict[str, array[int]] = {}
+        self._held = 0
+        self._max_tokens = max_tokens
+        self._min_chars = min_chars
+
+    def ids(self, text: str) -> array[int]:
+        """The ids of ``text`` (a new array; its pieces' ids are memoized)."""
+        if len(text) < self._min_chars or "\n" not in text:
+            return array("I", self._encode(text)) if text else array("I")
+        parts = _CUTS.split(text)
+        if len(parts) == 1:
+            return array("I", self._encode(text))
+        last = parts.pop()
+        out = array("I")
+        get = self._pieces.get
+        for piece in map(operator.add, parts, repeat("\n")):  # each part with the line feed it was cut at
+            ids = get(piece)
+            out.extend(self._add(piece) if ids is None else ids)
+        if last:
+            ids = get(last)
+            out.extend(self._add(last) if ids is None else ids)
+        return out
+
+    def _add(self, piece: str) -> array[int]:
+        ids = array("I", self._encode(piece))
+        if self._held + len(ids) > self._max_tokens:
+            self._pieces.clear()
+            self._held = 0
+        self._pieces[piece] = ids
+        self._held += len(ids)
+        return ids
+
+
 class TokenCounter:
-    """Counts tokens of texts, messages and prompts; memoizes per text (bounded LRU)."""
+    """Counts tokens of texts, messages and prompts; memoizes per text (bounded LRU) and per piece of
+    text (:class:`PieceEncoder`)."""
 
     def __init__(self, encoding: str = "o200k_base", cache_size: int = 200_000) -> None:
         if encoding not in ENCODINGS:
@@ -86,20 +148,25 @@ class TokenCounter:
         self.encoding_name = encoding
         self._cache: LRUCache[str, int] = LRUCache(maxsize=cache_size)
         self._messages: LRUCache[Message, int] = LRUCache(maxsize=cache_size)
+        self._pieces = PieceEncoder(encoding)
 
     @classmethod
     def for_model(cls, model: str) -> TokenCounter:
         return cls(encoding_for_model(model))
 
     def encode(self, text: str) -> list[int]:
-        return _encoding(self.encoding_name).encode(text, disallowed_special=())
+        return self._token_ids(text).tolist()
+
+    def _token_ids(self, text: str) -> array[int]:
+        """The token ids of ``text`` (subclasses may return a memoized array: do not mutate it)."""
+        return self._pieces.ids(text)
 
     def count_text(self, text: str) -> int:
         if not text:
             return 0
         cached = self._cache.get(text)
         if cached is None:
-            cached = len(self.encode(text))
+            cached = len(self._token_ids(text))
             self._cache[text] = cached
         return cached
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 import orjson
@@ -99,17 +100,17 @@ class IdCounter(TokenCounter):
             return _EMPTY
         cached = self._ids.get(text)
         if cached is None:
-            cached = array("I", super().encode(text))
+            cached = self._pieces.ids(text)
             if len(cached) < self._ids.maxsize:
                 self._ids[text] = cached
         return cached
 
-    def encode(self, text: str) -> list[int]:
-        return self.ids(text).tolist()
+    def _token_ids(self, text: str) -> array[int]:
+        return self.ids(text)
 
     def count_uncached(self, text: str) -> int:
-        """Tokens of a one-off text, without filling the memo."""
-        return len(super().encode(text)) if text else 0
+        """Tokens of a one-off text, without keeping the text itself (its pieces are memoized)."""
+        return len(self._pieces.ids(text)) if text else 0
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """As :meth:`TokenCounter.count_tools`; the same schema objects as one of the last two calls
@@ -154,6 +155,14 @@ class PromptEncoder:
         self._messages: dict[int, tuple[Message, array[int]]] = {}
         self._tools: dict[bytes, array[int]] = {}
         self._last_tools: tuple[list[Mapping[str, Any]], array[int]] | None = None
+        self._prefixes: dict[tuple[int, float], list[array[int]]] = {}
+
+    def prefix(self, tokens: int, shared_share: float) -> list[array[int]]:
+        """:func:`prefix_segments`, built once per run (every policy's simulator sends the same)."""
+        found = self._prefixes.get((tokens, shared_share))
+        if found is None:
+            found = self._prefixes[tokens, shared_share] = prefix_segments(tokens, shared_share)
+        return list(found)
 
     def message(self, message: Message) -> array[int]:
         entry = self._messages.get(id(message))  # identity: the entry keeps the message alive
@@ -315,7 +324,7 @@ class CacheSimulator:
         self.encoder = encoder
         self.model = model
         self.scale = 1.0 if model.provider is None else scale
-        self._prefix = prefix_segments(prefix_tokens, model.shared_share if model.provider else 0.0)
+        self._prefix = encoder.prefix(prefix_tokens, model.shared_share if model.provider else 0.0)
         self._shared = len(self._prefix[0]) if len(self._prefix) == 2 else 0
         self._previous: list[array[int]] = []
         self._sums = [0]  # the previous request's tokens before each of its segments, then in all
@@ -351,11 +360,8 @@ class CacheSimulator:
         """
         current = [*self._prefix, self.encoder.tools(schemas), *self._segments(messages)]
         same = identical_prefix(self._previous, current)  # the segments it shares, as objects
-        sums = self._sums[: same + 1]
-        total = sums[-1]
-        for segment in current[same:]:
-            total += len(segment)
-            sums.append(total)
+        sums = self._sums[:same]
+        sums.extend(accumulate(map(len, current[same:]), initial=self._sums[same]))
         common = _common_after(self._previous, current, same, sums[same]) if self._previous else 0
         self.rewrote = bool(self._previous) and common < self._sums[-1]
         if self.model.explicit:

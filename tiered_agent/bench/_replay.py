@@ -18,11 +18,13 @@ for that prompt and counted (``PolicyRunMetrics.step_errors``; 0 expected).
 from __future__ import annotations
 
 import dataclasses
+import operator
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import compress, count, repeat
+from typing import Any, cast
 
 import anyio
 import orjson
@@ -325,6 +327,20 @@ class _RunState:
     turns_after_reasoning: frozenset[int] = frozenset()  # steps opening a turn after one that reasoned
     # The stretches between the agent's own compactions: (iteration offset, messages by local iteration).
     segments: list[tuple[int, dict[int, list[Message]]]] = field(default_factory=list)
+    # Where each recorded message stands in the run, and the misses of prompts made of recorded messages
+    # only, by step and prompt (policies that have not rewritten anything yet send the same prompt).
+    positions: dict[int, int] = field(default_factory=dict)
+    missing: dict[tuple[int, tuple[int, ...]], _Misses] = field(default_factory=dict)
+
+    def misses(self, iteration: int, prompt: Sequence[Message], raw: RawView, view: PromptView) -> _Misses:
+        """:func:`_misses`, once per step for each prompt made of recorded messages only."""
+        key = _recorded_key(self.positions, prompt)
+        if key is None:
+            return _misses(self, iteration, raw, view)
+        found = self.missing.get((iteration, key))
+        if found is None:
+            found = self.missing[iteration, key] = _misses(self, iteration, raw, view)
+        return found
 
     def retrieval_charge(
         self, iteration: int, missed: Sequence[str], history: Sequence[Message], policy: Policy
@@ -376,7 +392,22 @@ class _RunState:
             long_steps=long_ttl_steps(run.usage, run.cache_writes_1h),
             turns_after_reasoning=run.turns_after_reasoning(),
             segments=_segments(run, groups),
+            positions=dict(zip(map(id, run.messages), count(), strict=False)),
         )
+
+
+def _recorded_key(positions: Mapping[int, int], prompt: Sequence[Message]) -> tuple[int, ...] | None:
+    """A prompt made of the run's recorded messages only, as the first and last position of each
+    stretch of consecutive recorded messages in it (None: it holds a message of its policy's own).
+    The rulers read such a prompt through its messages' identities alone (it has no foreign text)."""
+    at = list(map(positions.get, map(id, prompt)))
+    if None in at:
+        return None
+    where = cast("list[int]", at)  # no None in it
+    cuts = list(compress(count(1), map(operator.ne, where[1:], map(operator.add, where, repeat(1)))))
+    starts = [0, *cuts]
+    ends = [*cuts, len(where)]
+    return (*(where[i] for i in starts), *(where[i - 1] for i in ends)) if where else ()
 
 
 def _segments(
@@ -405,8 +436,8 @@ async def _replay_policy(
     in a fresh manager, as the agent's context restarted there; one provider cache throughout."""
     track = _Track(
         CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
-        SparseSeries(state.raw.foreign),
-        SparseSeries(state.memo.entry),
+        SparseSeries(state.raw.foreign, state.recorded.ids),
+        SparseSeries(state.memo.entry, state.recorded.ids),
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
@@ -538,9 +569,8 @@ async def _step(
     cached = min(use.read, prompt_tokens)
     ids = set(map(id, messages))  # the prompt's messages, as the rulers look recorded ones up
     raw = RawView(messages, state.recorded, track.raw, ids)
-    salient = state.salience.salient(iteration)
-    missed = state.recorded.absent(salient, raw)
-    words = state.words.salient(iteration) if state.words is not None else ()
+    misses = state.misses(iteration, messages, raw, PromptView(messages, state.memo, track.normalized, ids))
+    missed = misses.missed
     retrieval = 0
     recovery = Recovery()
     if missed and manager.policy.retrieval_active:
@@ -550,20 +580,14 @@ async def _step(
                 missed, iteration, raw.retrievals(), manager.policy.retrieve_page_tokens
             )
     lines = _line_rulers(
-        state,
-        iteration,
-        PromptView(messages, state.memo, track.normalized, ids),
-        raw=raw,
-        missed=missed,
-        policy=manager.policy,
-        prompt_tokens=prompt_tokens,
+        state, iteration, misses, raw=raw, policy=manager.policy, prompt_tokens=prompt_tokens
     )
     return StepMetrics(
         step=step,
         prompt_tokens=prompt_tokens,
         cached_tokens=cached,
         output_tokens=state.outputs[step - 1] if step <= len(state.outputs) else 0,
-        salient=len(salient),
+        salient=misses.salient,
         missed=missed,
         retrieval_tokens=retrieval,
         rewrote_prefix=cache.rewrote,
@@ -574,27 +598,62 @@ async def _step(
         cache_write_tokens=min(use.written, prompt_tokens - cached),
         recoverable=recovery.recoverable,
         recovery_tokens=recovery.tokens,
-        word_salient=len(words),
-        word_missed=len(state.recorded.absent(words, raw)),
-        line_needed=lines.line_needed,
-        line_missed=lines.line_missed,
+        word_salient=misses.word_salient,
+        word_missed=misses.word_missed,
+        line_needed=misses.line_needed,
+        line_missed=misses.line_missed,
         line_recoverable=lines.line_recoverable,
-        own_needed=lines.own_needed,
-        own_missed=lines.own_missed,
+        own_needed=misses.own_needed,
+        own_missed=misses.own_missed,
         own_recoverable=lines.own_recoverable,
         turn=lines.turn,
     )
 
 
 @dataclass(frozen=True, slots=True)
-class _LineRulers:
-    """One step under the line and own-writing rulers, and the retrieval turn its misses cost."""
+class _Misses:
+    """What one prompt missed at one step under the salient, word, line and own-writing rulers: a
+    function of the prompt's messages and the step only, whatever the policy that built it."""
 
+    salient: int = 0
+    missed: tuple[str, ...] = ()
+    word_salient: int = 0
+    word_missed: int = 0
     line_needed: int = 0
     line_missed: tuple[str, ...] = ()
-    line_recoverable: int = 0
     own_needed: int = 0
     own_missed: tuple[str, ...] = ()
+
+
+def _misses(state: _RunState, iteration: int, raw: RawView, view: PromptView) -> _Misses:
+    """The prompt's misses at ``iteration`` (``raw``, ``view``: the prompt as the rulers read it)."""
+    salient = state.salience.salient(iteration)
+    words = state.words.salient(iteration) if state.words is not None else ()
+    misses = _Misses(
+        len(salient), state.recorded.absent(salient, raw), len(words), len(state.recorded.absent(words, raw))
+    )
+    evidence = state.evidence
+    if evidence is None:
+        return misses
+    needed = evidence.needed(iteration)
+    cutoff = evidence.cutoff(iteration)
+    line_missed = tuple(t for t in needed.observed if not evidence.shown(t, view, cutoff, observed=True))
+    own_missed = tuple(t for t in needed.own if not evidence.shown(t, view, cutoff, observed=False))
+    return dataclasses.replace(
+        misses,
+        line_needed=len(needed.observed),
+        line_missed=line_missed,
+        own_needed=len(needed.own),
+        own_missed=own_missed,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _LineRulers:
+    """The recoverable misses of the line and own-writing rulers at one step, and the retrieval turn
+    its misses cost."""
+
+    line_recoverable: int = 0
     own_recoverable: int = 0
     turn: RetrievalTurn | None = None
 
@@ -602,29 +661,25 @@ class _LineRulers:
 def _line_rulers(
     state: _RunState,
     iteration: int,
-    view: PromptView,
+    misses: _Misses,
     *,
     raw: RawView,
-    missed: Sequence[str],
     policy: Policy,
     prompt_tokens: int,
 ) -> _LineRulers:
-    """The line and own-writing rulers at one step (``_evidence.py``); with retrieval, the extra
-    turn (``_turns.py``) that retrieves every recoverable miss of any of the salient, line and
-    own-writing rulers."""
+    """With retrieval, the misses of the line and own-writing rulers (``_evidence.py``) that a shown
+    retrieval call recovers, and the extra turn (``_turns.py``) that retrieves every recoverable miss
+    of any of the salient, line and own-writing rulers."""
     evidence = state.evidence
-    if evidence is None:
+    missed, line_missed, own_missed = misses.missed, misses.line_missed, misses.own_missed
+    if evidence is None or not policy.retrieval_active or state.sources is None:
         return _LineRulers()
-    needed = evidence.needed(iteration)
-    cutoff = evidence.cutoff(iteration)
-    line_missed = tuple(t for t in needed.observed if not evidence.shown(t, view, cutoff, observed=True))
-    own_missed = tuple(t for t in needed.own if not evidence.shown(t, view, cutoff, observed=False))
-    result = _LineRulers(len(needed.observed), line_missed, 0, len(needed.own), own_missed)
-    if not policy.retrieval_active or state.sources is None or not (missed or line_missed or own_missed):
-        return result
+    if not (missed or line_missed or own_missed):
+        return _LineRulers()
     ids, ranges = raw.retrievals()
     if not ids and not ranges:
-        return result
+        return _LineRulers()
+    cutoff = evidence.cutoff(iteration)
     line = {
         t: i
         for t in line_missed
@@ -639,7 +694,7 @@ def _line_rulers(
     chosen = sorted({*line.values(), *own.values(), *salient.values()})
     pages = [state.sources.page_tokens(i, policy.retrieve_page_tokens) for i in chosen]
     turn = retrieval_turn(state.cache_model, state.token_scale, prompt_tokens, pages)
-    return dataclasses.replace(result, line_recoverable=len(line), own_recoverable=len(own), turn=turn)
+    return _LineRulers(len(line), len(own), turn)
 
 
 async def replay_run(

@@ -118,6 +118,7 @@ class RecordedTexts:
         self.ids = frozenset(map(id, run.messages))  # the entries keep the messages alive
         self._corpus, self._starts = joined(texts)
         self._holders: dict[str, frozenset[int]] = {}
+        self._sequences: dict[int, tuple[Sequence[str], list[frozenset[int]]]] = {}
         self._marked = {id(m): text for m, text in zip(run.messages, texts, strict=True) if _MARK in text}
 
     def holders(self, string: str) -> frozenset[int]:
@@ -140,8 +141,20 @@ class RecordedTexts:
         """The ``strings`` (none with a line break) that the prompt of ``view`` does not hold."""
         if not strings:
             return ()
-        ids, joined = view.ids(), view.joined()
-        return tuple(s for s in strings if self.holders(s).isdisjoint(ids) and s not in joined)
+        ids = view.ids()
+        unheld = [s for s, held in zip(strings, self._held(strings), strict=True) if held.isdisjoint(ids)]
+        if not unheld:
+            return ()
+        joined = view.joined()  # the prompt's own texts, read only when a recorded holder is not there
+        return tuple(s for s in unheld if s not in joined)
+
+    def _held(self, strings: Sequence[str]) -> list[frozenset[int]]:
+        """:meth:`holders` of each of ``strings``, kept per sequence object (a step's salient strings
+        or words are one tuple for every policy)."""
+        entry = self._sequences.get(id(strings))  # the entry keeps the sequence alive
+        if entry is None or entry[0] is not strings:
+            entry = self._sequences[id(strings)] = (strings, [self.holders(s) for s in strings])
+        return entry[1]
 
     def marked(self, prompt: Sequence[Message]) -> list[str]:
         """The texts of the recorded messages of ``prompt`` that show a ``context_retrieve`` call."""

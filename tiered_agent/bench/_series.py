@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from itertools import compress, count
 from typing import Generic, TypeVar
 
@@ -58,10 +59,12 @@ class SparseSeries(Generic[K, V]):
     than the few a policy wrote): only the values that are not None, in order, without a step
     through the items the sequence shares with the one before."""
 
-    __slots__ = ("_derive", "_items", "_positions", "_values")
+    __slots__ = ("_derive", "_items", "_positions", "_skip", "_values")
 
-    def __init__(self, derive: Callable[[K], V | None]) -> None:
+    def __init__(self, derive: Callable[[K], V | None], skip: AbstractSet[int] = frozenset()) -> None:
+        """``skip``: ids of items whose value is None, passed over without calling ``derive``."""
         self._derive = derive
+        self._skip = skip
         self._items: list[K] = []
         self._positions: list[int] = []  # where the values' items stand in ``_items``
         self._values: list[V] = []
@@ -71,7 +74,11 @@ class SparseSeries(Generic[K, V]):
         kept = identical_prefix(self._items, items)
         cut = bisect_left(self._positions, kept)
         positions, values = self._positions[:cut], self._values[:cut]
-        for position in range(kept, len(items)):
+        candidates: Iterable[int] = range(kept, len(items))
+        if self._skip:  # at C speed: the positions of the items whose id is not skipped
+            skipped = map(self._skip.__contains__, map(id, items[kept:]))
+            candidates = compress(candidates, map(operator.not_, skipped))
+        for position in candidates:
             value = self._derive(items[position])
             if value is not None:
                 positions.append(position)

@@ -7,6 +7,7 @@ click here; the replay, rich and matplotlib are imported when the command runs.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import BrokenExecutor
 from contextlib import contextmanager
@@ -314,22 +315,26 @@ def _run(
     policies = resolve_policies(names)
     fleet = fleet or Fleet()
     json_path = json_path or out_dir / "bench.json"
-    with _progress() as (on_start, on_run):
-        from ..bench._stream import stream_bench
+    warming = _warm_charts()
+    try:
+        with _progress() as (on_start, on_run):
+            from ..bench._stream import stream_bench
 
-        streamed = stream_bench(
-            inputs,
-            policies,
-            settings,
-            workers=workers,
-            strict=strict,
-            shard=fleet.shard,
-            ray=fleet.ray,
-            detail=run_detail != "none",
-            detail_dir=json_path.parent,
-            on_start=on_start,
-            on_run=on_run,
-        )
+            streamed = stream_bench(
+                inputs,
+                policies,
+                settings,
+                workers=workers,
+                strict=strict,
+                shard=fleet.shard,
+                ray=fleet.ray,
+                detail=run_detail != "none",
+                detail_dir=json_path.parent,
+                on_start=on_start,
+                on_run=on_run,
+            )
+    finally:
+        warming.join()
     with streamed:
         if streamed.note:
             click.echo(streamed.note, err=True)
@@ -337,6 +342,24 @@ def _run(
     from ..bench._report import step_error_counts
 
     return step_error_counts(document)
+
+
+def _warm_charts() -> threading.Thread:
+    """Import matplotlib (about a second) in a thread while the replay runs, mostly waiting for its
+    workers, so the report at the end does not wait for it. Without matplotlib nothing is imported
+    and :func:`_charts` says so."""
+
+    def warm() -> None:
+        from ..bench._chart import pyplot
+
+        try:
+            pyplot()
+        except ImportError:
+            return  # the charts extra is not installed: _charts reports it
+
+    thread = threading.Thread(target=warm, name="bench-charts-import", daemon=True)
+    thread.start()
+    return thread
 
 
 @contextmanager
