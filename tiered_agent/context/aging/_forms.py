@@ -35,7 +35,7 @@ from cachetools import LRUCache
 from ..._messages import Message, ToolCall
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
 from ..pipeline._draft import with_content
-from ._condense import condensed_note
+from ._condense import Readings, condensed_note
 from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
@@ -59,6 +59,8 @@ class FormsMemo:
         self.notes: LRUCache[tuple[object, ...], tuple[object, Message]] = LRUCache(notes)
         # What a newer message goes on showing once aged (:func:`_lasting_refs`), per message object
         self.lasting: LRUCache[tuple[object, ...], tuple[Message, frozenset[str]]] = LRUCache(lasting)
+        # What a condensed note reads of each iteration (:class:`~._condense.Reading`; bounded there)
+        self.readings: Readings = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,6 +346,8 @@ def condensed(
     hit = memo.notes.get(key)
     if hit is not None and hit[0] == (tuple(chunk), later):
         return hit[1]
-    note = condensed_note(chunk, retrieval=retrieval, later=later, referred=referred, novel=novel)
+    note = condensed_note(
+        chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, readings=memo.readings
+    )
     memo.notes[key] = ((tuple(chunk), later), note)
     return note
