@@ -364,8 +364,10 @@ def condensed_note(
     labels, texts = _labels(later)
     label = _label([*(x for _, r in read for x in r.labels), *labels], texts + sum(r.texts for _, r in read))
     wanted: set[str] = _actions(later)
-    seen: set[str] = refs_of_all(text for m in later for text in _texts(m)) if novel else set()
-    shown: set[str] = set()  # what the newer lines show; while novel, seen holds it all (seen >= shown)
+    # What the messages after the chunk name: with what the newer lines show (``shown``), what the
+    # novel lines must not name (all a newer line names is in ``shown``, so this stays as it is).
+    seen = frozenset(refs_of_all(text for m in later for text in _texts(m))) if novel else frozenset()
+    shown: set[str] = set()
     extra = bool(referred or novel)
     lines: list[str] = []
     for k, reading in reversed(read):
@@ -375,25 +377,14 @@ def condensed_note(
         if reading.short:  # every output line is kept: what extra lines it would choose changes nothing
             tail = reading.whole
             shown |= names
-            if novel:
-                seen |= named
-                seen |= names
         elif not (extra and names):  # no output line names anything: none is chosen
             tail = ""
-            if novel:
-                seen |= named
         else:
-            tail, first_names, novel_names = reading.extra(
-                (frozenset(names & wanted), frozenset(names & shown), frozenset(names & seen)),
-                referred,
-                novel,
+            tail, kept_names, novel_names = reading.extra(
+                (frozenset(names & wanted), frozenset(names & shown), names & seen), referred, novel
             )
-            shown |= first_names
-            if novel:
-                seen |= named
-                seen |= first_names
-                seen |= novel_names
-                shown |= novel_names
+            shown |= kept_names
+            shown |= novel_names
         lines.append(line + tail)
         wanted |= reading.actions
     return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)

@@ -52,13 +52,13 @@ class FormsMemo:
     history keeps the same message objects), each hit checked against those messages; bounded.
     Owned by the run's ``Age`` runtime: never shared between runs."""
 
-    def __init__(self, batches: int = 2048, notes: int = 1024, lasting: int = 4096) -> None:
+    def __init__(self, batches: int = 2048, notes: int = 1024) -> None:
         self.batches: LRUCache[tuple[object, ...], tuple[object, dict[int, tuple[Message, ...]]]] = LRUCache(
             batches
         )
         self.notes: LRUCache[tuple[object, ...], tuple[object, Message]] = LRUCache(notes)
-        # What a newer message goes on showing once aged (:func:`_lasting_refs`), per message object
-        self.lasting: LRUCache[tuple[object, ...], tuple[Message, frozenset[str]]] = LRUCache(lasting)
+        # What each iteration tells the forms of older ones (:class:`_Told`; bounded there)
+        self.told: dict[tuple[int, ...], _Told] = {}
         # What a condensed note reads of each iteration (:class:`~._condense.Reading`; bounded there)
         self.readings: Readings = {}
 
@@ -146,14 +146,58 @@ def _render_batch(
     used: set[str] = set()  # what the agent's later messages name (its reasoning, its calls)
     forms: dict[int, tuple[Message, ...]] = {}
     for iteration, messages in reversed(batch):
+        told = _told(messages, memo)
         if iteration > last:
-            for message in messages:
-                seen |= _lasting_refs(style, message) if memo is None else _lasting_memo(style, message, memo)
+            seen |= told.lasting(style)
         elif iteration >= first:
             forms[iteration] = _age_iteration(style, messages, seen, later, frozenset(used))
-        _remember_calls(messages, later, iteration)
-        used |= _actions(messages)
+        for key, output, call_id in told.calls:
+            later.setdefault(key, []).append((iteration, output, call_id))
+        used |= told.actions
     return forms
+
+
+class _Told:
+    """What an iteration's messages tell the forms of older ones: what its assistant messages name, its
+    calls that have an output (by canonical call), and what it goes on showing once aged (per style).
+    Found once per run when the run's memo keeps it (:attr:`FormsMemo.told`)."""
+
+    __slots__ = ("_lasting", "actions", "calls", "messages")
+
+    def __init__(self, messages: tuple[Message, ...]) -> None:
+        self.messages = messages  # kept: the memo's key is their identities
+        self.actions = _actions(messages)
+        outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
+        self.calls = tuple(
+            (_call_key(call), outputs[call.id], call.id)
+            for message in messages
+            for call in message.tool_calls
+            if call.name != RETRIEVE_TOOL_NAME and call.id in outputs
+        )
+        self._lasting: dict[tuple[str, int], frozenset[str]] = {}
+
+    def lasting(self, style: AgedStyle) -> frozenset[str]:
+        """What its messages go on showing once aged (:func:`_lasting_refs`)."""
+        key = (style.reasoning, style.max_arg_chars)
+        found = self._lasting.get(key)
+        if found is None:
+            found = self._lasting[key] = frozenset().union(*(_lasting_refs(style, m) for m in self.messages))
+        return found
+
+
+_TOLD = 4096  # iterations a run's memo keeps (the oldest told goes first)
+
+
+def _told(messages: tuple[Message, ...], memo: FormsMemo | None) -> _Told:
+    if memo is None:
+        return _Told(messages)
+    key = tuple(map(id, messages))
+    hit = memo.told.get(key)  # a hit keeps its messages alive: the same identities are the same messages
+    if hit is None:
+        if len(memo.told) >= _TOLD:
+            del memo.told[next(iter(memo.told))]
+        hit = memo.told[key] = _Told(messages)
+    return hit
 
 
 def _actions(messages: tuple[Message, ...]) -> frozenset[str]:
@@ -185,33 +229,12 @@ def _lasting_refs(style: AgedStyle, message: Message) -> frozenset[str]:
     return found
 
 
-def _lasting_memo(style: AgedStyle, message: Message, memo: FormsMemo) -> frozenset[str]:
-    """:func:`_lasting_refs` once per message object of the run (checked against the object)."""
-    key = (style.reasoning, style.max_arg_chars, id(message))
-    hit = memo.lasting.get(key)
-    if hit is not None and hit[0] is message:
-        return hit[1]
-    found = _lasting_refs(style, message)
-    memo.lasting[key] = (message, found)
-    return found
-
-
 def _call_key(call: ToolCall) -> str:
     try:
         canonical = orjson.dumps(orjson.loads(call.arguments or "{}"), option=orjson.OPT_SORT_KEYS).decode()
     except orjson.JSONDecodeError:
         canonical = call.arguments
     return f"{call.name}\x00{canonical}"
-
-
-def _remember_calls(
-    messages: tuple[Message, ...], later: dict[str, list[tuple[int, str, str]]], k: int
-) -> None:
-    outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
-    for message in messages:
-        for call in message.tool_calls:
-            if call.name != RETRIEVE_TOOL_NAME and call.id in outputs:
-                later.setdefault(_call_key(call), []).append((k, outputs[call.id], call.id))
 
 
 def _age_iteration(
