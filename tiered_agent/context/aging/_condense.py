@@ -26,7 +26,8 @@ from __future__ import annotations
 import heapq
 import re
 from collections import Counter
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
 from functools import lru_cache
 
 import orjson
@@ -40,6 +41,7 @@ from ._refs import refs, refs_of_all
 
 __all__ = [
     "SHORT_LINES",
+    "Lines",
     "Reading",
     "Readings",
     "condensed_line",
@@ -137,8 +139,22 @@ Chosen = list[tuple[int, str]]  # (position in the output, the line as cut)
 Named = tuple[tuple[int, str, frozenset[str]], ...]  # the lines naming references: (position, line, them)
 
 
-def _named(lines: Sequence[str]) -> Named:
-    return tuple((index, line, found) for index, line in enumerate(lines) if (found := refs(line)))
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """An output's lines that name references (``named``: position, line, them), and for each
+    reference the lines naming it (``where``: indexes into ``named``, ascending)."""
+
+    named: Named
+    where: Mapping[str, Sequence[int]]
+
+
+def _named(lines: Sequence[str]) -> Lines:
+    named = tuple((index, line, found) for index, line in enumerate(lines) if (found := refs(line)))
+    where: dict[str, list[int]] = {}
+    for position, (_, _, found) in enumerate(named):
+        for name in found:
+            where.setdefault(name, []).append(position)
+    return Lines(named, where)
 
 
 def _cover(candidates: list[tuple[int, str, frozenset[str]]], limit: int) -> Chosen:
@@ -172,11 +188,13 @@ def referred_lines(lines: Sequence[str], wanted: set[str], shown: set[str], limi
     return _referred(_named(lines), wanted, shown, limit)
 
 
-def _referred(named: Named, wanted: Set[str], shown: set[str], limit: int) -> Chosen:
+def _referred(lines: Lines, wanted: Set[str], shown: set[str], limit: int) -> Chosen:
     targets = wanted - shown
     if not targets:
         return []
-    out = _cover([(index, line, hit) for index, line, found in named if (hit := found & targets)], limit)
+    where, named = lines.where, lines.named
+    naming = sorted({position for name in targets for position in where.get(name, ())})
+    out = _cover([(named[p][0], named[p][1], named[p][2] & targets) for p in naming], limit)
     for _, line in out:
         shown |= refs(line)
     return out
@@ -189,16 +207,12 @@ def informative_lines(lines: Sequence[str], seen: set[str], limit: int) -> Chose
     return _informative(_named(lines), seen, limit)
 
 
-def _informative(named: Named, seen: set[str], limit: int) -> Chosen:
-    known = set(seen)
-    candidates: list[tuple[int, str, frozenset[str]]] = []
-    for index, line, found in named:
-        if found <= known:  # names nothing a line above it did not name already
-            continue
-        known |= found
-        if new := found - seen:
-            candidates.append((index, line, new))
-    out = _cover(candidates, limit)
+def _informative(lines: Lines, seen: set[str], limit: int) -> Chosen:
+    """A line names something no line above it names nor ``seen`` holds exactly when it is the
+    first line naming one of the references not in ``seen``."""
+    where, named = lines.where, lines.named
+    first = sorted({where[name][0] for name in where.keys() - seen})
+    out = _cover([(named[p][0], named[p][1], named[p][2] - seen) for p in first], limit)
     for _, line in out:
         seen |= refs(line)
     return out
@@ -238,8 +252,8 @@ Extra = tuple[str, frozenset[str], frozenset[str]]  # the lines under an iterati
 
 class Reading:
     """What a note reads of one iteration's messages, found once per run when the run's memo keeps it
-    (:class:`~._forms.FormsMemo`): its output lines and what each names, what its assistant messages
-    name, its format labels; its line per format label, and its extra lines per what they depend on."""
+    (:class:`~._forms.FormsMemo`): what its output lines name, what its assistant messages name, its
+    format labels; its line per format label, and its extra lines per what they depend on."""
 
     __slots__ = (
         "_extras",
@@ -247,7 +261,6 @@ class Reading:
         "actions",
         "labels",
         "messages",
-        "named",
         "names",
         "short",
         "texts",
@@ -257,8 +270,7 @@ class Reading:
     def __init__(self, messages: tuple[Message, ...]) -> None:
         self.messages = messages  # kept: the memo's key is their identities
         outputs = _output_lines(messages)
-        self.named = _output_refs(messages)
-        self.names: frozenset[str] = frozenset().union(*(found for _, _, found in self.named))
+        self.names = frozenset(_output_refs(messages).where)
         self.actions = frozenset(_actions(messages))
         self.labels, self.texts = _labels(messages)
         # outputs of at most SHORT_LINES lines are kept whole (their lines, as cut)
@@ -289,7 +301,7 @@ class Reading:
 
 
 @lru_cache(maxsize=4096)
-def _output_refs(messages: tuple[Message, ...]) -> Named:
+def _output_refs(messages: tuple[Message, ...]) -> Lines:
     """The iteration's output lines (as cut) naming references, with them: all a note's extra lines
     can be."""
     return _named(_output_lines(messages))
@@ -310,10 +322,10 @@ def _extra_lines(
     second name. Given only the references its output lines name (``wanted``, ``shown`` and ``seen``
     restricted to them: nothing else can change the choice), so that a note computed again as newer
     iterations arrive reuses what did not change."""
-    named = _output_refs(messages)
+    lines = _output_refs(messages)
     shown_now = set(shown)
-    kept = _referred(named, wanted, shown_now, referred) if referred else []
-    informative = _informative(named, set(seen) | shown_now, novel) if novel else []
+    kept = _referred(lines, wanted, shown_now, referred) if referred else []
+    informative = _informative(lines, set(seen) | shown_now, novel) if novel else []
     text = "".join(f"\n    {line}" for _, line in sorted([*kept, *informative]))
     return (
         text,
