@@ -29,20 +29,17 @@ that text), nor are outputs an earlier step already hid.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import compress, count
-from operator import not_
 from typing import ClassVar, Literal
 
 from ..._messages import Message
 from ..._trace import Cut
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
-from .._step import Run, Step, StepRuntime, require
+from .._step import Step, require
 from ..pipeline._draft import BuildContext, Draft, with_content
 
-__all__ = ["Truncate", "TruncateRuntime", "TruncationMode", "count_lines", "truncate_output"]
+__all__ = ["Truncate", "TruncationMode", "count_lines", "truncate_output"]
 
 TruncationMode = Literal["head", "head_tail"]
 
@@ -76,40 +73,21 @@ class Truncate(Step):
             f"Truncate.mode must be 'head' or 'head_tail', got {self.mode!r}",
         )
 
-    def start(self, run: Run) -> TruncateRuntime:
-        return TruncateRuntime(self)
-
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
-        return self.cut_at(draft, context, range(len(draft.originals)))
-
-    @property
-    def uncut(self) -> int:
-        """A text of at most this many chars has at most as many lines: it is never cut."""
-        return min(limit for limit in (self.max_chars, self.max_lines) if limit is not None)
-
-    def never_cut(self, message: Message) -> bool:
-        """Whether ``message`` is never cut, wherever it stands (not an output, short, or a retrieval)."""
-        return (
-            message.role != "tool"
-            or not message.content
-            or len(message.content) <= self.uncut
-            or message.name == RETRIEVE_TOOL_NAME
-        )
-
-    def cut_at(self, draft: Draft, context: BuildContext, positions: Iterable[int]) -> Draft:
-        """The draft with the outputs at ``positions`` (ascending; every other one is never cut) cut."""
         shown: dict[int, Message] = {}
         cuts: dict[int, Cut] = {}
+        # A text of at most this many chars has at most as many lines: it is never cut.
+        uncut = min(limit for limit in (self.max_chars, self.max_lines) if limit is not None)
         hidden = draft.hidden
         limits = self.max_chars, self.max_lines
         waits = self._waits(draft, context)
         if waits:
             limits = self.defer_max_chars, None
         prompt_chars: int | None = None  # counted once a cut waits on it
-        originals = draft.originals
-        for index in positions:
-            message = originals[index]
-            if index in hidden or self.never_cut(message):
+        for index, message in enumerate(draft.originals):
+            if message.role != "tool" or not message.content or len(message.content) <= uncut:
+                continue
+            if message.name == RETRIEVE_TOOL_NAME or index in hidden:
                 continue
             kept, cut = _truncate_message(message, *limits, self.mode, context.retrieval)
             if cut is None:
@@ -265,33 +243,3 @@ def _join(head: str, marker: str, tail: str) -> str:
     before = "\n" if head and not head.endswith("\n") else ""
     after = f"\n{tail}" if tail else ""
     return f"{head}{before}{marker}{after}"
-
-
-class TruncateRuntime(StepRuntime):
-    """Truncate over one run: which of the run's messages are never cut is found once per message
-    (by identity), so that a prompt looks only at the others (a history keeps the same objects)."""
-
-    step: Truncate
-
-    def __init__(self, step: Truncate) -> None:
-        super().__init__(step)
-        self._never: dict[int, Message] = {}  # id -> a message never cut (kept: its id is not reused)
-
-    def apply(self, draft: Draft, context: BuildContext) -> Draft:
-        if type(self.step).apply is not _APPLY:  # a subclass's own apply: it decides what is cut
-            return self.step.apply(draft, context)
-        never = self._never
-        if len(never) > _NEVER:
-            never.clear()
-        unknown = map(not_, map(never.__contains__, map(id, draft.originals)))
-        positions = list(compress(count(), unknown))  # the messages not known never cut, in C
-        originals = draft.originals
-        for index in positions:
-            message = originals[index]
-            if self.step.never_cut(message):
-                never[id(message)] = message
-        return self.step.cut_at(draft, context, positions)
-
-
-_NEVER = 200_000  # messages a run's runtime remembers (then it starts over)
-_APPLY = Truncate.apply

@@ -1,8 +1,7 @@
-"""The context runtimes' shortcuts give what computing from scratch gives: the lazy greedy line
-cover against counting every line again, condensed notes read through a run's memo as their chunk
-and the iterations after it grow against notes written from nothing by the rule read directly,
-aged forms rendered through a run's memo against forms rendered without one, and a run's Truncate
-runtime (which looks only at the messages it has not found never cut) against the step alone."""
+"""The aging memo's shortcuts give what computing from scratch gives: the lazy greedy line cover
+against counting every line again, condensed notes read through a run's memo as their chunk and
+the iterations after it grow against notes written from nothing by the rule read directly, and
+aged forms rendered through a run's memo against forms rendered without one."""
 
 from __future__ import annotations
 
@@ -12,9 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tiered_agent import Message, ToolCall
-from tiered_agent._messages import Role
-from tiered_agent._tokens import TokenCounter
-from tiered_agent.context._step import Run
 from tiered_agent.context.aging._condense import (
     SHORT_LINES,
     _cover,
@@ -25,8 +21,6 @@ from tiered_agent.context.aging._condense import (
 )
 from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch
 from tiered_agent.context.aging._refs import refs, refs_of_all
-from tiered_agent.context.pipeline._draft import BuildContext, Draft, start
-from tiered_agent.context.steps import Truncate
 
 NAMES = ["alpha_1", "beta_2", "gamma_3", "delta_4", "eps_5", "zeta_6", "eta_7", "src/a.py", "b.txt"]
 WORDS = ["plain", "words", "THOUGHT:", "Run", "it."]
@@ -156,38 +150,3 @@ def test_aged_forms_rendered_through_a_runs_memo_are_those_rendered_without(
             last = max(first, at - 2)
             memoized = age_batch(style, head, batch, first, last, memo=memo)
             assert memoized == age_batch(style, head, batch, first, last)
-
-
-ROLES: list[Role] = ["tool", "assistant", "user"]
-
-
-class _Shout(Truncate):
-    """A Truncate whose own apply says what happens (a runtime must not go around it)."""
-
-    def apply(self, draft: Draft, context: BuildContext) -> Draft:
-        return draft.cut({0: Message("user", "shout")}, {}, self.kind)
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    st.lists(st.tuples(st.sampled_from(ROLES), st.integers(0, 120)), max_size=30),
-    st.booleans(),
-    st.sets(st.integers(0, 29)),
-)
-def test_a_runs_truncate_runtime_cuts_what_the_step_alone_cuts(
-    drawn: list[tuple[Role, int]], deferred: bool, hidden: set[int]
-) -> None:
-    counter = TokenCounter("o200k_base")
-    step = Truncate(max_chars=40, max_lines=6, defer_max_chars=80 if deferred else None)
-    runtime = step.start(Run(counter, retrieval=True))
-    history: list[Message] = [Message("user", "task")]
-    for k, (role, chars) in enumerate(drawn, 1):  # the history grows; each prompt is built again
-        text = "\n".join(f"line {n} of output {k}" for n in range(chars // 10)) or "x" * chars
-        history.append(Message(role, text, tool_call_id=f"c{k}" if role == "tool" else None, iteration=k))
-        context = BuildContext.of(history, None, counter, retrieval=True, schema_sent=not deferred)
-        draft = start(context)
-        draft = Draft(draft.messages, draft.originals, hidden={i: 1 for i in hidden if i < len(history)})
-        assert runtime.apply(draft, context) == step.apply(draft, context)
-    shout = _Shout(max_chars=40)
-    context = BuildContext.of(history, None, counter, retrieval=True)
-    assert shout.start(Run(counter)).apply(start(context), context).messages[0].text == "shout"
