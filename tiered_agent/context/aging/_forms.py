@@ -150,7 +150,7 @@ def _render_batch(
         if iteration > last:
             seen |= told.lasting(style)
         elif iteration >= first:
-            forms[iteration] = _age_iteration(style, messages, seen, later, frozenset(used))
+            forms[iteration] = _age_iteration(style, messages, seen, later, frozenset(used), told=told)
         for key, output, call_id in told.calls:
             later.setdefault(key, []).append((iteration, output, call_id))
         used |= told.actions
@@ -162,7 +162,7 @@ class _Told:
     calls that have an output (by canonical call), and what it goes on showing once aged (per style).
     Found once per run when the run's memo keeps it (:attr:`FormsMemo.told`)."""
 
-    __slots__ = ("_lasting", "actions", "calls", "messages")
+    __slots__ = ("_cut", "_lasting", "_shortened", "actions", "calls", "messages")
 
     def __init__(self, messages: tuple[Message, ...]) -> None:
         self.messages = messages  # kept: the memo's key is their identities
@@ -175,14 +175,43 @@ class _Told:
             if call.name != RETRIEVE_TOOL_NAME and call.id in outputs
         )
         self._lasting: dict[tuple[str, int], frozenset[str]] = {}
+        self._shortened: dict[tuple[str, str], str] = {}
+        self._cut: dict[tuple[object, ...], str] = {}
 
     def lasting(self, style: AgedStyle) -> frozenset[str]:
         """What its messages go on showing once aged (:func:`_lasting_refs`)."""
         key = (style.reasoning, style.max_arg_chars)
         found = self._lasting.get(key)
         if found is None:
-            found = self._lasting[key] = frozenset().union(*(_lasting_refs(style, m) for m in self.messages))
+            found = self._lasting[key] = frozenset().union(
+                *(_lasting_refs(style, m, self) for m in self.messages)
+            )
         return found
+
+    def shortened(self, mode: ReasoningMode, text: str, seen: set[str]) -> str:
+        """:func:`~._reasoning.shorten_reasoning` of one of its texts (``seen`` gains what it shows);
+        found once per mode that does not read ``seen`` (every mode but ``"novel"``)."""
+        if mode == "novel":
+            return shorten_reasoning(text, mode, seen)
+        key = (mode, text)
+        shown = self._shortened.get(key)
+        if shown is None:
+            shown = self._shortened[key] = shorten_reasoning(text, mode, set())
+        seen |= refs(shown)
+        return shown
+
+    def cut(
+        self, arguments: str, max_chars: int, wanted: frozenset[str], line_chars: int, max_lines: int
+    ) -> str:
+        """:func:`~._reasoning.cut_arguments` of one of its calls' arguments, found once per input
+        (the lines' settings only count with ``wanted``)."""
+        key = (arguments, max_chars, wanted, line_chars, max_lines) if wanted else (arguments, max_chars)
+        cut = self._cut.get(key)
+        if cut is None:
+            cut = self._cut[key] = cut_arguments(
+                arguments, max_chars, wanted, line_chars=line_chars, max_lines=max_lines
+            )
+        return cut
 
 
 _TOLD = 4096  # iterations a run's memo keeps (the oldest told goes first)
@@ -216,16 +245,14 @@ def _all_refs(message: Message) -> frozenset[str]:
     return found
 
 
-def _lasting_refs(style: AgedStyle, message: Message) -> frozenset[str]:
+def _lasting_refs(style: AgedStyle, message: Message, told: _Told) -> frozenset[str]:
     """What a newer, still verbatim message will go on showing once it ages too: the agent's
     reasoning is cut then, so only what its shortened form names counts as shown later."""
     if message.role != "assistant" or style.reasoning == "keep":
         return _all_refs(message)
-    found = (
-        refs(shorten_reasoning(message.content, style.reasoning, set())) if message.content else frozenset()
-    )
+    found = refs(told.shortened(style.reasoning, message.content, set())) if message.content else frozenset()
     for call in message.tool_calls:
-        found = found | refs(cut_arguments(call.arguments, style.max_arg_chars))
+        found = found | refs(told.cut(call.arguments, style.max_arg_chars, frozenset(), 0, 0))
     return found
 
 
@@ -243,12 +270,17 @@ def _age_iteration(
     seen: set[str],
     later: Mapping[str, list[tuple[int, str, str]]],
     used: frozenset[str] = frozenset(),
+    *,
+    told: _Told | None = None,
 ) -> tuple[Message, ...]:
+    """``told``: what the run's memo found of these messages (their shortened reasoning and cut
+    arguments, shared with what newer iterations read of them)."""
+    told = told if told is not None else _Told(messages)
     calls = {c.id: c for m in messages for c in m.tool_calls}
     out: list[Message] = []
     for message in reversed(messages):
         if message.role == "assistant":
-            out.append(_age_assistant(style, message, seen, used))
+            out.append(_age_assistant(style, message, seen, used, told))
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
             out.append(_age_output(style, message, seen, _superseded_by(call, message, later)))
@@ -272,16 +304,16 @@ def _superseded_by(
 
 # --------------------------------------------------------------------------- one message
 def _age_assistant(
-    style: AgedStyle, message: Message, seen: set[str], used: frozenset[str] = frozenset()
+    style: AgedStyle, message: Message, seen: set[str], used: frozenset[str], told: _Told
 ) -> Message:
     """Reasoning shortened; long call arguments cut to their head plus, in text the agent wrote (a
     script, a file, a patch), the lines naming what its later messages name (``used``)."""
     content = message.content
     if content:
-        content = shorten_reasoning(content, style.reasoning, seen)
+        content = told.shortened(style.reasoning, content, seen)
     calls = tuple(
         c
-        if (a := _cut_call(style, c.arguments, used)) == c.arguments
+        if (a := _cut_call(style, c.arguments, used, told)) == c.arguments
         else dataclasses.replace(c, arguments=a)
         for c in message.tool_calls
     )
@@ -292,11 +324,9 @@ def _age_assistant(
     return dataclasses.replace(message, content=content, tool_calls=calls)
 
 
-def _cut_call(style: AgedStyle, arguments: str, used: frozenset[str]) -> str:
+def _cut_call(style: AgedStyle, arguments: str, used: frozenset[str], told: _Told) -> str:
     wanted = refs(arguments) & used if len(arguments) > style.max_arg_chars else frozenset()
-    return cut_arguments(
-        arguments, style.max_arg_chars, wanted, line_chars=style.line_chars, max_lines=style.max_lines
-    )
+    return told.cut(arguments, style.max_arg_chars, wanted, style.line_chars, style.max_lines)
 
 
 def _hint(style: AgedStyle, message: Message) -> str:
