@@ -23,8 +23,11 @@ gone, so no call can lose its result.
 
 from __future__ import annotations
 
+import heapq
 import re
-from collections.abc import Callable, Sequence, Set
+from collections import Counter
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
 from functools import lru_cache
 
 import orjson
@@ -39,6 +42,9 @@ from ._reports import NO_REPORTS, Reports
 
 __all__ = [
     "SHORT_LINES",
+    "Lines",
+    "Reading",
+    "Readings",
     "condensed_line",
     "condensed_note",
     "format_label",
@@ -96,12 +102,7 @@ def _outcome(output: str) -> str:
 def format_label(messages: Sequence[Message]) -> str | None:
     """The label the agent's format puts before its reasoning (``THOUGHT:``), if nearly every one of
     at least 3 assistant messages starts with the same one: repeated on every line, it says nothing."""
-    texts = [m.text for m in messages if m.role == "assistant" and m.text]
-    labels = [found.group(1) for t in texts if (found := _FORMAT_LABEL.match(t))]
-    if len(labels) < 3:
-        return None
-    label = max(set(labels), key=labels.count)
-    return label if labels.count(label) >= 0.8 * len(texts) else None
+    return _label(*_labels(messages))
 
 
 @lru_cache(maxsize=8192)
@@ -136,21 +137,48 @@ def _output_lines(messages: tuple[Message, ...]) -> tuple[str, ...]:
 
 
 Chosen = list[tuple[int, str]]  # (position in the output, the line as cut)
+Named = tuple[tuple[int, str, frozenset[str]], ...]  # the lines naming references: (position, line, them)
 
 
-def _cover(lines: Sequence[str], names: Callable[[str], Set[str]], limit: int) -> Chosen:
-    """Up to ``limit`` of ``lines``, chosen greedily: each the line naming the most of ``names(line)``
-    that no line already chosen names (ties: the earliest); with their positions."""
-    candidates = [(index, kept, found) for index, kept in enumerate(lines) if (found := names(kept))]
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """An output's lines that name references (``named``: position, line, them), and for each
+    reference the lines naming it (``where``: indexes into ``named``, ascending)."""
+
+    named: Named
+    where: Mapping[str, Sequence[int]]
+
+
+def _named(lines: Sequence[str]) -> Lines:
+    named = tuple((index, line, found) for index, line in enumerate(lines) if (found := refs(line)))
+    where: dict[str, list[int]] = {}
+    for position, (_, _, found) in enumerate(named):
+        for name in found:
+            where.setdefault(name, []).append(position)
+    return Lines(named, where)
+
+
+def _cover(candidates: list[tuple[int, str, frozenset[str]]], limit: int) -> Chosen:
+    """Up to ``limit`` of the ``candidates`` (position, line, names), chosen greedily: each the line
+    with the most names that no line already chosen names (ties: the earliest); with their positions.
+
+    Lazily: a line's count only falls as lines are chosen, so a line whose count, counted again,
+    still leads every other line's last count leads their counts now (the choice counting every
+    line again at each pick makes, without doing it)."""
+    heap = [(-len(found), index, line, found) for index, line, found in candidates]
+    heapq.heapify(heap)
     covered: set[str] = set()
     chosen: Chosen = []
-    while candidates and len(chosen) < limit:
-        best = max(candidates, key=lambda c: (len(c[2] - covered), -c[0]))
-        if not best[2] - covered:
+    while heap and len(chosen) < limit:
+        _, index, line, found = heapq.heappop(heap)
+        key = (-len(found - covered), index)
+        if heap and key > heap[0][:2]:  # another line may name more now: count it first
+            heapq.heappush(heap, (*key, line, found))
+            continue
+        if not key[0]:
             break
-        chosen.append(best[:2])
-        covered |= best[2]
-        candidates.remove(best)
+        chosen.append((index, line))
+        covered |= found
     return chosen
 
 
@@ -158,7 +186,16 @@ def referred_lines(lines: Sequence[str], wanted: set[str], shown: set[str], limi
     """Up to ``limit`` output lines naming something in ``wanted`` (what the agent went on to refer to)
     that no newer line of the note shows (``shown``, updated); the lines naming the most such
     things first."""
-    out = _cover(lines, lambda line: (refs(line) & wanted) - shown, limit)
+    return _referred(_named(lines), wanted, shown, limit)
+
+
+def _referred(lines: Lines, wanted: Set[str], shown: set[str], limit: int) -> Chosen:
+    targets = wanted - shown
+    if not targets:
+        return []
+    where, named = lines.where, lines.named
+    naming = sorted({position for name in targets for position in where.get(name, ())})
+    out = _cover([(named[p][0], named[p][1], named[p][2] & targets) for p in naming], limit)
     for _, line in out:
         shown |= refs(line)
     return out
@@ -168,16 +205,15 @@ def informative_lines(lines: Sequence[str], seen: set[str], limit: int) -> Chose
     """Up to ``limit`` of the output lines that first name a reference not in ``seen`` (what the
     prompt shows later; the aged outputs' rule), those naming the most such references first
     (``seen`` is updated)."""
-    named = set(seen)
+    return _informative(_named(lines), seen, limit)
 
-    def names(line: str) -> Set[str]:
-        found = refs(line)
-        if not found - named:  # names nothing a line above it did not name already
-            return frozenset()
-        named.update(found)
-        return found - seen
 
-    out = _cover(lines, names, limit)
+def _informative(lines: Lines, seen: set[str], limit: int) -> Chosen:
+    """A line names something no line above it names nor ``seen`` holds exactly when it is the
+    first line naming one of the references not in ``seen``."""
+    where, named = lines.where, lines.named
+    first = sorted({where[name][0] for name in where.keys() - seen})
+    out = _cover([(named[p][0], named[p][1], named[p][2] - seen) for p in first], limit)
     for _, line in out:
         seen |= refs(line)
     return out
@@ -197,67 +233,79 @@ def _actions(messages: Sequence[Message]) -> set[str]:
     return found
 
 
-def condensed_note(
-    chunk: Sequence[tuple[int, tuple[Message, ...]]],
-    *,
-    retrieval: bool,
-    later: Sequence[Message] = (),
-    referred: int = 0,
-    novel: int = 0,
-    reports: Reports = NO_REPORTS,
-) -> Message:
-    """The note standing for a chunk of iterations ``(iteration, messages)``, oldest first.
+def _labels(messages: Sequence[Message]) -> tuple[tuple[str, ...], int]:
+    """The format labels the assistant messages with text start with, and how many such messages."""
+    texts = [m.text for m in messages if m.role == "assistant" and m.text]
+    return tuple(found.group(1) for t in texts if (found := _FORMAT_LABEL.match(t))), len(texts)
 
-    With ``referred`` > 0, each line is followed by up to that many lines of the iteration's
-    outputs that name something the agent referred to afterwards (in the chunk, or in ``later``:
-    the messages of the iterations after it up to when it was condensed); with ``novel`` > 0, by
-    up to that many more naming what nothing after them names (neither ``later`` nor a newer line
-    of the note). Newest first, each name only once. The ``reports`` (a sub-agent's, :mod:`._reports`)
-    are kept whole under their iteration's line.
-    """
-    first, last = chunk[0][0], chunk[-1][0]
-    span = f"{first}-{last}" if first != last else str(first)
-    where = f"; full text: {retrieve_call('iteration', span)}" if retrieval else ""
-    head = f"[Iterations {span}, one line each{where}]"
-    wanted: set[str] = _actions(later)
-    seen: set[str] = refs_of_all(text for m in later for text in _texts(m)) if novel else set()
-    shown: set[str] = set()
-    lines: list[str] = []
-    label = format_label([*(m for _, messages in chunk for m in messages), *later])
-    for k, whole in reversed(chunk):
-        line = condensed_line(k, whole, label)
-        shown |= refs(line)
-        kept_reports = reports.of(whole)
-        messages = tuple(m for m in whole if m not in kept_reports) if kept_reports else whole
-        names = _output_refs(messages) if referred or novel else frozenset()
-        restricted = (frozenset(wanted & names), frozenset(shown & names), frozenset(seen & names))
-        extra = _extra_lines(messages, *restricted, referred=referred, novel=novel)
-        for _, text in extra[0]:
-            shown |= refs(text)
-        if novel:
-            seen |= shown
-            for _, text in extra[1]:
-                seen |= refs(text)
-            shown |= refs_of_all(text for _, text in extra[1])
-        chosen = sorted([*extra[0], *extra[1]])  # in output order
+
+def _label(labels: Sequence[str], texts: int) -> str | None:
+    """:func:`format_label` of messages with these labels and this many texts (two labels tied for the
+    most are each at most half: neither is a label then, whichever ``max`` names)."""
+    if len(labels) < 3:
+        return None
+    label, count = Counter(labels).most_common(1)[0]
+    return label if count >= 0.8 * texts else None
+
+
+Extra = tuple[str, frozenset[str], frozenset[str]]  # the lines under an iteration's line, what they name
+
+
+class Reading:
+    """What a note reads of one iteration's messages, found once per run when the run's memo keeps it
+    (:class:`~._forms.FormsMemo`): what its output lines name, what its assistant messages name, its
+    format labels; its line per format label, and its extra lines per what they depend on."""
+
+    __slots__ = (
+        "_extras",
+        "_lines",
+        "actions",
+        "labels",
+        "messages",
+        "names",
+        "short",
+        "texts",
+        "whole",
+    )
+
+    def __init__(self, messages: tuple[Message, ...]) -> None:
+        self.messages = messages  # kept: the memo's key is their identities
         outputs = _output_lines(messages)
-        if len(outputs) <= SHORT_LINES and any(m.role == "tool" for m in messages):
-            chosen = [(i, text) for i, text in enumerate(outputs) if text]
-            shown |= refs_of_all(outputs)
-            seen |= refs_of_all(outputs) if novel else set()
-        kept = [text for report in kept_reports for text in report.text.splitlines() if text.strip()]
-        shown |= refs_of_all(kept)
-        seen |= refs_of_all(kept) if novel else set()
-        shown_lines = [*(text for _, text in chosen), *kept]
-        lines.append("\n".join([line, *(f"    {text}" for text in shown_lines)]))
-        wanted |= _actions(messages)
-    return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)
+        self.names = frozenset(_output_refs(messages).where)
+        self.actions = frozenset(_actions(messages))
+        self.labels, self.texts = _labels(messages)
+        # outputs of at most SHORT_LINES lines are kept whole (their lines, as cut)
+        self.short = len(outputs) <= SHORT_LINES and any(m.role == "tool" for m in messages)
+        self.whole = "".join(f"\n    {text}" for text in outputs if text) if self.short else ""
+        self._lines: dict[tuple[int, str | None], tuple[str, frozenset[str]]] = {}
+        self._extras: dict[tuple[object, ...], Extra] = {}
+
+    def line(self, iteration: int, label: str | None) -> tuple[str, frozenset[str]]:
+        """The iteration's line (:func:`condensed_line`) and what it names."""
+        key = (iteration, label)
+        hit = self._lines.get(key)
+        if hit is None:
+            line = condensed_line(iteration, self.messages, label)
+            hit = self._lines[key] = (line, refs(line))
+        return hit
+
+    def extra(
+        self, inputs: tuple[frozenset[str], frozenset[str], frozenset[str]], referred: int, novel: int
+    ) -> Extra:
+        """The output lines kept under the line, given what they depend on: ``wanted``, ``shown`` and
+        ``seen`` restricted to what the output lines name (nothing else can change the choice)."""
+        key = (*inputs, referred, novel)
+        hit = self._extras.get(key)
+        if hit is None:
+            hit = self._extras[key] = _extra_lines(self.messages, *inputs, referred=referred, novel=novel)
+        return hit
 
 
 @lru_cache(maxsize=4096)
-def _output_refs(messages: tuple[Message, ...]) -> frozenset[str]:
-    """The references the iteration's output lines (as cut) name: all a note's extra lines can."""
-    return frozenset(refs_of_all(_output_lines(messages)))
+def _output_refs(messages: tuple[Message, ...]) -> Lines:
+    """The iteration's output lines (as cut) naming references, with them: all a note's extra lines
+    can be."""
+    return _named(_output_lines(messages))
 
 
 @lru_cache(maxsize=8192)
@@ -269,15 +317,97 @@ def _extra_lines(
     *,
     referred: int,
     novel: int,
-) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+) -> Extra:
     """The output lines the note keeps under one iteration's line: those it referred to afterwards,
-    then those naming what nothing after them names. Given only the references its output lines
-    name (``wanted``, ``shown`` and ``seen`` restricted to them: nothing else can change the choice),
-    so that a note computed again as newer iterations arrive reuses what did not change."""
-    outputs = _output_lines(messages)
+    then those naming what nothing after them names, in output order; with what the first and the
+    second name. Given only the references its output lines name (``wanted``, ``shown`` and ``seen``
+    restricted to them: nothing else can change the choice), so that a note computed again as newer
+    iterations arrive reuses what did not change."""
+    lines = _output_refs(messages)
     shown_now = set(shown)
-    extra = referred_lines(outputs, set(wanted), shown_now, referred) if referred else []
-    informative: Chosen = []
-    if novel:
-        informative = informative_lines(outputs, set(seen) | shown_now, novel)
-    return tuple(extra), tuple(informative)
+    kept = _referred(lines, wanted, shown_now, referred) if referred else []
+    informative = _informative(lines, set(seen) | shown_now, novel) if novel else []
+    text = "".join(f"\n    {line}" for _, line in sorted([*kept, *informative]))
+    return (
+        text,
+        frozenset(refs_of_all(line for _, line in kept)),
+        frozenset(refs_of_all(line for _, line in informative)),
+    )
+
+
+Readings = dict[tuple[int, ...], Reading]  # by the identities of an iteration's messages
+READINGS = 4096  # iterations a run's memo keeps (the oldest read goes first)
+
+
+def _reading(messages: tuple[Message, ...], readings: Readings | None) -> Reading:
+    if readings is None:
+        return Reading(messages)
+    key = tuple(map(id, messages))
+    hit = readings.get(key)  # a hit keeps its messages alive: the same identities are the same messages
+    if hit is None:
+        if len(readings) >= READINGS:
+            del readings[next(iter(readings))]
+        hit = readings[key] = Reading(messages)
+    return hit
+
+
+def condensed_note(
+    chunk: Sequence[tuple[int, tuple[Message, ...]]],
+    *,
+    retrieval: bool,
+    later: Sequence[Message] = (),
+    referred: int = 0,
+    novel: int = 0,
+    reports: Reports = NO_REPORTS,
+    readings: Readings | None = None,
+) -> Message:
+    """The note standing for a chunk of iterations ``(iteration, messages)``, oldest first.
+
+    With ``referred`` > 0, each line is followed by up to that many lines of the iteration's
+    outputs that name something the agent referred to afterwards (in the chunk, or in ``later``:
+    the messages of the iterations after it up to when it was condensed); with ``novel`` > 0, by
+    up to that many more naming what nothing after them names (neither ``later`` nor a newer line
+    of the note). Newest first, each name only once. The ``reports`` (a sub-agent's,
+    :mod:`._reports`) are kept whole under their iteration's line. ``readings``: the run's memo of
+    what the note reads of each iteration (a note rendered again as its chunk grows reads only the
+    new ones).
+    """
+    first, last = chunk[0][0], chunk[-1][0]
+    span = f"{first}-{last}" if first != last else str(first)
+    where = f"; full text: {retrieve_call('iteration', span)}" if retrieval else ""
+    head = f"[Iterations {span}, one line each{where}]"
+    read = [(k, _reading(messages, readings), reports.of(messages)) for k, messages in chunk]
+    labels, texts = _labels(later)
+    label = _label(
+        [*(x for _, r, _ in read for x in r.labels), *labels], texts + sum(r.texts for _, r, _ in read)
+    )
+    wanted: set[str] = _actions(later)
+    # What the messages after the chunk name: with what the newer lines show (``shown``), what the
+    # novel lines must not name (all a newer line names is in ``shown``, so this stays as it is).
+    seen = frozenset(refs_of_all(text for m in later for text in _texts(m))) if novel else frozenset()
+    shown: set[str] = set()
+    extra = bool(referred or novel)
+    lines: list[str] = []
+    for k, whole, kept in reversed(read):
+        line, named = whole.line(k, label)
+        shown |= named
+        reading = _reading(tuple(m for m in whole.messages if m not in kept), readings) if kept else whole
+        names = reading.names
+        if reading.short:  # every output line is kept: what extra lines it would choose changes nothing
+            tail = reading.whole
+            shown |= names
+        elif not (extra and names):  # no output line names anything: none is chosen
+            tail = ""
+        else:
+            tail, kept_names, novel_names = reading.extra(
+                (frozenset(names & wanted), frozenset(names & shown), names & seen), referred, novel
+            )
+            shown |= kept_names
+            shown |= novel_names
+        if kept:  # a sub-agent's report, whole
+            report = [text for message in kept for text in message.text.splitlines() if text.strip()]
+            tail += "".join(f"\n    {text}" for text in report)
+            shown |= refs_of_all(report)
+        lines.append(line + tail)
+        wanted |= reading.actions
+    return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)

@@ -35,7 +35,7 @@ from cachetools import LRUCache
 from ..._messages import Message, ToolCall
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
 from ..pipeline._draft import with_content
-from ._condense import condensed_note
+from ._condense import Readings, condensed_note
 from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
@@ -53,13 +53,15 @@ class FormsMemo:
     history keeps the same message objects), each hit checked against those messages; bounded.
     Owned by the run's ``Age`` runtime: never shared between runs."""
 
-    def __init__(self, batches: int = 2048, notes: int = 1024, lasting: int = 4096) -> None:
+    def __init__(self, batches: int = 2048, notes: int = 1024) -> None:
         self.batches: LRUCache[tuple[object, ...], tuple[object, dict[int, tuple[Message, ...]]]] = LRUCache(
             batches
         )
         self.notes: LRUCache[tuple[object, ...], tuple[object, Message]] = LRUCache(notes)
-        # What a newer message goes on showing once aged (:func:`_lasting_refs`), per message object
-        self.lasting: LRUCache[tuple[object, ...], tuple[Message, frozenset[str]]] = LRUCache(lasting)
+        # What each iteration tells the forms of older ones (:class:`_Told`; bounded there)
+        self.told: dict[tuple[int, ...], _Told] = {}
+        # What a condensed note reads of each iteration (:class:`~._condense.Reading`; bounded there)
+        self.readings: Readings = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,14 +148,87 @@ def _render_batch(
     used: set[str] = set()  # what the agent's later messages name (its reasoning, its calls)
     forms: dict[int, tuple[Message, ...]] = {}
     for iteration, messages in reversed(batch):
+        told = _told(messages, memo)
         if iteration > last:
-            for message in messages:
-                seen |= _lasting_refs(style, message) if memo is None else _lasting_memo(style, message, memo)
+            seen |= told.lasting(style)
         elif iteration >= first:
-            forms[iteration] = _age_iteration(style, messages, seen, later, frozenset(used))
-        _remember_calls(messages, later, iteration)
-        used |= _actions(messages)
+            forms[iteration] = _age_iteration(style, messages, seen, later, frozenset(used), told=told)
+        for key, output, call_id in told.calls:
+            later.setdefault(key, []).append((iteration, output, call_id))
+        used |= told.actions
     return forms
+
+
+class _Told:
+    """What an iteration's messages tell the forms of older ones: what its assistant messages name, its
+    calls that have an output (by canonical call), and what it goes on showing once aged (per style).
+    Found once per run when the run's memo keeps it (:attr:`FormsMemo.told`)."""
+
+    __slots__ = ("_cut", "_lasting", "_shortened", "actions", "calls", "messages")
+
+    def __init__(self, messages: tuple[Message, ...]) -> None:
+        self.messages = messages  # kept: the memo's key is their identities
+        self.actions = _actions(messages)
+        outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
+        self.calls = tuple(
+            (_call_key(call), outputs[call.id], call.id)
+            for message in messages
+            for call in message.tool_calls
+            if call.name != RETRIEVE_TOOL_NAME and call.id in outputs
+        )
+        self._lasting: dict[tuple[str, int], frozenset[str]] = {}
+        self._shortened: dict[tuple[str, str], str] = {}
+        self._cut: dict[tuple[object, ...], str] = {}
+
+    def lasting(self, style: AgedStyle) -> frozenset[str]:
+        """What its messages go on showing once aged (:func:`_lasting_refs`)."""
+        key = (style.reasoning, style.max_arg_chars)
+        found = self._lasting.get(key)
+        if found is None:
+            found = self._lasting[key] = frozenset().union(
+                *(_lasting_refs(style, m, self) for m in self.messages)
+            )
+        return found
+
+    def shortened(self, mode: ReasoningMode, text: str, seen: set[str]) -> str:
+        """:func:`~._reasoning.shorten_reasoning` of one of its texts (``seen`` gains what it shows);
+        found once per mode that does not read ``seen`` (every mode but ``"novel"``)."""
+        if mode == "novel":
+            return shorten_reasoning(text, mode, seen)
+        key = (mode, text)
+        shown = self._shortened.get(key)
+        if shown is None:
+            shown = self._shortened[key] = shorten_reasoning(text, mode, set())
+        seen |= refs(shown)
+        return shown
+
+    def cut(
+        self, arguments: str, max_chars: int, wanted: frozenset[str], line_chars: int, max_lines: int
+    ) -> str:
+        """:func:`~._reasoning.cut_arguments` of one of its calls' arguments, found once per input
+        (the lines' settings only count with ``wanted``)."""
+        key = (arguments, max_chars, wanted, line_chars, max_lines) if wanted else (arguments, max_chars)
+        cut = self._cut.get(key)
+        if cut is None:
+            cut = self._cut[key] = cut_arguments(
+                arguments, max_chars, wanted, line_chars=line_chars, max_lines=max_lines
+            )
+        return cut
+
+
+_TOLD = 4096  # iterations a run's memo keeps (the oldest told goes first)
+
+
+def _told(messages: tuple[Message, ...], memo: FormsMemo | None) -> _Told:
+    if memo is None:
+        return _Told(messages)
+    key = tuple(map(id, messages))
+    hit = memo.told.get(key)  # a hit keeps its messages alive: the same identities are the same messages
+    if hit is None:
+        if len(memo.told) >= _TOLD:
+            del memo.told[next(iter(memo.told))]
+        hit = memo.told[key] = _Told(messages)
+    return hit
 
 
 def _actions(messages: tuple[Message, ...]) -> frozenset[str]:
@@ -172,27 +247,14 @@ def _all_refs(message: Message) -> frozenset[str]:
     return found
 
 
-def _lasting_refs(style: AgedStyle, message: Message) -> frozenset[str]:
+def _lasting_refs(style: AgedStyle, message: Message, told: _Told) -> frozenset[str]:
     """What a newer, still verbatim message will go on showing once it ages too: the agent's
     reasoning is cut then, so only what its shortened form names counts as shown later."""
     if message.role != "assistant" or style.reasoning == "keep":
         return _all_refs(message)
-    found = (
-        refs(shorten_reasoning(message.content, style.reasoning, set())) if message.content else frozenset()
-    )
+    found = refs(told.shortened(style.reasoning, message.content, set())) if message.content else frozenset()
     for call in message.tool_calls:
-        found = found | refs(cut_arguments(call.arguments, style.max_arg_chars))
-    return found
-
-
-def _lasting_memo(style: AgedStyle, message: Message, memo: FormsMemo) -> frozenset[str]:
-    """:func:`_lasting_refs` once per message object of the run (checked against the object)."""
-    key = (style.reasoning, style.max_arg_chars, id(message))
-    hit = memo.lasting.get(key)
-    if hit is not None and hit[0] is message:
-        return hit[1]
-    found = _lasting_refs(style, message)
-    memo.lasting[key] = (message, found)
+        found = found | refs(told.cut(call.arguments, style.max_arg_chars, frozenset(), 0, 0))
     return found
 
 
@@ -204,28 +266,23 @@ def _call_key(call: ToolCall) -> str:
     return f"{call.name}\x00{canonical}"
 
 
-def _remember_calls(
-    messages: tuple[Message, ...], later: dict[str, list[tuple[int, str, str]]], k: int
-) -> None:
-    outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
-    for message in messages:
-        for call in message.tool_calls:
-            if call.name != RETRIEVE_TOOL_NAME and call.id in outputs:
-                later.setdefault(_call_key(call), []).append((k, outputs[call.id], call.id))
-
-
 def _age_iteration(
     style: AgedStyle,
     messages: tuple[Message, ...],
     seen: set[str],
     later: Mapping[str, list[tuple[int, str, str]]],
     used: frozenset[str] = frozenset(),
+    *,
+    told: _Told | None = None,
 ) -> tuple[Message, ...]:
+    """``told``: what the run's memo found of these messages (their shortened reasoning and cut
+    arguments, shared with what newer iterations read of them)."""
+    told = told if told is not None else _Told(messages)
     calls = {c.id: c for m in messages for c in m.tool_calls}
     out: list[Message] = []
     for message in reversed(messages):
         if message.role == "assistant":
-            out.append(_age_assistant(style, message, seen, used))
+            out.append(_age_assistant(style, message, seen, used, told))
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
             if style.reports.keeps(call, message):  # a sub-agent's report: kept whole
@@ -253,16 +310,16 @@ def _superseded_by(
 
 # --------------------------------------------------------------------------- one message
 def _age_assistant(
-    style: AgedStyle, message: Message, seen: set[str], used: frozenset[str] = frozenset()
+    style: AgedStyle, message: Message, seen: set[str], used: frozenset[str], told: _Told
 ) -> Message:
     """Reasoning shortened; long call arguments cut to their head plus, in text the agent wrote (a
     script, a file, a patch), the lines naming what its later messages name (``used``)."""
     content = message.content
     if content:
-        content = shorten_reasoning(content, style.reasoning, seen)
+        content = told.shortened(style.reasoning, content, seen)
     calls = tuple(
         c
-        if (a := _cut_call(style, c.arguments, used)) == c.arguments
+        if (a := _cut_call(style, c.arguments, used, told)) == c.arguments
         else dataclasses.replace(c, arguments=a)
         for c in message.tool_calls
     )
@@ -273,11 +330,9 @@ def _age_assistant(
     return dataclasses.replace(message, content=content, tool_calls=calls)
 
 
-def _cut_call(style: AgedStyle, arguments: str, used: frozenset[str]) -> str:
+def _cut_call(style: AgedStyle, arguments: str, used: frozenset[str], told: _Told) -> str:
     wanted = refs(arguments) & used if len(arguments) > style.max_arg_chars else frozenset()
-    return cut_arguments(
-        arguments, style.max_arg_chars, wanted, line_chars=style.line_chars, max_lines=style.max_lines
-    )
+    return told.cut(arguments, style.max_arg_chars, wanted, style.line_chars, style.max_lines)
 
 
 def _hint(style: AgedStyle, message: Message) -> str:
@@ -354,7 +409,13 @@ def condensed(
     if hit is not None and hit[0] == (tuple(chunk), later):
         return hit[1]
     note = condensed_note(
-        chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, reports=reports
+        chunk,
+        retrieval=retrieval,
+        later=later,
+        referred=referred,
+        novel=novel,
+        reports=reports,
+        readings=memo.readings,
     )
     memo.notes[key] = ((tuple(chunk), later), note)
     return note

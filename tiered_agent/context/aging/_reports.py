@@ -1,14 +1,15 @@
 """Sub-agents' reports: the outputs aging keeps whole (``Age(keep_tools=..., keep_max_chars=...)``).
 
 A tool that runs a sub-agent (Claude Code's ``Task``, named ``Agent`` since
-Claude Code 2.1.63) returns the sub-agent's report: short next to what the sub-agent read, dense, and what the agent goes
-on to build on. Aged like a file read, it loses exactly what the agent came
-back for. A report over ``max_chars`` ages like any other output (the default,
-50,000, is what ``tiered``'s ``Truncate`` lets through whole when it arrives:
-nothing longer was ever shown whole). On the shared Claude Code sessions the
-few long reports (13-37k characters) held most of what the agent later used:
-a 12,000 cap gave back 1.3 of the 1.8 points of dollars keeping reports costs,
-and almost all of what it gained (salient misses 2.9% -> 4.9%, 5.1% without).
+Claude Code 2.1.63) returns the sub-agent's report: short next to what the
+sub-agent read, dense, and what the agent goes on to build on. Aged like a
+file read, it loses exactly what the agent came back for. A report over
+``max_chars`` ages like any other output (the default, 50,000, is what
+``tiered``'s ``Truncate`` lets through whole when it arrives: nothing longer
+was ever shown whole). On the shared Claude Code sessions the few long
+reports (13-37k characters) held most of what the agent later used: a 12,000
+cap gave back 1.3 of the 1.8 points of dollars keeping reports costs, and
+almost all of what it gained (salient misses 2.9% -> 4.9%, 5.1% without).
 """
 
 from __future__ import annotations

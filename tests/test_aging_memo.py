@@ -1,0 +1,152 @@
+"""The aging memo's shortcuts give what computing from scratch gives: the lazy greedy line cover
+against counting every line again, condensed notes read through a run's memo as their chunk and
+the iterations after it grow against notes written from nothing by the rule read directly, and
+aged forms rendered through a run's memo against forms rendered without one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tiered_agent import Message, ToolCall
+from tiered_agent.context.aging._condense import (
+    SHORT_LINES,
+    _cover,
+    _output_lines,
+    condensed_line,
+    condensed_note,
+    format_label,
+)
+from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch
+from tiered_agent.context.aging._refs import refs, refs_of_all
+
+NAMES = ["alpha_1", "beta_2", "gamma_3", "delta_4", "eps_5", "zeta_6", "eta_7", "src/a.py", "b.txt"]
+WORDS = ["plain", "words", "THOUGHT:", "Run", "it."]
+
+
+def _brute_cover(candidates: list[tuple[int, str, frozenset[str]]], limit: int) -> list[tuple[int, str]]:
+    """The greedy cover as first written: every line counted again at each pick."""
+    left = list(candidates)
+    covered: set[str] = set()
+    chosen: list[tuple[int, str]] = []
+    while left and len(chosen) < limit:
+        best = max(left, key=lambda c: (len(c[2] - covered), -c[0]))
+        if not best[2] - covered:
+            break
+        chosen.append(best[:2])
+        covered |= best[2]
+        left.remove(best)
+    return chosen
+
+
+@given(
+    st.lists(st.frozensets(st.sampled_from(NAMES), max_size=4), max_size=30),
+    st.integers(0, 10),
+)
+def test_the_lazy_cover_picks_what_counting_every_line_again_picks(
+    sets: list[frozenset[str]], limit: int
+) -> None:
+    candidates = [(index, f"line {index}", found) for index, found in enumerate(sets) if found]
+    assert _cover(candidates, limit) == _brute_cover(candidates, limit)
+
+
+def _reference_note(
+    chunk: Sequence[tuple[int, tuple[Message, ...]]],
+    later: Sequence[Message],
+    referred: int,
+    novel: int,
+) -> str:
+    """The note's rule read directly (no memo, every set in full, every line counted again)."""
+
+    def actions(messages: Sequence[Message]) -> set[str]:
+        return refs_of_all(t for m in messages if m.role == "assistant" for t in _texts(m))
+
+    def _texts(m: Message) -> list[str]:
+        return [m.text, *(c.arguments for c in m.tool_calls)]
+
+    first, last = chunk[0][0], chunk[-1][0]
+    span = f"{first}-{last}" if first != last else str(first)
+    wanted = actions(later)
+    seen = refs_of_all(t for m in later for t in _texts(m)) if novel else set()
+    shown: set[str] = set()
+    label = format_label([*(m for _, ms in chunk for m in ms), *later])
+    lines: list[str] = []
+    for k, messages in reversed(chunk):
+        line = condensed_line(k, messages, label)
+        shown |= refs(line)
+        outputs = _output_lines(messages)
+        kept: list[tuple[int, str]] = []
+        if referred:
+            targets = wanted - shown
+            kept = _brute_cover(
+                [(i, x, f) for i, x in enumerate(outputs) if (f := refs(x) & targets)], referred
+            )
+            shown |= refs_of_all(x for _, x in kept)
+        new: list[tuple[int, str]] = []
+        if novel:
+            before, known = seen | shown, set(seen | shown)
+            candidates = []
+            for i, x in enumerate(outputs):
+                found = refs(x)
+                if found - known:
+                    known |= found
+                    if found - before:
+                        candidates.append((i, x, frozenset(found - before)))
+            new = _brute_cover(candidates, novel)
+            seen |= shown | refs_of_all(x for _, x in new)
+            shown |= refs_of_all(x for _, x in new)
+        chosen = sorted([*kept, *new])
+        if len(outputs) <= SHORT_LINES and any(m.role == "tool" for m in messages):
+            chosen = [(i, x) for i, x in enumerate(outputs) if x]
+            shown |= refs_of_all(outputs)
+            seen |= refs_of_all(outputs) if novel else set()
+        lines.append("\n".join([line, *(f"    {x}" for _, x in chosen)]))
+        wanted |= actions(messages)
+    return "\n".join([f"[Iterations {span}, one line each]", *reversed(lines)])
+
+
+def _iteration(k: int, thought: Sequence[str], output: Sequence[Sequence[str]]) -> tuple[Message, ...]:
+    call = ToolCall(f"c{k}", "bash", f'{{"command": "cat {k}"}}')
+    return (
+        Message("assistant", " ".join(thought), (call,), iteration=k),
+        Message("tool", "\n".join(" ".join(line) for line in output), tool_call_id=f"c{k}", iteration=k),
+    )
+
+
+_words = st.lists(st.sampled_from(NAMES + WORDS), max_size=4)
+_iterations = st.lists(st.tuples(_words, st.lists(_words, max_size=9)), min_size=3, max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_iterations, st.integers(0, 3), st.integers(0, 3))
+def test_notes_read_through_a_runs_memo_as_they_grow_are_the_rule_read_directly(
+    drawn: list[tuple[list[str], list[list[str]]]], referred: int, novel: int
+) -> None:
+    groups = [(k, _iteration(k, thought, output)) for k, (thought, output) in enumerate(drawn, 1)]
+    readings = FormsMemo().readings
+    for due in range(1, len(groups)):  # the chunk grows, and the iterations after it with it
+        for at in range(due + 1, len(groups) + 1):
+            chunk, later = groups[:due], tuple(m for _, ms in groups[due:at] for m in ms)
+            note = condensed_note(
+                chunk, retrieval=False, later=later, referred=referred, novel=novel, readings=readings
+            )
+            assert note.text == _reference_note(chunk, later, referred, novel)
+
+
+@settings(max_examples=30, deadline=None)
+@given(_iterations)
+def test_aged_forms_rendered_through_a_runs_memo_are_those_rendered_without(
+    drawn: list[tuple[list[str], list[list[str]]]],
+) -> None:
+    groups = [(k, _iteration(k, thought, output)) for k, (thought, output) in enumerate(drawn, 1)]
+    style = AgedStyle(min_chars=20, max_lines=3, head_lines=1)
+    head = (Message("user", "Fix alpha_1 in src/a.py."),)
+    memo = FormsMemo()
+    for first in range(1, len(groups)):
+        for at in range(first + 1, len(groups) + 1):
+            batch = groups[first - 1 : at]
+            last = max(first, at - 2)
+            memoized = age_batch(style, head, batch, first, last, memo=memo)
+            assert memoized == age_batch(style, head, batch, first, last)
