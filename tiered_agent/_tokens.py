@@ -104,11 +104,14 @@ class PieceEncoder:
     emptied when full). Texts shorter than ``min_chars`` are encoded whole."""
 
     def __init__(self, encoding: str, max_tokens: int = 2_000_000, min_chars: int = 128) -> None:
-        self._encode = _encoding(encoding).encode_ordinary
+        self._encoding = encoding  # loaded at the first text: a counter built and never used costs nothing
         self._pieces: dict[str, array[int]] = {}
         self._held = 0
         self._max_tokens = max_tokens
         self._min_chars = min_chars
+
+    def _encode(self, text: str) -> list[int]:
+        return _encoding(self._encoding).encode_ordinary(text)
 
     def ids(self, text: str) -> array[int]:
         """The ids of ``text`` (a new array; its pieces' ids are memoized)."""
