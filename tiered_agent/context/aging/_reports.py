@@ -34,11 +34,13 @@ class Reports:
 
     def of(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
         """The reports among one iteration's messages."""
-        if not self.tools:
+        called = {c.id for m in messages for c in m.tool_calls if c.name in self.tools}
+        if not called:  # the common case: no report tool ran in this iteration
             return ()
-        calls = {c.id: c for m in messages for c in m.tool_calls}
         return tuple(
-            m for m in messages if m.role == "tool" and self.keeps(calls.get(m.tool_call_id or ""), m)
+            m
+            for m in messages
+            if m.role == "tool" and m.tool_call_id in called and len(m.text) <= self.max_chars
         )
 
 
