@@ -7,14 +7,15 @@ changes the same way everywhere in the copy and the runs stay consistent). Each 
 ``copy-<c>``; its runs keep their ids, so the bench numbers them ``id#2``, ``id#3``, ... . The copies
 are written once to ``--data`` and reused.
 
-Each measurement runs ``tiered-agent bench`` (every preset and ablation, ``--workers``, the per-run
-detail to a JSON-lines file) in a child process and samples, every 0.2 s, the resident memory of
-that process (the main process) and of its whole process tree (``/proc``); it reports both peaks,
-the wall time, and the CPU time of the tree (``RUSAGE_CHILDREN``). Nothing is timed in a test: these
-are the targets of issue 20.
+Each measurement runs ``tiered-agent bench`` (every preset and ablation, or ``--policies``;
+``--workers``; the per-run detail to a JSON-lines file) in a child process and samples, every 0.2 s,
+the resident memory of that process (the main process) and of its whole process tree (``/proc``); it
+reports both peaks, the wall time, and the CPU time of the tree (``RUSAGE_CHILDREN``). Nothing is
+timed in a test: these are the targets of issue 20.
 
     python benchmarks/bench_fleet.py memory [--copies 1,4] [--workers 2]   # main RSS at 1x and 4x
     python benchmarks/bench_fleet.py scale [--runs 10000] [--workers 2]    # 10,000 runs, all presets
+    python benchmarks/bench_fleet.py scale --policies presets               # the eight presets, no ablations
 
 ``scale`` replays ``--runs`` runs (at most; the count it reports is the one replayed) of
 ``ceil(runs / 286)`` copies (the bench is given whole copy folders; the last one is cut to the count
@@ -140,10 +141,12 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def run_bench(inputs: list[Path], out: Path, workers: int) -> dict[str, Any]:
+def run_bench(inputs: list[Path], out: Path, workers: int, policies: str | None = None) -> dict[str, Any]:
     """``tiered-agent bench INPUTS`` in a child process, its memory sampled; the measurements."""
     command = [sys.executable, "-m", "tiered_agent", "bench", *map(str, inputs), "--out", str(out)]
     command += ["--workers", str(workers)]
+    if policies:
+        command += ["--policies", policies]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -206,8 +209,16 @@ def main() -> None:
     parser.add_argument("--copies", default="1,4", help="memory: the sizes compared, in copies (default 1,4)")
     parser.add_argument("--runs", type=int, default=10_000, help="scale: how many runs (default 10000)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--policies",
+        help="the bench's --policies (default: every preset and ablation); 'presets': only the presets",
+    )
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "tiered-agent-fleet-data")
     args = parser.parse_args()
+    if args.policies == "presets":
+        from tiered_agent.context import PRESETS
+
+        args.policies = ",".join(PRESETS)
     if not SHARED.is_dir():
         raise SystemExit(f"{SHARED} is not here: the synthetic runs are copies of it")
     from tiered_agent._logging import configure_logging
@@ -219,7 +230,8 @@ def main() -> None:
             folders = make_copies(args.data, max(sizes))
             results = {}
             for size in sizes:
-                results[size] = run_bench(folders[:size], Path(scratch) / f"x{size}", args.workers)
+                out = Path(scratch) / f"x{size}"
+                results[size] = run_bench(folders[:size], out, args.workers, args.policies)
                 print(json.dumps({"copies": size, **results[size]}), flush=True)
             low, high = results[min(sizes)], results[max(sizes)]
             ratio = high["main_peak_rss_mb"] / low["main_peak_rss_mb"]
@@ -227,7 +239,7 @@ def main() -> None:
         else:
             folders = make_copies(args.data, -(-args.runs // 286))
             inputs = _files_for(folders, args.runs)
-            result = run_bench(inputs, Path(scratch) / "scale", args.workers)
+            result = run_bench(inputs, Path(scratch) / "scale", args.workers, args.policies)
             print(json.dumps(result), flush=True)
             per_step = result["cpu_s"] / result["steps"] * 1000
             print(
