@@ -250,18 +250,19 @@ class Draft:
         """The prompt, and the statistics of what was done to get it (about what it shows), in all
         and per step."""
         out = self.covered | self.dropped
+        iterations = context.iterations
         summary = context.summary
         stats = ContextStats(
             truncations=tuple(self.cuts[i] for i in sorted(self.cuts)),
             masked_outputs=len(self.hidden),
             masked_chars=sum(self.hidden.values()),
-            windowed_out=tuple(filter(out.__contains__, context.iterations)),
+            windowed_out=tuple(filter(out.__contains__, iterations)) if out else (),
             summary_range=(
                 (summary.first, summary.last)
                 if summary is not None and (self.covered or self.shows_summary)
                 else None
             ),
-            shown_iterations=tuple(filterfalse(out.__contains__, context.iterations)),
+            shown_iterations=tuple(filterfalse(out.__contains__, iterations)) if out else iterations,
             pointed_outputs=len(self.pointers),
             pointed_chars=sum(self.pointers.values()),
         )
@@ -323,6 +324,10 @@ class _Effects(Mapping[str, StepEffects]):
 
     def __getitem__(self, kind: str) -> StepEffects:
         return self._all()[kind]
+
+    def get(self, kind: str, default: StepEffects | None = None) -> StepEffects | None:  # type: ignore[override]
+        # The record asks for every step's kind, most of which did nothing: no KeyError per miss.
+        return self._all().get(kind, default)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._all())

@@ -29,6 +29,8 @@ that text), nor are outputs an earlier step already hid.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar, Literal
@@ -36,8 +38,9 @@ from typing import ClassVar, Literal
 from ..._messages import Message
 from ..._trace import Cut
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
-from .._step import Step, require
+from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft, with_content
+from ..pipeline._tally import common_prefix
 
 __all__ = ["Truncate", "TruncationMode", "count_lines", "truncate_output"]
 
@@ -73,22 +76,40 @@ class Truncate(Step):
             f"Truncate.mode must be 'head' or 'head_tail', got {self.mode!r}",
         )
 
+    def start(self, run: Run) -> TruncateRuntime:
+        return TruncateRuntime(self)
+
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
-        shown: dict[int, Message] = {}
-        cuts: dict[int, Cut] = {}
+        return self.cut_outputs(draft, context, [i for i, m in enumerate(draft.originals) if self.may_cut(m)])
+
+    def may_cut(self, message: Message) -> bool:
+        """Whether ``message`` is an output this step may cut in some prompt (whatever the draft)."""
         # A text of at most this many chars has at most as many lines: it is never cut.
         uncut = min(limit for limit in (self.max_chars, self.max_lines) if limit is not None)
+        content = message.content
+        return (
+            message.role == "tool"
+            and content is not None
+            and len(content) > uncut
+            and message.name != RETRIEVE_TOOL_NAME
+        )
+
+    def cut_outputs(self, draft: Draft, context: BuildContext, candidates: Iterable[int]) -> Draft:
+        """``draft`` with the outputs at ``candidates`` (the positions :meth:`may_cut`, ascending)
+        cut where they are over the budget and not hidden yet."""
+        shown: dict[int, Message] = {}
+        cuts: dict[int, Cut] = {}
         hidden = draft.hidden
         limits = self.max_chars, self.max_lines
         waits = self._waits(draft, context)
         if waits:
             limits = self.defer_max_chars, None
         prompt_chars: int | None = None  # counted once a cut waits on it
-        for index, message in enumerate(draft.originals):
-            if message.role != "tool" or not message.content or len(message.content) <= uncut:
+        originals = draft.originals
+        for index in candidates:
+            if index in hidden:
                 continue
-            if message.name == RETRIEVE_TOOL_NAME or index in hidden:
-                continue
+            message = originals[index]
             kept, cut = _truncate_message(message, *limits, self.mode, context.retrieval)
             if cut is None:
                 continue
@@ -108,6 +129,30 @@ class Truncate(Step):
             and not context.schema_sent
             and not draft.names_any_retrieval
         )
+
+
+class TruncateRuntime(StepRuntime):
+    """Truncate over one run: the positions of the outputs it may cut are kept with the draft's
+    messages they were found in, so each prompt looks only at the messages that changed since the
+    previous one (the originals of a prompt are mostly the previous prompt's, the same objects)."""
+
+    step: Truncate
+
+    def __init__(self, step: Truncate) -> None:
+        super().__init__(step)
+        self._scanned: tuple[Message, ...] = ()
+        self._candidates: list[int] = []
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        return self.step.cut_outputs(draft, context, self._long_outputs(draft.originals))
+
+    def _long_outputs(self, originals: tuple[Message, ...]) -> list[int]:
+        shared = common_prefix(self._scanned, originals)
+        candidates = self._candidates[: bisect_left(self._candidates, shared)]
+        may_cut = self.step.may_cut
+        candidates.extend(i for i in range(shared, len(originals)) if may_cut(originals[i]))
+        self._scanned, self._candidates = originals, candidates
+        return candidates
 
 
 def _chars(messages: tuple[Message, ...]) -> int:

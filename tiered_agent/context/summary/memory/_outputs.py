@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 
 from ...._messages import Message
 from ..._heuristics import RETURNCODE_TAG, error_line, looks_like_error, parse_exit_code
@@ -183,7 +184,8 @@ def test_result(text: str, code: int | None) -> TestResult | None:
 def _outcome(text: str) -> str:
     """The last line that says something (a closing brace does not), among the last few."""
     for line in reversed(text.rstrip().rsplit("\n", _OUTCOME_LINES)):
-        if len(_WORDS.findall(line)) >= 1 and sum(c.isalnum() for c in line) >= 3:
+        # The first of these "lines" is all the text above the last few: both tests stop early.
+        if _WORDS.search(line) is not None and len(list(islice(filter(str.isalnum, line), 3))) == 3:
             return shorten(line, _OUTCOME_CHARS)
     return ""
 
