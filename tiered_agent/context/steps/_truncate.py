@@ -80,7 +80,20 @@ class Truncate(Step):
         return TruncateRuntime(self)
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
-        return self.cut_outputs(draft, context, [i for i, m in enumerate(draft.originals) if self.may_cut(m)])
+        originals = draft.originals
+        waits = self._waits(draft, context)
+        limits = self.limits(waits)
+        found = (
+            (index, *_truncate_message(message, *limits, self.mode, context.retrieval))
+            for index, message in enumerate(originals)
+            if self.may_cut(message)
+        )
+        return self.show_cuts(draft, found, waits)
+
+    def limits(self, waits: bool) -> tuple[int | None, int | None]:
+        """``(max_chars, max_lines)`` of a cut now (``waits``: while it would be the first retrieval
+        call the prompt names)."""
+        return (self.defer_max_chars, None) if waits else (self.max_chars, self.max_lines)
 
     def may_cut(self, message: Message) -> bool:
         """Whether ``message`` is an output this step may cut in some prompt (whatever the draft)."""
@@ -94,24 +107,15 @@ class Truncate(Step):
             and message.name != RETRIEVE_TOOL_NAME
         )
 
-    def cut_outputs(self, draft: Draft, context: BuildContext, candidates: Iterable[int]) -> Draft:
-        """``draft`` with the outputs at ``candidates`` (the positions :meth:`may_cut`, ascending)
-        cut where they are over the budget and not hidden yet."""
+    def show_cuts(self, draft: Draft, found: Iterable[tuple[int, Message, Cut | None]], waits: bool) -> Draft:
+        """``draft`` with the cuts ``found`` (position, the output as cut, the cut; ascending) shown
+        where the output is not hidden yet (and, while a cut ``waits``, where it pays back now)."""
         shown: dict[int, Message] = {}
         cuts: dict[int, Cut] = {}
         hidden = draft.hidden
-        limits = self.max_chars, self.max_lines
-        waits = self._waits(draft, context)
-        if waits:
-            limits = self.defer_max_chars, None
         prompt_chars: int | None = None  # counted once a cut waits on it
-        originals = draft.originals
-        for index in candidates:
-            if index in hidden:
-                continue
-            message = originals[index]
-            kept, cut = _truncate_message(message, *limits, self.mode, context.retrieval)
-            if cut is None:
+        for index, kept, cut in found:
+            if cut is None or index in hidden:
                 continue
             if waits:
                 prompt_chars = prompt_chars if prompt_chars is not None else _chars(draft.messages)
@@ -131,28 +135,55 @@ class Truncate(Step):
         )
 
 
+_Found = tuple[int, Message, Cut | None]  # a position, the output there as cut, the cut (None: kept)
+
+
 class TruncateRuntime(StepRuntime):
-    """Truncate over one run: the positions of the outputs it may cut are kept with the draft's
-    messages they were found in, so each prompt looks only at the messages that changed since the
-    previous one (the originals of a prompt are mostly the previous prompt's, the same objects)."""
+    """Truncate over one run. The originals of a prompt are mostly the previous prompt's (the same
+    objects), so the runtime keeps, with the originals it last read, the positions of the outputs it
+    may cut and, under the step's own limits, their cuts: each prompt reads only the messages that
+    changed since the previous one, and visits only the outputs that are cut."""
 
     step: Truncate
 
     def __init__(self, step: Truncate) -> None:
         super().__init__(step)
         self._scanned: tuple[Message, ...] = ()
-        self._candidates: list[int] = []
+        self._candidates: list[int] = []  # positions of the outputs it may cut, ascending
+        self._cuts: list[_Found] = []  # those cut under the step's limits, ascending
+        self._retrieval: bool | None = None  # the context the cuts were made for
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
-        return self.step.cut_outputs(draft, context, self._long_outputs(draft.originals))
+        step = self.step
+        waits = step._waits(draft, context)
+        self._update(draft.originals, context.retrieval)
+        if not waits:
+            return step.show_cuts(draft, self._cuts, waits)
+        limits, mode, originals = step.limits(waits), step.mode, draft.originals
+        found = (
+            (i, *_truncate_message(originals[i], *limits, mode, context.retrieval)) for i in self._candidates
+        )
+        return step.show_cuts(draft, found, waits)
 
-    def _long_outputs(self, originals: tuple[Message, ...]) -> list[int]:
-        shared = common_prefix(self._scanned, originals)
+    def _update(self, originals: tuple[Message, ...], retrieval: bool) -> None:
+        """Bring the positions and cuts up to ``originals`` (from the first message that changed)."""
+        step = self.step
+        shared = common_prefix(self._scanned, originals) if retrieval == self._retrieval else 0
         candidates = self._candidates[: bisect_left(self._candidates, shared)]
-        may_cut = self.step.may_cut
-        candidates.extend(i for i in range(shared, len(originals)) if may_cut(originals[i]))
-        self._scanned, self._candidates = originals, candidates
-        return candidates
+        cuts = self._cuts[: bisect_left(self._cuts, shared, key=_position)]
+        limits, mode = step.limits(False), step.mode
+        for index in range(shared, len(originals)):
+            message = originals[index]
+            if step.may_cut(message):
+                candidates.append(index)
+                kept, cut = _truncate_message(message, *limits, mode, retrieval)
+                if cut is not None:
+                    cuts.append((index, kept, cut))
+        self._scanned, self._candidates, self._cuts, self._retrieval = originals, candidates, cuts, retrieval
+
+
+def _position(found: _Found) -> int:
+    return found[0]
 
 
 def _chars(messages: tuple[Message, ...]) -> int:
