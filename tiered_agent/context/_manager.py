@@ -153,7 +153,8 @@ class ContextManager:
         self._skipped: set[int] = set()  # runtimes that raised while the prompt was prepared
         self._history = HistoryTally(counter)  # the counterfactual, counted once per message
         self._prompts = PromptTally(counter)
-        self._spared: dict[tuple[Message, Message], int] = {}  # (output, as shown) -> tokens spared
+        # id of a cut output as shown -> (the output, as shown, the tokens the cut spared)
+        self._spared: dict[int, tuple[Message, Message, int]] = {}
         # retrieval_schema="when_shown": whether a prompt named a retrieval call yet (sticky)
         self._retrieval_shown = policy.retrieval_schema == "always"
         # The schemas offered last, and the same without context_retrieve's (filtered once per change)
@@ -407,10 +408,12 @@ class ContextManager:
     def _cut_tokens(self, cut: tuple[Message, Message]) -> int:
         """Tokens a cut spared (an output and how it is shown), counted once per run: a cut output
         stays cut, the same message objects, in every later prompt."""
-        spared = self._spared.get(cut)
-        if spared is None:
-            count = self.counter.count_text
-            spared = self._spared[cut] = count(cut[0].text) - count(cut[1].text)
+        known = self._spared.get(id(cut[1]))
+        if known is not None and known[0] is cut[0] and known[1] is cut[1]:
+            return known[2]
+        count = self.counter.count_text
+        spared = count(cut[0].text) - count(cut[1].text)
+        self._spared[id(cut[1])] = (*cut, spared)  # holds the messages: their ids stay theirs
         return spared
 
     def _state(self, position: int, runtime: StepRuntime) -> StepState | None:

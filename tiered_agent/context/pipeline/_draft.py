@@ -23,7 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import filterfalse
+from itertools import filterfalse, repeat
 from operator import attrgetter, le
 from types import MappingProxyType
 
@@ -294,7 +294,7 @@ class Draft:
 
 def _by_owner(decided: Mapping[int, object], owners: Mapping[int, str]) -> dict[str, list[int]]:
     """The positions of ``decided`` by the step that decided them, in prompt order."""
-    kinds = {owners.get(i, "") for i in decided}
+    kinds = set(map(owners.get, decided, repeat("")))
     if len(kinds) <= 1:  # one step decided them all (the usual case)
         return {kinds.pop(): sorted(decided)} if kinds else {}
     grouped: dict[str, list[int]] = {}
