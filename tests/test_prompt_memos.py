@@ -22,7 +22,7 @@ from tiered_agent.context.pipeline._draft import BuildContext, Draft, start
 from tiered_agent.context.pipeline._types import Summary
 from tiered_agent.context.steps import Mask, Truncate
 from tiered_agent.context.steps._truncate import TruncateRuntime
-from tiered_agent.context.summary.memory import _outputs, _render
+from tiered_agent.context.summary.memory import _code, _outputs, _render
 
 COUNTER = TokenCounter("o200k_base")
 
@@ -162,3 +162,17 @@ def test_outcome_reads_the_text_above_the_last_lines_when_they_say_nothing() -> 
     text = "Traceback: it failed here\n" + "}\n" * 10
     assert _outputs._outcome(text) == _outcome_plainly(text) != ""
     assert _outputs._outcome("}\n)\n" * 3) == ""
+
+
+# --------------------------------------------------------------------------- line ranges
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.integers(-3, 40), max_size=30), st.booleans())
+def test_line_ranges_are_the_merged_ranges_of_each_line(numbers: list[int], ordered: bool) -> None:
+    lines = [(n, "text") for n in (sorted(numbers) if ordered else numbers)]
+    assert _code.line_ranges(lines) == _code.merge_ranges((n, n) for n, _ in lines)
+
+
+def test_line_ranges_of_a_view_with_gaps_and_repeats() -> None:
+    lines = [(n, "") for n in (5, 6, 7, 7, 9, 12, 11, 1)]
+    assert _code.line_ranges(lines) == ((1, 1), (5, 7), (9, 9), (11, 12))
+    assert _code.line_ranges([]) == ()
