@@ -81,7 +81,7 @@ class Truncate(Step):
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
         originals = draft.originals
-        waits = self._waits(draft, context)
+        waits = self.defers(draft, context)
         limits = self.limits(waits)
         found = (
             (index, *_truncate_message(message, *limits, self.mode, context.retrieval))
@@ -125,7 +125,7 @@ class Truncate(Step):
             cuts[index] = cut
         return draft.cut(shown, cuts, self.kind) if cuts else draft
 
-    def _waits(self, draft: Draft, context: BuildContext) -> bool:
+    def defers(self, draft: Draft, context: BuildContext) -> bool:
         """Whether a cut would be the first retrieval call the prompt names (it waits then)."""
         return (
             self.defer_max_chars is not None
@@ -155,7 +155,7 @@ class TruncateRuntime(StepRuntime):
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
         step = self.step
-        waits = step._waits(draft, context)
+        waits = step.defers(draft, context)
         self._update(draft.originals, context.retrieval)
         if not waits:
             return step.show_cuts(draft, self._cuts, waits)
