@@ -30,6 +30,7 @@ from tiered_agent.context.pipeline._build import validate_pairs
 from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.context.pipeline._types import Summary
 from tiered_agent.context.steps import Summarize, Truncate
+from tiered_agent.context.steps._truncate import TruncateRuntime
 from tiered_agent.inspect._load import load_trace
 from tiered_agent.inspect._view import build_run
 from tiered_agent.testing import AgentRequest, FunctionModel, calls, text
@@ -278,10 +279,10 @@ def test_the_bench_counts_step_errors_and_strict_fails_on_them(
     policies = document["policies"]
     assert isinstance(policies, dict) and policies["codex"]["totals"]["step_errors"] == 0
 
-    def boom(self: Truncate, draft: Draft, context: BuildContext) -> Draft:
+    def boom(self: TruncateRuntime, draft: Draft, context: BuildContext) -> Draft:
         raise RuntimeError("truncation bug")
 
-    monkeypatch.setattr(Truncate, "apply", boom)
+    monkeypatch.setattr(TruncateRuntime, "apply", boom)
     code, output, document = _bench(tmp_path / "lenient")
     assert code == 0, output
     assert "Warning: " in output and "context step error" in output

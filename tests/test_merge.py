@@ -15,7 +15,7 @@ from tiered_agent.bench._document import strip_timing
 from tiered_agent.bench._merge import merge_shards
 from tiered_agent.cli import cli
 from tiered_agent.context.pipeline._draft import BuildContext, Draft
-from tiered_agent.context.steps import Truncate
+from tiered_agent.context.steps._truncate import TruncateRuntime
 
 ROOT = Path(__file__).resolve().parents[1]
 # Shards of 3: clockout and task11 in 1/3; task42, daemon, ctf and scikit in 2/3; the rest in 3/3 (the
@@ -121,10 +121,10 @@ def test_the_python_merge_takes_the_shards_in_any_order(benched: dict[str, Path]
 
 
 def test_step_errors_merge_like_the_unsharded_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(self: Truncate, draft: Draft, context: BuildContext) -> Draft:
+    def boom(self: TruncateRuntime, draft: Draft, context: BuildContext) -> Draft:
         raise RuntimeError("truncation bug")
 
-    monkeypatch.setattr(Truncate, "apply", boom)  # every codex prompt skips its truncation (serial replay)
+    monkeypatch.setattr(TruncateRuntime, "apply", boom)  # every codex prompt skips its truncation (serial)
     traces = [ROOT / "traces" / "tau-bench" / name for name in ("task2_trial1.jsonl", "task35_trial3.jsonl")]
 
     def bench(out: Path, *extra: str) -> Path:

@@ -86,14 +86,18 @@ def test_the_prompt_tally_equals_a_full_recount(prompts: list[list[Message]], da
         previous = prompt
 
 
-def test_common_prefix_compares_identity() -> None:
+def test_common_prefix_compares_identity_and_equal_continuations() -> None:
     a, b, c = Message("user", "a"), Message("user", "b"), Message("user", "c")
     equal_copy = Message("user", "a")
     assert common_prefix((a, b, c), (a, b)) == 2
     assert common_prefix((a, b), (a, b, c)) == 2
     assert common_prefix((a, b, c), (a, c, b)) == 1
-    assert common_prefix((a,), (equal_copy,)) == 0
     assert common_prefix((), (a,)) == 0
+    # A continuation made of equal messages is shared whole (what callers derive is the same);
+    # otherwise the prefix ends at the first message that is not the same object.
+    assert common_prefix((a, b), (equal_copy, b, c)) == 2
+    assert common_prefix((a, b), (equal_copy, c)) == 0
+    assert common_prefix([a, b], (a, b)) == 2  # a list against a tuple: by identity
 
 
 def test_a_history_rewritten_behind_the_tail_is_detected_at_the_head() -> None:

@@ -153,6 +153,8 @@ class ContextManager:
         self._skipped: set[int] = set()  # runtimes that raised while the prompt was prepared
         self._history = HistoryTally(counter)  # the counterfactual, counted once per message
         self._prompts = PromptTally(counter)
+        # id of a cut output as shown -> (the output, as shown, the tokens the cut spared)
+        self._spared: dict[int, tuple[Message, Message, int]] = {}
         # retrieval_schema="when_shown": whether a prompt named a retrieval call yet (sticky)
         self._retrieval_shown = policy.retrieval_schema == "always"
         # The schemas offered last, and the same without context_retrieve's (filtered once per change)
@@ -378,7 +380,6 @@ class ContextManager:
         """The typed record of the prompt just built: what each step did to it (its effects on the
         prompt as sent, and its runtime's own record), in the policy's order."""
         steps: dict[str, StepRecord] = {}
-        count = self.counter.count_text
         recorders = {position for position, _ in self._hooks["record"]}
         for position, runtime in enumerate(self.runtimes):
             kind = runtime.step.kind
@@ -393,7 +394,7 @@ class ContextManager:
                 hidden=effects.hidden,
                 hidden_chars=effects.hidden_chars,
                 cuts=effects.cuts,
-                cut_tokens=sum(count(original.text) - count(shown.text) for original, shown in effects.cut),
+                cut_tokens=sum(map(self._cut_tokens, effects.cut)),
                 pointers=effects.pointers,
                 pointer_chars=effects.pointer_chars,
                 dropped=effects.dropped,
@@ -403,6 +404,17 @@ class ContextManager:
         return ContextRecord(
             steps, stats.shown_iterations, stats.windowed_out, stats.summary_range, compacted, self._served
         )
+
+    def _cut_tokens(self, cut: tuple[Message, Message]) -> int:
+        """Tokens a cut spared (an output and how it is shown), counted once per run: a cut output
+        stays cut, the same message objects, in every later prompt."""
+        known = self._spared.get(id(cut[1]))
+        if known is not None and known[0] is cut[0] and known[1] is cut[1]:
+            return known[2]
+        count = self.counter.count_text
+        spared = count(cut[0].text) - count(cut[1].text)
+        self._spared[id(cut[1])] = (*cut, spared)  # holds the messages: their ids stay theirs
+        return spared
 
     def _state(self, position: int, runtime: StepRuntime) -> StepState | None:
         """A runtime's own record of the prompt just built (a runtime skipped for it records nothing)."""

@@ -95,9 +95,18 @@ class DedupRuntime(StepRuntime):
         super().__init__(step)
         self.cache = DedupCache(step.cache_size)
         self.duplicates = DuplicateIndex()
+        self._read: tuple[Batch, list[_Read | None]] | None = None  # the last batch's reads
 
     def reads(self, batch: Batch) -> list[_Read | None]:
-        """Rule 0, per call in order: how it reads (None: it may write)."""
+        """Rule 0, per call in order: how it reads (None: it may write). Found once per batch: the
+        dispatch asks at ``serve`` and again at ``observe``."""
+        if self._read is not None and self._read[0] is batch:
+            return self._read[1]
+        out = self._reads(batch)
+        self._read = (batch, out)
+        return out
+
+    def _reads(self, batch: Batch) -> list[_Read | None]:
         out: list[_Read | None] = []
         for call, kind in zip(batch.calls, batch.kinds, strict=True):
             if kind.internal:

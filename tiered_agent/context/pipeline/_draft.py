@@ -23,7 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import filterfalse
+from itertools import filterfalse, repeat
 from operator import attrgetter, le
 from types import MappingProxyType
 
@@ -53,6 +53,7 @@ def summary_message(summary: Summary, iteration: int | None = None) -> Message:
 
 
 _iteration = attrgetter("iteration")
+_NOTHING_AGED = AgingSchedule()  # a frozen value: one for every prompt without aging
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,7 @@ class BuildContext:
         """``facts``: the history's facts if the caller keeps them (else found here);
         ``schedule``: the run's aging schedule (None: nothing aged)."""
         found = HistoryFacts.of(history) if facts is None else facts
-        return cls(history, summary, counter, retrieval, found, schedule or AgingSchedule(), schema_sent)
+        return cls(history, summary, counter, retrieval, found, schedule or _NOTHING_AGED, schema_sent)
 
     @property
     def iterations(self) -> tuple[int, ...]:
@@ -250,24 +251,31 @@ class Draft:
         """The prompt, and the statistics of what was done to get it (about what it shows), in all
         and per step."""
         out = self.covered | self.dropped
+        iterations = context.iterations
         summary = context.summary
+        order = sorted(self.cuts)
         stats = ContextStats(
-            truncations=tuple(self.cuts[i] for i in sorted(self.cuts)),
+            truncations=tuple(map(self.cuts.__getitem__, order)),
             masked_outputs=len(self.hidden),
             masked_chars=sum(self.hidden.values()),
-            windowed_out=tuple(filter(out.__contains__, context.iterations)),
+            windowed_out=tuple(filter(out.__contains__, iterations)) if out else (),
             summary_range=(
                 (summary.first, summary.last)
                 if summary is not None and (self.covered or self.shows_summary)
                 else None
             ),
-            shown_iterations=tuple(filterfalse(out.__contains__, context.iterations)),
+            shown_iterations=tuple(filterfalse(out.__contains__, iterations)) if out else iterations,
             pointed_outputs=len(self.pointers),
             pointed_chars=sum(self.pointers.values()),
         )
-        cut = tuple((self.originals[i], self.messages[i]) for i in sorted(self.cuts))
+        cut = self._pairs(order)
         effects = _Effects(self) if self.owners or self.dropped else _NO_EFFECTS
         return BuiltPrompt(self.messages, stats, cut, names_retrieval=self.names_retrieval, effects=effects)
+
+    def _pairs(self, positions: Sequence[int]) -> tuple[tuple[Message, Message], ...]:
+        """(original, as shown) at each of ``positions``."""
+        originals, messages = self.originals.__getitem__, self.messages.__getitem__
+        return tuple(zip(map(originals, positions), map(messages, positions), strict=True))
 
     def effects(self) -> dict[str, StepEffects]:
         """What each step did to the prompt as sent, by step kind (positions in prompt order)."""
@@ -282,8 +290,8 @@ class Draft:
             out[kind] = StepEffects(
                 hidden=len(hid),
                 hidden_chars=_total(self.hidden, hid),
-                cuts=tuple(self.cuts[i] for i in cut),
-                cut=tuple((self.originals[i], self.messages[i]) for i in cut),
+                cuts=tuple(map(self.cuts.__getitem__, cut)),
+                cut=self._pairs(cut),
                 pointers=len(pointed),
                 pointer_chars=_total(self.pointers, pointed),
                 dropped=tuple(sorted(dropped.get(kind, ()))),
@@ -293,7 +301,7 @@ class Draft:
 
 def _by_owner(decided: Mapping[int, object], owners: Mapping[int, str]) -> dict[str, list[int]]:
     """The positions of ``decided`` by the step that decided them, in prompt order."""
-    kinds = {owners.get(i, "") for i in decided}
+    kinds = set(map(owners.get, decided, repeat("")))
     if len(kinds) <= 1:  # one step decided them all (the usual case)
         return {kinds.pop(): sorted(decided)} if kinds else {}
     grouped: dict[str, list[int]] = {}
@@ -323,6 +331,10 @@ class _Effects(Mapping[str, StepEffects]):
 
     def __getitem__(self, kind: str) -> StepEffects:
         return self._all()[kind]
+
+    def get(self, kind: str, default: StepEffects | None = None) -> StepEffects | None:  # type: ignore[override]
+        # The record asks for every step's kind, most of which did nothing: no KeyError per miss.
+        return self._all().get(kind, default)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._all())

@@ -27,9 +27,17 @@ __all__ = ["HistoryTally", "PromptTally", "common_prefix"]
 
 
 def common_prefix(old: Sequence[Message], new: Sequence[Message]) -> int:
-    """How many leading messages ``new`` shares with ``old`` (the same objects), compared in C."""
+    """How many leading messages ``new`` shares with ``old``, compared in C: the same objects, or
+    (when the whole shorter one is shared) equal ones. Callers reuse what they derived from a
+    message's value, which equal messages share.
+
+    The usual case (``new`` continues ``old``) is one comparison of two slices, which compares
+    items by identity first; otherwise the first message that is not the same object ends it."""
+    shared = min(len(old), len(new))
+    if type(old) is type(new) and old[:shared] == new[:shared]:
+        return shared
     differs = map(operator.is_not, old, new)
-    return next(compress(count(), differs), min(len(old), len(new)))
+    return next(compress(count(), differs), shared)
 
 
 class HistoryTally:

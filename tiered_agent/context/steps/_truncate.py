@@ -29,6 +29,8 @@ that text), nor are outputs an earlier step already hid.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar, Literal
@@ -36,8 +38,9 @@ from typing import ClassVar, Literal
 from ..._messages import Message
 from ..._trace import Cut
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
-from .._step import Step, require
+from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft, with_content
+from ..pipeline._tally import common_prefix
 
 __all__ = ["Truncate", "TruncationMode", "count_lines", "truncate_output"]
 
@@ -73,24 +76,46 @@ class Truncate(Step):
             f"Truncate.mode must be 'head' or 'head_tail', got {self.mode!r}",
         )
 
+    def start(self, run: Run) -> TruncateRuntime:
+        return TruncateRuntime(self)
+
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
-        shown: dict[int, Message] = {}
-        cuts: dict[int, Cut] = {}
+        originals = draft.originals
+        waits = self.defers(draft, context)
+        limits = self.limits(waits)
+        found = (
+            (index, *_truncate_message(message, *limits, self.mode, context.retrieval))
+            for index, message in enumerate(originals)
+            if self.may_cut(message)
+        )
+        return self.show_cuts(draft, found, waits)
+
+    def limits(self, waits: bool) -> tuple[int | None, int | None]:
+        """``(max_chars, max_lines)`` of a cut now (``waits``: while it would be the first retrieval
+        call the prompt names)."""
+        return (self.defer_max_chars, None) if waits else (self.max_chars, self.max_lines)
+
+    def may_cut(self, message: Message) -> bool:
+        """Whether ``message`` is an output this step may cut in some prompt (whatever the draft)."""
         # A text of at most this many chars has at most as many lines: it is never cut.
         uncut = min(limit for limit in (self.max_chars, self.max_lines) if limit is not None)
+        content = message.content
+        return (
+            message.role == "tool"
+            and content is not None
+            and len(content) > uncut
+            and message.name != RETRIEVE_TOOL_NAME
+        )
+
+    def show_cuts(self, draft: Draft, found: Iterable[tuple[int, Message, Cut | None]], waits: bool) -> Draft:
+        """``draft`` with the cuts ``found`` (position, the output as cut, the cut; ascending) shown
+        where the output is not hidden yet (and, while a cut ``waits``, where it pays back now)."""
+        shown: dict[int, Message] = {}
+        cuts: dict[int, Cut] = {}
         hidden = draft.hidden
-        limits = self.max_chars, self.max_lines
-        waits = self._waits(draft, context)
-        if waits:
-            limits = self.defer_max_chars, None
         prompt_chars: int | None = None  # counted once a cut waits on it
-        for index, message in enumerate(draft.originals):
-            if message.role != "tool" or not message.content or len(message.content) <= uncut:
-                continue
-            if message.name == RETRIEVE_TOOL_NAME or index in hidden:
-                continue
-            kept, cut = _truncate_message(message, *limits, self.mode, context.retrieval)
-            if cut is None:
+        for index, kept, cut in found:
+            if cut is None or index in hidden:
                 continue
             if waits:
                 prompt_chars = prompt_chars if prompt_chars is not None else _chars(draft.messages)
@@ -100,7 +125,7 @@ class Truncate(Step):
             cuts[index] = cut
         return draft.cut(shown, cuts, self.kind) if cuts else draft
 
-    def _waits(self, draft: Draft, context: BuildContext) -> bool:
+    def defers(self, draft: Draft, context: BuildContext) -> bool:
         """Whether a cut would be the first retrieval call the prompt names (it waits then)."""
         return (
             self.defer_max_chars is not None
@@ -108,6 +133,57 @@ class Truncate(Step):
             and not context.schema_sent
             and not draft.names_any_retrieval
         )
+
+
+_Found = tuple[int, Message, Cut | None]  # a position, the output there as cut, the cut (None: kept)
+
+
+class TruncateRuntime(StepRuntime):
+    """Truncate over one run. The originals of a prompt are mostly the previous prompt's (the same
+    objects), so the runtime keeps, with the originals it last read, the positions of the outputs it
+    may cut and, under the step's own limits, their cuts: each prompt reads only the messages that
+    changed since the previous one, and visits only the outputs that are cut."""
+
+    step: Truncate
+
+    def __init__(self, step: Truncate) -> None:
+        super().__init__(step)
+        self._scanned: tuple[Message, ...] = ()
+        self._candidates: list[int] = []  # positions of the outputs it may cut, ascending
+        self._cuts: list[_Found] = []  # those cut under the step's limits, ascending
+        self._retrieval: bool | None = None  # the context the cuts were made for
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        step = self.step
+        waits = step.defers(draft, context)
+        self._update(draft.originals, context.retrieval)
+        if not waits:
+            return step.show_cuts(draft, self._cuts, waits)
+        limits, mode, originals = step.limits(waits), step.mode, draft.originals
+        found = (
+            (i, *_truncate_message(originals[i], *limits, mode, context.retrieval)) for i in self._candidates
+        )
+        return step.show_cuts(draft, found, waits)
+
+    def _update(self, originals: tuple[Message, ...], retrieval: bool) -> None:
+        """Bring the positions and cuts up to ``originals`` (from the first message that changed)."""
+        step = self.step
+        shared = common_prefix(self._scanned, originals) if retrieval == self._retrieval else 0
+        candidates = self._candidates[: bisect_left(self._candidates, shared)]
+        cuts = self._cuts[: bisect_left(self._cuts, shared, key=_position)]
+        limits, mode = step.limits(False), step.mode
+        for index in range(shared, len(originals)):
+            message = originals[index]
+            if step.may_cut(message):
+                candidates.append(index)
+                kept, cut = _truncate_message(message, *limits, mode, retrieval)
+                if cut is not None:
+                    cuts.append((index, kept, cut))
+        self._scanned, self._candidates, self._cuts, self._retrieval = originals, candidates, cuts, retrieval
+
+
+def _position(found: _Found) -> int:
+    return found[0]
 
 
 def _chars(messages: tuple[Message, ...]) -> int:

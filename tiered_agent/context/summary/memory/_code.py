@@ -11,9 +11,12 @@ and classes among such lines (``class Session``, ``def request``, ``func Open``,
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress, count, repeat
+from operator import itemgetter
 
 __all__ = [
     "Lines",
@@ -21,6 +24,7 @@ __all__ = [
     "View",
     "definitions",
     "grep_hits",
+    "line_ranges",
     "merge_ranges",
     "numbered",
     "numbered_positions",
@@ -80,9 +84,23 @@ def merge_ranges(ranges: Iterable[tuple[int, int]]) -> Lines:
     return tuple(merged)
 
 
+def line_ranges(lines: Sequence[tuple[int, str]]) -> Lines:
+    """The ranges the numbered ``lines`` cover (``merge_ranges`` of each line's number), found with
+    C iterators: the numbers in order, cut where the next one skips a line."""
+    numbers = list(map(itemgetter(0), lines))
+    if not all(map(operator.le, numbers, numbers[1:])):
+        numbers.sort()
+    if not numbers:
+        return ()
+    breaks = list(compress(count(1), map(operator.lt, repeat(1), map(operator.sub, numbers[1:], numbers))))
+    firsts = map(numbers.__getitem__, [0, *breaks])
+    lasts = map(numbers.__getitem__, [b - 1 for b in breaks] + [len(numbers) - 1])
+    return tuple(zip(firsts, lasts, strict=True))
+
+
 def numbered_positions(lines: Sequence[str], start: int) -> list[tuple[int, str]]:
     """Unnumbered lines as ``(line number, text)`` from ``start``."""
-    return [(start + i, text) for i, text in enumerate(lines)]
+    return list(zip(count(start), lines))
 
 
 def numbered(lines: Sequence[str]) -> list[tuple[int, str]]:

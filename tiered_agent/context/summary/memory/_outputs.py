@@ -13,11 +13,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 
 from ...._messages import Message
 from ..._heuristics import RETURNCODE_TAG, error_line, looks_like_error, parse_exit_code
 from ._calls import CallFacts
-from ._code import Lines, View, definitions, grep_hits, merge_ranges, numbered, numbered_positions
+from ._code import Lines, View, definitions, grep_hits, line_ranges, numbered, numbered_positions
 from ._text import Todo, compact_json, latest_todo, shorten
 
 __all__ = [
@@ -132,7 +133,7 @@ def _seen_one(path: str, lines: Sequence[str], head: Sequence[str], start: int |
         shown = numbered_positions(list(head), start)
     if not shown:
         return Seen(path)
-    return Seen(path, merge_ranges((n, n) for n, _ in shown), definitions(shown))
+    return Seen(path, line_ranges(shown), definitions(shown))
 
 
 def _seen(view: View | None, text: str, head: list[str], header: str | None) -> tuple[Seen, ...]:
@@ -144,9 +145,7 @@ def _seen(view: View | None, text: str, head: list[str], header: str | None) -> 
     if view is None:
         return ()
     hits = grep_hits(lines)
-    return tuple(
-        Seen(p, merge_ranges((n, n) for n, _ in found), definitions(found)) for p, found in hits.items()
-    )
+    return tuple(Seen(p, line_ranges(found), definitions(found)) for p, found in hits.items())
 
 
 # --------------------------------------------------------------------------- tests
@@ -183,7 +182,8 @@ def test_result(text: str, code: int | None) -> TestResult | None:
 def _outcome(text: str) -> str:
     """The last line that says something (a closing brace does not), among the last few."""
     for line in reversed(text.rstrip().rsplit("\n", _OUTCOME_LINES)):
-        if len(_WORDS.findall(line)) >= 1 and sum(c.isalnum() for c in line) >= 3:
+        # The first of these "lines" is all the text above the last few: both tests stop early.
+        if _WORDS.search(line) is not None and len(list(islice(filter(str.isalnum, line), 3))) == 3:
             return shorten(line, _OUTCOME_CHARS)
     return ""
 

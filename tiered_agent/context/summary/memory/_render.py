@@ -169,24 +169,29 @@ def _sections(memory: Memory) -> list[_Section]:
 
 
 # --------------------------------------------------------------------------- the page
-def _join(head: list[str], sections: list[_Section]) -> str:
-    return "\n".join([*head, *(text for text in (s.render() for s in sections) if text)])
-
-
 def _fit(head: list[str], sections: list[_Section], limit: int) -> str:
-    text = _join(head, sections)
-    while len(text) > limit:
-        above = [s for s in sections if len(s.items) > s.minimum]
+    """The page within ``limit`` chars. Each section's text is kept and only the one that lost an
+    item is rendered again: the page's length is the sum of its parts'."""
+    texts = [s.render() for s in sections]
+    fixed = sum(map(len, head)) + len(head) - 1  # the head lines and the line feeds between them
+    length = fixed + sum(len(t) + 1 for t in texts if t)
+    while length > limit:
+        above = [i for i, s in enumerate(sections) if len(s.items) > s.minimum]
         if above:  # the section largest for its weight gives up its least relevant item
-            victim = max(above, key=lambda s: (len(s.render()) / s.weight, s.title))
+            victim = max(above, key=lambda i: (len(texts[i]) / sections[i].weight, sections[i].title))
         else:  # all at their minimum: the least important section goes first
-            left = [s for s in sections if s.items]
+            left = [i for i, s in enumerate(sections) if s.items]
             if not left:
-                return text[: limit - 1] + "…"
-            victim = min(left, key=lambda s: (s.weight, -len(s.render()), s.title))
-        victim.drop()
-        text = _join(head, sections)
-    return text
+                return _page(head, texts)[: limit - 1] + "…"
+            victim = min(left, key=lambda i: (sections[i].weight, -len(texts[i]), sections[i].title))
+        sections[victim].drop()
+        before, texts[victim] = texts[victim], sections[victim].render()
+        length += len(texts[victim]) - len(before) + bool(texts[victim]) - bool(before)
+    return _page(head, texts)
+
+
+def _page(head: list[str], texts: list[str]) -> str:
+    return "\n".join([*head, *(text for text in texts if text)])
 
 
 def render(memory: Memory, *, max_chars: int = MAX_MEMORY_CHARS, earlier: str | None = None) -> str:
