@@ -46,7 +46,6 @@ from .._messages import Message
 from ._recorded import RecordedRun
 from ._series import SparseSeries
 from ._terms import (
-    TERM,
     is_specific,
     joined,
     message_text,
@@ -57,8 +56,6 @@ from ._terms import (
 )
 
 __all__ = ["CONTEXT_CHARS", "MIN_CONTEXT", "EvidenceIndex", "Needed", "PromptView", "TextMemo"]
-
-_RUN = re.compile(r"\w+")  # a run of word characters: a term is such runs joined by single . / -
 
 CONTEXT_CHARS = 40  # characters of a line kept on each side of a term in a window
 MIN_CONTEXT = 8  # below this much context, a side must reach its line boundary
@@ -194,16 +191,15 @@ class EvidenceIndex:
             always.append(normalize(orjson.dumps(list(run.tools)).decode()))
         self._always = "\n".join(always)
         self.messages = [m for m in run.messages if m.iteration >= 1]
-        self._texts = [_evidence_text(m) for m in self.messages]
-        self._corpus, self._starts = joined(self._texts)
-        self._runs: dict[str, list[int]] | None = None  # word run -> the messages holding it, ascending
-        self._holding: dict[str, list[int]] = {}  # term -> the messages holding it, ascending
+        texts = [_evidence_text(m) for m in self.messages]
+        self._corpus, self._starts = joined(texts)
         self._observed = [m.role != "assistant" for m in self.messages]
         self._action_at: dict[int, int] = {}
         for index, message in enumerate(self.messages):
             if message.role == "assistant":
                 self._action_at.setdefault(message.iteration, index)
         self._terms: dict[str, _Term] = {}
+        self._first: dict[str, int | None] = {}
         self._in_always: dict[str, bool] = {}
         self._specific: dict[str, bool] = {}
         self._needed: dict[int, Needed] = {}
@@ -220,56 +216,10 @@ class EvidenceIndex:
         return bisect_right(self._starts, position) - 1
 
     def _first_index(self, term: str) -> int | None:
-        holding = self._holders(term)
-        return holding[0] if holding else None
-
-    def _holders(self, term: str) -> list[int]:
-        """The messages where ``term`` occurs, ascending. A term (``_terms.terms``) occurs only where
-        each of its runs of word characters is a whole run of the text, so only the messages holding
-        its rarest run as a whole run (found once per run: :meth:`_run_index`) are searched."""
-        found = self._holding.get(term)
-        if found is None:
-            if TERM.fullmatch(term) is None:
-                found = self._scan(term)
-            else:
-                index, runs = self._run_index(), _RUN.findall(term)
-                candidates = min((index.get(r, ()) for r in runs), key=len)
-                # a term of one run occurs exactly where it is a whole run
-                found = [i for i in candidates if len(runs) == 1 or self._occurs_in(term, i)]
-            self._holding[term] = found
-        return found
-
-    def _run_index(self) -> dict[str, list[int]]:
-        if self._runs is None:
-            runs: dict[str, list[int]] = {}
-            for index, text in enumerate(self._texts):
-                for run in set(_RUN.findall(text)):
-                    holders = runs.get(run)
-                    if holders is None:
-                        runs[run] = [index]
-                    else:
-                        holders.append(index)
-            self._runs = runs
-        return self._runs
-
-    def _end(self, index: int) -> int:
-        return self._starts[index + 1] - 1 if index + 1 < len(self._starts) else len(self._corpus)
-
-    def _occurs_in(self, term: str, index: int) -> bool:
-        return next(occurrences(self._corpus, term, self._starts[index], self._end(index)), None) is not None
-
-    def _scan(self, term: str) -> list[int]:
-        """:meth:`_holders` by a search of the whole run: its first occurrence in each message (the
-        search skips to the next)."""
-        out: list[int] = []
-        at = next(occurrences(self._corpus, term), None)
-        while at is not None:
-            index = self._index_at(at)
-            out.append(index)
-            if index + 1 >= len(self._starts):
-                break
-            at = next(occurrences(self._corpus, term, self._starts[index + 1]), None)
-        return out
+        if term not in self._first:
+            at = next(occurrences(self._corpus, term), None)
+            self._first[term] = None if at is None else self._index_at(at)
+        return self._first[term]
 
     def _is_specific(self, term: str) -> bool:
         """:func:`~._terms.is_specific`, once per distinct term of the run."""
@@ -318,14 +268,19 @@ class EvidenceIndex:
         return found
 
     def _collect(self, term: str) -> _Term:
-        """The messages holding ``term``."""
+        """The messages holding ``term``: its first occurrence in each (the search skips to the next)."""
         found = _Term()
-        for index in self._holders(term):
+        at = next(occurrences(self._corpus, term), None)
+        while at is not None:
+            index = self._index_at(at)
             found.sources.append(index)
             found.source_ids.append(id(self.messages[index]))
             if self._observed[index]:
                 found.observed_sources.append(index)
                 found.observed_ids.append(id(self.messages[index]))
+            if index + 1 >= len(self._starts):
+                break
+            at = next(occurrences(self._corpus, term, self._starts[index + 1]), None)
         return found
 
     def _windows_of(self, found: _Term, term: str) -> _Term:
@@ -333,8 +288,9 @@ class EvidenceIndex:
         if found.observed is not None:
             return found
         found.observed = {}
-        for index in found.sources:  # every occurrence, in order
-            for at in occurrences(self._corpus, term, self._starts[index], self._end(index)):
+        for index in found.sources:  # the messages holding it: every occurrence, in order
+            end = self._starts[index + 1] - 1 if index + 1 < len(self._starts) else len(self._corpus)
+            for at in occurrences(self._corpus, term, self._starts[index], end):
                 for key, window in _windows(self._corpus, at, len(term)):
                     _add(found.written, key, window, index)
                     if self._observed[index]:

@@ -28,7 +28,6 @@ from ._caching import Pricing
 from ._pricing import RunCosting
 from ._recorded import RecordedRun
 from ._turns import RetrievalTurn
-from ._vocabulary import Vocabulary
 
 __all__ = [
     "LONG_RUN_STEPS",
@@ -82,25 +81,17 @@ def message_text(message: Message) -> str:
 
 
 class SalienceIndex:
-    """Salient strings per step of one recorded run (policy-independent, computed once).
-    ``vocabulary``: the texts of ``run.messages`` (:func:`message_text`) as a
-    :class:`~._vocabulary.Vocabulary`, which finds where a string first appears without a scan of
-    the run (else the run is searched)."""
+    """Salient strings per step of one recorded run (policy-independent, computed once)."""
 
-    def __init__(self, run: RecordedRun, vocabulary: Vocabulary | None = None) -> None:
+    def __init__(self, run: RecordedRun) -> None:
         always = [message_text(m) for m in run.messages if m.iteration == 0]
         if run.tools:
             always.append(orjson.dumps(list(run.tools)).decode())
         self._always = "\n".join(always)
         later = [m for m in run.messages if m.iteration >= 1]
         self._texts = [message_text(m) for m in later]
-        self._vocabulary = vocabulary
-        if vocabulary is None:  # a token holds no line break: found in one text
-            self._starts = list(accumulate((len(t) + 1 for t in self._texts[:-1]), initial=0))
-            self._corpus = "\n".join(self._texts)
-        # for each of the run's messages, its index among ``later`` (None: iteration 0)
-        counts = accumulate(int(m.iteration >= 1) for m in run.messages)
-        self._later = [c - 1 if m.iteration >= 1 else None for m, c in zip(run.messages, counts, strict=True)]
+        self._starts = list(accumulate((len(t) + 1 for t in self._texts[:-1]), initial=0))
+        self._corpus = "\n".join(self._texts)  # a token holds no line break: found in one text
         self._observation = [m.role in ("tool", "user") for m in later]
         self._action_at: dict[int, int] = {}
         for index, message in enumerate(later):
@@ -112,12 +103,8 @@ class SalienceIndex:
     def _first_index(self, token: str) -> int | None:
         """The first message of iteration 1 or later whose text holds ``token``."""
         if token not in self._first:
-            if self._vocabulary is not None:
-                found = (self._later[i] for i in self._vocabulary.holding(token))
-                self._first[token] = next((i for i in found if i is not None), None)
-            else:
-                at = self._corpus.find(token)
-                self._first[token] = None if at < 0 else bisect_right(self._starts, at) - 1
+            at = self._corpus.find(token)
+            self._first[token] = None if at < 0 else bisect_right(self._starts, at) - 1
         return self._first[token]
 
     def salient(self, iteration: int) -> tuple[str, ...]:

@@ -375,7 +375,7 @@ class _RunState:
             run,
             counter,
             PromptEncoder(counter),
-            SalienceIndex(run, recorded.vocabulary),
+            SalienceIndex(run),
             _step_outputs(run, counter),
             groups,
             recorded,

@@ -43,7 +43,6 @@ import orjson
 from .._messages import Message
 
 __all__ = [
-    "TERM",
     "action_text",
     "is_specific",
     "joined",
@@ -55,7 +54,7 @@ __all__ = [
     "terms",
 ]
 
-TERM = re.compile(r"\w+(?:[./\-]\w+)*")  # a term (see the module docstring)
+_TERM = re.compile(r"\w+(?:[./\-]\w+)*")
 _MIN_SPECIFIC = 3
 _CODE_CHARS = re.compile(r"[\d_./]")  # any of these makes a term specific
 _INITIALS = re.compile(r"[^\W\d_](?:[./\-][^\W\d_])+")  # e.g, i.e: single letters joined
@@ -67,7 +66,7 @@ _EDGES = re.compile(r" ?\n ?")
 
 def terms(text: str) -> list[str]:
     """The terms of ``text``, in order (repeats included)."""
-    return TERM.findall(_ESCAPES.sub(" ", text))
+    return _TERM.findall(_ESCAPES.sub(" ", text))
 
 
 def _ordinary(part: str) -> bool:

@@ -1,19 +1,12 @@
-"""The rulers' per-run indexes answer exactly what a scan of every text answers.
-
+"""The rulers' per-run word index answers exactly what a scan of every text answers:
 ``_vocabulary.Vocabulary.holding`` (which texts hold a string, from the texts' words) against
-``string in text`` for every text; ``EvidenceIndex``'s holders of a term (from its runs of word
-characters) against a search of the whole run for the term's bounded occurrences.
-"""
+``string in text`` for every text."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tiered_agent._messages import Message
-from tiered_agent.bench._evidence import EvidenceIndex
-from tiered_agent.bench._recorded import RecordedRun
-from tiered_agent.bench._terms import occurrences, terms
 from tiered_agent.bench._vocabulary import Vocabulary, words_of
 
 # Word characters in and out of ASCII, the separators a term joins runs with, other punctuation.
@@ -54,17 +47,3 @@ def test_holding_finds_a_word_inside_longer_words_and_a_string_around_its_longes
     assert vocabulary.holding("s/u") == [2]  # no run of 4: every text searched
     assert vocabulary.holding("t the") == [0]
     assert vocabulary.holding("") == []
-
-
-def _scan(index: EvidenceIndex, term: str) -> list[int]:
-    return [i for i, text in enumerate(index._texts) if next(occurrences(text, term), None) is not None]
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(_text(), min_size=1, max_size=8))
-def test_evidence_holders_are_the_messages_where_a_term_occurs(texts: list[str]) -> None:
-    messages = [Message("user", "task", iteration=0)]
-    messages += [Message("tool" if i % 2 else "user", t, iteration=1 + i) for i, t in enumerate(texts)]
-    index = EvidenceIndex(RecordedRun("r", "t", "tiered-agent", messages))
-    for term in {*(t for text in index._texts for t in terms(text)), *_WORDS, "a.p", "x-"}:
-        assert index._holders(term) == _scan(index, term), term
