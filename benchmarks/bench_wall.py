@@ -9,6 +9,7 @@ without its timings (equal hashes: the same JSON). The trees alternate attempt b
 time, depends on what else the machine runs: compare the two trees' numbers from one invocation.
 
     python benchmarks/bench_wall.py --baseline /tmp/base [PATHS...] [--repeat 2] [--workers N]
+        [--policies A,B]
 """
 
 from __future__ import annotations
@@ -36,12 +37,14 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(dumps(strip_timing(json.loads(path.read_bytes())))).hexdigest()
 
 
-def _attempt(tree: Path, paths: list[str], workers: int | None) -> dict[str, Any]:
+def _attempt(tree: Path, paths: list[str], workers: int | None, policies: str | None) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(tree), LITELLM_LOCAL_MODEL_COST_MAP="True")
     with tempfile.TemporaryDirectory(prefix="bench-wall-") as out:
         command = [sys.executable, "-m", "tiered_agent", "bench", *paths, "--out", out]
         if workers is not None:
             command += ["--workers", str(workers)]
+        if policies:
+            command += ["--policies", policies]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         subprocess.run(command, env=env, cwd=tree, capture_output=True, check=True)
@@ -59,6 +62,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="the other checkout (omit: only this tree)")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--workers", type=int, help="passed to the bench (default: its own choice)")
+    parser.add_argument("--policies", help="passed to the bench, comma-separated (default: every policy)")
     args = parser.parse_args()
     paths = [str(Path(p).resolve()) for p in args.paths] or [
         str(SHARED / "trajectories"),
@@ -68,7 +72,7 @@ def main() -> None:
     best: dict[str, dict[str, Any]] = {}
     for attempt in range(args.repeat):
         for name, tree in trees.items():
-            result = _attempt(tree, paths, args.workers)
+            result = _attempt(tree, paths, args.workers, args.policies)
             print(json.dumps({"tree": name, "attempt": attempt + 1, **result}), flush=True)
             if name not in best or result["wall_s"] < best[name]["wall_s"]:
                 best[name] = result

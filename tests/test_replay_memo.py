@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from tiered_agent import Message
-from tiered_agent.bench._replay import _recorded_key
+from tiered_agent.bench._series import Stretches
+
+
+def _recorded_key(positions: dict[int, int], prompt: list[Message]) -> tuple[int, ...] | None:
+    """The key a policy's first prompt gets (a policy's track keys each of its prompts)."""
+    return Stretches(positions)(prompt)
 
 
 def test_recorded_prompts_are_keyed_by_their_stretches_and_foreign_ones_not_at_all() -> None:

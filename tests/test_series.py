@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from tiered_agent.bench._series import Series, SparseSeries, identical_prefix
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tiered_agent.bench._series import Series, SparseSeries, Stretches, identical_prefix, stretch_key
 
 
 class Item:
@@ -54,3 +57,34 @@ def test_skipped_ids_are_passed_over_without_deriving() -> None:
     assert derived == ["b", "c"]
     assert sparse([Item("d"), a, b]) == ["D", "B"]  # positions after a change are derived again
     assert derived == ["b", "c", "d", "b"]
+
+
+def _key(positions: dict[int, int], items: list[object]) -> tuple[int, ...] | None:
+    """The key computed from scratch."""
+    at = [positions.get(id(i)) for i in items]
+    if None in at:
+        return None
+    known = [p for p in at if p is not None]
+    return stretch_key(known)
+
+
+def test_stretch_key_is_the_first_and_last_of_each_run_of_consecutive_positions() -> None:
+    assert stretch_key([3, 4, 5, 9, 10, 2]) == (3, 9, 2, 5, 10, 2)
+    assert stretch_key([7]) == (7, 7)
+    assert stretch_key([]) == ()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.lists(st.integers(0, 14), max_size=6)), max_size=8))
+def test_stretches_of_successive_sequences_equal_the_key_from_scratch(
+    edits: list[tuple[int, list[int]]],
+) -> None:
+    """Each sequence keeps a prefix of the previous one (the same objects) and appends others; items
+    0-9 of the run have positions, 10-14 (a policy's own) none."""
+    run = [object() for _ in range(15)]
+    positions = {id(o): p for p, o in enumerate(run[:10])}
+    stretches = Stretches(positions)
+    items: list[object] = []
+    for keep, added in edits:
+        items = items[:keep] + [run[i] for i in added]
+        assert stretches(items) == _key(positions, items)

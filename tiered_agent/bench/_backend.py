@@ -7,11 +7,19 @@ as workers free up, and a result is released as soon as it is yielded, so neithe
 nor the results pile up in the main process. ``level`` is the log level the unit configures
 in its worker (:func:`~tiered_agent._workers.configure_worker_logging`); None in this process
 (the caller's own logging stays as it is).
+
+A pool's worker ends without tearing its interpreter down (:func:`_exit_quickly`): by the time it
+exits, every result it computed was sent, and freeing a heap that replayed hundreds of runs, object
+by object, kept the bench waiting one to three seconds after its last run.
 """
 
 from __future__ import annotations
 
+import atexit
+import logging
 import multiprocessing
+import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
@@ -20,7 +28,7 @@ from typing import Any, Protocol, TypeVar
 from .._cluster import RayAddress, map_on_ray, ray_session
 from .._workers import owned_resource_tracker, worker_log_level
 
-__all__ = ["Backend", "open_backend"]
+__all__ = ["Backend", "Pool", "open_backend"]
 
 T = TypeVar("T")
 _QUEUED_PER_WORKER = 4  # units handed to the pool per worker process at a time
@@ -46,12 +54,13 @@ class _Serial:
             yield function(None, *shared, *item)
 
 
-class _Pool:
+class Pool:
     remote = False
 
     def __init__(self, pool: ProcessPoolExecutor, workers: int) -> None:
         self._pool = pool
-        self._bound = max(1, workers) * _QUEUED_PER_WORKER
+        self._workers = max(1, workers)
+        self._bound = self._workers * _QUEUED_PER_WORKER
         self.level: int | None = worker_log_level()
 
     def map(
@@ -74,6 +83,11 @@ class _Pool:
                 yield future.result()
             fill()
 
+    def start(self, function: Callable[..., object], *args: Any) -> list[Future[object]]:
+        """Start every worker process now, each given ``function(level, *args)`` to run (what it
+        imports and loads is then ready for the units that follow); the caller collects the results."""
+        return [self._pool.submit(function, self.level, *args) for _ in range(self._workers)]
+
 
 class _Ray:
     remote = True
@@ -92,6 +106,20 @@ class _Ray:
             yield result
 
 
+def _exit_quickly() -> None:
+    """A pool worker's initializer: at its exit, once the pool told it to stop (its results sent),
+    flush its logs and output, then leave without the interpreter's teardown."""
+    atexit.register(_leave)
+
+
+def _leave() -> None:
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    os._exit(0)
+
+
 @contextmanager
 def open_backend(workers: int, ray: RayAddress | None = None) -> Iterator[Backend]:
     """``ray``: a Ray session (``workers``: the units in flight; 0: twice the cluster's CPUs); else
@@ -108,9 +136,9 @@ def open_backend(workers: int, ray: RayAddress | None = None) -> Iterator[Backen
     with ExitStack() as stack:
         stack.enter_context(owned_resource_tracker())
         context = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_exit_quickly)
         try:
-            yield _Pool(pool, workers)
+            yield Pool(pool, workers)
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise

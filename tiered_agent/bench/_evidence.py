@@ -288,12 +288,13 @@ class EvidenceIndex:
         if found.observed is not None:
             return found
         found.observed = {}
-        for at in occurrences(self._corpus, term):
-            index = self._index_at(at)
-            for key, window in _windows(self._corpus, at, len(term)):
-                _add(found.written, key, window, index)
-                if self._observed[index]:
-                    _add(found.observed, key, window, index)
+        for index in found.sources:  # the messages holding it: every occurrence, in order
+            end = self._starts[index + 1] - 1 if index + 1 < len(self._starts) else len(self._corpus)
+            for at in occurrences(self._corpus, term, self._starts[index], end):
+                for key, window in _windows(self._corpus, at, len(term)):
+                    _add(found.written, key, window, index)
+                    if self._observed[index]:
+                        _add(found.observed, key, window, index)
         for index in found.observed_sources:
             self._json_evidence(found, term, index)
         return found

@@ -18,13 +18,12 @@ for that prompt and counted (``PolicyRunMetrics.step_errors``; 0 expected).
 from __future__ import annotations
 
 import dataclasses
-import operator
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from itertools import compress, count, repeat
-from typing import Any, cast
+from itertools import count
+from typing import Any
 
 import anyio
 import orjson
@@ -53,7 +52,7 @@ from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
 from ._rulers import RawTexts, RawView, RecordedTexts, Recovery, RetrievalSources, WordIndex
-from ._series import SparseSeries
+from ._series import SparseSeries, Stretches
 from ._summarizer_check import CheckedSummarizer
 from ._turns import RetrievalTurn, retrieval_turn
 
@@ -332,9 +331,9 @@ class _RunState:
     positions: dict[int, int] = field(default_factory=dict)
     missing: dict[tuple[int, tuple[int, ...]], _Misses] = field(default_factory=dict)
 
-    def misses(self, iteration: int, prompt: Sequence[Message], raw: RawView, view: PromptView) -> _Misses:
-        """:func:`_misses`, once per step for each prompt made of recorded messages only."""
-        key = _recorded_key(self.positions, prompt)
+    def misses(self, iteration: int, key: tuple[int, ...] | None, raw: RawView, view: PromptView) -> _Misses:
+        """:func:`_misses`, once per step for each prompt made of recorded messages only (``key``: its
+        :class:`_Track`'s ``recorded`` of the prompt)."""
         if key is None:
             return _misses(self, iteration, raw, view)
         found = self.missing.get((iteration, key))
@@ -382,7 +381,7 @@ class _RunState:
             cache_model,
             token_scale,
             terms or CacheTerms.of(cache_model, scale=token_scale),
-            WordIndex(run),
+            WordIndex(run, recorded.vocabulary),
             RetrievalSources(run, counter),
             EvidenceIndex(run),
             TextMemo(recorded.ids),
@@ -394,20 +393,6 @@ class _RunState:
             segments=_segments(run, groups),
             positions=dict(zip(map(id, run.messages), count(), strict=False)),
         )
-
-
-def _recorded_key(positions: Mapping[int, int], prompt: Sequence[Message]) -> tuple[int, ...] | None:
-    """A prompt made of the run's recorded messages only, as the first and last position of each
-    stretch of consecutive recorded messages in it (None: it holds a message of its policy's own).
-    The rulers read such a prompt through its messages' identities alone (it has no foreign text)."""
-    at = list(map(positions.get, map(id, prompt)))
-    if None in at:
-        return None
-    where = cast("list[int]", at)  # no None in it
-    cuts = list(compress(count(1), map(operator.ne, where[1:], map(operator.add, where, repeat(1)))))
-    starts = [0, *cuts]
-    ends = [*cuts, len(where)]
-    return (*(where[i] for i in starts), *(where[i - 1] for i in ends)) if where else ()
 
 
 def _segments(
@@ -427,6 +412,10 @@ class _Track:
     cache: CacheSimulator
     raw: SparseSeries[Message, str]  # the foreign messages as sent (``_rulers.RecordedTexts``)
     normalized: SparseSeries[Message, tuple[str, bool]]  # as the line rulers read them; not the agent's own
+    # A prompt made of the run's recorded messages only, as the first and last position of each stretch
+    # of consecutive recorded messages in it (None: it holds a message of its policy's own). The rulers
+    # read such a prompt through its messages' identities alone (it has no foreign text).
+    recorded: Stretches
 
 
 async def _replay_policy(
@@ -438,6 +427,7 @@ async def _replay_policy(
         CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
         SparseSeries(state.raw.foreign, state.recorded.ids),
         SparseSeries(state.memo.entry, state.recorded.ids),
+        Stretches(state.positions),
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
@@ -569,7 +559,8 @@ async def _step(
     cached = min(use.read, prompt_tokens)
     ids = set(map(id, messages))  # the prompt's messages, as the rulers look recorded ones up
     raw = RawView(messages, state.recorded, track.raw, ids)
-    misses = state.misses(iteration, messages, raw, PromptView(messages, state.memo, track.normalized, ids))
+    view = PromptView(messages, state.memo, track.normalized, ids)
+    misses = state.misses(iteration, track.recorded(messages), raw, view)
     missed = misses.missed
     retrieval = 0
     recovery = Recovery()

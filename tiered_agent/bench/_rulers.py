@@ -19,17 +19,17 @@ own-writing rulers (``_evidence.py``); docs/rulers.md defines them all.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Iterable, Sequence, Set
 
 import orjson
 
 from .._messages import Message
 from .._tokens import TokenCounter
+from ._metrics import message_text
 from ._recorded import RecordedRun
 from ._series import SparseSeries
-from ._terms import joined
 from ._turns import CALL_TOKENS
+from ._vocabulary import Vocabulary, words_of
 
 __all__ = [
     "CALL_TOKENS",
@@ -44,17 +44,13 @@ __all__ = [
     "shown_retrievals",
 ]
 
-_WORD = re.compile(r"\w{4,}", re.ASCII)
 _MARK = "context_retrieve("
 _CALL = re.compile(r'context_retrieve\((tool_call_id|iteration)="([^"]*)"\)')
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 Shown = tuple[frozenset[str], tuple[tuple[int, int], ...]]  # output ids, iteration ranges
 
 
-def _text(message: Message) -> str:
-    if not message.tool_calls:
-        return message.text
-    return "\n".join([message.text, *(f"{c.name}\n{c.arguments}" for c in message.tool_calls)])
+_text = message_text  # what the model reads of a message: its content, each call's name and arguments
 
 
 class RawTexts:
@@ -110,13 +106,14 @@ class RecordedTexts:
     messages a policy wrote or rewrote (*foreign* ones). A string without a line break is in a
     prompt's text when a recorded message of the prompt holds it or a foreign one does, so a search
     reads only the foreign messages, and looks the recorded ones up among the string's holders,
-    found once per run (:meth:`holders`)."""
+    found once per run (:meth:`holders`) from the run's words (:class:`~._vocabulary.Vocabulary`,
+    which the word and salient rulers read too)."""
 
     def __init__(self, run: RecordedRun) -> None:
         self._messages = run.messages
         texts = [_text(m) for m in run.messages]
         self.ids = frozenset(map(id, run.messages))  # the entries keep the messages alive
-        self._corpus, self._starts = joined(texts)
+        self.vocabulary = Vocabulary(texts)  # the texts of ``run.messages``, in order
         self._holders: dict[str, frozenset[int]] = {}
         self._sequences: dict[int, tuple[Sequence[str], list[frozenset[int]]]] = {}
         self._marked = {id(m): text for m, text in zip(run.messages, texts, strict=True) if _MARK in text}
@@ -124,17 +121,11 @@ class RecordedTexts:
     def holders(self, string: str) -> frozenset[int]:
         """The ids of the recorded messages whose text holds ``string`` (which holds no line break)."""
         found = self._holders.get(string)
-        if found is None:
-            ids: list[int] = []
-            at = self._corpus.find(string) if string else -1  # "" is in every text: never absent
-            while at >= 0:
-                index = bisect_right(self._starts, at) - 1
-                ids.append(id(self._messages[index]))
-                following = index + 1  # the next message: one hit per holder is enough
-                if following >= len(self._starts):
-                    break
-                at = self._corpus.find(string, self._starts[following])
-            found = self._holders[string] = frozenset(ids)
+        if found is None:  # "" is in every text, so never absent: it needs no holder
+            messages = self._messages
+            found = self._holders[string] = frozenset(
+                id(messages[i]) for i in self.vocabulary.holding(string)
+            )
         return found
 
     def absent(self, strings: Sequence[str], view: RawView) -> tuple[str, ...]:
@@ -207,24 +198,27 @@ class RawView:
 
 
 class WordIndex:
-    """Salient words per step of one run (the word-level ruler), from one pass over the run."""
+    """Salient words per step of one run (the word-level ruler), from one pass over the run.
+    ``vocabulary``: the run's (:attr:`RecordedTexts.vocabulary`), whose words it reads (else found
+    again)."""
 
-    def __init__(self, run: RecordedRun) -> None:
+    def __init__(self, run: RecordedRun, vocabulary: Vocabulary | None = None) -> None:
         always = [_text(m) for m in run.messages if m.iteration == 0]
         if run.tools:
             always.append(orjson.dumps(list(run.tools)).decode())
         self._always = "\n".join(always)
         self._first_observed: dict[str, int] = {}  # word -> iteration of its first observation
         self._first_any: dict[str, int] = {}  # word -> position of its first appearance
-        self._actions: dict[int, tuple[int, str]] = {}  # iteration -> (position, text) of its action
-        for position, message in enumerate(m for m in run.messages if m.iteration >= 1):
-            text = _text(message)
-            words = set(_WORD.findall(text))
+        # iteration -> (position, words) of its action
+        self._actions: dict[int, tuple[int, frozenset[str]]] = {}
+        later = [(i, m) for i, m in enumerate(run.messages) if m.iteration >= 1]
+        for position, (index, message) in enumerate(later):
+            words = vocabulary.words[index] if vocabulary is not None else words_of(_text(message))
             self._first_any.update(dict.fromkeys(words - self._first_any.keys(), position))
             if message.role in ("tool", "user"):
                 self._first_observed.update(dict.fromkeys(words - self._first_observed.keys(), position))
             if message.role == "assistant":
-                self._actions.setdefault(message.iteration, (position, text))
+                self._actions.setdefault(message.iteration, (position, words))
         self._in_always: dict[str, bool] = {}
         self._salient: dict[int, tuple[str, ...]] = {}
 
@@ -238,9 +232,9 @@ class WordIndex:
     def _compute(self, iteration: int) -> tuple[str, ...]:
         if iteration not in self._actions:
             return ()
-        position, text = self._actions[iteration]
+        position, words = self._actions[iteration]
         found = []
-        for word in set(_WORD.findall(text)):
+        for word in words:
             first = self._first_any.get(word)
             if first is None or first >= position or self._first_observed.get(word) != first:
                 continue

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from itertools import compress, count
-from typing import Generic, TypeVar
+from itertools import compress, count, repeat
+from typing import Generic, TypeVar, cast
 
-__all__ = ["Series", "SparseSeries", "identical_prefix"]
+__all__ = ["Series", "SparseSeries", "Stretches", "identical_prefix", "stretch_key"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -86,3 +86,40 @@ class SparseSeries(Generic[K, V]):
         self._items = list(items)
         self._positions, self._values = positions, values
         return list(values)
+
+
+def stretch_key(where: Sequence[int]) -> tuple[int, ...]:
+    """``where`` (positions) as the first and the last position of each stretch of consecutive
+    positions in it: the firsts in order, then the lasts."""
+    if not where:
+        return ()
+    cuts = list(compress(count(1), map(operator.ne, where[1:], map(operator.add, where, repeat(1)))))
+    return (*(where[i] for i in [0, *cuts]), *(where[i - 1] for i in [*cuts, len(where)]))
+
+
+class Stretches:
+    """:func:`stretch_key` of the positions (``positions``: an item's id -> its position) of the items
+    of successive sequences, derived only past the items a sequence shares (as objects) with the one
+    before; None for a sequence holding an item without a position."""
+
+    __slots__ = ("_at", "_items", "_positions")
+
+    def __init__(self, positions: Mapping[int, int]) -> None:
+        self._positions = positions
+        self._items: list[object] = []
+        self._at: list[int] = []  # the positions of the leading items that have one
+
+    def __call__(self, items: Sequence[object]) -> tuple[int, ...] | None:
+        kept = identical_prefix(self._items, items)
+        self._items = list(items)
+        if len(self._at) < kept:  # an item without a position among the shared ones
+            return None
+        new = list(map(self._positions.get, map(id, items[kept:])))
+        at = self._at[:kept]
+        if None in new:
+            at.extend(cast("list[int]", new[: new.index(None)]))
+            self._at = at
+            return None
+        at.extend(cast("list[int]", new))
+        self._at = at
+        return stretch_key(at)

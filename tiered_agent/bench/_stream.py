@@ -25,6 +25,8 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -35,7 +37,7 @@ from .._tokens import TokenCounter
 from .._workers import configure_worker_logging
 from ..context._policy import Policy
 from ._aggregate import Aggregate, Header
-from ._backend import Backend, open_backend
+from ._backend import Backend, Pool, open_backend
 from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
 from ._detail import DetailSpool
 from ._importers import RunReader, SkippedInput, SkippedLines
@@ -46,7 +48,15 @@ from ._replay import ReplaySettings, RunInfo, numbered, replay_job, run_plan
 from ._shard import Shard
 from ._spool import RunSpool, SpoolRef, load_run, read_ref
 
-__all__ = ["PARALLEL_MIN_STEPS", "ReplayJob", "Streamed", "count_unit", "record_unit", "stream_bench"]
+__all__ = [
+    "PARALLEL_MIN_STEPS",
+    "ReplayJob",
+    "Streamed",
+    "count_unit",
+    "record_unit",
+    "stream_bench",
+    "warm_unit",
+]
 
 PARALLEL_MIN_STEPS = 600  # below this, spawning worker processes costs more than it saves
 RunSource = RecordedRun | bytes | SpoolRef  # a run, its spooled bytes, or where they lie
@@ -114,41 +124,44 @@ def stream_bench(
     the inputs hold no run (``strict``: when any input cannot be replayed, as :func:`load_runs`)."""
     started = time.perf_counter()
     settings = settings or ReplaySettings()
-    with RunSpool() as spool:
-        scan = _scan(inputs, spool, strict)
+    with RunSpool() as spool, ExitStack() as stack:
+        early = _EarlyPool(stack, workers, ray, shard, settings.tokenizer)
+        scan = _scan(inputs, spool, strict, early.seen)
         if not scan.entries:
             raise ConfigurationError(_nothing_found(inputs, scan))
         chosen = [e for e in scan.entries if shard is None or shard.holds(e.recorded_id)]
         steps = sum(e.info.steps for e in chosen)
         counted = sum(e.info.steps for e in scan.entries if measurable(e.skeleton))
         where = ray if chosen else None  # an empty shard starts no cluster
-        with open_backend(_workers(workers, where, max(steps, counted)), where) as backend:
-            calibration = _calibrate(backend, spool, scan.entries, settings.tokenizer)
-            header = Header.of(
-                settings,
-                policies,
-                calibration.providers,
-                paths=[str(p) for p in inputs],
-                skipped=[s.to_dict() for s in scan.skipped],
-                skipped_lines=[s.to_dict() for s in scan.skipped_lines],
-            )
-            aggregate = Aggregate(header)
-            details = DetailSpool(detail_dir) if detail else None
-            try:
-                if on_start is not None:
-                    on_start(steps)
-                items = _replay_items(backend, spool, chosen, settings, calibration)
-                job = ReplayJob(dict(policies), settings, dict(calibration.providers), detail)
-                for record in backend.map(record_unit, items, (job,)):
-                    aggregate.add(record)
-                    if details is not None and record.detail is not None:
-                        details.add(record.run_id, record.detail)
-                    if on_run is not None:
-                        on_run(record.steps)
-            except BaseException:
-                if details is not None:
-                    details.close()
-                raise
+        backend = early.ready() or stack.enter_context(
+            open_backend(_workers(workers, where, max(steps, counted)), where)
+        )
+        calibration = _calibrate(backend, spool, scan.entries, settings.tokenizer)
+        header = Header.of(
+            settings,
+            policies,
+            calibration.providers,
+            paths=[str(p) for p in inputs],
+            skipped=[s.to_dict() for s in scan.skipped],
+            skipped_lines=[s.to_dict() for s in scan.skipped_lines],
+        )
+        aggregate = Aggregate(header)
+        details = DetailSpool(detail_dir) if detail else None
+        try:
+            if on_start is not None:
+                on_start(steps)
+            items = _replay_items(backend, spool, chosen, settings, calibration)
+            job = ReplayJob(dict(policies), settings, dict(calibration.providers), detail)
+            for record in backend.map(record_unit, items, (job,)):
+                aggregate.add(record)
+                if details is not None and record.detail is not None:
+                    details.add(record.run_id, record.detail)
+                if on_run is not None:
+                    on_run(record.steps)
+        except BaseException:
+            if details is not None:
+                details.close()
+            raise
     aggregate.elapsed_seconds = time.perf_counter() - started
     note = None
     if shard is not None:
@@ -156,8 +169,9 @@ def stream_bench(
     return Streamed(aggregate, details, note)
 
 
-def _scan(inputs: Sequence[Path], spool: RunSpool, strict: bool) -> _Scan:
-    """Read every input run into the spool, keeping its id, usage and shape."""
+def _scan(inputs: Sequence[Path], spool: RunSpool, strict: bool, on_entry: Callable[[_Entry], None]) -> _Scan:
+    """Read every input run into the spool, keeping its id, usage and shape (``on_entry``: each, as
+    it is read)."""
     reader = RunReader(inputs, strict=strict)
     seen: dict[str, int] = {}
     entries = []
@@ -167,7 +181,56 @@ def _scan(inputs: Sequence[Path], spool: RunSpool, strict: bool) -> _Scan:
         entries.append(
             _Entry(run.run_id, RunInfo.of(named), _skeleton(named), spool.add(named), len(run.messages))
         )
+        on_entry(entries[-1])
     return _Scan(tuple(entries), reader.skipped, reader.skipped_lines)
+
+
+class _EarlyPool:
+    """The worker pool, started while the inputs are still being read, as soon as they are known
+    to need it (:func:`_workers`: an explicit worker count, or enough steps so far; never Ray), so
+    that its workers start up (a fresh interpreter each, the bench's modules, the tokenizer) while
+    this process reads and spools the rest."""
+
+    def __init__(
+        self, stack: ExitStack, workers: int, ray: RayAddress | None, shard: Shard | None, tokenizer: str
+    ) -> None:
+        self._stack = stack
+        self._workers = workers
+        self._enabled = ray is None
+        self._shard = shard
+        self._tokenizer = tokenizer
+        self._steps = 0  # of the runs this shard replays
+        self._counted = 0  # of the runs the calibration counts
+        self._pool: Pool | None = None
+        self._started: list[Future[object]] = []
+
+    def seen(self, entry: _Entry) -> None:
+        if self._pool is not None or not self._enabled:
+            return
+        if self._shard is None or self._shard.holds(entry.recorded_id):
+            self._steps += entry.info.steps
+        if measurable(entry.skeleton):
+            self._counted += entry.info.steps
+        workers = _workers(self._workers, None, max(self._steps, self._counted))
+        if workers > 1:  # the count only grows: the bench will open this pool after the reading
+            backend = self._stack.enter_context(open_backend(workers))
+            assert isinstance(backend, Pool)
+            self._pool = backend
+            self._started = backend.start(warm_unit, self._tokenizer)
+
+    def ready(self) -> Pool | None:
+        """The pool, once its workers started (what a start raised, raised here); None if not started."""
+        for future in self._started:
+            future.result()
+        return self._pool
+
+
+def warm_unit(level: int | None, tokenizer: str) -> None:
+    """A worker's first unit: its logging, and the tokenizer loaded (what the bench's modules
+    import came with this function)."""
+    if level is not None:
+        configure_worker_logging(level)
+    TokenCounter(tokenizer).count_text("warm")
 
 
 def _skeleton(run: RecordedRun) -> RecordedRun:

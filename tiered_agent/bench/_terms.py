@@ -61,7 +61,8 @@ _INITIALS = re.compile(r"[^\W\d_](?:[./\-][^\W\d_])+")  # e.g, i.e: single lette
 _ESCAPES = re.compile(r"\\[nrt]")  # an escape written in code separates terms
 _BREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _SPACES = re.compile(r"[^\S\n]+")
-_EDGES = re.compile(r" ?\n ?")
+_EDGES = re.compile(r" \n ?|\n ")  # a space on either side of a line break (a bare one stays as it is)
+_ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")  # what _BREAKS finds in ASCII text
 
 
 def terms(text: str) -> list[str]:
@@ -88,10 +89,13 @@ def specific_terms(text: str) -> set[str]:
 
 
 def normalize(text: str) -> str:
-    """``text`` with line breaks unified, whitespace runs collapsed and lines stripped."""
-    text = _BREAKS.sub("\n", text)
-    text = _SPACES.sub(" ", _ESCAPES.sub(" ", text))
-    return _EDGES.sub("\n", text).strip(" ")
+    """``text`` with line breaks unified, whitespace runs collapsed and lines stripped (a pattern
+    is applied only where it can match: the plain searches cost less than the regular ones)."""
+    if not text.isascii() or any(c in text for c in _ASCII_BREAKS):
+        text = _BREAKS.sub("\n", text)
+    if "\\" in text:
+        text = _ESCAPES.sub(" ", text)
+    return _EDGES.sub("\n", _SPACES.sub(" ", text)).strip(" ")
 
 
 def _is_word(char: str) -> bool:
