@@ -19,7 +19,7 @@ from tiered_agent.context.aging._condense import (
     condensed_note,
     format_label,
 )
-from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch
+from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch, condensed
 from tiered_agent.context.aging._refs import refs, refs_of_all
 
 NAMES = ["alpha_1", "beta_2", "gamma_3", "delta_4", "eps_5", "zeta_6", "eta_7", "src/a.py", "b.txt"]
@@ -132,6 +132,23 @@ def test_notes_read_through_a_runs_memo_as_they_grow_are_the_rule_read_directly(
             note = condensed_note(
                 chunk, retrieval=False, later=later, referred=referred, novel=novel, readings=readings
             )
+            assert note.text == _reference_note(chunk, later, referred, novel)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_iterations, st.integers(0, 3), st.integers(0, 3))
+def test_notes_a_runs_memo_tells_apart_by_what_the_later_messages_change_are_the_rule_read_directly(
+    drawn: list[tuple[list[str], list[list[str]]]], referred: int, novel: int
+) -> None:
+    """A chunk's note is reused while the messages after it change nothing it reads (its label, what
+    they name among the references its outputs name): every note is still the rule's, as the chunk
+    stays and the iterations after it grow, then as the chunk grows and they move into it."""
+    groups = [(k, _iteration(k, thought, output)) for k, (thought, output) in enumerate(drawn, 1)]
+    memo = FormsMemo()
+    for due in range(1, len(groups)):
+        for at in (*range(due + 1, len(groups) + 1), due + 1):  # and back: an older note again
+            chunk, later = groups[:due], tuple(m for _, ms in groups[due:at] for m in ms)
+            note = condensed(chunk, retrieval=False, later=later, referred=referred, novel=novel, memo=memo)
             assert note.text == _reference_note(chunk, later, referred, novel)
 
 

@@ -42,6 +42,7 @@ from ._reports import NO_REPORTS, Reports
 
 __all__ = [
     "SHORT_LINES",
+    "ChunkReading",
     "Lines",
     "Reading",
     "Readings",
@@ -349,6 +350,51 @@ def _reading(messages: tuple[Message, ...], readings: Readings | None) -> Readin
             del readings[next(iter(readings))]
         hit = readings[key] = Reading(messages)
     return hit
+
+
+class ChunkReading:
+    """What a note reads of its chunk alone, so that the notes of one chunk rendered as the messages
+    after it grow are told apart by what those messages change (:meth:`inputs`), not by the
+    messages themselves.
+
+    A note depends on the messages after its chunk (``later``) only through the format label they
+    and the chunk share, what they name among the references the chunk's output lines name
+    (``wanted``, with ``referred`` > 0) and what their texts name among those (``seen``, with
+    ``novel`` > 0): every other input of :func:`condensed_note` is the chunk's own, and an extra
+    line's choice reads ``wanted``, ``shown`` and ``seen`` only within what the output lines name.
+    So two ``later`` with equal :meth:`inputs` give the same note."""
+
+    __slots__ = ("chunk", "labels", "names", "notes", "texts")
+
+    def __init__(
+        self, chunk: Sequence[tuple[int, tuple[Message, ...]]], reports: Reports, readings: Readings
+    ) -> None:
+        self.chunk = tuple(chunk)  # kept: a memo's key is their identities
+        labels: list[str] = []
+        texts = 0
+        names: set[str] = set()
+        for _, messages in self.chunk:
+            whole = _reading(messages, readings)
+            kept = reports.of(messages)
+            reading = _reading(tuple(m for m in messages if m not in kept), readings) if kept else whole
+            labels.extend(whole.labels)
+            texts += whole.texts
+            names |= reading.names
+        self.labels, self.texts, self.names = tuple(labels), texts, frozenset(names)
+        self.notes: dict[tuple[object, ...], Message] = {}  # by :meth:`inputs` (bounded by the memo)
+
+    def inputs(self, later: Sequence[Message], referred: int, novel: int) -> tuple[object, ...]:
+        """What of ``later`` the chunk's note depends on (see the class)."""
+        labels, texts = _labels(later)
+        label = _label([*self.labels, *labels], self.texts + texts)
+        names = self.names
+        wanted = frozenset(_actions(later) & names) if referred and names else frozenset()
+        seen = (
+            frozenset(refs_of_all(text for m in later for text in _texts(m)) & names)
+            if novel and names
+            else frozenset()
+        )
+        return label, wanted, seen
 
 
 def condensed_note(
