@@ -5,6 +5,7 @@ aged forms rendered through a run's memo against forms rendered without one."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from hypothesis import given, settings
@@ -50,6 +51,22 @@ def test_the_lazy_cover_picks_what_counting_every_line_again_picks(
 ) -> None:
     candidates = [(index, f"line {index}", found) for index, found in enumerate(sets) if found]
     assert _cover(candidates, limit) == _brute_cover(candidates, limit)
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]")
+_CODE_LIKE = re.compile(r"[/_.0-9]|[a-z][A-Z]")
+
+
+@settings(max_examples=400)
+@given(
+    st.text(alphabet=st.sampled_from("aZbY09_./- \n\u00e9\u0130\u212a(:"), max_size=60) | st.text(max_size=40)
+)
+def test_references_are_the_code_like_tokens_as_first_defined(text: str) -> None:
+    """:func:`refs` tells code-like tokens by string methods: the same tokens as the definition's
+    regexes (4+ characters holding one of ``/_.`` or a digit, or a lowercase letter then an
+    uppercase one), hyphens, non-ASCII letters and all."""
+    expected = frozenset(t for t in _TOKEN.findall(text) if len(t) >= 4 and _CODE_LIKE.search(t))
+    assert refs.__wrapped__(text) == expected
 
 
 def _reference_note(
