@@ -45,12 +45,16 @@ def _brute_cover(candidates: list[tuple[int, str, frozenset[str]]], limit: int) 
 @given(
     st.lists(st.frozensets(st.sampled_from(NAMES), max_size=4), max_size=30),
     st.integers(0, 10),
+    st.frozensets(st.sampled_from(NAMES), max_size=5),
 )
 def test_the_lazy_cover_picks_what_counting_every_line_again_picks(
-    sets: list[frozenset[str]], limit: int
+    sets: list[frozenset[str]], limit: int, seen: frozenset[str]
 ) -> None:
+    """Also when what ``seen`` holds counts for nothing: the lines ranked by all they name at first."""
     candidates = [(index, f"line {index}", found) for index, found in enumerate(sets) if found]
     assert _cover(candidates, limit) == _brute_cover(candidates, limit)
+    unseen = [(index, line, found - seen) for index, line, found in candidates if found - seen]
+    assert _cover(candidates, limit, seen) == _brute_cover(unseen, limit)
 
 
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]")

@@ -159,20 +159,24 @@ def _named(lines: Sequence[str]) -> Lines:
     return Lines(named, where)
 
 
-def _cover(candidates: list[tuple[int, str, frozenset[str]]], limit: int) -> Chosen:
+def _cover(
+    candidates: Sequence[tuple[int, str, frozenset[str]]], limit: int, seen: Set[str] = frozenset()
+) -> Chosen:
     """Up to ``limit`` of the ``candidates`` (position, line, names), chosen greedily: each the line
-    with the most names that no line already chosen names (ties: the earliest); with their positions.
+    with the most names that neither ``seen`` holds nor a line already chosen names (ties: the
+    earliest); with their positions.
 
     Lazily: a line's count only falls as lines are chosen, so a line whose count, counted again,
     still leads every other line's last count leads their counts now (the choice counting every
-    line again at each pick makes, without doing it)."""
+    line again at each pick makes, without doing it). A line is first ranked by all it names (no
+    fewer than it counts), so lines that cannot lead are never counted against ``seen``."""
     heap = [(-len(found), index, line, found) for index, line, found in candidates]
     heapq.heapify(heap)
     covered: set[str] = set()
     chosen: Chosen = []
     while heap and len(chosen) < limit:
         _, index, line, found = heapq.heappop(heap)
-        key = (-len(found - covered), index)
+        key = (-len(found.difference(seen, covered)), index)
         if heap and key > heap[0][:2]:  # another line may name more now: count it first
             heapq.heappush(heap, (*key, line, found))
             continue
@@ -214,7 +218,7 @@ def _informative(lines: Lines, seen: set[str], limit: int) -> Chosen:
     first line naming one of the references not in ``seen``."""
     where, named = lines.where, lines.named
     first = sorted({where[name][0] for name in where.keys() - seen})
-    out = _cover([(named[p][0], named[p][1], named[p][2] - seen) for p in first], limit)
+    out = _cover([named[p] for p in first], limit, seen)
     for _, line in out:
         seen |= refs(line)
     return out
