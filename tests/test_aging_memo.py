@@ -5,6 +5,7 @@ aged forms rendered through a run's memo against forms rendered without one."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from hypothesis import given, settings
@@ -19,7 +20,7 @@ from tiered_agent.context.aging._condense import (
     condensed_note,
     format_label,
 )
-from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch
+from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch, condensed
 from tiered_agent.context.aging._refs import refs, refs_of_all
 
 NAMES = ["alpha_1", "beta_2", "gamma_3", "delta_4", "eps_5", "zeta_6", "eta_7", "src/a.py", "b.txt"]
@@ -44,12 +45,32 @@ def _brute_cover(candidates: list[tuple[int, str, frozenset[str]]], limit: int) 
 @given(
     st.lists(st.frozensets(st.sampled_from(NAMES), max_size=4), max_size=30),
     st.integers(0, 10),
+    st.frozensets(st.sampled_from(NAMES), max_size=5),
 )
 def test_the_lazy_cover_picks_what_counting_every_line_again_picks(
-    sets: list[frozenset[str]], limit: int
+    sets: list[frozenset[str]], limit: int, seen: frozenset[str]
 ) -> None:
+    """Also when what ``seen`` holds counts for nothing: the lines ranked by all they name at first."""
     candidates = [(index, f"line {index}", found) for index, found in enumerate(sets) if found]
     assert _cover(candidates, limit) == _brute_cover(candidates, limit)
+    unseen = [(index, line, found - seen) for index, line, found in candidates if found - seen]
+    assert _cover(candidates, limit, seen) == _brute_cover(unseen, limit)
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]")
+_CODE_LIKE = re.compile(r"[/_.0-9]|[a-z][A-Z]")
+
+
+@settings(max_examples=400)
+@given(
+    st.text(alphabet=st.sampled_from("aZbY09_./- \n\u00e9\u0130\u212a(:"), max_size=60) | st.text(max_size=40)
+)
+def test_references_are_the_code_like_tokens_as_first_defined(text: str) -> None:
+    """:func:`refs` tells code-like tokens by string methods: the same tokens as the definition's
+    regexes (4+ characters holding one of ``/_.`` or a digit, or a lowercase letter then an
+    uppercase one), hyphens, non-ASCII letters and all."""
+    expected = frozenset(t for t in _TOKEN.findall(text) if len(t) >= 4 and _CODE_LIKE.search(t))
+    assert refs.__wrapped__(text) == expected
 
 
 def _reference_note(
@@ -132,6 +153,23 @@ def test_notes_read_through_a_runs_memo_as_they_grow_are_the_rule_read_directly(
             note = condensed_note(
                 chunk, retrieval=False, later=later, referred=referred, novel=novel, readings=readings
             )
+            assert note.text == _reference_note(chunk, later, referred, novel)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_iterations, st.integers(0, 3), st.integers(0, 3))
+def test_notes_a_runs_memo_tells_apart_by_what_the_later_messages_change_are_the_rule_read_directly(
+    drawn: list[tuple[list[str], list[list[str]]]], referred: int, novel: int
+) -> None:
+    """A chunk's note is reused while the messages after it change nothing it reads (its label, what
+    they name among the references its outputs name): every note is still the rule's, as the chunk
+    stays and the iterations after it grow, then as the chunk grows and they move into it."""
+    groups = [(k, _iteration(k, thought, output)) for k, (thought, output) in enumerate(drawn, 1)]
+    memo = FormsMemo()
+    for due in range(1, len(groups)):
+        for at in (*range(due + 1, len(groups) + 1), due + 1):  # and back: an older note again
+            chunk, later = groups[:due], tuple(m for _, ms in groups[due:at] for m in ms)
+            note = condensed(chunk, retrieval=False, later=later, referred=referred, novel=novel, memo=memo)
             assert note.text == _reference_note(chunk, later, referred, novel)
 
 

@@ -41,6 +41,7 @@ from ..context._manager import ContextManager, PreparedPrompt
 from ..context._names import RETRIEVE_TOOL_NAME
 from ..context._policy import Policy
 from ..context._presets import PRESETS
+from ..context._step import RunMemos
 from ..context.aging._breakeven import CacheTerms
 from ..context.retrieve._tool import retrieve
 from ..context.steps import Dedup
@@ -330,6 +331,7 @@ class _RunState:
     # only, by step and prompt (policies that have not rewritten anything yet send the same prompt).
     positions: dict[int, int] = field(default_factory=dict)
     missing: dict[tuple[int, tuple[int, ...]], _Misses] = field(default_factory=dict)
+    memos: RunMemos = field(default_factory=RunMemos)  # what the policies' steps share (aging's forms)
 
     def misses(self, iteration: int, key: tuple[int, ...] | None, raw: RawView, view: PromptView) -> _Misses:
         """:func:`_misses`, once per step for each prompt made of recorded messages only (``key``: its
@@ -479,6 +481,7 @@ async def _replay_segment(
         cache_terms=state.terms,
         clock=None,  # each prompt is prepared at its recorded request time (_step)
         unrecorded_tokens=_resent_prefix(state),
+        memos=state.memos,
     )
     history: list[Message] = []
     tokens = _extend(history, groups.get(0, ()), counter, 0)

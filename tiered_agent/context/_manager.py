@@ -43,7 +43,7 @@ from ._dispatch import Batch, Dispatched, Execute, ObserveOnly, ToolKind, dispat
 from ._names import RETRIEVE_TOOL_NAME
 from ._policy import Policy
 from ._presets import as_policy
-from ._step import Run, StepRuntime, Turn, failure_of, participants
+from ._step import Run, RunMemos, StepRuntime, Turn, failure_of, participants
 from .aging._breakeven import CacheTerms
 from .aging._schedule import AgingSchedule
 from .pipeline._build import assemble
@@ -106,13 +106,15 @@ class ContextManager:
         cache_terms: CacheTerms | None = None,
         clock: Callable[[], float] | None = time.time,
         unrecorded_tokens: int = 0,
+        memos: RunMemos | None = None,
     ) -> None:
         """``model`` (the agent's litellm model) gives the cache and price terms aging decides by;
         ``cache_terms`` gives them directly (the replay: the run's cache and price model).
         ``clock``: POSIX seconds when :meth:`prepare` is not told the request time (None: the time
         is unknown unless told; the replay passes each recorded request's time).
         ``unrecorded_tokens``: see :class:`~._step.Run` (the replay of a log without its system
-        prompt)."""
+        prompt). ``memos``: what the policies replaying the same run share (:class:`~._step.RunMemos`;
+        None: this manager's own)."""
         self.policy = policy = as_policy(policy)
         self.model = model  # the model the prompts go to: a summarizer of the same model rides its cache
         self.clock = clock
@@ -139,6 +141,7 @@ class ContextManager:
             self.context_window,
             self.summaries,
             max(unrecorded_tokens, 0),
+            memos if memos is not None else RunMemos(),
         )
         self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in policy.steps)
         # The runtimes that take part in each hook (the others' hooks do nothing by contract: no

@@ -36,9 +36,9 @@ the pipeline builds without it, and the run goes on.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from .._errors import ConfigurationError
 from .._messages import Message
@@ -55,6 +55,7 @@ __all__ = [
     "Participants",
     "PolicyView",
     "Run",
+    "RunMemos",
     "Step",
     "StepRuntime",
     "Turn",
@@ -70,6 +71,32 @@ def require(condition: bool, message: str) -> None:
     """Raise :class:`ConfigurationError` with ``message`` (one sentence) unless ``condition``."""
     if not condition:
         raise ConfigurationError(message)
+
+
+_Memo = TypeVar("_Memo")
+
+
+class RunMemos:
+    """Memos of one run that the policies replaying it may share: values its steps derive from the
+    run's messages alone, keyed by the messages' identities and checked against them (so policies
+    whose histories differ never share an entry; one that rewrote a message has another object).
+
+    The replay hands one to every policy of a run (they replay the same recorded messages: a
+    second policy with the same step finds what the first derived); a live run's manager makes its
+    own. Never process-wide: it lives as long as its run."""
+
+    __slots__ = ("_memos",)
+
+    def __init__(self) -> None:
+        self._memos: dict[tuple[type, Hashable], object] = {}
+
+    def get(self, kind: type[_Memo], key: Hashable) -> _Memo:
+        """The run's ``kind()`` for ``key`` (a step's settings that change what the memo holds),
+        made at the first request."""
+        memo = self._memos.get((kind, key))
+        if not isinstance(memo, kind):
+            memo = self._memos[kind, key] = kind()
+        return memo
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +119,7 @@ class Run:
     context_window: int | None = None
     summaries: Summaries = field(default_factory=Summaries)
     unrecorded_tokens: int = 0
+    memos: RunMemos = field(default_factory=RunMemos)
 
 
 @dataclass(slots=True)

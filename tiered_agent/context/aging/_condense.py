@@ -42,6 +42,7 @@ from ._reports import NO_REPORTS, Reports
 
 __all__ = [
     "SHORT_LINES",
+    "ChunkReading",
     "Lines",
     "Reading",
     "Readings",
@@ -158,20 +159,24 @@ def _named(lines: Sequence[str]) -> Lines:
     return Lines(named, where)
 
 
-def _cover(candidates: list[tuple[int, str, frozenset[str]]], limit: int) -> Chosen:
+def _cover(
+    candidates: Sequence[tuple[int, str, frozenset[str]]], limit: int, seen: Set[str] = frozenset()
+) -> Chosen:
     """Up to ``limit`` of the ``candidates`` (position, line, names), chosen greedily: each the line
-    with the most names that no line already chosen names (ties: the earliest); with their positions.
+    with the most names that neither ``seen`` holds nor a line already chosen names (ties: the
+    earliest); with their positions.
 
     Lazily: a line's count only falls as lines are chosen, so a line whose count, counted again,
     still leads every other line's last count leads their counts now (the choice counting every
-    line again at each pick makes, without doing it)."""
+    line again at each pick makes, without doing it). A line is first ranked by all it names (no
+    fewer than it counts), so lines that cannot lead are never counted against ``seen``."""
     heap = [(-len(found), index, line, found) for index, line, found in candidates]
     heapq.heapify(heap)
     covered: set[str] = set()
     chosen: Chosen = []
     while heap and len(chosen) < limit:
         _, index, line, found = heapq.heappop(heap)
-        key = (-len(found - covered), index)
+        key = (-len(found.difference(seen, covered)), index)
         if heap and key > heap[0][:2]:  # another line may name more now: count it first
             heapq.heappush(heap, (*key, line, found))
             continue
@@ -213,7 +218,7 @@ def _informative(lines: Lines, seen: set[str], limit: int) -> Chosen:
     first line naming one of the references not in ``seen``."""
     where, named = lines.where, lines.named
     first = sorted({where[name][0] for name in where.keys() - seen})
-    out = _cover([(named[p][0], named[p][1], named[p][2] - seen) for p in first], limit)
+    out = _cover([named[p] for p in first], limit, seen)
     for _, line in out:
         seen |= refs(line)
     return out
@@ -349,6 +354,51 @@ def _reading(messages: tuple[Message, ...], readings: Readings | None) -> Readin
             del readings[next(iter(readings))]
         hit = readings[key] = Reading(messages)
     return hit
+
+
+class ChunkReading:
+    """What a note reads of its chunk alone, so that the notes of one chunk rendered as the messages
+    after it grow are told apart by what those messages change (:meth:`inputs`), not by the
+    messages themselves.
+
+    A note depends on the messages after its chunk (``later``) only through the format label they
+    and the chunk share, what they name among the references the chunk's output lines name
+    (``wanted``, with ``referred`` > 0) and what their texts name among those (``seen``, with
+    ``novel`` > 0): every other input of :func:`condensed_note` is the chunk's own, and an extra
+    line's choice reads ``wanted``, ``shown`` and ``seen`` only within what the output lines name.
+    So two ``later`` with equal :meth:`inputs` give the same note."""
+
+    __slots__ = ("chunk", "labels", "names", "notes", "texts")
+
+    def __init__(
+        self, chunk: Sequence[tuple[int, tuple[Message, ...]]], reports: Reports, readings: Readings
+    ) -> None:
+        self.chunk = tuple(chunk)  # kept: a memo's key is their identities
+        labels: list[str] = []
+        texts = 0
+        names: set[str] = set()
+        for _, messages in self.chunk:
+            whole = _reading(messages, readings)
+            kept = reports.of(messages)
+            reading = _reading(tuple(m for m in messages if m not in kept), readings) if kept else whole
+            labels.extend(whole.labels)
+            texts += whole.texts
+            names |= reading.names
+        self.labels, self.texts, self.names = tuple(labels), texts, frozenset(names)
+        self.notes: dict[tuple[object, ...], Message] = {}  # by :meth:`inputs` (bounded by the memo)
+
+    def inputs(self, later: Sequence[Message], referred: int, novel: int) -> tuple[object, ...]:
+        """What of ``later`` the chunk's note depends on (see the class)."""
+        labels, texts = _labels(later)
+        label = _label([*self.labels, *labels], self.texts + texts)
+        names = self.names
+        wanted = frozenset(_actions(later) & names) if referred and names else frozenset()
+        seen = (
+            frozenset(refs_of_all(text for m in later for text in _texts(m)) & names)
+            if novel and names
+            else frozenset()
+        )
+        return label, wanted, seen
 
 
 def condensed_note(

@@ -35,7 +35,7 @@ from cachetools import LRUCache
 from ..._messages import Message, ToolCall
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
 from ..pipeline._draft import with_content
-from ._condense import Readings, condensed_note
+from ._condense import ChunkReading, Readings, condensed_note
 from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
@@ -53,11 +53,13 @@ class FormsMemo:
     history keeps the same message objects), each hit checked against those messages; bounded.
     Owned by the run's ``Age`` runtime: never shared between runs."""
 
-    def __init__(self, batches: int = 2048, notes: int = 1024) -> None:
+    def __init__(self, batches: int = 2048, chunks: int = 1024) -> None:
         self.batches: LRUCache[tuple[object, ...], tuple[object, dict[int, tuple[Message, ...]]]] = LRUCache(
             batches
         )
-        self.notes: LRUCache[tuple[object, ...], tuple[object, Message]] = LRUCache(notes)
+        # What a note reads of its chunk alone, with the chunk's notes by what the later messages
+        # tell it (:class:`~._condense.ChunkReading`)
+        self.chunks: LRUCache[tuple[object, ...], ChunkReading] = LRUCache(chunks)
         # What each iteration tells the forms of older ones (:class:`_Told`; bounded there)
         self.told: dict[tuple[int, ...], _Told] = {}
         # What a condensed note reads of each iteration (:class:`~._condense.Reading`; bounded there)
@@ -388,6 +390,9 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
 
 
 # --------------------------------------------------------------------------- level 2
+_NOTES = 8  # notes a chunk's reading keeps
+
+
 def condensed(
     chunk: Batch,
     *,
@@ -404,18 +409,23 @@ def condensed(
         return condensed_note(
             chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, reports=reports
         )
-    key = (retrieval, referred, novel, reports, chunk[0][0], chunk[-1][0], _identity(later, chunk))
-    hit = memo.notes.get(key)
-    if hit is not None and hit[0] == (tuple(chunk), later):
-        return hit[1]
-    note = condensed_note(
-        chunk,
-        retrieval=retrieval,
-        later=later,
-        referred=referred,
-        novel=novel,
-        reports=reports,
-        readings=memo.readings,
-    )
-    memo.notes[key] = ((tuple(chunk), later), note)
+    key = (retrieval, referred, novel, reports, _identity((), chunk))
+    read = memo.chunks.get(key)
+    if read is None or read.chunk != tuple(chunk):
+        read = memo.chunks[key] = ChunkReading(chunk, reports, memo.readings)
+    inputs = read.inputs(later, referred, novel)
+    note = read.notes.get(inputs)
+    if note is None:
+        note = condensed_note(
+            chunk,
+            retrieval=retrieval,
+            later=later,
+            referred=referred,
+            novel=novel,
+            reports=reports,
+            readings=memo.readings,
+        )
+        if len(read.notes) >= _NOTES:  # the oldest first (the messages after the chunk only grow)
+            del read.notes[next(iter(read.notes))]
+        read.notes[inputs] = note
     return note

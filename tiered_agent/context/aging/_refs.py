@@ -16,15 +16,22 @@ from functools import lru_cache
 
 __all__ = ["message_refs", "refs", "refs_of_all"]
 
-_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]")
-_CODE_LIKE = re.compile(r"[/_.0-9]|[a-z][A-Z]")
-_MIN_CHARS = 4
+# Tokens of 4+ characters (first and last a letter, digit or ``_``). A token is code-like when it
+# holds ``/``, ``_``, ``.`` or a digit (what is left once its hyphens are gone is not all letters)
+# or a lowercase letter right before an uppercase one (only a token with both cases can).
+_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]{2,}[A-Za-z0-9_]")
+_CAMEL = re.compile(r"[a-z][A-Z]")
 
 
 @lru_cache(maxsize=65_536)
 def refs(text: str) -> frozenset[str]:
     """The references in ``text`` (memoized: the same texts are scanned at every epoch)."""
-    return frozenset(t for t in _TOKEN.findall(text) if len(t) >= _MIN_CHARS and _CODE_LIKE.search(t))
+    return frozenset(
+        t
+        for t in _TOKEN.findall(text)
+        if not (t.replace("-", "") if "-" in t else t).isalpha()
+        or (not t.islower() and not t.isupper() and _CAMEL.search(t))
+    )
 
 
 def message_refs(content: str, arguments: Iterable[str] = ()) -> frozenset[str]:

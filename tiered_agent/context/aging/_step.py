@@ -281,7 +281,8 @@ class AgeRuntime(StepRuntime):
     def __init__(self, step: Age, run: Run) -> None:
         super().__init__(step)
         self.settings = step
-        self.memo = FormsMemo()
+        # the run's forms and notes, shared with any other policy of the run aging the same way
+        self.memo = run.memos.get(FormsMemo, (step.style(run.retrieval), step.keep_referred, step.keep_novel))
         self.renders = Renders(_RENDERS)
         terms = run.cache_terms if run.cache_terms is not None else CacheTerms.for_model(run.model)
         self.model = run.model
