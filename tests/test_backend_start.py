@@ -10,9 +10,12 @@ from contextlib import ExitStack
 import pytest
 from test_shard import _run
 
+from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._backend import Pool, open_backend
+from tiered_agent.bench._calibration import full_prompt_tokens
 from tiered_agent.bench._replay import RunInfo
 from tiered_agent.bench._shard import Shard
+from tiered_agent.bench._spool import RunSpool
 from tiered_agent.bench._stream import PARALLEL_MIN_STEPS, _EarlyPool, _Entry, _skeleton
 
 
@@ -80,3 +83,21 @@ def test_the_runs_the_calibration_counts_start_the_pool_whatever_the_shard() -> 
         early = _EarlyPool(stack, 0, None, shard, "o200k_base")
         early.seen(_entry(other, PARALLEL_MIN_STEPS, usage=True))
         assert isinstance(early.ready(), Pool)
+
+
+def test_the_runs_the_calibration_measures_are_counted_by_the_workers_while_reading() -> None:
+    """Each measured run is handed to a worker as it is read, before and after the pool started,
+    and its counts are what the calibration would count itself; unmeasured runs are not counted."""
+    runs = [
+        _run(name, steps, usage_ratio=ratio)
+        for name, steps, ratio in (("early", 3, 1.0), ("late", 5, 1.0), ("none", 4, 0.0))
+    ]
+    with RunSpool() as spool, ExitStack() as stack:
+        early = _EarlyPool(stack, 0, None, None, "o200k_base")
+        for run, steps in zip(runs, (1, PARALLEL_MIN_STEPS, 1), strict=True):
+            info = dataclasses.replace(RunInfo.of(run), steps=steps)
+            early.seen(_Entry(run.run_id, info, _skeleton(run), spool.add(run), len(run.messages)))
+        counted = early.counted()
+    counter = TokenCounter("o200k_base")
+    assert counted == {run.run_id: full_prompt_tokens(run, counter) for run in runs[:2]}
+    assert len(counted["late"]) == 5 and counted["late"][0] > 0

@@ -83,6 +83,10 @@ class Pool:
                 yield future.result()
             fill()
 
+    def submit(self, function: Callable[..., T], *args: Any) -> Future[T]:
+        """Run ``function(level, *args)`` in a worker; the caller collects the result."""
+        return self._pool.submit(function, self.level, *args)
+
     def start(self, function: Callable[..., object], *args: Any) -> list[Future[object]]:
         """Start every worker process now, each given ``function(level, *args)`` to run (what it
         imports and loads is then ready for the units that follow); the caller collects the results."""

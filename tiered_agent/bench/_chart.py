@@ -5,14 +5,22 @@ matplotlib (with the non-interactive Agg backend) is imported only when a chart 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import multiprocessing
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 from ._replay import BASELINE
 from ._report import longest_key, policies_by_cost
 
-__all__ = ["longest_run", "pyplot", "save_figure", "write_chart"]
+__all__ = ["Drawing", "draw_charts", "longest_run", "pyplot", "save_figure", "write_chart"]
+
+log = structlog.get_logger(__name__)
+
+Drawing = Callable[[], Path]  # draws one chart into its file and returns the file
 
 
 def longest_run(document: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -105,3 +113,32 @@ def _totals(ax: Any, document: Mapping[str, Any], names: list[str]) -> None:
     ax.set_xlabel("% of full, all runs")
     ax.set_title(f"Totals over {document['inputs']['run_count']} runs", fontsize=10)
     ax.legend(fontsize=8)
+
+
+def draw_charts(drawings: Mapping[str, tuple[Drawing, Path]]) -> dict[str, Path]:
+    """Draw every chart (``{key: (drawing, the file it writes)}``) and return the files by key.
+
+    Each chart is a second or two of one core, and the bench's workers are gone by the time the
+    charts are drawn, so on Linux every chart but the first is drawn in a forked child process at
+    the same time as the first is drawn here. A child that fails is logged and its chart drawn
+    again here, where what it raises reaches the caller; elsewhere the charts are drawn in turn.
+    """
+    items = list(drawings.items())
+    if sys.platform != "linux" or len(items) < 2:
+        return {key: drawing() for key, (drawing, _) in items}
+    context = multiprocessing.get_context("fork")
+    children = [(key, context.Process(target=drawing, daemon=True)) for key, (drawing, _) in items[1:]]
+    for _, child in children:
+        child.start()
+    try:
+        paths = {items[0][0]: items[0][1][0]()}
+    finally:
+        for _, child in children:
+            child.join()
+    for key, child in children:
+        drawing, path = drawings[key]
+        if child.exitcode != 0:
+            log.warning("chart_redrawn", chart=key, exitcode=child.exitcode)
+            path = drawing()
+        paths[key] = path
+    return paths

@@ -136,7 +136,7 @@ def stream_bench(
         backend = early.ready() or stack.enter_context(
             open_backend(_workers(workers, where, max(steps, counted)), where)
         )
-        calibration = _calibrate(backend, spool, scan.entries, settings.tokenizer)
+        calibration = _calibrate(backend, spool, scan.entries, settings.tokenizer, early.counted())
         header = Header.of(
             settings,
             policies,
@@ -203,26 +203,45 @@ class _EarlyPool:
         self._counted = 0  # of the runs the calibration counts
         self._pool: Pool | None = None
         self._started: list[Future[object]] = []
+        self._measured: list[_Entry] = []  # read before the pool started: counted once it starts
+        self._counts: dict[str, Future[tuple[str, list[int]]]] = {}
 
     def seen(self, entry: _Entry) -> None:
-        if self._pool is not None or not self._enabled:
+        if not self._enabled:
             return
-        if self._shard is None or self._shard.holds(entry.recorded_id):
-            self._steps += entry.info.steps
         if measurable(entry.skeleton):
+            self._measured.append(entry)
             self._counted += entry.info.steps
-        workers = _workers(self._workers, None, max(self._steps, self._counted))
-        if workers > 1:  # the count only grows: the bench will open this pool after the reading
-            backend = self._stack.enter_context(open_backend(workers))
-            assert isinstance(backend, Pool)
-            self._pool = backend
-            self._started = backend.start(warm_unit, self._tokenizer)
+        if self._pool is None:
+            if self._shard is None or self._shard.holds(entry.recorded_id):
+                self._steps += entry.info.steps
+            workers = _workers(self._workers, None, max(self._steps, self._counted))
+            if workers > 1:  # the count only grows: the bench will open this pool after the reading
+                backend = self._stack.enter_context(open_backend(workers))
+                assert isinstance(backend, Pool)
+                self._pool = backend
+                self._started = backend.start(warm_unit, self._tokenizer)
+        if self._pool is not None:
+            self._count_measured(self._pool)
+
+    def _count_measured(self, pool: Pool) -> None:
+        """Hand the runs the calibration measures to the workers as they are read (the workers
+        would otherwise wait for the whole reading)."""
+        for entry in self._measured:
+            self._counts[entry.info.run_id] = pool.submit(
+                count_unit, self._tokenizer, entry.ref, entry.info.run_id
+            )
+        self._measured.clear()
 
     def ready(self) -> Pool | None:
         """The pool, once its workers started (what a start raised, raised here); None if not started."""
         for future in self._started:
             future.result()
         return self._pool
+
+    def counted(self) -> dict[str, list[int]]:
+        """The calibration's counts of the runs handed to the workers while reading (by run id)."""
+        return dict(future.result() for future in self._counts.values())
 
 
 def warm_unit(level: int | None, tokenizer: str) -> None:
@@ -265,10 +284,21 @@ def _source(backend: Backend, spool: RunSpool, ref: SpoolRef) -> RunSource:
     return spool.read(ref) if backend.remote else ref
 
 
-def _calibrate(backend: Backend, spool: RunSpool, entries: Sequence[_Entry], tokenizer: str) -> Calibration:
-    """The calibration of every input run (the workers count the measured runs' prompts)."""
-    measured = ((_source(backend, spool, e.ref), e.info.run_id) for e in entries if measurable(e.skeleton))
-    counted = dict(backend.map(count_unit, measured, (tokenizer,)))
+def _calibrate(
+    backend: Backend,
+    spool: RunSpool,
+    entries: Sequence[_Entry],
+    tokenizer: str,
+    counted: dict[str, list[int]],
+) -> Calibration:
+    """The calibration of every input run (the workers count the measured runs' prompts; ``counted``:
+    the runs they already counted, by run id)."""
+    measured = (
+        (_source(backend, spool, e.ref), e.info.run_id)
+        for e in entries
+        if e.info.run_id not in counted and measurable(e.skeleton)
+    )
+    counted.update(backend.map(count_unit, measured, (tokenizer,)))
     return fit([e.skeleton for e in entries], tokens=counted)
 
 

@@ -6,6 +6,7 @@ click here; the replay, rich and matplotlib are imported when the command runs.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -441,13 +442,16 @@ def _charts(document: Mapping[str, Any], out_dir: Path, run: Mapping[str, Any] |
         import matplotlib  # noqa: F401 - only whether it is there
     except ImportError:
         return {}
-    from ..bench._chart import write_chart
+    from ..bench._chart import draw_charts, write_chart
     from ..bench._frontier import write_frontier
 
-    return {
-        "chart": write_chart(document, out_dir / "bench.png", run),
-        "frontier": write_frontier(document, out_dir / "frontier.png"),
-    }
+    chart, frontier = out_dir / "bench.png", out_dir / "frontier.png"
+    return draw_charts(
+        {
+            "chart": (functools.partial(write_chart, document, chart, run), chart),
+            "frontier": (functools.partial(write_frontier, document, frontier), frontier),
+        }
+    )
 
 
 @click.command("merge")
