@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
@@ -432,7 +432,7 @@ class PromptView:
         prompt: Sequence[Message],
         memo: TextMemo,
         series: SparseSeries[Message, tuple[str, bool]] | None = None,
-        ids: Set[int] | None = None,
+        ids: Callable[[], Set[int]] | None = None,
     ) -> None:
         self._prompt = prompt
         self._memo = memo
@@ -441,14 +441,15 @@ class PromptView:
         self._observed: list[str] | None = None
         self._everything: list[str] | None = None
         self._joined: dict[bool, str] = {}
-        # the ids of the prompt's messages (built when first needed if not given)
-        self._ids: Set[int] | None = ids
+        # the ids of the prompt's messages, when first needed (``ids``: where to get them, else built)
+        self._ids_of = ids
+        self._ids: Set[int] | None = None
 
     def holds_any(self, ids: Iterable[int]) -> bool:
         """Whether one of the messages with these ``ids`` itself (the same object, so unchanged) is in
         the prompt."""
         if self._ids is None:
-            self._ids = set(map(id, self._prompt))
+            self._ids = self._ids_of() if self._ids_of is not None else set(map(id, self._prompt))
         return not self._ids.isdisjoint(ids)
 
     def _newest_first(self) -> list[tuple[str, bool]]:

@@ -46,6 +46,7 @@ from ..context.aging._breakeven import CacheTerms
 from ..context.retrieve._tool import retrieve
 from ..context.steps import Dedup
 from ._backend import open_backend
+from ._cache_chain import CacheChains, CacheTrack
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
 from ._evidence import EvidenceIndex, PromptView, TextMemo
@@ -332,6 +333,7 @@ class _RunState:
     positions: dict[int, int] = field(default_factory=dict)
     missing: dict[tuple[int, tuple[int, ...]], _Misses] = field(default_factory=dict)
     memos: RunMemos = field(default_factory=RunMemos)  # what the policies' steps share (aging's forms)
+    chains: CacheChains = field(default_factory=CacheChains)  # the caches of policies sending the same
 
     def misses(self, iteration: int, key: tuple[int, ...] | None, raw: RawView, view: PromptView) -> _Misses:
         """:func:`_misses`, once per step for each prompt made of recorded messages only (``key``: its
@@ -411,7 +413,7 @@ class _Track:
     """One policy's prompts across a run: its provider cache, and the texts the rulers read of
     its prompts, derived only for the messages a prompt changed (``_series.py``)."""
 
-    cache: CacheSimulator
+    cache: CacheTrack
     raw: SparseSeries[Message, str]  # the foreign messages as sent (``_rulers.RecordedTexts``)
     normalized: SparseSeries[Message, tuple[str, bool]]  # as the line rulers read them; not the agent's own
     # A prompt made of the run's recorded messages only, as the first and last position of each stretch
@@ -426,7 +428,10 @@ async def _replay_policy(
     """One policy over one run: each stretch between the agent's own compactions (one without any)
     in a fresh manager, as the agent's context restarted there; one provider cache throughout."""
     track = _Track(
-        CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
+        CacheTrack(
+            CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
+            state.chains,
+        ),
         SparseSeries(state.raw.foreign, state.recorded.ids),
         SparseSeries(state.memo.entry, state.recorded.ids),
         Stretches(state.positions),
@@ -551,7 +556,9 @@ async def _step(
     messages = prepared.built.messages
     prompt_tokens = prepared.prompt_tokens + state.prefix_tokens  # the unrecorded prefix is sent too
     cache = track.cache
+    recorded = track.recorded(messages)
     use = cache.request(
+        recorded,
         messages,
         prepared.tools,
         route=state.route(step),
@@ -560,10 +567,9 @@ async def _step(
         new_turn_after_reasoning=step in state.turns_after_reasoning,
     )
     cached = min(use.read, prompt_tokens)
-    ids = set(map(id, messages))  # the prompt's messages, as the rulers look recorded ones up
-    raw = RawView(messages, state.recorded, track.raw, ids)
-    view = PromptView(messages, state.memo, track.normalized, ids)
-    misses = state.misses(iteration, track.recorded(messages), raw, view)
+    raw = RawView(messages, state.recorded, track.raw)  # its messages' ids, built when a ruler asks
+    view = PromptView(messages, state.memo, track.normalized, raw.ids)
+    misses = state.misses(iteration, recorded, raw, view)
     missed = misses.missed
     retrieval = 0
     recovery = Recovery()

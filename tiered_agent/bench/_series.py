@@ -53,6 +53,12 @@ class Series(Generic[K, V]):
         self._values = values
         return list(values)
 
+    def copy(self) -> Series[K, V]:
+        """An independent series in this one's state (its lists are replaced, never changed: shared)."""
+        twin: Series[K, V] = Series(self._derive)
+        twin._items, twin._values = self._items, self._values
+        return twin
+
 
 class SparseSeries(Generic[K, V]):
     """A :class:`Series` for a ``derive`` that is None for most items (a prompt's messages other
