@@ -629,22 +629,23 @@ def _misses(state: _RunState, iteration: int, raw: RawView, view: PromptView) ->
     """The prompt's misses at ``iteration`` (``raw``, ``view``: the prompt as the rulers read it)."""
     salient = state.salience.salient(iteration)
     words = state.words.salient(iteration) if state.words is not None else ()
-    misses = _Misses(
-        len(salient), state.recorded.absent(salient, raw), len(words), len(state.recorded.absent(words, raw))
-    )
+    absent = state.recorded.absent
+    missed, word_missed = absent(salient, raw), len(absent(words, raw))
     evidence = state.evidence
     if evidence is None:
-        return misses
+        return _Misses(len(salient), missed, len(words), word_missed)
     needed = evidence.needed(iteration)
     cutoff = evidence.cutoff(iteration)
-    line_missed = tuple(t for t in needed.observed if not evidence.shown(t, view, cutoff, observed=True))
-    own_missed = tuple(t for t in needed.own if not evidence.shown(t, view, cutoff, observed=False))
-    return dataclasses.replace(
-        misses,
+    shown = evidence.shown
+    return _Misses(
+        len(salient),
+        missed,
+        len(words),
+        word_missed,
         line_needed=len(needed.observed),
-        line_missed=line_missed,
+        line_missed=tuple(t for t in needed.observed if not shown(t, view, cutoff, observed=True)),
         own_needed=len(needed.own),
-        own_missed=own_missed,
+        own_missed=tuple(t for t in needed.own if not shown(t, view, cutoff, observed=False)),
     )
 
 
