@@ -54,7 +54,7 @@ from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
 from ._rulers import RawTexts, RawView, RecordedTexts, Recovery, RetrievalSources, WordIndex
-from ._series import SparseSeries, Stretches
+from ._series import Joined, SparseSeries, Stretches
 from ._summarizer_check import CheckedSummarizer
 from ._turns import RetrievalTurn, retrieval_turn
 
@@ -420,6 +420,9 @@ class _Track:
     # of consecutive recorded messages in it (None: it holds a message of its policy's own). The rulers
     # read such a prompt through its messages' identities alone (it has no foreign text).
     recorded: Stretches
+    # The joined texts the rulers search, of the policy's previous prompts (``RawView``, ``PromptView``):
+    raw_join: Joined  # the foreign texts
+    normalized_joins: Mapping[bool, Joined]  # the normalized texts not the agent's (True), all (False)
 
 
 async def _replay_policy(
@@ -435,6 +438,8 @@ async def _replay_policy(
         SparseSeries(state.raw.foreign, state.recorded.ids),
         SparseSeries(state.memo.entry, state.recorded.ids),
         Stretches(state.positions),
+        Joined("\n"),
+        {True: Joined(), False: Joined()},
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
@@ -567,8 +572,8 @@ async def _step(
         new_turn_after_reasoning=step in state.turns_after_reasoning,
     )
     cached = min(use.read, prompt_tokens)
-    raw = RawView(messages, state.recorded, track.raw)  # its messages' ids, built when a ruler asks
-    view = PromptView(messages, state.memo, track.normalized, raw.ids)
+    raw = RawView(messages, state.recorded, track.raw, join=track.raw_join)  # ids: when a ruler asks
+    view = PromptView(messages, state.memo, track.normalized, raw.ids, track.normalized_joins)
     misses = state.misses(iteration, recorded, raw, view)
     missed = misses.missed
     retrieval = 0

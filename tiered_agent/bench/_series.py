@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from itertools import compress, count, repeat
 from typing import Generic, TypeVar
 
-__all__ = ["Series", "SparseSeries", "Stretches", "identical_prefix", "stretch_key"]
+__all__ = ["Joined", "Series", "SparseSeries", "Stretches", "identical_prefix", "stretch_key"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -154,3 +154,20 @@ class Stretches:
                 self._lasts[cut] = self._firsts[cut] + (kept - start) - 1
                 self._ends[cut] = kept
         self._count = kept
+
+
+class Joined:
+    """``separator.join(texts)`` of a policy's consecutive prompts, joined again only when the texts
+    changed (most steps of a policy that wrote a few messages of its own show the same ones again)."""
+
+    __slots__ = ("_joined", "_separator", "_texts")
+
+    def __init__(self, separator: str = "") -> None:
+        self._separator = separator
+        self._texts: list[str] = []
+        self._joined = ""
+
+    def __call__(self, texts: list[str]) -> str:
+        if texts != self._texts:  # the same strings (as objects, first) compare at C speed
+            self._texts, self._joined = texts, self._separator.join(texts)
+        return self._joined
