@@ -233,30 +233,62 @@ class BenchResult:
 
 
 # --------------------------------------------------------------------------- one run, one policy
+@dataclass(frozen=True, slots=True)
+class _Results:
+    """One iteration's recorded tool results as a dispatch serves them (the same for every policy):
+    where in the iteration the results of its calls stand, those calls in that order, and the
+    recorded outcomes."""
+
+    positions: tuple[int, ...] = ()
+    calls: tuple[ToolCall, ...] = ()
+    outcomes: tuple[ToolOutcome, ...] = ()
+
+    @classmethod
+    def of(cls, group: Sequence[Message]) -> _Results:
+        calls = {c.id: c for m in group if m.role == "assistant" for c in m.tool_calls}
+        positions = tuple(
+            i for i, m in enumerate(group) if m.role == "tool" and (m.tool_call_id or "") in calls
+        )
+        return cls(
+            positions,
+            tuple(calls[group[i].tool_call_id or ""] for i in positions),
+            tuple(ToolOutcome(content=group[i].text) for i in positions),
+        )
+
+
 async def _observations(
-    manager: ContextManager, group: Sequence[Message], kind: Callable[[ToolCall], ToolKind], iteration: int
+    manager: ContextManager,
+    group: Sequence[Message],
+    kind: Callable[[ToolCall], ToolKind],
+    iteration: int,
+    results: _Results | None = None,
 ) -> list[Message]:
     """Iteration ``iteration``'s messages as the live agent would have recorded them.
 
     The recorded tool results go through the manager's dispatch, the agent's own, in
     message order; "executing" a call returns its recorded observation. A dedup hit
-    replaces the recorded content with what the agent would have served.
+    replaces the recorded content with what the agent would have served. ``results``: the
+    group's :class:`_Results` (derived here if not given).
     """
-    calls = {c.id: c for m in group if m.role == "assistant" for c in m.tool_calls}
-    positions = [i for i, m in enumerate(group) if m.role == "tool" and (m.tool_call_id or "") in calls]
-    if not positions:
+    found = _Results.of(group) if results is None else results
+    if not found.positions:
         return list(group)
-    batch = [calls[group[i].tool_call_id or ""] for i in positions]
+    outcomes = found.outcomes
 
     async def recorded(indexes: Sequence[int]) -> list[ToolOutcome]:
-        return [ToolOutcome(content=group[positions[i]].text) for i in indexes]
+        return [outcomes[i] for i in indexes]
 
-    results = await manager.dispatch(batch, kind, recorded, iteration=iteration)
+    dispatched = await manager.dispatch(found.calls, kind, recorded, iteration=iteration)
     out = list(group)
-    for position, result in zip(positions, results, strict=True):
+    for position, result in zip(found.positions, dispatched, strict=True):
         if result.dedup_of is not None:
             out[position] = dataclasses.replace(group[position], content=result.outcome.content)
     return out
+
+
+_INTERNAL = ToolKind(read_only=True, internal=True)
+_READ_ONLY = ToolKind(read_only=True)
+_WRITES = ToolKind(read_only=False)
 
 
 def _tool_kinds(run: RecordedRun) -> Callable[[ToolCall], ToolKind]:
@@ -264,8 +296,8 @@ def _tool_kinds(run: RecordedRun) -> Callable[[ToolCall], ToolKind]:
 
     def kind(call: ToolCall) -> ToolKind:
         if call.name == RETRIEVE_TOOL:
-            return ToolKind(read_only=True, internal=True)
-        return ToolKind(read_only=run.is_read_only(call))
+            return _INTERNAL
+        return _READ_ONLY if run.is_read_only(call) else _WRITES
 
     return kind
 
@@ -334,6 +366,15 @@ class _RunState:
     missing: dict[tuple[int, tuple[int, ...]], _Misses] = field(default_factory=dict)
     memos: RunMemos = field(default_factory=RunMemos)  # what the policies' steps share (aging's forms)
     chains: CacheChains = field(default_factory=CacheChains)  # the caches of policies sending the same
+    # Each iteration's recorded tool results as a dispatch serves them, by the identity of its group.
+    results: dict[int, tuple[Sequence[Message], _Results]] = field(default_factory=dict)
+
+    def results_of(self, group: Sequence[Message]) -> _Results:
+        """:meth:`_Results.of` ``group`` (one of the run's or a segment's groups), once per run."""
+        entry = self.results.get(id(group))  # the entry keeps the group alive
+        if entry is None or entry[0] is not group:
+            entry = self.results[id(group)] = (group, _Results.of(group))
+        return entry[1]
 
     def misses(self, iteration: int, key: tuple[int, ...] | None, raw: RawView, view: PromptView) -> _Misses:
         """:func:`_misses`, once per step for each prompt made of recorded messages only (``key``: its
@@ -517,7 +558,7 @@ async def _replay_segment(
                 )
                 if summarizer is not None:  # a summary that failed: stop before reporting its savings
                     summarizer.check(policy.name)
-            observed = await _observations(manager, group, kind, iteration)
+            observed = await _observations(manager, group, kind, iteration, state.results_of(group))
             tokens = _extend(history, observed, counter, tokens)
     return manager
 
