@@ -28,8 +28,9 @@ from ._caching import CacheSimulator, CacheUse
 
 __all__ = ["MAX_SHARED_SLOTS", "CacheChains", "CacheTrack"]
 
-# Message slots the chains' state copies may hold per run (each copy holds ~8 lists of a request's
-# length): ~8M slots, ~64 MB of references, far above any run of ../shared (the longest: 0.8M).
+# The kept states' requests may hold this many messages in all, per run (a kept state holds ~8 lists
+# as long as its request: at most ~8M references, ~64 MB). The longest run of ../shared holds ~0.1M
+# per chain of requests (the sum of its prompts' lengths), and a run's policies follow 2-3 chains.
 MAX_SHARED_SLOTS = 1_000_000
 
 
