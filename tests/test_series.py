@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tiered_agent.bench._series import Series, SparseSeries, Stretches, identical_prefix, stretch_key
+from tiered_agent.bench._series import Joined, Series, SparseSeries, Stretches, identical_prefix, stretch_key
 
 
 class Item:
@@ -88,3 +88,14 @@ def test_stretches_of_successive_sequences_equal_the_key_from_scratch(
     for keep, added in edits:
         items = items[:keep] + [run[i] for i in added]
         assert stretches(items) == _key(positions, items)
+
+
+def test_joined_texts_follow_the_texts_and_are_reused_while_they_do_not_change() -> None:
+    join = Joined("\n")
+    first = join(["a", "b"])
+    assert first == "a\nb"
+    assert join(["a", "b"]) is first  # the same texts: the same string, not joined again
+    assert join(["c", "a", "b"]) == "c\na\nb"
+    assert join(["a", "b"]) == "a\nb"
+    assert join([]) == ""
+    assert Joined()(["x", "y"]) == "xy"

@@ -270,7 +270,7 @@ def prefix_segments(tokens: int, shared_share: float) -> list[array[int]]:
     return [p for p in out if p]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Route:
     """One endpoint's implicit cache: its last two requests and when the last was sent."""
 
@@ -279,9 +279,10 @@ class _Route:
     at: float | None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Entry:
-    """An explicit cache entry: when it expires and the lifetime a use renews."""
+    """An explicit cache entry: when it expires and the lifetime a use renews (replaced, never changed,
+    so a copy of a simulator shares its entries)."""
 
     expires: float
     ttl: float
@@ -339,6 +340,20 @@ class CacheSimulator:
     @property
     def prefix_tokens(self) -> int:
         return sum(len(s) for s in self._prefix)
+
+    def copy(self) -> CacheSimulator:
+        """An independent simulator in this one's state: what it would bill for the next requests is
+        what this one would (the lists it keeps are replaced, never changed, so they are shared; its
+        dictionaries are copied)."""
+        twin = CacheSimulator.__new__(CacheSimulator)
+        twin.encoder, twin.model, twin.scale = self.encoder, self.model, self.scale
+        twin._prefix, twin._shared = self._prefix, self._shared
+        twin._previous, twin._sums, twin._chain = self._previous, self._sums, self._chain
+        twin._segments, twin._blocks = self._segments.copy(), self._blocks.copy()
+        twin._routes, twin._entries = dict(self._routes), dict(self._entries)
+        twin._keys = self._keys  # segment hashes by identity, entries holding their segments: a memo
+        twin.rewrote = self.rewrote
+        return twin
 
     def request(
         self,
@@ -492,9 +507,10 @@ class CacheSimulator:
         self, chain: list[int], used: Iterable[int], fresh: Iterable[int], at: float | None, long_ttl: bool
     ) -> None:
         """The entries a request read or reached live on from now; its new breakpoints are written."""
+        entries = self._entries
         for index in used:
-            entry = self._entries[chain[index]]
-            entry.expires = _NEVER if at is None else at + entry.ttl
+            entry = entries[chain[index]]
+            entries[chain[index]] = _Entry(_NEVER if at is None else at + entry.ttl, entry.ttl)
         model = self.model
         ttl = model.long_ttl_s if long_ttl and model.long_ttl_s else model.ttl_s
         for index in fresh:

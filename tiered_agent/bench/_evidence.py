@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
@@ -44,7 +44,7 @@ import orjson
 
 from .._messages import Message
 from ._recorded import RecordedRun
-from ._series import SparseSeries
+from ._series import Joined, SparseSeries
 from ._terms import (
     is_specific,
     joined,
@@ -432,7 +432,8 @@ class PromptView:
         prompt: Sequence[Message],
         memo: TextMemo,
         series: SparseSeries[Message, tuple[str, bool]] | None = None,
-        ids: Set[int] | None = None,
+        ids: Callable[[], Set[int]] | None = None,
+        joins: Mapping[bool, Joined] | None = None,
     ) -> None:
         self._prompt = prompt
         self._memo = memo
@@ -441,14 +442,16 @@ class PromptView:
         self._observed: list[str] | None = None
         self._everything: list[str] | None = None
         self._joined: dict[bool, str] = {}
-        # the ids of the prompt's messages (built when first needed if not given)
-        self._ids: Set[int] | None = ids
+        # the ids of the prompt's messages, when first needed (``ids``: where to get them, else built)
+        self._ids_of = ids
+        self._joins = joins  # the policy's joined texts of its previous prompts (``_series.Joined``)
+        self._ids: Set[int] | None = None
 
     def holds_any(self, ids: Iterable[int]) -> bool:
         """Whether one of the messages with these ``ids`` itself (the same object, so unchanged) is in
         the prompt."""
         if self._ids is None:
-            self._ids = set(map(id, self._prompt))
+            self._ids = self._ids_of() if self._ids_of is not None else set(map(id, self._prompt))
         return not self._ids.isdisjoint(ids)
 
     def _newest_first(self) -> list[tuple[str, bool]]:
@@ -476,5 +479,7 @@ class PromptView:
     def joined(self, *, observed: bool) -> str:
         """The texts :meth:`observed` (or :meth:`everything`) reads, as one string."""
         if observed not in self._joined:
-            self._joined[observed] = "".join(self.observed() if observed else self.everything())
+            texts = self.observed() if observed else self.everything()
+            join = self._joins.get(observed) if self._joins is not None else None
+            self._joined[observed] = join(texts) if join is not None else "".join(texts)
         return self._joined[observed]

@@ -46,6 +46,7 @@ from ..context.aging._breakeven import CacheTerms
 from ..context.retrieve._tool import retrieve
 from ..context.steps import Dedup
 from ._backend import open_backend
+from ._cache_chain import CacheChains, CacheTrack
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
 from ._evidence import EvidenceIndex, PromptView, TextMemo
@@ -53,7 +54,7 @@ from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
 from ._rulers import RawTexts, RawView, RecordedTexts, Recovery, RetrievalSources, WordIndex
-from ._series import SparseSeries, Stretches
+from ._series import Joined, SparseSeries, Stretches
 from ._summarizer_check import CheckedSummarizer
 from ._turns import RetrievalTurn, retrieval_turn
 
@@ -232,30 +233,62 @@ class BenchResult:
 
 
 # --------------------------------------------------------------------------- one run, one policy
+@dataclass(frozen=True, slots=True)
+class _Results:
+    """One iteration's recorded tool results as a dispatch serves them (the same for every policy):
+    where in the iteration the results of its calls stand, those calls in that order, and the
+    recorded outcomes."""
+
+    positions: tuple[int, ...] = ()
+    calls: tuple[ToolCall, ...] = ()
+    outcomes: tuple[ToolOutcome, ...] = ()
+
+    @classmethod
+    def of(cls, group: Sequence[Message]) -> _Results:
+        calls = {c.id: c for m in group if m.role == "assistant" for c in m.tool_calls}
+        positions = tuple(
+            i for i, m in enumerate(group) if m.role == "tool" and (m.tool_call_id or "") in calls
+        )
+        return cls(
+            positions,
+            tuple(calls[group[i].tool_call_id or ""] for i in positions),
+            tuple(ToolOutcome(content=group[i].text) for i in positions),
+        )
+
+
 async def _observations(
-    manager: ContextManager, group: Sequence[Message], kind: Callable[[ToolCall], ToolKind], iteration: int
+    manager: ContextManager,
+    group: Sequence[Message],
+    kind: Callable[[ToolCall], ToolKind],
+    iteration: int,
+    results: _Results | None = None,
 ) -> list[Message]:
     """Iteration ``iteration``'s messages as the live agent would have recorded them.
 
     The recorded tool results go through the manager's dispatch, the agent's own, in
     message order; "executing" a call returns its recorded observation. A dedup hit
-    replaces the recorded content with what the agent would have served.
+    replaces the recorded content with what the agent would have served. ``results``: the
+    group's :class:`_Results` (derived here if not given).
     """
-    calls = {c.id: c for m in group if m.role == "assistant" for c in m.tool_calls}
-    positions = [i for i, m in enumerate(group) if m.role == "tool" and (m.tool_call_id or "") in calls]
-    if not positions:
+    found = _Results.of(group) if results is None else results
+    if not found.positions:
         return list(group)
-    batch = [calls[group[i].tool_call_id or ""] for i in positions]
+    outcomes = found.outcomes
 
     async def recorded(indexes: Sequence[int]) -> list[ToolOutcome]:
-        return [ToolOutcome(content=group[positions[i]].text) for i in indexes]
+        return [outcomes[i] for i in indexes]
 
-    results = await manager.dispatch(batch, kind, recorded, iteration=iteration)
+    dispatched = await manager.dispatch(found.calls, kind, recorded, iteration=iteration)
     out = list(group)
-    for position, result in zip(positions, results, strict=True):
+    for position, result in zip(found.positions, dispatched, strict=True):
         if result.dedup_of is not None:
             out[position] = dataclasses.replace(group[position], content=result.outcome.content)
     return out
+
+
+_INTERNAL = ToolKind(read_only=True, internal=True)
+_READ_ONLY = ToolKind(read_only=True)
+_WRITES = ToolKind(read_only=False)
 
 
 def _tool_kinds(run: RecordedRun) -> Callable[[ToolCall], ToolKind]:
@@ -263,8 +296,8 @@ def _tool_kinds(run: RecordedRun) -> Callable[[ToolCall], ToolKind]:
 
     def kind(call: ToolCall) -> ToolKind:
         if call.name == RETRIEVE_TOOL:
-            return ToolKind(read_only=True, internal=True)
-        return ToolKind(read_only=run.is_read_only(call))
+            return _INTERNAL
+        return _READ_ONLY if run.is_read_only(call) else _WRITES
 
     return kind
 
@@ -332,6 +365,16 @@ class _RunState:
     positions: dict[int, int] = field(default_factory=dict)
     missing: dict[tuple[int, tuple[int, ...]], _Misses] = field(default_factory=dict)
     memos: RunMemos = field(default_factory=RunMemos)  # what the policies' steps share (aging's forms)
+    chains: CacheChains = field(default_factory=CacheChains)  # the caches of policies sending the same
+    # Each iteration's recorded tool results as a dispatch serves them, by the identity of its group.
+    results: dict[int, tuple[Sequence[Message], _Results]] = field(default_factory=dict)
+
+    def results_of(self, group: Sequence[Message]) -> _Results:
+        """:meth:`_Results.of` ``group`` (one of the run's or a segment's groups), once per run."""
+        entry = self.results.get(id(group))  # the entry keeps the group alive
+        if entry is None or entry[0] is not group:
+            entry = self.results[id(group)] = (group, _Results.of(group))
+        return entry[1]
 
     def misses(self, iteration: int, key: tuple[int, ...] | None, raw: RawView, view: PromptView) -> _Misses:
         """:func:`_misses`, once per step for each prompt made of recorded messages only (``key``: its
@@ -411,13 +454,16 @@ class _Track:
     """One policy's prompts across a run: its provider cache, and the texts the rulers read of
     its prompts, derived only for the messages a prompt changed (``_series.py``)."""
 
-    cache: CacheSimulator
+    cache: CacheTrack
     raw: SparseSeries[Message, str]  # the foreign messages as sent (``_rulers.RecordedTexts``)
     normalized: SparseSeries[Message, tuple[str, bool]]  # as the line rulers read them; not the agent's own
     # A prompt made of the run's recorded messages only, as the first and last position of each stretch
     # of consecutive recorded messages in it (None: it holds a message of its policy's own). The rulers
     # read such a prompt through its messages' identities alone (it has no foreign text).
     recorded: Stretches
+    # The joined texts the rulers search, of the policy's previous prompts (``RawView``, ``PromptView``):
+    raw_join: Joined  # the foreign texts
+    normalized_joins: Mapping[bool, Joined]  # the normalized texts not the agent's (True), all (False)
 
 
 async def _replay_policy(
@@ -426,10 +472,15 @@ async def _replay_policy(
     """One policy over one run: each stretch between the agent's own compactions (one without any)
     in a fresh manager, as the agent's context restarted there; one provider cache throughout."""
     track = _Track(
-        CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
+        CacheTrack(
+            CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
+            state.chains,
+        ),
         SparseSeries(state.raw.foreign, state.recorded.ids),
         SparseSeries(state.memo.entry, state.recorded.ids),
         Stretches(state.positions),
+        Joined("\n"),
+        {True: Joined(), False: Joined()},
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
@@ -507,7 +558,7 @@ async def _replay_segment(
                 )
                 if summarizer is not None:  # a summary that failed: stop before reporting its savings
                     summarizer.check(policy.name)
-            observed = await _observations(manager, group, kind, iteration)
+            observed = await _observations(manager, group, kind, iteration, state.results_of(group))
             tokens = _extend(history, observed, counter, tokens)
     return manager
 
@@ -551,7 +602,9 @@ async def _step(
     messages = prepared.built.messages
     prompt_tokens = prepared.prompt_tokens + state.prefix_tokens  # the unrecorded prefix is sent too
     cache = track.cache
+    recorded = track.recorded(messages)
     use = cache.request(
+        recorded,
         messages,
         prepared.tools,
         route=state.route(step),
@@ -560,10 +613,9 @@ async def _step(
         new_turn_after_reasoning=step in state.turns_after_reasoning,
     )
     cached = min(use.read, prompt_tokens)
-    ids = set(map(id, messages))  # the prompt's messages, as the rulers look recorded ones up
-    raw = RawView(messages, state.recorded, track.raw, ids)
-    view = PromptView(messages, state.memo, track.normalized, ids)
-    misses = state.misses(iteration, track.recorded(messages), raw, view)
+    raw = RawView(messages, state.recorded, track.raw, join=track.raw_join)  # ids: when a ruler asks
+    view = PromptView(messages, state.memo, track.normalized, raw.ids, track.normalized_joins)
+    misses = state.misses(iteration, recorded, raw, view)
     missed = misses.missed
     retrieval = 0
     recovery = Recovery()
@@ -623,22 +675,23 @@ def _misses(state: _RunState, iteration: int, raw: RawView, view: PromptView) ->
     """The prompt's misses at ``iteration`` (``raw``, ``view``: the prompt as the rulers read it)."""
     salient = state.salience.salient(iteration)
     words = state.words.salient(iteration) if state.words is not None else ()
-    misses = _Misses(
-        len(salient), state.recorded.absent(salient, raw), len(words), len(state.recorded.absent(words, raw))
-    )
+    absent = state.recorded.absent
+    missed, word_missed = absent(salient, raw), len(absent(words, raw))
     evidence = state.evidence
     if evidence is None:
-        return misses
+        return _Misses(len(salient), missed, len(words), word_missed)
     needed = evidence.needed(iteration)
     cutoff = evidence.cutoff(iteration)
-    line_missed = tuple(t for t in needed.observed if not evidence.shown(t, view, cutoff, observed=True))
-    own_missed = tuple(t for t in needed.own if not evidence.shown(t, view, cutoff, observed=False))
-    return dataclasses.replace(
-        misses,
+    shown = evidence.shown
+    return _Misses(
+        len(salient),
+        missed,
+        len(words),
+        word_missed,
         line_needed=len(needed.observed),
-        line_missed=line_missed,
+        line_missed=tuple(t for t in needed.observed if not shown(t, view, cutoff, observed=True)),
         own_needed=len(needed.own),
-        own_missed=own_missed,
+        own_missed=tuple(t for t in needed.own if not shown(t, view, cutoff, observed=False)),
     )
 
 

@@ -27,7 +27,7 @@ from .._messages import Message
 from .._tokens import TokenCounter
 from ._metrics import message_text
 from ._recorded import RecordedRun
-from ._series import SparseSeries
+from ._series import Joined, SparseSeries
 from ._turns import CALL_TOKENS
 from ._vocabulary import Vocabulary, words_of
 
@@ -165,8 +165,10 @@ class RawView:
         recorded: RecordedTexts,
         series: SparseSeries[Message, str],
         ids: Set[int] | None = None,
+        join: Joined | None = None,
     ) -> None:
         self._prompt = prompt
+        self._join = join  # the policy's joined texts of its previous prompts
         self._recorded = recorded
         self._series = series
         self._ids = ids  # the ids of the prompt's messages (built when first needed if not given)
@@ -187,7 +189,8 @@ class RawView:
 
     def joined(self) -> str:
         if self._joined is None:
-            self._joined = "\n".join(self.texts())
+            texts = self.texts()
+            self._joined = self._join(texts) if self._join is not None else "\n".join(texts)
         return self._joined
 
     def retrievals(self) -> Shown:

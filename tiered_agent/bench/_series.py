@@ -17,9 +17,9 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from itertools import compress, count, repeat
-from typing import Generic, TypeVar, cast
+from typing import Generic, TypeVar
 
-__all__ = ["Series", "SparseSeries", "Stretches", "identical_prefix", "stretch_key"]
+__all__ = ["Joined", "Series", "SparseSeries", "Stretches", "identical_prefix", "stretch_key"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -52,6 +52,12 @@ class Series(Generic[K, V]):
         self._items = list(items)
         self._values = values
         return list(values)
+
+    def copy(self) -> Series[K, V]:
+        """An independent series in this one's state (its lists are replaced, never changed: shared)."""
+        twin: Series[K, V] = Series(self._derive)
+        twin._items, twin._values = self._items, self._values
+        return twin
 
 
 class SparseSeries(Generic[K, V]):
@@ -100,26 +106,68 @@ def stretch_key(where: Sequence[int]) -> tuple[int, ...]:
 class Stretches:
     """:func:`stretch_key` of the positions (``positions``: an item's id -> its position) of the items
     of successive sequences, derived only past the items a sequence shares (as objects) with the one
-    before; None for a sequence holding an item without a position."""
+    before, and kept as its stretches (a step adds a few items: its key costs a few list operations
+    and the tuple); None for a sequence holding an item without a position."""
 
-    __slots__ = ("_at", "_items", "_positions")
+    __slots__ = ("_count", "_ends", "_firsts", "_items", "_lasts", "_positions")
 
     def __init__(self, positions: Mapping[int, int]) -> None:
         self._positions = positions
         self._items: list[object] = []
-        self._at: list[int] = []  # the positions of the leading items that have one
+        self._count = 0  # how many leading items have a position
+        # the stretches of their positions: first and last position, and the count of items up to its end
+        self._firsts: list[int] = []
+        self._lasts: list[int] = []
+        self._ends: list[int] = []
 
     def __call__(self, items: Sequence[object]) -> tuple[int, ...] | None:
         kept = identical_prefix(self._items, items)
         self._items = list(items)
-        if len(self._at) < kept:  # an item without a position among the shared ones
+        if self._count < kept:  # an item without a position among the shared ones
             return None
-        new = list(map(self._positions.get, map(id, items[kept:])))
-        at = self._at[:kept]
-        if None in new:
-            at.extend(cast("list[int]", new[: new.index(None)]))
-            self._at = at
-            return None
-        at.extend(cast("list[int]", new))
-        self._at = at
-        return stretch_key(at)
+        self._cut(kept)
+        firsts, lasts, ends = self._firsts, self._lasts, self._ends
+        for position in map(self._positions.get, map(id, items[kept:])):
+            if position is None:
+                return None
+            self._count += 1
+            if lasts and position == lasts[-1] + 1:
+                lasts[-1] = position
+                ends[-1] = self._count
+            else:
+                firsts.append(position)
+                lasts.append(position)
+                ends.append(self._count)
+        return (*firsts, *lasts)
+
+    def _cut(self, kept: int) -> None:
+        """Keep the stretches of the first ``kept`` items with a position."""
+        if kept == self._count:
+            return
+        cut = bisect_left(self._ends, kept)  # the first stretch that ends at or after ``kept``
+        del self._firsts[cut + 1 :], self._lasts[cut + 1 :], self._ends[cut + 1 :]
+        if cut < len(self._ends):
+            start = self._ends[cut - 1] if cut else 0
+            if kept <= start:
+                del self._firsts[cut], self._lasts[cut], self._ends[cut]
+            else:
+                self._lasts[cut] = self._firsts[cut] + (kept - start) - 1
+                self._ends[cut] = kept
+        self._count = kept
+
+
+class Joined:
+    """``separator.join(texts)`` of a policy's consecutive prompts, joined again only when the texts
+    changed (most steps of a policy that wrote a few messages of its own show the same ones again)."""
+
+    __slots__ = ("_joined", "_separator", "_texts")
+
+    def __init__(self, separator: str = "") -> None:
+        self._separator = separator
+        self._texts: list[str] = []
+        self._joined = ""
+
+    def __call__(self, texts: list[str]) -> str:
+        if texts != self._texts:  # the same strings (as objects, first) compare at C speed
+            self._texts, self._joined = texts, self._separator.join(texts)
+        return self._joined
