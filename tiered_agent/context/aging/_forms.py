@@ -390,7 +390,6 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
 
 
 # --------------------------------------------------------------------------- level 2
-_NOTES = 8  # notes a chunk's reading keeps
 
 
 def condensed(
@@ -412,20 +411,5 @@ def condensed(
     key = (retrieval, referred, novel, reports, _identity((), chunk))
     read = memo.chunks.get(key)
     if read is None or read.chunk != tuple(chunk):
-        read = memo.chunks[key] = ChunkReading(chunk, reports, memo.readings)
-    inputs = read.inputs(later, referred, novel)
-    note = read.notes.get(inputs)
-    if note is None:
-        note = condensed_note(
-            chunk,
-            retrieval=retrieval,
-            later=later,
-            referred=referred,
-            novel=novel,
-            reports=reports,
-            readings=memo.readings,
-        )
-        if len(read.notes) >= _NOTES:  # the oldest first (the messages after the chunk only grow)
-            del read.notes[next(iter(read.notes))]
-        read.notes[inputs] = note
-    return note
+        read = memo.chunks[key] = ChunkReading(chunk, reports, memo.readings, referred=referred, novel=novel)
+    return read.note(read.inputs(later), retrieval, memo.readings)
