@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tiered_agent import Message, ToolCall
+from tiered_agent._tokens import TokenCounter
 from tiered_agent.context.aging._condense import (
     SHORT_LINES,
     _cover,
@@ -171,6 +172,37 @@ def test_notes_a_runs_memo_tells_apart_by_what_the_later_messages_change_are_the
             chunk, later = groups[:due], tuple(m for _, ms in groups[due:at] for m in ms)
             note = condensed(chunk, retrieval=False, later=later, referred=referred, novel=novel, memo=memo)
             assert note.text == _reference_note(chunk, later, referred, novel)
+
+
+_COUNTER = TokenCounter()
+_LINE_ENDS = st.sampled_from(
+    ["", ".", "...", ":", " ", "\t", "/", "//", "'", "\\", ")", "é", "12", "\n", "\r\n"]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_iterations, st.integers(0, 3), st.integers(0, 3), st.lists(_LINE_ENDS, min_size=12, max_size=12))
+def test_a_notes_tokens_counted_from_its_parts_are_its_tokens(
+    drawn: list[tuple[list[str], list[list[str]]]], referred: int, novel: int, ends: list[str]
+) -> None:
+    """The aging state counts a note from its parts (the head, one per iteration): the same count as
+    the whole note's, whatever ends an iteration's line (punctuation, digits, spaces, line feeds,
+    slashes: what a pre-token could join across a line feed), as the chunk and what follows grow."""
+    groups = [
+        (k, _iteration(k, [*thought[:-1], *(f"{w}{end}" for w in thought[-1:])], [*output, [end]]))
+        for k, ((thought, output), end) in enumerate(zip(drawn, ends, strict=False), 1)
+    ]
+    memo = FormsMemo()
+    for due in range(1, len(groups)):
+        for at in range(due + 1, len(groups) + 1):
+            chunk, later = groups[:due], tuple(m for _, ms in groups[due:at] for m in ms)
+            for retrieval in (False, True):
+                note = condensed(
+                    chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, memo=memo
+                )
+                counted = memo.note_tokens(note, _COUNTER)
+                assert counted == TokenCounter().count_message(note)
+                assert memo.note_tokens(note, _COUNTER) == counted  # and again, from its memo
 
 
 @settings(max_examples=30, deadline=None)

@@ -33,6 +33,7 @@ from functools import lru_cache
 import orjson
 
 from ..._messages import Message, ToolCall
+from ..._tokens import TokenCounter
 from .._heuristics import error_line, looks_like_error, parse_exit_code
 from .._names import retrieve_call
 from ._jsonform import output_lines
@@ -43,6 +44,7 @@ from ._reports import NO_REPORTS, Reports
 __all__ = [
     "SHORT_LINES",
     "ChunkReading",
+    "CondensedNote",
     "Lines",
     "Reading",
     "Readings",
@@ -365,6 +367,25 @@ def _reading(messages: tuple[Message, ...], readings: Readings | None) -> Readin
     return hit
 
 
+@dataclass(frozen=True, slots=True)
+class CondensedNote:
+    """A chunk's note with the parts its text is made of (joined, they are its content): the head
+    line, then one part per iteration, each but the last ending with the line feed before the
+    next. Every part after the head starts with its iteration's number, so each part boundary is a
+    line feed followed by a visible character other than ``/``: no pre-token of the tokenizer
+    spans it (the cut of :class:`~..._tokens.PieceEncoder`), and the text's tokens are its parts'
+    tokens joined (:meth:`tokens`)."""
+
+    message: Message
+    parts: tuple[str, ...]
+
+    def tokens(self, counter: TokenCounter) -> int:
+        """``counter.count_message(self.message)``, from its parts' counts (a part the run counted
+        before, the line of an iteration with the same extra lines, is a lookup)."""
+        head = counter.count_message({"role": "user", "content": self.parts[0]})
+        return head + sum(map(counter.count_text, self.parts[1:]))
+
+
 class ChunkReading:
     """What a note reads of its chunk alone, so that the notes of one chunk rendered as the messages
     after it grow are told apart by what those messages change (:meth:`inputs`), not by the
@@ -420,7 +441,7 @@ class ChunkReading:
             texts += whole.texts
             names |= reading.names
         self.labels, self.texts, self.names = tuple(labels), texts, frozenset(names)
-        self.notes: dict[tuple[object, ...], Message] = {}  # by :meth:`inputs` (bounded by the memo)
+        self.notes: dict[tuple[object, ...], CondensedNote] = {}  # by :meth:`inputs` (bounded by the memo)
         # what the ``later`` read so far tells (see :meth:`inputs`)
         self._later: tuple[Message, ...] = ()
         self._labels: list[str] = []
@@ -454,7 +475,7 @@ class ChunkReading:
 
     def note(
         self, inputs: tuple[str | None, frozenset[str], frozenset[str]], retrieval: bool, readings: Readings
-    ) -> Message:
+    ) -> CondensedNote:
         """The chunk's note under these :meth:`inputs` (rendered once per inputs while kept)."""
         note = self.notes.get(inputs)
         if note is None:
@@ -516,7 +537,7 @@ def condensed_note(
         novel=novel,
         reports=reports,
         readings=readings,
-    )
+    ).message
 
 
 def _render_note(
@@ -530,7 +551,7 @@ def _render_note(
     novel: int,
     reports: Reports,
     readings: Readings | None,
-) -> Message:
+) -> CondensedNote:
     """:func:`condensed_note` given what the messages after the chunk tell it: the ``label``, what
     their assistant messages name (``wanted``) and what their texts name (``seen``), either whole or
     restricted to what the chunk's output lines name (only that is read, :class:`ChunkReading`)."""
@@ -565,4 +586,5 @@ def _render_note(
             shown |= refs_of_all(report)
         lines.append(line + tail)
         named |= reading.actions
-    return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)
+    parts = (f"{head}\n", *(f"{line}\n" for line in reversed(lines[1:])), lines[0])
+    return CondensedNote(Message(role="user", content="".join(parts), iteration=first), parts)

@@ -33,9 +33,10 @@ import orjson
 from cachetools import LRUCache
 
 from ..._messages import Message, ToolCall
+from ..._tokens import TokenCounter
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
 from ..pipeline._draft import with_content
-from ._condense import ChunkReading, Readings, condensed_note
+from ._condense import ChunkReading, CondensedNote, Readings, condensed_note
 from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
@@ -45,6 +46,9 @@ from ._reports import NO_REPORTS, Reports
 __all__ = ["AgedStyle", "Batch", "FormsMemo", "age_batch", "condensed", "preamble"]
 
 Batch = Sequence[tuple[int, tuple[Message, ...]]]  # (iteration, its messages), oldest first
+
+
+_RENDERED = 64  # notes whose parts a memo keeps (a note is counted right after it is rendered)
 
 
 class FormsMemo:
@@ -64,6 +68,25 @@ class FormsMemo:
         self.told: dict[tuple[int, ...], _Told] = {}
         # What a condensed note reads of each iteration (:class:`~._condense.Reading`; bounded there)
         self.readings: Readings = {}
+        # The notes :func:`condensed` returned last, by the identity of their message, with their parts
+        self.rendered: LRUCache[int, CondensedNote] = LRUCache(_RENDERED)
+        self._counts: LRUCache[int, tuple[Message, TokenCounter, int]] = LRUCache(_RENDERED)
+
+    def note_tokens(self, note: Message, counter: TokenCounter) -> int:
+        """``counter.count_message(note)`` for a note :func:`condensed` returned (counted from its
+        parts, :meth:`~._condense.CondensedNote.tokens`, once per note), or any other message."""
+        key = id(note)
+        hit = self._counts.get(key)
+        if hit is not None and hit[0] is note and hit[1] is counter:
+            return hit[2]
+        parts = self.rendered.get(key)
+        tokens = (
+            parts.tokens(counter)
+            if parts is not None and parts.message is note
+            else counter.count_message(note)
+        )
+        self._counts[key] = (note, counter, tokens)
+        return tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,4 +435,6 @@ def condensed(
     read = memo.chunks.get(key)
     if read is None or read.chunk != tuple(chunk):
         read = memo.chunks[key] = ChunkReading(chunk, reports, memo.readings, referred=referred, novel=novel)
-    return read.note(read.inputs(later), retrieval, memo.readings)
+    note = read.note(read.inputs(later), retrieval, memo.readings)
+    memo.rendered[id(note.message)] = note
+    return note.message

@@ -175,7 +175,7 @@ class AgingState:
         now = sum(self._shown.get(k, self._estimate.get(k, self._tokens(k))) for k in chunk)
         groups = {k: tuple(self._groups[k]) for k in range(done + 1, last + 1) if k in self._groups}
         rendered = self.step.note(groups, (done + 1, due, last), self.retrieval, self.memo)
-        note = self.counter.count_message(rendered) if rendered is not None else 0
+        note = self.memo.note_tokens(rendered, self.counter) if rendered is not None else 0
         return now - note, note
 
     def _condense_decision(self, last: int, limit: int, due: int, fixed: int, tail: int) -> Epoch | None:
@@ -274,7 +274,7 @@ class AgingState:
         groups = {k: tuple(v) for k, v in self._groups.items()}
         for chunk in self.schedule.chunks():
             note = self.step.note(groups, chunk, self.retrieval, self.memo)
-            self._notes += self.counter.count_message(note) if note is not None else 0
+            self._notes += self.memo.note_tokens(note, self.counter) if note is not None else 0
             for k in range(chunk[0], chunk[1] + 1):
                 self._shown.pop(k, None)
         self._accounted = len(epochs)
