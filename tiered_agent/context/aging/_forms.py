@@ -68,25 +68,29 @@ class FormsMemo:
         self.told: dict[tuple[int, ...], _Told] = {}
         # What a condensed note reads of each iteration (:class:`~._condense.Reading`; bounded there)
         self.readings: Readings = {}
-        # The notes :func:`condensed` returned last, by the identity of their message, with their parts
-        self.rendered: LRUCache[int, CondensedNote] = LRUCache(_RENDERED)
-        self._counts: LRUCache[int, tuple[Message, TokenCounter, int]] = LRUCache(_RENDERED)
+        # The notes :func:`condensed` returned lately, by the identity of their message, with their
+        # parts and, once counted, their tokens by the counter that counted them (bounded)
+        self.rendered: dict[int, tuple[CondensedNote, TokenCounter | None, int]] = {}
+
+    def keep(self, note: CondensedNote) -> None:
+        """Keep a note :func:`condensed` returns, for :meth:`note_tokens` (the oldest kept goes first)."""
+        key = id(note.message)
+        hit = self.rendered.get(key)
+        if hit is None or hit[0] is not note:
+            if len(self.rendered) >= _RENDERED:
+                del self.rendered[next(iter(self.rendered))]
+            self.rendered[key] = (note, None, 0)
 
     def note_tokens(self, note: Message, counter: TokenCounter) -> int:
-        """``counter.count_message(note)`` for a note :func:`condensed` returned (counted from its
-        parts, :meth:`~._condense.CondensedNote.tokens`, once per note), or any other message."""
+        """``counter.count_message(note)``: for a note :func:`condensed` returned lately, counted
+        from its parts (:meth:`~._condense.CondensedNote.tokens`) once per note and counter."""
         key = id(note)
-        hit = self._counts.get(key)
-        if hit is not None and hit[0] is note and hit[1] is counter:
-            return hit[2]
-        parts = self.rendered.get(key)
-        tokens = (
-            parts.tokens(counter)
-            if parts is not None and parts.message is note
-            else counter.count_message(note)
-        )
-        self._counts[key] = (note, counter, tokens)
-        return tokens
+        hit = self.rendered.get(key)
+        if hit is None or hit[0].message is not note:
+            return counter.count_message(note)
+        if hit[1] is not counter:
+            hit = self.rendered[key] = (hit[0], counter, hit[0].tokens(counter))
+        return hit[2]
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,5 +440,5 @@ def condensed(
     if read is None or read.chunk != tuple(chunk):
         read = memo.chunks[key] = ChunkReading(chunk, reports, memo.readings, referred=referred, novel=novel)
     note = read.note(read.inputs(later), retrieval, memo.readings)
-    memo.rendered[id(note.message)] = note
+    memo.keep(note)
     return note.message
