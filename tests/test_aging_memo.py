@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tiered_agent import Message, ToolCall
+from tiered_agent._tokens import TokenCounter
+from tiered_agent.context.aging._breakeven import CacheTerms
 from tiered_agent.context.aging._condense import (
     SHORT_LINES,
     _cover,
@@ -22,6 +24,8 @@ from tiered_agent.context.aging._condense import (
 )
 from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch, condensed
 from tiered_agent.context.aging._refs import refs, refs_of_all
+from tiered_agent.context.aging._state import AgingState
+from tiered_agent.context.steps import Age
 
 NAMES = ["alpha_1", "beta_2", "gamma_3", "delta_4", "eps_5", "zeta_6", "eta_7", "src/a.py", "b.txt"]
 WORDS = ["plain", "words", "THOUGHT:", "Run", "it."]
@@ -173,6 +177,37 @@ def test_notes_a_runs_memo_tells_apart_by_what_the_later_messages_change_are_the
             assert note.text == _reference_note(chunk, later, referred, novel)
 
 
+_COUNTER = TokenCounter()
+_LINE_ENDS = st.sampled_from(
+    ["", ".", "...", ":", " ", "\t", "/", "//", "'", "\\", ")", "é", "12", "\n", "\r\n"]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_iterations, st.integers(0, 3), st.integers(0, 3), st.lists(_LINE_ENDS, min_size=12, max_size=12))
+def test_a_notes_tokens_counted_from_its_parts_are_its_tokens(
+    drawn: list[tuple[list[str], list[list[str]]]], referred: int, novel: int, ends: list[str]
+) -> None:
+    """The aging state counts a note from its parts (the head, one per iteration): the same count as
+    the whole note's, whatever ends an iteration's line (punctuation, digits, spaces, line feeds,
+    slashes: what a pre-token could join across a line feed), as the chunk and what follows grow."""
+    groups = [
+        (k, _iteration(k, [*thought[:-1], *(f"{w}{end}" for w in thought[-1:])], [*output, [end]]))
+        for k, ((thought, output), end) in enumerate(zip(drawn, ends, strict=False), 1)
+    ]
+    memo = FormsMemo()
+    for due in range(1, len(groups)):
+        for at in range(due + 1, len(groups) + 1):
+            chunk, later = groups[:due], tuple(m for _, ms in groups[due:at] for m in ms)
+            for retrieval in (False, True):
+                note = condensed(
+                    chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, memo=memo
+                )
+                counted = memo.note_tokens(note, _COUNTER)
+                assert counted == TokenCounter().count_message(note)
+                assert memo.note_tokens(note, _COUNTER) == counted  # and again, from its memo
+
+
 @settings(max_examples=30, deadline=None)
 @given(_iterations)
 def test_aged_forms_rendered_through_a_runs_memo_are_those_rendered_without(
@@ -188,3 +223,34 @@ def test_aged_forms_rendered_through_a_runs_memo_are_those_rendered_without(
             last = max(first, at - 2)
             memoized = age_batch(style, head, batch, first, last, memo=memo)
             assert memoized == age_batch(style, head, batch, first, last)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.tuples(_words, st.lists(_words, max_size=9)), min_size=8, max_size=24),
+    st.sampled_from([0.1, 0.5, 1.0]),
+    st.sampled_from([0.25, 1.0, 3.0]),
+)
+def test_the_aging_states_running_sums_are_the_sums_over_what_it_holds(
+    drawn: list[tuple[list[str], list[list[str]]]], read: float, patience: float
+) -> None:
+    """The break-even rule's sums (what aging the waiting iterations saves, their estimated aged
+    size, the aged iterations as shown in all and after a chunk) are kept as the run goes, each
+    iteration added once: at every prompt they are the sums over what the state holds then."""
+    age = Age(window=2, min_chars=20, max_lines=3, head_lines=1, condense_after=4, chunk=2, patience=patience)
+    state = AgingState(age, counter=_COUNTER, terms=CacheTerms(read=read), retrieval=True)
+    history = [Message("user", "Fix alpha_1 in src/a.py.")]
+    for k, (thought, output) in enumerate(drawn, 1):
+        history.extend(_iteration(k, thought, output))
+        state.update(history, k)
+        through, limit = state.schedule.through, k - age.window
+        if limit < 1:
+            continue
+        pending = [i for i in range(through + 1, limit + 1) if i in state._groups]
+        assert state._pending(through, limit) == (
+            sum(max(state._tokens(i) - state._estimate[i], 0) for i in pending),
+            sum(state._estimate[i] for i in pending),
+        )
+        assert state._shown_after(None) == sum(state._shown.values())
+        for due in (state.schedule.condensed, through, k):
+            assert state._shown_after(due) == sum(t for i, t in state._shown.items() if i > due)

@@ -33,6 +33,7 @@ from functools import lru_cache
 import orjson
 
 from ..._messages import Message, ToolCall
+from ..._tokens import TokenCounter
 from .._heuristics import error_line, looks_like_error, parse_exit_code
 from .._names import retrieve_call
 from ._jsonform import output_lines
@@ -43,6 +44,7 @@ from ._reports import NO_REPORTS, Reports
 __all__ = [
     "SHORT_LINES",
     "ChunkReading",
+    "CondensedNote",
     "Lines",
     "Reading",
     "Readings",
@@ -263,6 +265,7 @@ class Reading:
 
     __slots__ = (
         "_extras",
+        "_kept",
         "_lines",
         "actions",
         "labels",
@@ -284,6 +287,14 @@ class Reading:
         self.whole = "".join(f"\n    {text}" for text in outputs if text) if self.short else ""
         self._lines: dict[tuple[int, str | None], tuple[str, frozenset[str]]] = {}
         self._extras: dict[tuple[object, ...], Extra] = {}
+        self._kept: dict[Reports, tuple[Message, ...]] = {}
+
+    def kept(self, reports: Reports) -> tuple[Message, ...]:
+        """Its sub-agents' reports (:meth:`~._reports.Reports.of`), found once per ``reports``."""
+        hit = self._kept.get(reports)
+        if hit is None:
+            hit = self._kept[reports] = reports.of(self.messages)
+        return hit
 
     def line(self, iteration: int, label: str | None) -> tuple[str, frozenset[str]]:
         """The iteration's line (:func:`condensed_line`) and what it names."""
@@ -356,6 +367,25 @@ def _reading(messages: tuple[Message, ...], readings: Readings | None) -> Readin
     return hit
 
 
+@dataclass(frozen=True, slots=True)
+class CondensedNote:
+    """A chunk's note with the parts its text is made of (joined, they are its content): the head
+    line, then one part per iteration, each but the last ending with the line feed before the
+    next. Every part after the head starts with its iteration's number, so each part boundary is a
+    line feed followed by a visible character other than ``/``: no pre-token of the tokenizer
+    spans it (the cut of :class:`~..._tokens.PieceEncoder`), and the text's tokens are its parts'
+    tokens joined (:meth:`tokens`)."""
+
+    message: Message
+    parts: tuple[str, ...]
+
+    def tokens(self, counter: TokenCounter) -> int:
+        """``counter.count_message(self.message)``, from its parts' counts (a part the run counted
+        before, the line of an iteration with the same extra lines, is a lookup)."""
+        head = counter.count_message({"role": "user", "content": self.parts[0]})
+        return head + sum(map(counter.count_text, self.parts[1:]))
+
+
 class ChunkReading:
     """What a note reads of its chunk alone, so that the notes of one chunk rendered as the messages
     after it grow are told apart by what those messages change (:meth:`inputs`), not by the
@@ -366,39 +396,108 @@ class ChunkReading:
     (``wanted``, with ``referred`` > 0) and what their texts name among those (``seen``, with
     ``novel`` > 0): every other input of :func:`condensed_note` is the chunk's own, and an extra
     line's choice reads ``wanted``, ``shown`` and ``seen`` only within what the output lines name.
-    So two ``later`` with equal :meth:`inputs` give the same note."""
+    So two ``later`` with equal :meth:`inputs` give the same note.
 
-    __slots__ = ("chunk", "labels", "names", "notes", "texts")
+    ``later`` only grows while its chunk waits (the iterations after it up to the prompt), so
+    :meth:`inputs` reads only the messages past the ``later`` it read last (when that is a prefix
+    of the new one; else it reads the new one afresh)."""
+
+    __slots__ = (
+        "_label_texts",
+        "_labels",
+        "_later",
+        "_seen",
+        "_wanted",
+        "chunk",
+        "labels",
+        "names",
+        "notes",
+        "novel",
+        "read",
+        "referred",
+        "reports",
+        "texts",
+    )
 
     def __init__(
-        self, chunk: Sequence[tuple[int, tuple[Message, ...]]], reports: Reports, readings: Readings
+        self,
+        chunk: Sequence[tuple[int, tuple[Message, ...]]],
+        reports: Reports,
+        readings: Readings,
+        *,
+        referred: int = 0,
+        novel: int = 0,
     ) -> None:
         self.chunk = tuple(chunk)  # kept: a memo's key is their identities
+        self.reports, self.referred, self.novel = reports, referred, novel
         labels: list[str] = []
         texts = 0
         names: set[str] = set()
-        for _, messages in self.chunk:
-            whole = _reading(messages, readings)
-            kept = reports.of(messages)
+        self.read = tuple((k, _reading(messages, readings)) for k, messages in self.chunk)
+        for (_, messages), (_, whole) in zip(self.chunk, self.read, strict=True):
+            kept = whole.kept(reports)
             reading = _reading(tuple(m for m in messages if m not in kept), readings) if kept else whole
             labels.extend(whole.labels)
             texts += whole.texts
             names |= reading.names
         self.labels, self.texts, self.names = tuple(labels), texts, frozenset(names)
-        self.notes: dict[tuple[object, ...], Message] = {}  # by :meth:`inputs` (bounded by the memo)
+        self.notes: dict[tuple[object, ...], CondensedNote] = {}  # by :meth:`inputs` (bounded by the memo)
+        # what the ``later`` read so far tells (see :meth:`inputs`)
+        self._later: tuple[Message, ...] = ()
+        self._labels: list[str] = []
+        self._label_texts = 0
+        self._wanted: set[str] = set()
+        self._seen: set[str] = set()
 
-    def inputs(self, later: Sequence[Message], referred: int, novel: int) -> tuple[object, ...]:
-        """What of ``later`` the chunk's note depends on (see the class)."""
-        labels, texts = _labels(later)
-        label = _label([*self.labels, *labels], self.texts + texts)
+    def inputs(self, later: tuple[Message, ...]) -> tuple[str | None, frozenset[str], frozenset[str]]:
+        """What of ``later`` the chunk's note depends on (see the class): its label, and ``wanted``
+        and ``seen`` restricted to what the chunk's output lines name."""
+        read = len(self._later)
+        if len(later) < read or later[:read] != self._later:  # not a continuation: read it afresh
+            self._labels, self._label_texts, read = [], 0, 0
+            self._wanted, self._seen = set(), set()
+        self._read(later[read:])
+        self._later = later
+        label = _label([*self.labels, *self._labels], self.texts + self._label_texts)
+        return label, frozenset(self._wanted), frozenset(self._seen)
+
+    def _read(self, messages: Sequence[Message]) -> None:
+        labels, texts = _labels(messages)
+        self._labels.extend(labels)
+        self._label_texts += texts
         names = self.names
-        wanted = frozenset(_actions(later) & names) if referred and names else frozenset()
-        seen = (
-            frozenset(refs_of_all(text for m in later for text in _texts(m)) & names)
-            if novel and names
-            else frozenset()
-        )
-        return label, wanted, seen
+        if not names:
+            return
+        if self.referred:
+            self._wanted |= _actions(messages) & names
+        if self.novel:
+            self._seen |= refs_of_all(text for m in messages for text in _texts(m)) & names
+
+    def note(
+        self, inputs: tuple[str | None, frozenset[str], frozenset[str]], retrieval: bool, readings: Readings
+    ) -> CondensedNote:
+        """The chunk's note under these :meth:`inputs` (rendered once per inputs while kept)."""
+        note = self.notes.get(inputs)
+        if note is None:
+            label, wanted, seen = inputs
+            note = _render_note(
+                self.read,
+                label=label,
+                wanted=wanted,
+                seen=seen,
+                retrieval=retrieval,
+                referred=self.referred,
+                novel=self.novel,
+                reports=self.reports,
+                readings=readings,
+            )
+            if len(self.notes) >= _NOTES:  # the oldest first (the messages after the chunk only grow)
+                del self.notes[next(iter(self.notes))]
+            self.notes[inputs] = note
+        return note
+
+
+_NOTES = 8  # notes a chunk's reading keeps
 
 
 def condensed_note(
@@ -422,25 +521,52 @@ def condensed_note(
     what the note reads of each iteration (a note rendered again as its chunk grows reads only the
     new ones).
     """
+    read = [(k, _reading(messages, readings)) for k, messages in chunk]
+    labels, texts = _labels(later)
+    label = _label([*(x for _, r in read for x in r.labels), *labels], texts + sum(r.texts for _, r in read))
+    # What the messages after the chunk name: with what the newer lines show (``shown``), what the
+    # novel lines must not name (all a newer line names is in ``shown``, so this stays as it is).
+    seen = frozenset(refs_of_all(text for m in later for text in _texts(m))) if novel else frozenset()
+    return _render_note(
+        read,
+        label=label,
+        wanted=frozenset(_actions(later)),
+        seen=seen,
+        retrieval=retrieval,
+        referred=referred,
+        novel=novel,
+        reports=reports,
+        readings=readings,
+    ).message
+
+
+def _render_note(
+    chunk: Sequence[tuple[int, Reading]],
+    *,
+    label: str | None,
+    wanted: frozenset[str],
+    seen: frozenset[str],
+    retrieval: bool,
+    referred: int,
+    novel: int,
+    reports: Reports,
+    readings: Readings | None,
+) -> CondensedNote:
+    """:func:`condensed_note` given what the messages after the chunk tell it: the ``label``, what
+    their assistant messages name (``wanted``) and what their texts name (``seen``), either whole or
+    restricted to what the chunk's output lines name (only that is read, :class:`ChunkReading`)."""
     first, last = chunk[0][0], chunk[-1][0]
     span = f"{first}-{last}" if first != last else str(first)
     where = f"; full text: {retrieve_call('iteration', span)}" if retrieval else ""
     head = f"[Iterations {span}, one line each{where}]"
-    read = [(k, _reading(messages, readings), reports.of(messages)) for k, messages in chunk]
-    labels, texts = _labels(later)
-    label = _label(
-        [*(x for _, r, _ in read for x in r.labels), *labels], texts + sum(r.texts for _, r, _ in read)
-    )
-    wanted: set[str] = _actions(later)
-    # What the messages after the chunk name: with what the newer lines show (``shown``), what the
-    # novel lines must not name (all a newer line names is in ``shown``, so this stays as it is).
-    seen = frozenset(refs_of_all(text for m in later for text in _texts(m))) if novel else frozenset()
+    read = [(k, whole, whole.kept(reports)) for k, whole in chunk]
+    named: set[str] = set(wanted)
     shown: set[str] = set()
     extra = bool(referred or novel)
     lines: list[str] = []
     for k, whole, kept in reversed(read):
-        line, named = whole.line(k, label)
-        shown |= named
+        line, names_line = whole.line(k, label)
+        shown |= names_line
         reading = _reading(tuple(m for m in whole.messages if m not in kept), readings) if kept else whole
         names = reading.names
         if reading.short:  # every output line is kept: what extra lines it would choose changes nothing
@@ -450,7 +576,7 @@ def condensed_note(
             tail = ""
         else:
             tail, kept_names, novel_names = reading.extra(
-                (frozenset(names & wanted), frozenset(names & shown), names & seen), referred, novel
+                (frozenset(names & named), frozenset(names & shown), names & seen), referred, novel
             )
             shown |= kept_names
             shown |= novel_names
@@ -459,5 +585,6 @@ def condensed_note(
             tail += "".join(f"\n    {text}" for text in report)
             shown |= refs_of_all(report)
         lines.append(line + tail)
-        wanted |= reading.actions
-    return Message(role="user", content="\n".join([head, *reversed(lines)]), iteration=first)
+        named |= reading.actions
+    parts = (f"{head}\n", *(f"{line}\n" for line in reversed(lines[1:])), lines[0])
+    return CondensedNote(Message(role="user", content="".join(parts), iteration=first), parts)

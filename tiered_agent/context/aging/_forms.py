@@ -33,9 +33,10 @@ import orjson
 from cachetools import LRUCache
 
 from ..._messages import Message, ToolCall
+from ..._tokens import TokenCounter
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
 from ..pipeline._draft import with_content
-from ._condense import ChunkReading, Readings, condensed_note
+from ._condense import ChunkReading, CondensedNote, Readings, condensed_note
 from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
@@ -45,6 +46,9 @@ from ._reports import NO_REPORTS, Reports
 __all__ = ["AgedStyle", "Batch", "FormsMemo", "age_batch", "condensed", "preamble"]
 
 Batch = Sequence[tuple[int, tuple[Message, ...]]]  # (iteration, its messages), oldest first
+
+
+_RENDERED = 64  # notes whose parts a memo keeps (a note is counted right after it is rendered)
 
 
 class FormsMemo:
@@ -64,6 +68,29 @@ class FormsMemo:
         self.told: dict[tuple[int, ...], _Told] = {}
         # What a condensed note reads of each iteration (:class:`~._condense.Reading`; bounded there)
         self.readings: Readings = {}
+        # The notes :func:`condensed` returned lately, by the identity of their message, with their
+        # parts and, once counted, their tokens by the counter that counted them (bounded)
+        self.rendered: dict[int, tuple[CondensedNote, TokenCounter | None, int]] = {}
+
+    def keep(self, note: CondensedNote) -> None:
+        """Keep a note :func:`condensed` returns, for :meth:`note_tokens` (the oldest kept goes first)."""
+        key = id(note.message)
+        hit = self.rendered.get(key)
+        if hit is None or hit[0] is not note:
+            if len(self.rendered) >= _RENDERED:
+                del self.rendered[next(iter(self.rendered))]
+            self.rendered[key] = (note, None, 0)
+
+    def note_tokens(self, note: Message, counter: TokenCounter) -> int:
+        """``counter.count_message(note)``: for a note :func:`condensed` returned lately, counted
+        from its parts (:meth:`~._condense.CondensedNote.tokens`) once per note and counter."""
+        key = id(note)
+        hit = self.rendered.get(key)
+        if hit is None or hit[0].message is not note:
+            return counter.count_message(note)
+        if hit[1] is not counter:
+            hit = self.rendered[key] = (hit[0], counter, hit[0].tokens(counter))
+        return hit[2]
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,7 +417,6 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
 
 
 # --------------------------------------------------------------------------- level 2
-_NOTES = 8  # notes a chunk's reading keeps
 
 
 def condensed(
@@ -412,20 +438,7 @@ def condensed(
     key = (retrieval, referred, novel, reports, _identity((), chunk))
     read = memo.chunks.get(key)
     if read is None or read.chunk != tuple(chunk):
-        read = memo.chunks[key] = ChunkReading(chunk, reports, memo.readings)
-    inputs = read.inputs(later, referred, novel)
-    note = read.notes.get(inputs)
-    if note is None:
-        note = condensed_note(
-            chunk,
-            retrieval=retrieval,
-            later=later,
-            referred=referred,
-            novel=novel,
-            reports=reports,
-            readings=memo.readings,
-        )
-        if len(read.notes) >= _NOTES:  # the oldest first (the messages after the chunk only grow)
-            del read.notes[next(iter(read.notes))]
-        read.notes[inputs] = note
-    return note
+        read = memo.chunks[key] = ChunkReading(chunk, reports, memo.readings, referred=referred, novel=novel)
+    note = read.note(read.inputs(later), retrieval, memo.readings)
+    memo.keep(note)
+    return note.message

@@ -77,6 +77,11 @@ class AgingState:
         self._verbatim: dict[int, int] = {}  # tokens per complete iteration, as in the history
         self._estimate: dict[int, int] = {}  # estimated tokens of iterations waiting to age, once aged
         self._shown: dict[int, int] = {}  # tokens of aged (not condensed) iterations, as shown
+        self._shown_sums: dict[int | None, int] = {}  # sums over _shown (None: all; k: those after k)
+        # (through, upto, saving, estimated): sums over the iterations through+1..upto waiting to
+        # age, each added once (its tokens and estimate are fixed once it left the window)
+        self._pending_sums: tuple[int, int, int, int] = (-1, 0, 0, 0)
+        self._newest = 0  # the newest iteration absorbed
         self._notes = 0  # tokens of the condensed notes
         self._accounted = 0  # epochs counted into _shown / _notes
         self._counted_through = 0  # aged iterations counted into _shown
@@ -89,6 +94,7 @@ class AgingState:
         """Continue from a recorded schedule (resuming a run)."""
         self.schedule = schedule
         self._shown.clear()
+        self._shown_sums.clear()
         self._notes = 0
         self._accounted = 0
         self._counted_through = 0
@@ -149,12 +155,11 @@ class AgingState:
             if last % self.step.every == 0 and (limit > through or due > done):
                 return Epoch(last, max(limit, through), due)
             return None
-        pending = [i for i in range(through + 1, limit + 1) if i in self._groups]
-        saving = sum(max(self._tokens(i) - self._estimate[i], 0) for i in pending)
+        saving, estimated = self._pending(through, limit)
         window = sum(self._tokens(k) for k in range(limit + 1, last) if k in self._groups)
         notes = self._note_tokens() if self.schedule.epochs else 0
-        tail = sum(self._estimate[i] for i in pending) + window + summary_tokens
-        aged = sum(self._shown.values())
+        tail = estimated + window + summary_tokens
+        aged = self._shown_after(None)
         if due > done:
             epoch = self._condense_decision(last, limit, due, fixed, tail)
             if epoch is not None:
@@ -175,7 +180,7 @@ class AgingState:
         now = sum(self._shown.get(k, self._estimate.get(k, self._tokens(k))) for k in chunk)
         groups = {k: tuple(self._groups[k]) for k in range(done + 1, last + 1) if k in self._groups}
         rendered = self.step.note(groups, (done + 1, due, last), self.retrieval, self.memo)
-        note = self.counter.count_message(rendered) if rendered is not None else 0
+        note = self.memo.note_tokens(rendered, self.counter) if rendered is not None else 0
         return now - note, note
 
     def _condense_decision(self, last: int, limit: int, due: int, fixed: int, tail: int) -> Epoch | None:
@@ -184,7 +189,7 @@ class AgingState:
             return None
         per_call = self.terms.rent(saving)
         self._rent_condense += per_call
-        after = sum(tokens for k, tokens in self._shown.items() if k > due)
+        after = self._shown_after(due)
         prefix = fixed + self._note_tokens() + self._notes
         if self._pays(
             self._rent_condense, self.terms.rewrite_cost(prefix, note + after + tail, fixed), per_call
@@ -199,7 +204,7 @@ class AgingState:
         saving, note = self._condense_saving(due, last)
         if saving <= 0:
             return False
-        after = sum(tokens for k, tokens in self._shown.items() if k > due)
+        after = self._shown_after(due)
         return self._pays(self._rent_condense, self.terms.extra * (note + after), self.terms.rent(saving))
 
     def _pays(self, rent: float, cost: float, per_call: float) -> bool:
@@ -229,9 +234,39 @@ class AgingState:
             self._verbatim.clear()
             self._estimate.clear()
             self._absorbed = 0
+            self._newest = 0
+            self._pending_sums = (-1, 0, 0, 0)
         for message in history[self._absorbed :]:
             self._groups.setdefault(message.iteration, []).append(message)
+            if message.iteration < self._newest:  # an older iteration changed: sum the waiting ones again
+                self._pending_sums = (-1, 0, 0, 0)
+            self._newest = max(self._newest, message.iteration)
         self._absorbed = len(history)
+
+    def _pending(self, through: int, limit: int) -> tuple[int, int]:
+        """(tokens aging would save, estimated aged tokens) of the iterations ``through+1..limit``
+        waiting to age; each is added once, as it leaves the window (its tokens and estimate are
+        fixed then), while ``through`` stays and ``limit`` only grows."""
+        start, upto, saving, estimated = self._pending_sums
+        if start != through or upto > limit:
+            upto, saving, estimated = through, 0, 0
+        for i in range(upto + 1, limit + 1):
+            if i in self._groups:
+                estimate = self._estimate[i]
+                saving += max(self._tokens(i) - estimate, 0)
+                estimated += estimate
+        self._pending_sums = (through, limit, saving, estimated)
+        return saving, estimated
+
+    def _shown_after(self, due: int | None) -> int:
+        """Tokens of the aged iterations as shown, all (None) or those after ``due`` (found once
+        per change of what is shown)."""
+        total = self._shown_sums.get(due)
+        if total is None:
+            shown = self._shown
+            total = sum(shown.values()) if due is None else sum(t for k, t in shown.items() if k > due)
+            self._shown_sums[due] = total
+        return total
 
     def _tokens(self, iteration: int) -> int:
         """Tokens of an iteration as the history holds it (memoized once older ones are complete)."""
@@ -269,14 +304,16 @@ class AgingState:
                 continue
             forms = age_batch(self.style, head, self._batch(first, at), first, last, memo=self.memo)
             self._shown.update({k: sum(self.counter.count_message(m) for m in v) for k, v in forms.items()})
+            self._shown_sums.clear()
             self._counted_through = last
         self._notes = 0
         groups = {k: tuple(v) for k, v in self._groups.items()}
         for chunk in self.schedule.chunks():
             note = self.step.note(groups, chunk, self.retrieval, self.memo)
-            self._notes += self.counter.count_message(note) if note is not None else 0
+            self._notes += self.memo.note_tokens(note, self.counter) if note is not None else 0
             for k in range(chunk[0], chunk[1] + 1):
                 self._shown.pop(k, None)
+            self._shown_sums.clear()
         self._accounted = len(epochs)
 
 
