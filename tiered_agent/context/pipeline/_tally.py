@@ -22,6 +22,7 @@ from itertools import compress, count
 
 from ..._messages import Message
 from ..._tokens import TokenCounter
+from ._draft import HistoryFacts
 
 __all__ = ["HistoryTally", "PromptTally", "common_prefix"]
 
@@ -55,6 +56,7 @@ class HistoryTally:
         self._seen: set[int] = set()
         self._iterations: list[int] = []  # ascending, > 0
         self._frozen: tuple[int, ...] = ()
+        self._facts = HistoryFacts((), True)
         self._ends: tuple[Message, Message] | None = None  # the first and last counted messages
         self._previous: int | None = None  # the iteration of the last message counted
 
@@ -64,6 +66,14 @@ class HistoryTally:
         if len(self._frozen) != len(self._iterations):
             self._frozen = tuple(self._iterations)
         return self._frozen
+
+    @property
+    def facts(self) -> HistoryFacts:
+        """The history's :class:`~._draft.HistoryFacts` (the same object while they do not change)."""
+        facts = self._facts
+        if facts.iterations is not self.iterations or facts.ordered is not self.ordered:
+            facts = self._facts = HistoryFacts(self.iterations, self.ordered)
+        return facts
 
     def update(self, history: Sequence[Message]) -> None:
         """Count what was appended since the last call (all of it if ``history`` is not a continuation)."""
