@@ -48,7 +48,7 @@ from .aging._breakeven import CacheTerms
 from .aging._schedule import AgingSchedule
 from .pipeline._build import assemble
 from .pipeline._draft import NOTHING_AGED, BuildContext
-from .pipeline._tally import HistoryTally, PromptTally
+from .pipeline._tally import HistoryTally, PrefixSums, PromptTally
 from .pipeline._types import BuiltPrompt, SentPrompt, StepFailure, Summary
 from .retrieve._tool import make_retrieve_tool
 from .summary._compact import EMERGENCY_KEEP
@@ -171,6 +171,7 @@ class ContextManager:
         self._prompts = PromptTally(counter)
         # id of a cut output as shown -> (the output, as shown, the tokens the cut spared)
         self._spared: dict[int, tuple[Message, Message, int]] = {}
+        self._spared_sums: dict[str, PrefixSums[tuple[Message, Message]]] = {}  # by step kind
         # retrieval_schema="when_shown": whether a prompt named a retrieval call yet (sticky)
         self._retrieval_shown = policy.retrieval_schema == "always"
         # The schemas offered last, and the same without context_retrieve's (filtered once per change)
@@ -414,7 +415,7 @@ class ContextManager:
                     hidden=effects.hidden,
                     hidden_chars=effects.hidden_chars,
                     cuts=effects.cuts,
-                    cut_tokens=sum(map(self._cut_tokens, effects.cut)),
+                    cut_tokens=self._spared_tokens(kind, effects.cut),
                     pointers=effects.pointers,
                     pointer_chars=effects.pointer_chars,
                     dropped=effects.dropped,
@@ -424,6 +425,14 @@ class ContextManager:
         return ContextRecord(
             steps, stats.shown_iterations, stats.windowed_out, stats.summary_range, compacted, self._served
         )
+
+    def _spared_tokens(self, kind: str, cut: tuple[tuple[Message, Message], ...]) -> int:
+        """Tokens the cuts of the step ``kind`` spared in the prompt just built: counted past the cuts
+        it shares with that step's cuts in the previous prompt (a cut output stays cut)."""
+        sums = self._spared_sums.get(kind)
+        if sums is None:
+            sums = self._spared_sums[kind] = PrefixSums(self._cut_tokens)
+        return sums.total(cut)
 
     def _cut_tokens(self, cut: tuple[Message, Message]) -> int:
         """Tokens a cut spared (an output and how it is shown), counted once per run: a cut output
