@@ -297,11 +297,14 @@ class ContextManager:
             emergency=force_compact,
             at=at if at is not None or self.clock is None else self.clock(),
         )
-        self._decide(turn)
-        await self._act(turn)
+        hooks = self._hooks
+        if hooks["decide"]:
+            self._decide(turn)
+        if hooks["act"]:
+            await self._act(turn)
         self.schedule = turn.schedule
         prepared = self._build(turn)
-        if await self._after(turn, prepared.estimated_tokens):
+        if (hooks["after"] or force_compact) and await self._after(turn, prepared.estimated_tokens):
             prepared = self._build(turn, compacted=True)
         limit = self.policy.hard_limit
         if (
