@@ -19,6 +19,7 @@ from tiered_agent.context.pipeline._build import build_prompt
 from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.context.pipeline._tally import PrefixSums
 from tiered_agent.context.pipeline._types import ContextStats, Summary
+from tiered_agent.context.steps._mask import OlderOutputs
 
 COUNTER = TokenCounter("o200k_base")
 
@@ -116,3 +117,61 @@ async def test_a_dispatch_runs_every_call_once_in_order(policy: str) -> None:
         Dispatched(calls[0], ToolOutcome(content="out 0")),
         Dispatched(calls[1], ToolOutcome(content="out 1")),
     )
+
+
+def _output(k: int, size: int) -> Message:
+    return Message("tool", "o" * size, tool_call_id=f"c{k}", name="read", iteration=k)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 30),  # messages of the previous draft kept (the same objects)
+            st.lists(st.sampled_from(["user", "assistant", "short", "long"]), max_size=6),
+            st.sets(st.integers(0, 40), max_size=4),  # positions an earlier step hid
+        ),
+        max_size=15,
+    ),
+    st.integers(0, 4),
+    st.booleans(),
+)
+def test_older_outputs_kept_over_drafts_equal_reading_each_afresh(
+    drafts: list[tuple[int, list[str], set[int]]], keep: int, retrieval: bool
+) -> None:
+    kept = OlderOutputs()
+    previous: list[Message] = []
+    for number, (keep_count, added, hidden) in enumerate(drafts):
+        new = [
+            _output(number * 10 + i, 80 if kind == "long" else 3)
+            if kind in ("short", "long")
+            else Message(kind, f"m{number}.{i}", iteration=number)
+            for i, kind in enumerate(added)
+        ]
+        messages = (*previous[:keep_count], *new)
+        draft = Draft(messages, messages, hidden={i: 1 for i in hidden if i < len(messages)})
+        assert kept.placeholders(draft, keep, retrieval) == OlderOutputs().placeholders(
+            draft, keep, retrieval
+        )
+        previous = list(messages)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("policy", ["masking", "anthropic-clear"])
+async def test_masking_runtimes_build_what_fresh_steps_build(policy: str) -> None:
+    from tiered_agent.context._presets import PRESETS
+    from tiered_agent.context.steps import Clear
+
+    steps = (Clear(trigger_tokens=200, keep=2),) if policy == "anthropic-clear" else PRESETS[policy].steps
+    chosen = PRESETS[policy].replace(steps=steps)
+    history: list[Message] = [Message("system", "sys"), Message("user", "task")]
+    async with ContextManager(chosen, counter=COUNTER, context_window=100_000, background=False) as manager:
+        for k in range(1, 30):
+            prepared = await manager.prepare(history, [])
+            fresh = build_prompt(history, chosen, summary=None, counter=COUNTER)
+            assert prepared.built.messages == fresh.messages and prepared.built.stats == fresh.stats
+            call = ToolCall(f"c{k}", "read", f'{{"p": {k}}}')
+            history.append(Message("assistant", f"step {k}", (call,), iteration=k))
+            history.append(_output(k, 20 + 10 * k) if k % 3 else _output(k, 2))
+            history[-1] = Message("tool", history[-1].text, tool_call_id=call.id, name="read", iteration=k)
+    assert sum(1 for m in prepared.built.messages if m.text.startswith("[output omitted")) > 5
