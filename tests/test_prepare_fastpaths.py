@@ -4,6 +4,7 @@ path gives: the record's spared tokens, an untouched draft's prompt, a dispatch 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -20,6 +21,7 @@ from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.context.pipeline._tally import PrefixSums
 from tiered_agent.context.pipeline._types import ContextStats, Summary
 from tiered_agent.context.steps._mask import OlderOutputs
+from tiered_agent.context.summary.memory import _shell as memory_shell
 
 COUNTER = TokenCounter("o200k_base")
 
@@ -175,3 +177,25 @@ async def test_masking_runtimes_build_what_fresh_steps_build(policy: str) -> Non
             history.append(_output(k, 20 + 10 * k) if k % 3 else _output(k, 2))
             history[-1] = Message("tool", history[-1].text, tool_call_id=call.id, name="read", iteration=k)
     assert sum(1 for m in prepared.built.messages if m.text.startswith("[output omitted")) > 5
+
+
+# The working memory's shell words as first written: every character of a word matched one by one.
+_WORD_PER_CHAR = re.compile(
+    r"""\d*>&\d*-?|\d*>>?|<|(?:[^\s'"\\;&|()<>]|\\.|'[^']*'|"(?:\\.|[^"\\])*")+|&&|\|\||;;|\|&|[;&|()]|['"]"""
+)
+_QUOTED_PER_CHAR = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)|([^'"\\]+)""")
+
+
+def _words_per_char(line: str) -> list[str]:
+    def unquoted(word: str) -> str:
+        if not any(c in word for c in "'\"\\"):
+            return word
+        return "".join(m[m.lastindex or 0] for m in _QUOTED_PER_CHAR.finditer(word))
+
+    return [unquoted(w) if w not in memory_shell._SEPARATORS else w for w in _WORD_PER_CHAR.findall(line)]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab -.=~/*?$!{}[]#();<>|&\n\t2é'\"\\"), max_size=30))
+def test_memory_shell_words_match_the_per_character_rule(line: str) -> None:
+    assert memory_shell._tokens(line) == _words_per_char(line)

@@ -50,12 +50,12 @@ _PLAIN_TOKENS = re.compile(r"[();<>|&\n]+|[^();<>|&\n \t]+")  # operators, words
 # One token after blanks: an operator, or a word of plain runs, quoted texts and escaped characters
 _LEXED = re.compile(
     r"[ \t]*(?:(?P<operator>[();<>|&\n]+)"
-    r"""|(?P<word>(?:[^();<>|&\n \t'"\\]+|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+))""",
+    r"""|(?P<word>(?:[^();<>|&\n \t'"\\]++|'[^']*'|"(?:[^"\\]++|\\.)*+"|\\.)+))""",
     re.S,
 )
 _BLANKS = re.compile(r"[ \t]*")
 # A word's pieces: single-quoted, double-quoted, an escaped character, plain (one group each)
-_PIECES = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)|([^'"\\]+)""", re.S)
+_PIECES = re.compile(r"""'([^']*)'|"((?:[^"\\]++|\\.)*+)"|\\(.)|([^'"\\]+)""", re.S)
 _DOUBLE_ESCAPE = re.compile(r'\\(["\\])')  # inside double quotes, \" and \\ only
 _NULL_TARGETS = frozenset({"/dev/null"})
 _OUTPUT_REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|"})
