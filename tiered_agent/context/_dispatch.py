@@ -20,7 +20,16 @@ from .._messages import ToolCall
 from .._tools import ToolOutcome
 from .pipeline._types import StepFailure
 
-__all__ = ["Batch", "Dispatched", "Dispatcher", "Execute", "ObserveOnly", "ToolKind", "dispatch"]
+__all__ = [
+    "Batch",
+    "Dispatched",
+    "Dispatcher",
+    "Execute",
+    "ObserveOnly",
+    "ToolKind",
+    "dispatch",
+    "executed_results",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +77,15 @@ class Dispatcher(Protocol):
 
 
 async def dispatch(
-    runtimes: Sequence[Dispatcher], batch: Batch, execute: Execute
+    runtimes: Sequence[Dispatcher],
+    batch: Batch,
+    execute: Execute,
+    *,
+    observers: Sequence[Dispatcher] | None = None,
 ) -> tuple[tuple[Dispatched, ...], tuple[StepFailure, ...]]:
     """Serve, execute and observe one batch (see the module docstring): the results in call
-    order, and the failures of the runtimes that raised."""
+    order, and the failures of the runtimes that raised. ``observers``: the runtimes that observe,
+    when not all of ``runtimes`` (a run's manager leaves out those whose hook does nothing)."""
     failures: list[StepFailure] = []
     served: dict[int, Dispatched] = {}
     for runtime in runtimes:
@@ -82,21 +96,29 @@ async def dispatch(
             continue
         for index, result in offered.items():
             served.setdefault(index, result)
-    pending = [index for index in range(len(batch.calls)) if index not in served]
-    outcomes = await execute(pending) if pending else ()
-    if len(outcomes) != len(pending):
-        raise RuntimeError(f"execute returned {len(outcomes)} outcomes for {len(pending)} calls")
-    executed = dict(zip(pending, outcomes, strict=True))
-    results = tuple(
-        served[index] if index in served else Dispatched(call, executed[index])
-        for index, call in enumerate(batch.calls)
-    )
-    for runtime in runtimes:
+    if served:
+        pending = [index for index in range(len(batch.calls)) if index not in served]
+        executed = dict(zip(pending, await executed_results(batch.calls, pending, execute), strict=True))
+        results = tuple(served[i] if i in served else executed[i] for i in range(len(batch.calls)))
+    else:  # nothing served (most batches): every call ran
+        results = await executed_results(batch.calls, list(range(len(batch.calls))), execute)
+    for runtime in runtimes if observers is None else observers:
         try:
             runtime.observe(batch, results)
         except Exception as exc:
             failures.append(runtime.failure("observe", exc))
     return results, tuple(failures)
+
+
+async def executed_results(
+    calls: Sequence[ToolCall], indexes: Sequence[int], execute: Execute
+) -> tuple[Dispatched, ...]:
+    """The results of running ``calls[i]`` for each of ``indexes`` (a dispatch with no runtime that
+    serves or observes is only this)."""
+    outcomes = await execute(indexes) if indexes else ()
+    if len(outcomes) != len(indexes):
+        raise RuntimeError(f"execute returned {len(outcomes)} outcomes for {len(indexes)} calls")
+    return tuple(map(Dispatched, map(calls.__getitem__, indexes), outcomes))
 
 
 class ObserveOnly:

@@ -39,7 +39,7 @@ from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool, ToolOutcome
 from .._trace import ContextRecord, Event, RetrievalEvent, StepError, StepRecord, StepState, SummaryEvent
-from ._dispatch import Batch, Dispatched, Execute, ObserveOnly, ToolKind, dispatch
+from ._dispatch import Batch, Dispatched, Execute, ObserveOnly, ToolKind, dispatch, executed_results
 from ._names import RETRIEVE_TOOL_NAME
 from ._policy import Policy
 from ._presets import as_policy
@@ -47,8 +47,8 @@ from ._step import Run, RunMemos, StepRuntime, Turn, failure_of, participants
 from .aging._breakeven import CacheTerms
 from .aging._schedule import AgingSchedule
 from .pipeline._build import assemble
-from .pipeline._draft import BuildContext, HistoryFacts
-from .pipeline._tally import HistoryTally, PromptTally
+from .pipeline._draft import NOTHING_AGED, BuildContext
+from .pipeline._tally import HistoryTally, PrefixSums, PromptTally
 from .pipeline._types import BuiltPrompt, SentPrompt, StepFailure, Summary
 from .retrieve._tool import make_retrieve_tool
 from .summary._compact import EMERGENCY_KEEP
@@ -148,6 +148,19 @@ class ContextManager:
         # call, no coroutine per prompt for them).
         hooks = ("decide", "act", "apply", "finish", "after", "record")
         self._hooks = {hook: participants(self.runtimes, hook) for hook in hooks}
+        self._plan = (self._hooks["apply"], self._hooks["finish"])
+        self._recorders = self._hooks["record"]
+        recorders = {position for position, _ in self._recorders}
+        # Every runtime with whether it records (its record is asked for in the policy's order)
+        self._recording = tuple(
+            (position, runtime, position in recorders) for position, runtime in enumerate(self.runtimes)
+        )
+        self._retrieval = policy.retrieval_active
+        # The runtimes that serve and those that observe tool calls (none: the calls just run).
+        self._dispatchers: tuple[tuple[StepRuntime, ...], tuple[StepRuntime, ...]] = (
+            tuple(runtime for _, runtime in participants(self.runtimes, "serve")),
+            tuple(runtime for _, runtime in participants(self.runtimes, "observe")),
+        )
         self.step_errors: list[StepError] = []  # every step that raised in this run (fail open)
         self.schedule: AgingSchedule | None = None  # the aging schedule of the last prompt (None: no aging)
         self._served = 0  # tool calls a step served instead of running them (dedup hits)
@@ -158,6 +171,7 @@ class ContextManager:
         self._prompts = PromptTally(counter)
         # id of a cut output as shown -> (the output, as shown, the tokens the cut spared)
         self._spared: dict[int, tuple[Message, Message, int]] = {}
+        self._spared_sums: dict[str, PrefixSums[tuple[Message, Message]]] = {}  # by step kind
         # retrieval_schema="when_shown": whether a prompt named a retrieval call yet (sticky)
         self._retrieval_shown = policy.retrieval_schema == "always"
         # The schemas offered last, and the same without context_retrieve's (filtered once per change)
@@ -202,8 +216,11 @@ class ContextManager:
         iteration: int,
     ) -> tuple[Dispatched, ...]:
         """Serve one reply's tool calls through the runtimes (:func:`~._dispatch.dispatch`)."""
-        batch = Batch(iteration, tuple(calls), tuple(kind(call) for call in calls))
-        results, failures = await dispatch(self.runtimes, batch, execute)
+        servers, observers = self._dispatchers
+        if not servers and not observers:  # no step takes part (most policies): the calls just run
+            return await executed_results(tuple(calls), list(range(len(calls))), execute)
+        batch = Batch(iteration, tuple(calls), tuple(map(kind, calls)))
+        results, failures = await dispatch(servers, batch, execute, observers=observers)
         self._served += sum(result.dedup_of is not None for result in results)
         self._failed(failures, iteration)
         return results
@@ -280,11 +297,14 @@ class ContextManager:
             emergency=force_compact,
             at=at if at is not None or self.clock is None else self.clock(),
         )
-        self._decide(turn)
-        await self._act(turn)
+        hooks = self._hooks
+        if hooks["decide"]:
+            self._decide(turn)
+        if hooks["act"]:
+            await self._act(turn)
         self.schedule = turn.schedule
         prepared = self._build(turn)
-        if await self._after(turn, prepared.estimated_tokens):
+        if (hooks["after"] or force_compact) and await self._after(turn, prepared.estimated_tokens):
             prepared = self._build(turn, compacted=True)
         limit = self.policy.hard_limit
         if (
@@ -356,18 +376,18 @@ class ContextManager:
 
     def _build(self, turn: Turn, compacted: bool = False) -> PreparedPrompt:
         tally = self._history
-        context = BuildContext.of(
+        context = BuildContext(
             turn.history,
-            self.summary,
+            self.summaries.latest,
             self.counter,
-            retrieval=self.policy.retrieval_active,
-            facts=HistoryFacts(tally.iterations, tally.ordered),
-            schedule=turn.schedule,
-            schema_sent=self._retrieval_shown,
+            self._retrieval,
+            tally.facts,
+            turn.schedule or NOTHING_AGED,
+            self._retrieval_shown,
         )
-        plan = (self._hooks["apply"], self._hooks["finish"])
-        built = assemble(context, self.runtimes, self._skipped, plan=plan)
-        self._failed(built.failures, self._iteration)
+        built = assemble(context, self.runtimes, self._skipped, plan=self._plan)
+        if built.failures:
+            self._failed(built.failures, self._iteration)
         if not self._retrieval_shown and built.shows_retrieval:
             self._retrieval_shown = True
         tools = self._sent_tools(turn.offered)
@@ -383,30 +403,39 @@ class ContextManager:
         """The typed record of the prompt just built: what each step did to it (its effects on the
         prompt as sent, and its runtime's own record), in the policy's order."""
         steps: dict[str, StepRecord] = {}
-        recorders = {position for position, _ in self._hooks["record"]}
-        for position, runtime in enumerate(self.runtimes):
-            kind = runtime.step.kind
-            state = self._state(position, runtime) if position in recorders else None
-            effects = built.effects.get(kind)
-            if effects is None and state is None:
-                continue
-            if effects is None:
-                steps[kind] = StepRecord(state=state)
-                continue
-            steps[kind] = StepRecord(
-                hidden=effects.hidden,
-                hidden_chars=effects.hidden_chars,
-                cuts=effects.cuts,
-                cut_tokens=sum(map(self._cut_tokens, effects.cut)),
-                pointers=effects.pointers,
-                pointer_chars=effects.pointer_chars,
-                dropped=effects.dropped,
-                state=state,
-            )
+        effects_of = built.effects
+        if effects_of or self._recorders:  # else no step did anything nor records anything
+            for position, runtime, records in self._recording:
+                kind = runtime.step.kind
+                state = self._state(position, runtime) if records else None
+                effects = effects_of.get(kind)
+                if effects is None and state is None:
+                    continue
+                if effects is None:
+                    steps[kind] = StepRecord(state=state)
+                    continue
+                steps[kind] = StepRecord(
+                    hidden=effects.hidden,
+                    hidden_chars=effects.hidden_chars,
+                    cuts=effects.cuts,
+                    cut_tokens=self._spared_tokens(kind, effects.cut),
+                    pointers=effects.pointers,
+                    pointer_chars=effects.pointer_chars,
+                    dropped=effects.dropped,
+                    state=state,
+                )
         stats = built.stats
         return ContextRecord(
             steps, stats.shown_iterations, stats.windowed_out, stats.summary_range, compacted, self._served
         )
+
+    def _spared_tokens(self, kind: str, cut: tuple[tuple[Message, Message], ...]) -> int:
+        """Tokens the cuts of the step ``kind`` spared in the prompt just built: counted past the cuts
+        it shares with that step's cuts in the previous prompt (a cut output stays cut)."""
+        sums = self._spared_sums.get(kind)
+        if sums is None:
+            sums = self._spared_sums[kind] = PrefixSums(self._cut_tokens)
+        return sums.total(cut)
 
     def _cut_tokens(self, cut: tuple[Message, Message]) -> int:
         """Tokens a cut spared (an output and how it is shown), counted once per run: a cut output

@@ -47,6 +47,16 @@ _SEPARATORS = frozenset({"|", "&&", "||", ";"})
 _PUNCTUATION = "();<>|&\n"
 _QUOTING = re.compile(r"['\"\\]")  # what the lexer treats specially besides blanks and punctuation
 _PLAIN_TOKENS = re.compile(r"[();<>|&\n]+|[^();<>|&\n \t]+")  # operators, words (blanks: space, tab)
+# One token after blanks: an operator, or a word of plain runs, quoted texts and escaped characters
+_LEXED = re.compile(
+    r"[ \t]*(?:(?P<operator>[();<>|&\n]+)"
+    r"""|(?P<word>(?:[^();<>|&\n \t'"\\]++|'[^']*'|"(?:[^"\\]++|\\.)*+"|\\.)+))""",
+    re.S,
+)
+_BLANKS = re.compile(r"[ \t]*")
+# A word's pieces: single-quoted, double-quoted, an escaped character, plain (one group each)
+_PIECES = re.compile(r"""'([^']*)'|"((?:[^"\\]++|\\.)*+)"|\\(.)|([^'"\\]+)""", re.S)
+_DOUBLE_ESCAPE = re.compile(r'\\(["\\])')  # inside double quotes, \" and \\ only
 _NULL_TARGETS = frozenset({"/dev/null"})
 _OUTPUT_REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|"})
 
@@ -172,21 +182,44 @@ def _expands(command: str) -> bool:
 
 
 def _tokens(command: str) -> list[str] | None:
-    """The command's words and operators (shell quoting removed), None when it does not lex.
+    """The command's words and operators (shell quoting removed), None when it does not lex (an
+    unclosed quote, a trailing escape).
 
-    Without quotes or escapes (most commands), the lexer's words are the runs of other characters
-    between blanks and its operators the runs of punctuation: one regex finds them (the same
-    tokens, checked against the lexer by a property test)."""
-    if not _QUOTING.search(command):
+    The tokens of :mod:`shlex` in POSIX mode with the shell's operators as punctuation, blanks
+    (space, tab) splitting words, no comments (checked against it by a property test), found by
+    regexes instead of its character loop: an operator is a run of punctuation; a word is a run of
+    plain characters, single-quoted text (taken as is), double-quoted text (where a backslash
+    escapes only a double quote or a backslash) and escaped characters (the character)."""
+    if not _QUOTING.search(command):  # most commands: words and operators only
         return _PLAIN_TOKENS.findall(command)
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
-    lexer.whitespace_split = True
-    lexer.whitespace = " \t"
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:  # an unclosed quote or a trailing escape
-        return None
+    tokens: list[str] = []
+    position, end = 0, len(command)
+    while True:
+        found = _LEXED.match(command, position)
+        if found is None:  # at the end, or at a quote or escape that does not close
+            return tokens if _BLANKS.fullmatch(command, position) else None
+        operator, word = found.group("operator", "word")
+        tokens.append(operator if operator is not None else _unquoted(word))
+        position = found.end()
+        if position == end:
+            return tokens
+
+
+def _unquoted(word: str) -> str:
+    """A lexed word's text: quotes removed, escapes resolved (see :func:`_tokens`)."""
+    if not _QUOTING.search(word):
+        return word
+    parts: list[str] = []
+    for single, double, escaped, plain in _PIECES.findall(word):
+        if escaped:
+            parts.append(escaped)
+        elif plain:
+            parts.append(plain)
+        elif double:
+            parts.append(_DOUBLE_ESCAPE.sub(r"\1", double))
+        else:
+            parts.append(single)
+    return "".join(parts)
 
 
 def _is_operator(token: str) -> bool:

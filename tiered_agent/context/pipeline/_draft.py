@@ -33,7 +33,15 @@ from ..._trace import Cut
 from ..aging._schedule import AgingSchedule
 from ._types import BuiltPrompt, ContextStats, StepEffects, Summary
 
-__all__ = ["BuildContext", "Draft", "HistoryFacts", "start", "summary_message", "with_content"]
+__all__ = [
+    "NOTHING_AGED",
+    "BuildContext",
+    "Draft",
+    "HistoryFacts",
+    "start",
+    "summary_message",
+    "with_content",
+]
 
 
 @lru_cache(maxsize=4096)
@@ -53,7 +61,7 @@ def summary_message(summary: Summary, iteration: int | None = None) -> Message:
 
 
 _iteration = attrgetter("iteration")
-_NOTHING_AGED = AgingSchedule()  # a frozen value: one for every prompt without aging
+NOTHING_AGED = AgingSchedule()  # a frozen value: one for every prompt without aging
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +113,7 @@ class BuildContext:
         """``facts``: the history's facts if the caller keeps them (else found here);
         ``schedule``: the run's aging schedule (None: nothing aged)."""
         found = HistoryFacts.of(history) if facts is None else facts
-        return cls(history, summary, counter, retrieval, found, schedule or _NOTHING_AGED, schema_sent)
+        return cls(history, summary, counter, retrieval, found, schedule or NOTHING_AGED, schema_sent)
 
     @property
     def iterations(self) -> tuple[int, ...]:
@@ -250,8 +258,10 @@ class Draft:
     def built(self, context: BuildContext) -> BuiltPrompt:
         """The prompt, and the statistics of what was done to get it (about what it shows), in all
         and per step."""
-        out = self.covered | self.dropped
         iterations = context.iterations
+        if not (self.owners or self.cuts or self.hidden or self.pointers or self.covered or self.dropped):
+            return self._untouched(context.summary, iterations)
+        out = self.covered | self.dropped
         summary = context.summary
         order = sorted(self.cuts)
         stats = ContextStats(
@@ -271,6 +281,13 @@ class Draft:
         cut = self._pairs(order)
         effects = _Effects(self) if self.owners or self.dropped else _NO_EFFECTS
         return BuiltPrompt(self.messages, stats, cut, names_retrieval=self.names_retrieval, effects=effects)
+
+    def _untouched(self, summary: Summary | None, iterations: tuple[int, ...]) -> BuiltPrompt:
+        """:meth:`built` of a draft no step decided anything about (most prompts of most policies):
+        every iteration shown, nothing cut, hidden or pointed, no effects."""
+        shown = (summary.first, summary.last) if summary is not None and self.shows_summary else None
+        stats = ContextStats(summary_range=shown, shown_iterations=iterations)
+        return BuiltPrompt(self.messages, stats, names_retrieval=self.names_retrieval, effects=_NO_EFFECTS)
 
     def _pairs(self, positions: Sequence[int]) -> tuple[tuple[Message, Message], ...]:
         """(original, as shown) at each of ``positions``."""

@@ -17,16 +17,21 @@ rewrites a history gets exact counts, only slower.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import compress, count
+from typing import Generic, TypeVar
 
 from ..._messages import Message
 from ..._tokens import TokenCounter
+from ._draft import HistoryFacts
 
-__all__ = ["HistoryTally", "PromptTally", "common_prefix"]
+__all__ = ["HistoryTally", "PrefixSums", "PromptTally", "common_prefix"]
 
 
-def common_prefix(old: Sequence[Message], new: Sequence[Message]) -> int:
+_T = TypeVar("_T")
+
+
+def common_prefix(old: Sequence[_T], new: Sequence[_T]) -> int:
     """How many leading messages ``new`` shares with ``old``, compared in C: the same objects, or
     (when the whole shorter one is shared) equal ones. Callers reuse what they derived from a
     message's value, which equal messages share.
@@ -38,6 +43,30 @@ def common_prefix(old: Sequence[Message], new: Sequence[Message]) -> int:
         return shared
     differs = map(operator.is_not, old, new)
     return next(compress(count(), differs), shared)
+
+
+class PrefixSums(Generic[_T]):
+    """The sum of ``value(item)`` over successive sequences, reusing the sums over the prefix a
+    sequence shares with the previous one (:func:`common_prefix`): ``value`` must depend only on
+    an item's value, and is called only for the items past that prefix."""
+
+    def __init__(self, value: Callable[[_T], int]) -> None:
+        self._value = value
+        self._previous: tuple[_T, ...] = ()
+        self._sums: list[int] = [0]  # _sums[i]: the sum over the previous sequence's first i items
+
+    def total(self, items: Sequence[_T]) -> int:
+        """``sum(map(value, items))``, computing only what changed."""
+        shared = common_prefix(self._previous, items)
+        sums = self._sums[: shared + 1]
+        total = sums[-1]
+        value = self._value
+        for index in range(shared, len(items)):
+            total += value(items[index])
+            sums.append(total)
+        self._previous = tuple(items)
+        self._sums = sums
+        return total
 
 
 class HistoryTally:
@@ -55,6 +84,7 @@ class HistoryTally:
         self._seen: set[int] = set()
         self._iterations: list[int] = []  # ascending, > 0
         self._frozen: tuple[int, ...] = ()
+        self._facts = HistoryFacts((), True)
         self._ends: tuple[Message, Message] | None = None  # the first and last counted messages
         self._previous: int | None = None  # the iteration of the last message counted
 
@@ -64,6 +94,14 @@ class HistoryTally:
         if len(self._frozen) != len(self._iterations):
             self._frozen = tuple(self._iterations)
         return self._frozen
+
+    @property
+    def facts(self) -> HistoryFacts:
+        """The history's :class:`~._draft.HistoryFacts` (the same object while they do not change)."""
+        facts = self._facts
+        if facts.iterations is not self.iterations or facts.ordered is not self.ordered:
+            facts = self._facts = HistoryFacts(self.iterations, self.ordered)
+        return facts
 
     def update(self, history: Sequence[Message]) -> None:
         """Count what was appended since the last call (all of it if ``history`` is not a continuation)."""
@@ -99,19 +137,8 @@ class PromptTally:
     """Token counts of successive prompts, reusing the shared prefix with the previous one."""
 
     def __init__(self, counter: TokenCounter) -> None:
-        self._counter = counter
-        self._previous: tuple[Message, ...] = ()
-        self._sums: list[int] = [0]  # _sums[i]: tokens of the previous prompt's first i messages
+        self._sums: PrefixSums[Message] = PrefixSums(counter.count_message)
 
     def messages_tokens(self, messages: Sequence[Message]) -> int:
         """``sum(counter.count_message(m) for m in messages)``, counting only what changed."""
-        shared = common_prefix(self._previous, messages)
-        sums = self._sums[: shared + 1]
-        total = sums[-1]
-        count_message = self._counter.count_message
-        for index in range(shared, len(messages)):
-            total += count_message(messages[index])
-            sums.append(total)
-        self._previous = tuple(messages)
-        self._sums = sums
-        return total
+        return self._sums.total(messages)

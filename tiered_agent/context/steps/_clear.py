@@ -18,7 +18,7 @@ from ..._tokens import PROMPT_OVERHEAD, TokenCounter
 from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft
 from ..pipeline._tally import PromptTally
-from ._mask import hide_older_outputs
+from ._mask import OlderOutputs, hide_older_outputs
 
 __all__ = ["Clear", "ClearRuntime", "prompt_tokens"]
 
@@ -42,11 +42,16 @@ class Clear(Step):
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
         return self.clear(draft, context, prompt_tokens(draft.messages, context.counter))
 
-    def clear(self, draft: Draft, context: BuildContext, tokens: int) -> Draft:
-        """The draft, its outputs cleared when the prompt so far (``tokens``) is past the trigger."""
+    def clear(
+        self, draft: Draft, context: BuildContext, tokens: int, outputs: OlderOutputs | None = None
+    ) -> Draft:
+        """The draft, its outputs cleared when the prompt so far (``tokens``) is past the trigger
+        (``outputs``: what a runtime keeps of the previous drafts)."""
         if tokens <= self.trigger_tokens:
             return draft
-        return hide_older_outputs(draft, keep=self.keep, retrieval=context.retrieval, by=self.kind)
+        return hide_older_outputs(
+            draft, keep=self.keep, retrieval=context.retrieval, by=self.kind, outputs=outputs
+        )
 
 
 class ClearRuntime(StepRuntime):
@@ -56,10 +61,11 @@ class ClearRuntime(StepRuntime):
         super().__init__(step)
         self.settings = step
         self.tally = PromptTally(counter)
+        self.outputs = OlderOutputs()
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
         tokens = PROMPT_OVERHEAD + self.tally.messages_tokens(draft.messages)
-        return self.settings.clear(draft, context, tokens)
+        return self.settings.clear(draft, context, tokens, self.outputs)
 
 
 def prompt_tokens(messages: Sequence[Message], counter: TokenCounter) -> int:

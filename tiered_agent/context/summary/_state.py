@@ -117,9 +117,11 @@ class Summaries:
     @property
     def latest(self) -> Summary | None:
         """The newest summary that has landed (background, compaction, or resumed)."""
-        landed = self._smart.latest if self._smart else None
-        candidates = [s for s in (landed, self._fallback) if s is not None]
-        return max(candidates, key=lambda s: s.last) if candidates else None
+        landed = self._smart.latest if self._smart is not None else None
+        fallback = self._fallback
+        if landed is None or fallback is None:
+            return fallback if landed is None else landed
+        return fallback if fallback.last > landed.last else landed  # max() keeps the first of equals
 
     @property
     def usage(self) -> Usage:

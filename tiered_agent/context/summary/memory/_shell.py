@@ -24,12 +24,14 @@ _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _SED_ADDRESS = re.compile(r"^(\d+)(?:,(\d+|\$))?\s*([a-zA-Z=])")
 _HEAD_COUNT = re.compile(r"^-(?:n\s*)?(\d+)$")
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&"})
+# Runs of plain characters are matched whole (possessive: no backtracking into them), not one by one.
 _WORD = re.compile(
-    r"""\d*>&\d*-?|\d*>>?|<|(?:[^\s'"\\;&|()<>]|\\.|'[^']*'|"(?:\\.|[^"\\])*")+|&&|\|\||;;|\|&|[;&|()]|['"]"""
+    r"""\d*>&\d*-?|\d*>>?|<|(?:[^\s'"\\;&|()<>]++|\\.|'[^']*'|"(?:[^"\\]++|\\.)*+")+|&&|\|\||;;|\|&|[;&|()]"""
+    r"""|['"]"""
 )
 _REDIRECT = re.compile(r"\d*(>>?)|(<)")
 _DUPLICATE = re.compile(r"\d*>&\d*-?")
-_QUOTED = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)|([^'"\\]+)""")
+_QUOTED = re.compile(r"""'([^']*)'|"((?:[^"\\]++|\\.)*+)"|\\(.)|([^'"\\]+)""")
 _READ_PROGS = frozenset(
     {
         *("cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "wc", "sed", "awk", "nl"),
