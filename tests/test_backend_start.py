@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import sys
 from contextlib import ExitStack
@@ -11,7 +12,7 @@ import pytest
 from test_shard import _run
 
 from tiered_agent._tokens import TokenCounter
-from tiered_agent.bench._backend import Pool, open_backend
+from tiered_agent.bench._backend import GC_THRESHOLDS, Pool, open_backend
 from tiered_agent.bench._calibration import full_prompt_tokens
 from tiered_agent.bench._replay import RunInfo
 from tiered_agent.bench._shard import Shard
@@ -101,3 +102,14 @@ def test_the_runs_the_calibration_measures_are_counted_by_the_workers_while_read
     counter = TokenCounter("o200k_base")
     assert counted == {run.run_id: full_prompt_tokens(run, counter) for run in runs[:2]}
     assert len(counted["late"]) == 5 and counted["late"][0] > 0
+
+
+def _thresholds(level: int | None, _: int) -> tuple[int, ...]:
+    return tuple(gc.get_threshold())
+
+
+def test_workers_collect_garbage_at_the_bench_thresholds() -> None:
+    with open_backend(2) as backend:
+        seen = set(backend.map(_thresholds, [(1,), (2,)]))
+    assert seen == {GC_THRESHOLDS}
+    assert tuple(gc.get_threshold()) != GC_THRESHOLDS  # this process keeps its own

@@ -22,6 +22,7 @@ finish in, the number of workers or the backend.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -250,6 +251,7 @@ def warm_unit(level: int | None, tokenizer: str) -> None:
     if level is not None:
         configure_worker_logging(level)
     TokenCounter(tokenizer).count_text("warm")
+    gc.freeze()  # what the worker imported lives as long as it does: no collection scans it again
 
 
 def _skeleton(run: RecordedRun) -> RecordedRun:
