@@ -40,6 +40,7 @@ from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool, ToolOutcome
 from .._trace import ContextRecord, Event, RetrievalEvent, StepError, StepRecord, StepState, SummaryEvent
 from ._dispatch import Batch, Dispatched, Execute, ObserveOnly, ToolKind, dispatch, executed_results
+from ._memo import MemoTables, in_run, in_run_async, scope
 from ._names import RETRIEVE_TOOL_NAME
 from ._policy import Policy
 from ._presets import as_policy
@@ -143,7 +144,9 @@ class ContextManager:
             max(unrecorded_tokens, 0),
             memos if memos is not None else RunMemos(),
         )
-        self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in policy.steps)
+        self.memo_tables = run.memos.get(MemoTables, None)  # the run's memos of pure text functions
+        with scope(self.memo_tables):
+            self.runtimes: tuple[StepRuntime, ...] = tuple(step.start(run) for step in policy.steps)
         # The runtimes that take part in each hook (the others' hooks do nothing by contract: no
         # call, no coroutine per prompt for them).
         hooks = ("decide", "act", "apply", "finish", "after", "record")
@@ -207,6 +210,7 @@ class ContextManager:
         """Tool calls served so far instead of run (``Dedup``'s cache hits)."""
         return self._served
 
+    @in_run_async
     async def dispatch(
         self,
         calls: Sequence[ToolCall],
@@ -225,6 +229,7 @@ class ContextManager:
         self._failed(failures, iteration)
         return results
 
+    @in_run_async
     async def observe(
         self,
         calls: Sequence[ToolCall],
@@ -256,6 +261,7 @@ class ContextManager:
         """Tokens the summarizer spent so far (0 for the deterministic digest)."""
         return self.summaries.usage
 
+    @in_run
     def restore(self, events: Sequence[Event]) -> None:
         """Continue a run from what its trace recorded (the latest summary, each step's records)."""
         self.summaries.restore(events)
@@ -269,6 +275,7 @@ class ContextManager:
         self.calibration.observe(provider_prompt_tokens, local_prompt_tokens)
 
     # ------------------------------------------------------------------ prompts
+    @in_run_async
     async def prepare(
         self,
         history: Sequence[Message],

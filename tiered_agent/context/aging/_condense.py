@@ -28,13 +28,13 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
-from functools import lru_cache
 
 import orjson
 
 from ..._messages import Message, ToolCall
 from ..._tokens import TokenCounter
 from .._heuristics import error_line, looks_like_error, parse_exit_code
+from .._memo import run_memo
 from .._names import retrieve_call
 from ._jsonform import output_lines
 from ._reasoning import first_sentence
@@ -108,7 +108,7 @@ def format_label(messages: Sequence[Message]) -> str | None:
     return _label(*_labels(messages))
 
 
-@lru_cache(maxsize=8192)
+@run_memo(8192)
 def condensed_line(iteration: int, messages: tuple[Message, ...], label: str | None = None) -> str:
     """One line for one iteration's messages (without the format's ``label``, see :func:`format_label`)."""
     outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
@@ -127,7 +127,7 @@ def condensed_line(iteration: int, messages: tuple[Message, ...], label: str | N
     return f"{iteration}. {_ARROW.join(parts) if parts else '(nothing)'}"
 
 
-@lru_cache(maxsize=4096)
+@run_memo(4096)
 def _output_lines(messages: tuple[Message, ...]) -> tuple[str, ...]:
     """The iteration's output lines (a JSON output's fields: :func:`~._jsonform.output_lines`), each
     cut to one line, in output order."""
@@ -317,14 +317,14 @@ class Reading:
         return hit
 
 
-@lru_cache(maxsize=4096)
+@run_memo(4096)
 def _output_refs(messages: tuple[Message, ...]) -> Lines:
     """The iteration's output lines (as cut) naming references, with them: all a note's extra lines
     can be."""
     return _named(_output_lines(messages))
 
 
-@lru_cache(maxsize=8192)
+@run_memo(8192)
 def _extra_lines(
     messages: tuple[Message, ...],
     wanted: frozenset[str],

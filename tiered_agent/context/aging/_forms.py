@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import chain
 
 import orjson
@@ -34,6 +33,7 @@ from cachetools import LRUCache
 
 from ..._messages import Message, ToolCall
 from ..._tokens import TokenCounter
+from .._memo import run_memo
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
 from ..pipeline._draft import with_content
 from ._condense import ChunkReading, CondensedNote, Readings, condensed_note
@@ -128,9 +128,9 @@ def preamble(style: AgedStyle) -> Message:
     return _preamble_message(text)
 
 
-@lru_cache(maxsize=16)
+@run_memo(16)
 def _preamble_message(text: str) -> Message:
-    """The note as a message: the same object for the same text (a few variants exist)."""
+    """The note as a message: the same object for the same text within a run (a few variants exist)."""
     return Message(role="user", content=text, iteration=0)
 
 

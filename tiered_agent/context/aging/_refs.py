@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
+
+from .._memo import run_memo
 
 __all__ = ["message_refs", "refs", "refs_of_all"]
 
@@ -23,9 +24,9 @@ _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]{2,}[A-Za-z0-9_]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 
 
-@lru_cache(maxsize=65_536)
+@run_memo(65_536)
 def refs(text: str) -> frozenset[str]:
-    """The references in ``text`` (memoized: the same texts are scanned at every epoch)."""
+    """The references in ``text`` (memoized for the run: the same texts are scanned at every epoch)."""
     return frozenset(
         t
         for t in _TOKEN.findall(text)

@@ -27,7 +27,8 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import lru_cache
+
+from .._memo import run_memo
 
 __all__ = ["MAX_COMMAND_CHARS", "READ_PROGRAMS", "SHELL_TOOLS", "is_read_command", "shell_read_key"]
 
@@ -274,7 +275,7 @@ def _is_read_segment(words: Sequence[str]) -> bool:
     return check is not None and check(args)
 
 
-@lru_cache(maxsize=4096)
+@run_memo(4096)
 def is_read_command(command: str) -> bool:
     """Whether the shell command only reads (see the module docstring); unknown is not a read."""
     if not command.strip() or len(command) > MAX_COMMAND_CHARS or _expands(command):
@@ -309,7 +310,7 @@ def _local_shell_action(value: object) -> object:
     return out
 
 
-@lru_cache(maxsize=4096)
+@run_memo(4096)
 def shell_read_key(tool: str, arguments: str) -> str | None:
     """The dedup cache key of a shell-like tool's call when its command only reads, else None."""
     if tool not in SHELL_TOOLS:

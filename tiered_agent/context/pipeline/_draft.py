@@ -22,7 +22,6 @@ import dataclasses
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import filterfalse, repeat
 from operator import attrgetter, le
 from types import MappingProxyType
@@ -30,6 +29,7 @@ from types import MappingProxyType
 from ..._messages import Message
 from ..._tokens import TokenCounter
 from ..._trace import Cut
+from .._memo import run_memo
 from ..aging._schedule import AgingSchedule
 from ._types import BuiltPrompt, ContextStats, StepEffects, Summary
 
@@ -44,15 +44,15 @@ __all__ = [
 ]
 
 
-@lru_cache(maxsize=4096)
+@run_memo(4096)
 def with_content(message: Message, content: str) -> Message:
-    """``message`` with ``content`` replaced (a new frozen message; cached, so rebuilding is cheap)."""
+    """``message`` with ``content`` replaced (a new frozen message; memoized per run)."""
     return dataclasses.replace(message, content=content)
 
 
-@lru_cache(maxsize=64)
+@run_memo(64)
 def summary_message(summary: Summary, iteration: int | None = None) -> Message:
-    """The ``user`` message standing for the iterations ``summary`` covers (the same object per summary)."""
+    """The ``user`` message for the iterations ``summary`` covers (one object per summary per run)."""
     return Message(
         role="user",
         content=f"[Summary of iterations {summary.first}-{summary.last}]\n{summary.text}",

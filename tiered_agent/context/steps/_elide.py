@@ -12,10 +12,10 @@ nothing happens.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import ClassVar
 
 from ..._messages import Message
+from .._memo import run_memo
 from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft, summary_message, with_content
 from ..pipeline._tally import common_prefix
@@ -117,7 +117,7 @@ def _elided(
     return result, hidden
 
 
-@lru_cache(maxsize=8192)
+@run_memo(8192)
 def _placeholder(message: Message, min_chars: int, retrieval: bool) -> Message | None:
     """A tool output of ``min_chars`` or more as its placeholder; None to keep it (it is shorter)."""
     if len(message.text) < min_chars:

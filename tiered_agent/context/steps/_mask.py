@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import ClassVar
 
 from ..._messages import Message
+from .._memo import run_memo
 from .._names import retrieve_call
 from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft, with_content
@@ -56,7 +56,7 @@ class MaskRuntime(StepRuntime):
         )
 
 
-@lru_cache(maxsize=8192)
+@run_memo(8192)
 def output_placeholder(tool_call_id: str | None, *, retrieval: bool) -> str:
     """``[output omitted; context_retrieve(tool_call_id="call_7")]``, or ``[output omitted]``."""
     if retrieval and tool_call_id:
@@ -110,7 +110,7 @@ class OlderOutputs:
         }
 
 
-@lru_cache(maxsize=4096)
+@run_memo(4096)
 def _placeholder_message(message: Message, retrieval: bool) -> Message | None:
     """The placeholder message, or None when the placeholder would not be shorter."""
     placeholder = output_placeholder(message.tool_call_id, retrieval=retrieval)

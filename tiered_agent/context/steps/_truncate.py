@@ -32,11 +32,11 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import ClassVar, Literal
 
 from ..._messages import Message
 from ..._trace import Cut
+from .._memo import run_memo
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
 from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft, with_content
@@ -191,11 +191,11 @@ def _chars(messages: tuple[Message, ...]) -> int:
     return sum(len(m.text) + sum(len(c.arguments) for c in m.tool_calls) for m in messages)
 
 
-@lru_cache(maxsize=4096)
+@run_memo(4096)
 def _truncate_message(
     message: Message, max_chars: int | None, max_lines: int | None, mode: TruncationMode, retrieval: bool
 ) -> tuple[Message, Cut | None]:
-    """The message as shown and its cut (memoized: a history keeps the same message objects)."""
+    """The message as shown and its cut (memoized for the run: a history keeps the same message objects)."""
     shown, omitted = truncate_output(
         message.text,
         max_chars=max_chars,

@@ -23,12 +23,12 @@ import dataclasses
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import orjson
 
 from ...._messages import ToolCall
+from ..._memo import run_memo
 from ..._names import RETRIEVE_TOOL_NAME
 from ._code import Touch, View, definitions, numbered_positions, patch_touches
 from ._shell import shell_facts
@@ -364,7 +364,7 @@ def _other(name: str, lower: str, args: Mapping[str, Any]) -> CallFacts:
     )
 
 
-@lru_cache(maxsize=8192)
+@run_memo(8192)
 def call_facts(call: ToolCall) -> CallFacts:
     """What ``call`` is and which files it touches (see the module docstring)."""
     args = _arguments(call)

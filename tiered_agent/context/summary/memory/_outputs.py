@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import islice
 
 from ...._messages import Message
 from ..._heuristics import RETURNCODE_TAG, error_line, looks_like_error, parse_exit_code
+from ..._memo import run_memo
 from ._calls import CallFacts
 from ._code import Lines, View, definitions, grep_hits, line_ranges, numbered, numbered_positions
 from ._text import Todo, compact_json, latest_todo, shorten
@@ -194,7 +194,7 @@ def _compact_result(kind: str, text: str) -> str:
     return compact_json(text) or shorten(" | ".join(text.splitlines()[:3]), 200)
 
 
-@lru_cache(maxsize=8192)
+@run_memo(8192)
 def output_facts(call: CallFacts | None, message: Message) -> OutputFacts:
     """What a tool output says (see the module docstring)."""
     code = parse_exit_code(message.text)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 
+from ..._memo import run_memo
 from ._code import Touch, View, definitions, numbered_positions, patch_touches
 
 __all__ = ["ShellFacts", "is_test_command", "shell_facts", "shell_files"]
@@ -294,7 +294,7 @@ def _is_quiet(segments: list[_Segment]) -> bool:
     return bool(segments) and all(s.program in _QUIET_PROGS for s in segments)
 
 
-@lru_cache(maxsize=4096)
+@run_memo(4096)
 def shell_facts(command: str) -> ShellFacts:
     """Files a shell command reads, writes, edits or deletes; how its output maps to file lines."""
     touches: list[Touch] = []

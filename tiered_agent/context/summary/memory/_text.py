@@ -11,10 +11,11 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 from typing import Any
 
 import orjson
+
+from ..._memo import run_memo
 
 __all__ = [
     "Todo",
@@ -100,7 +101,7 @@ def shorten(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-@lru_cache(maxsize=8192)
+@run_memo(8192)
 def identifiers(text: str) -> frozenset[str]:
     """The identifier-like words of a text (names, dotted names, numbers)."""
     words = set(_IDENTIFIER.findall(text))
@@ -168,7 +169,7 @@ def _candidates(text: str) -> dict[str, tuple[int, int, str]]:
     return best
 
 
-@lru_cache(maxsize=8192)
+@run_memo(8192)
 def decision(text: str, limit: int = 200) -> str | None:
     """What an agent message decided: its best finding and its best intended change (the ones that
     name code first), in the order written; None when it states neither."""
@@ -181,14 +182,14 @@ def decision(text: str, limit: int = 200) -> str | None:
 
 
 # --------------------------------------------------------------------------- the task
-@lru_cache(maxsize=1024)
+@run_memo(1024)
 def task_text(text: str) -> str:
     """The task without markup and boilerplate preambles, on one line."""
     cleaned = _PREAMBLE.sub("", _TAG_LINE.sub("", text).strip())
     return one_line(_PREAMBLE.sub("", cleaned))
 
 
-@lru_cache(maxsize=1024)
+@run_memo(1024)
 def constraints(text: str, limit: int = 3) -> tuple[str, ...]:
     """Up to ``limit`` lines of ``text`` that constrain the work (``DO NOT MODIFY: tests``);
     prohibitions first, in the order written."""

@@ -1,0 +1,113 @@
+"""Memos of pure text functions, owned by the run that asks.
+
+Some functions of the context steps are pure and called with the same arguments prompt after
+prompt (an old message's references, its condensed line, a shell command's facts): worth
+remembering, but never process-wide (a server running thousands of runs would keep every run's
+text). A function decorated with :func:`run_memo` keeps its results in the :class:`MemoTables` of
+the run at work, which :func:`scope` makes current: every entry point of
+:class:`~._manager.ContextManager` enters the scope of its run (:func:`in_run`), so a memo lives
+exactly as long as its run, and the policies replaying one run share it (the replay hands them one
+:class:`~._step.RunMemos`). Called outside any run's scope, a decorated function computes its
+value and keeps nothing.
+
+The invariant: a decorated function returns a value equal to what the undecorated function
+returns for the same arguments, in or out of a scope (only the object's identity can differ,
+and only between runs or once an entry was evicted). Each table is bounded by the decorator's
+``maxsize``: the oldest entry goes first.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+__all__ = ["MemoTables", "in_run", "in_run_async", "run_memo", "scope"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+_KEYWORDS = object()  # separates positional from keyword arguments in a memo key
+
+
+class MemoTables(dict[Callable[..., Any], dict[Any, Any]]):
+    """One run's memo tables: a bounded table per decorated function (made at its first call)."""
+
+    __slots__ = ()
+
+
+_CURRENT: ContextVar[MemoTables | None] = ContextVar("tiered_agent_run_memos", default=None)
+
+
+@contextmanager
+def scope(tables: MemoTables) -> Iterator[MemoTables]:
+    """Make ``tables`` the memo tables of the code run inside (the task's context only)."""
+    token = _CURRENT.set(tables)
+    try:
+        yield tables
+    finally:
+        _CURRENT.reset(token)
+
+
+def run_memo(maxsize: int) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Remember a pure function's results in the current run's tables (at most ``maxsize``)."""
+    if maxsize < 1:
+        raise ValueError("a run memo keeps at least one entry")
+
+    def decorate(function: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(function)
+        def memoized(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            tables = _CURRENT.get()
+            if tables is None:
+                return function(*args, **kwargs)
+            table = tables.get(memoized)
+            if table is None:
+                table = tables[memoized] = {}
+            key = (*args, _KEYWORDS, *kwargs.items()) if kwargs else args
+            try:
+                return table[key]  # type: ignore[no-any-return]
+            except KeyError:
+                pass
+            value = function(*args, **kwargs)
+            if len(table) >= maxsize:
+                del table[next(iter(table))]
+            table[key] = value
+            return value
+
+        return memoized
+
+    return decorate
+
+
+class _InRun(Protocol):
+    @property
+    def memo_tables(self) -> MemoTables: ...
+
+
+_S = TypeVar("_S", bound=_InRun)
+
+
+def in_run(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
+    """Run a method of an object that owns a run's ``memo_tables`` in that run's scope."""
+
+    def scoped(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with scope(self.memo_tables):
+            return method(self, *args, **kwargs)
+
+    functools.update_wrapper(scoped, method)
+    return scoped
+
+
+def in_run_async(
+    method: Callable[Concatenate[_S, _P], Awaitable[_R]],
+) -> Callable[Concatenate[_S, _P], Awaitable[_R]]:
+    """:func:`in_run` for a coroutine method (the scope holds while it is awaited)."""
+
+    async def scoped(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with scope(self.memo_tables):
+            return await method(self, *args, **kwargs)
+
+    functools.update_wrapper(scoped, method)
+    return scoped
