@@ -9,7 +9,8 @@ the context pipeline, the trace, and for the batch the result line read back fro
   it), after a warm-up task; CPU and wall time per iteration.
 * **batch**: ``run_batch`` of ``--tasks`` tasks at ``--concurrency``; the driver's CPU time per
   iteration (with one event loop, every agent runs in this process), and wall time.
-* **memory**: for each concurrency in ``--memory`` a fresh process runs twice that many tasks
+* **memory**: for each concurrency in ``--memory`` a fresh process runs twice that many tasks (each
+  reading its own files, as a real batch's tasks do; ``--shared-files``: all the same files)
   while the server holds each answer ``--hold-ms`` (so that many agents are alive at once); the
   most its RSS reaches (sampled every 5 ms) minus its RSS after a warm-up task, per agent.
 
@@ -131,12 +132,14 @@ class FakeModel:
 
 
 # ------------------------------------------------------------------ measurements
-def workspace(root: Path, iterations: int) -> Path:
-    ws = root / "ws"
+def workspace(root: Path, iterations: int, name: str = "ws") -> Path:
+    """The files a task reads; a ``name`` other than ``ws`` gets its own values (another task's files)."""
+    ws = root / name
     ws.mkdir(parents=True, exist_ok=True)
+    mark = "" if name == "ws" else f"{name}_"
     for n in range(iterations):
         (ws / f"file_{n}.txt").write_text(
-            "".join(f"line {i} of file {n}: value_{n}_{i}\n" for i in range(LINES))
+            "".join(f"line {i} of file {n}: value_{mark}{n}_{i}\n" for i in range(LINES))
         )
     return ws
 
@@ -222,9 +225,13 @@ def _best(best: dict[str, float], new: dict[str, float]) -> dict[str, float]:
 
 
 # ------------------------------------------------------------------ memory
-def memory_probe(concurrency: int, iterations: int, hold_ms: int, policy: str) -> dict[str, float]:
+def memory_probe(
+    concurrency: int, iterations: int, hold_ms: int, policy: str, shared: bool = False
+) -> dict[str, float]:
     """In this (fresh) process: RSS after a warm-up task, and the most it reaches while
-    ``2 x concurrency`` tasks run at ``concurrency`` (sampled every 5 ms)."""
+    ``2 x concurrency`` tasks run at ``concurrency`` (sampled every 5 ms). Each task reads its own
+    files, as the tasks of a real batch do (``shared``: every task reads the same files, which
+    flatters anything shared between runs)."""
     from tiered_agent.batch import BatchTask, run_batch
 
     model = FakeModel.start(iterations, hold_ms)
@@ -234,9 +241,12 @@ def memory_probe(concurrency: int, iterations: int, hold_ms: int, policy: str) -
             batch_settings = settings(model.base_url, workspace(root, iterations), root / "traces", policy)
             warm = [BatchTask("warm", "warm-up task")]
             anyio.run(lambda: run_batch(warm, root / "warm.jsonl", batch_settings, concurrency=1))
+            spaces = [
+                None if shared else workspace(root, iterations, f"m{n}") for n in range(2 * concurrency)
+            ]
+            todo = [BatchTask(f"m{n}", f"memory task {n}", space) for n, space in enumerate(spaces)]
             gc.collect()
             before = _rss_mb()
-            todo = [BatchTask(f"m{n}", f"memory task {n}") for n in range(2 * concurrency)]
             sampler = _Sampler()
             sampler.start()
             report = anyio.run(
@@ -266,11 +276,13 @@ def _rss_mb() -> float:
         return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
 
 
-def memory(levels: list[int], iterations: int, hold_ms: int, policy: str) -> list[dict[str, float]]:
+def memory(
+    levels: list[int], iterations: int, hold_ms: int, policy: str, shared: bool = False
+) -> list[dict[str, float]]:
     out = []
     for level in levels:
         command = [sys.executable, __file__, "--probe", str(level), "--iterations", str(iterations)]
-        command += ["--hold-ms", str(hold_ms), "--policy", policy]
+        command += ["--hold-ms", str(hold_ms), "--policy", policy] + (["--shared-files"] if shared else [])
         done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=1800)
         row = json.loads(done.stdout.strip().splitlines()[-1])
         row["mb_per_agent"] = (row["rss_max_mb"] - row["rss_before_mb"]) / level
@@ -292,12 +304,21 @@ def main() -> None:
     parser.add_argument("--memory", default="50,200", help="concurrencies to measure memory at ('' skips)")
     parser.add_argument("--hold-ms", type=int, default=300)
     parser.add_argument("--probe", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--shared-files",
+        action="store_true",
+        help="memory: all tasks read one set of files",
+    )
     args = parser.parse_args()
     from tiered_agent._litellm import settle_heap_on_import
 
     settle_heap_on_import()  # as the CLI does: litellm's objects out of the garbage collector's way
     if args.probe:
-        print(json.dumps(memory_probe(args.probe, args.iterations, args.hold_ms, args.policy)))
+        print(
+            json.dumps(
+                memory_probe(args.probe, args.iterations, args.hold_ms, args.policy, args.shared_files)
+            )
+        )
         return
     from tiered_agent._logging import configure_logging
 
@@ -326,7 +347,7 @@ def main() -> None:
     levels = [int(x) for x in args.memory.split(",") if x.strip()]
     if levels:
         print(f"memory (server holds each answer {args.hold_ms} ms; 2 x concurrency tasks; RSS):")
-        for row in memory(levels, args.iterations, args.hold_ms, args.policy):
+        for row in memory(levels, args.iterations, args.hold_ms, args.policy, args.shared_files):
             print(
                 f"  concurrency {row['concurrency']:>4}: {row['rss_before_mb']:.1f} MB warm, at most "
                 f"{row['rss_max_mb']:.1f} MB while running: {row['mb_per_agent']:.3f} MB per concurrent agent"
