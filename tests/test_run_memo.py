@@ -77,7 +77,8 @@ def _history(last: int) -> list[Message]:
     messages = [Message(role="user", content="Fix the bug in src/app.py", iteration=0)]
     for k in range(1, last + 1):
         call = ToolCall(id=f"c{k}", name="bash", arguments=f'{{"command": "cat src/mod_{k}.py"}}')
-        messages.append(Message(role="assistant", content=f"reading mod_{k}", tool_calls=(call,), iteration=k))
+        asked = Message(role="assistant", content=f"reading mod_{k}", tool_calls=(call,), iteration=k)
+        messages.append(asked)
         body = "\n".join(f"def handler_{k}_{j}(value_{j}): return value_{j}" for j in range(40))
         messages.append(Message(role="tool", content=body, tool_call_id=f"c{k}", name="bash", iteration=k))
     return messages
