@@ -6,13 +6,16 @@ context package keeps a process-wide memo."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from tiered_agent import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
+from tiered_agent._tools import ToolOutcome
 from tiered_agent.context import _memo
+from tiered_agent.context._dispatch import ToolKind
 from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._memo import MemoTables, run_memo, scope
 from tiered_agent.context._step import RunMemos
@@ -103,6 +106,22 @@ async def test_the_manager_works_in_its_own_run_scope_and_policies_of_one_run_sh
     assert not any(first.memo_tables[key] is alone.memo_tables[key] for key in first.memo_tables)
     text = history[4].text
     assert refs(text) == refs.__wrapped__(text)  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("policy", ["full", "tiered"])  # no step at the dispatch; dedup serving
+async def test_the_tools_a_dispatch_runs_are_outside_the_run_scope(policy: str) -> None:
+    manager = ContextManager(policy, counter=COUNTER, clock=None)
+    seen: list[object] = []
+
+    async def execute(indexes: Sequence[int]) -> list[ToolOutcome]:
+        seen.append(_memo._CURRENT.get())
+        return [ToolOutcome("ok") for _ in indexes]
+
+    call = ToolCall(id="c1", name="bash", arguments='{"command": "ls"}')
+    results = await manager.dispatch([call], lambda _: ToolKind(read_only=True), execute, iteration=1)
+    assert [r.outcome.content for r in results] == ["ok"] and seen == [None]
+    assert _memo._CURRENT.get() is None
 
 
 def _memo_decorators(path: Path) -> list[str]:

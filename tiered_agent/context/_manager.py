@@ -40,7 +40,7 @@ from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool, ToolOutcome
 from .._trace import ContextRecord, Event, RetrievalEvent, StepError, StepRecord, StepState, SummaryEvent
 from ._dispatch import Batch, Dispatched, Execute, ObserveOnly, ToolKind, dispatch, executed_results
-from ._memo import MemoTables, in_run, in_run_async, scope
+from ._memo import MemoTables, in_run, in_run_async, outside_runs, scope
 from ._names import RETRIEVE_TOOL_NAME
 from ._policy import Policy
 from ._presets import as_policy
@@ -219,7 +219,9 @@ class ContextManager:
         *,
         iteration: int,
     ) -> tuple[Dispatched, ...]:
-        """Serve one reply's tool calls through the runtimes (:func:`~._dispatch.dispatch`)."""
+        """Serve one reply's tool calls through the runtimes (:func:`~._dispatch.dispatch`); the
+        calls run outside the run's memo scope."""
+        execute = outside_runs(execute)
         servers, observers = self._dispatchers
         if not servers and not observers:  # no step takes part (most policies): the calls just run
             return await executed_results(tuple(calls), list(range(len(calls))), execute)

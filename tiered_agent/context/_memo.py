@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-__all__ = ["MemoTables", "in_run", "in_run_async", "run_memo", "scope"]
+__all__ = ["MemoTables", "in_run", "in_run_async", "outside_runs", "run_memo", "scope"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -111,3 +111,17 @@ def in_run_async(
 
     functools.update_wrapper(scoped, method)
     return scoped
+
+
+def outside_runs(function: Callable[_P, Awaitable[_R]]) -> Callable[_P, Awaitable[_R]]:
+    """``function`` awaited outside any run's scope: the tools a dispatch runs (a task they start,
+    say a connection kept for later runs, must not hold this run's memos)."""
+
+    async def unscoped(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        token = _CURRENT.set(None)
+        try:
+            return await function(*args, **kwargs)
+        finally:
+            _CURRENT.reset(token)
+
+    return unscoped
