@@ -13,7 +13,6 @@ reports it).
 
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -184,9 +183,9 @@ def _metadata(info: dict[str, Any], instance_id: str, folder: Path) -> dict[str,
     return meta
 
 
-@functools.lru_cache(maxsize=16)
 def _resolved(folder: Path) -> dict[str, bool]:
-    """``instance_id -> resolved`` from a ``_results_summary.json`` next to the trajectories, if any."""
+    """``instance_id -> resolved`` from a ``_results_summary.json`` next to the trajectories, if any
+    (read for each trajectory: a fraction of a millisecond, and never stale)."""
     path = folder / _SUMMARY_FILE
     if not path.is_file():
         return {}
