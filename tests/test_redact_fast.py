@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from tiered_agent import _trace
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._scrub import CleanTexts, sub_around, sub_at
-from tiered_agent._trace import REDACTED, redact, register_secret
+from tiered_agent._trace import REDACTED, redact, register_secret, remembering_clean_texts
 
 ENV_SECRET = "envsecretvalue-0123456789"
 REGISTERED = "registered-key-abcdef"
@@ -96,7 +97,9 @@ CASES = [
 def test_the_same_as_before_on_the_corpus(index: int) -> None:
     text = CASES[index]
     assert redact(text) == reference(text)
-    assert redact(text) == reference(text)  # again: a clean text remembered, or scanned anew
+    with remembering_clean_texts():
+        assert redact(text) == reference(text)
+        assert redact(text) == reference(text)  # again: a clean text remembered, or scanned anew
 
 
 def test_secrets_inside_a_large_output_are_redacted() -> None:
@@ -119,7 +122,15 @@ def test_structures_and_messages_match_the_reference() -> None:
     assert redact(value) == reference(value)
 
 
-def test_a_remembered_clean_text_is_scanned_again_for_a_new_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def run_scope() -> Iterator[CleanTexts]:
+    with remembering_clean_texts() as clean:
+        yield clean
+
+
+def test_a_remembered_clean_text_is_scanned_again_for_a_new_secret(
+    monkeypatch: pytest.MonkeyPatch, run_scope: CleanTexts
+) -> None:
     text = "x" * 5_000 + " later-secret-value " + "y" * 5_000
     assert redact(text) is text  # clean, remembered
     monkeypatch.setenv("OTHER_TOKEN", "later-secret-value")
@@ -183,6 +194,18 @@ def test_the_fast_substitutions_equal_re_sub(pieces: list[str]) -> None:
         userinfo, "://", r"\1<X>@", text, lead=_trace._SCHEME_CHAR, follow=_trace._USERINFO_REST
     )
     assert fast == userinfo.sub(r"\1<X>@", text)
+
+
+def test_clean_texts_are_remembered_by_the_run_at_work_only() -> None:
+    text = "z" * 5_000
+    redact(text)  # outside any run: nothing remembered anywhere
+    with remembering_clean_texts() as first:
+        assert redact(text) is text
+        secrets = _trace._secrets_of(_trace._secret_values())
+        assert first.known(text, secrets)
+        with remembering_clean_texts() as second:  # another run (a batch's neighbour): its own memory
+            assert not second.known(text, secrets)
+    assert _trace._CLEAN.get() is None
 
 
 def test_clean_texts_are_bounded_and_keyed_by_identity() -> None:

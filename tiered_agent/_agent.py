@@ -51,6 +51,7 @@ from ._trace import (
     ToolResult,
     TraceWriter,
     redact,
+    remembering_clean_texts,
 )
 from .context._dispatch import ToolKind
 from .context._manager import ContextManager, PreparedPrompt
@@ -149,7 +150,8 @@ class Agent:
         retries could not fix, or on cancellation (the trace still gets its end).
         """
         run = _Run(self, task)
-        with cache_affinity(run.run_id):  # the run's calls share one cache affinity (_affinity.py)
+        # the run's calls share one cache affinity (_affinity.py); its redactions one memory of clean texts
+        with cache_affinity(run.run_id), remembering_clean_texts():
             return await run.execute()
 
     async def resume(self, trace_path: Path | str, follow_up: str | None = None) -> RunResult:
@@ -177,7 +179,7 @@ class Agent:
         except BaseException:
             lock.release()
             raise
-        with cache_affinity(run.run_id):
+        with cache_affinity(run.run_id), remembering_clean_texts():
             return await run.execute()
 
 

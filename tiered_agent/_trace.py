@@ -16,6 +16,8 @@ import re
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -593,15 +595,31 @@ def redact(value: Any) -> Any:
     every :func:`register_secret`-ed API key, ``sk-...`` and ``Bearer ...`` shapes, and keys in URLs
     (``?api-key=``, ``&token=``, ``user:password@``). Messages keep their type.
 
-    A long text this function returned is remembered (by identity) as clean, so redacting it again
-    under the same secrets (the trace writing a message the history already holds) costs nothing.
+    Within a run (:func:`remembering_clean_texts`) a long text this function returned is remembered
+    (by identity) as clean, so redacting it again under the same secrets (the trace writing a message
+    the history already holds) costs nothing.
     """
     return _redact(value, _secrets_of(_secret_values()))
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})
 _CLEAN_MIN_CHARS = 1024  # shorter texts are redacted again rather than remembered
-_clean = CleanTexts()
+# The clean texts of the run at work (:func:`remembering_clean_texts`); None: nothing is remembered
+_CLEAN: ContextVar[CleanTexts | None] = ContextVar("tiered_agent_clean_texts", default=None)
+
+
+@contextmanager
+def remembering_clean_texts() -> Iterator[CleanTexts]:
+    """The scope of one run (entered by :meth:`~._agent.Agent.run` and ``resume``): inside it, a long
+    text :func:`redact` returned is remembered, by identity, as clean, so the trace writing a message
+    the history already holds does not scan it again. The memory is the run's: it ends with the
+    scope, and the run's concurrent neighbours (a batch) each have their own."""
+    clean = CleanTexts()
+    token = _CLEAN.set(clean)
+    try:
+        yield clean
+    finally:
+        _CLEAN.reset(token)
 
 
 def _redact(value: Any, secrets: _Secrets) -> Any:
@@ -622,12 +640,13 @@ def _redact(value: Any, secrets: _Secrets) -> Any:
 
 
 def _redact_text(text: str, secrets: _Secrets) -> str:
-    if len(text) < _CLEAN_MIN_CHARS:
+    clean = _CLEAN.get()
+    if clean is None or len(text) < _CLEAN_MIN_CHARS:
         return _scrub_text(text, secrets)
-    if _clean.known(text, secrets):
+    if clean.known(text, secrets):
         return text
     text = _scrub_text(text, secrets)
-    _clean.add(text, secrets)
+    clean.add(text, secrets)
     return text
 
 
