@@ -113,7 +113,7 @@ def shorten_reasoning(text: str, mode: ReasoningMode, seen: set[str]) -> str:
         kept = [_clip(sentences[0], _FIRST_CHARS)]
     else:
         sentences = split_sentences(text)
-        kept = [_clip(sentences[0], _FIRST_CHARS), *(s for s in sentences[1:] if refs(s) - seen)]
+        kept = [_clip(sentences[0], _FIRST_CHARS), *(s for s in sentences[1:] if not refs(s) <= seen)]
     if kept == sentences:  # nothing dropped or clipped
         seen |= refs(text)
         return text
@@ -143,7 +143,7 @@ def _cut_text(value: str, limit: int, wanted: frozenset[str], line_chars: int, m
         end = 0
         for line in value.splitlines(keepends=True):
             start, end = end, end + len(line)
-            if start < len(head) or not refs(line) & wanted:
+            if start < len(head) or refs(line).isdisjoint(wanted):
                 continue
             text = line.rstrip("\r\n")
             kept.append((start, end, text if len(text) <= line_chars else text[:line_chars] + " [...]"))
