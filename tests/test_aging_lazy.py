@@ -2,16 +2,20 @@
 
 Each test compares a shortcut with the rule as first written (kept here as the reference): the
 lazy sentence split (the first sentence reads only the first pieces of a text) against splitting
-the whole text.
+the whole text; a note's output lines' references taken from the original lines against the lines
+as cut.
 """
 
 from __future__ import annotations
 
 import re
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tiered_agent._messages import Message
+from tiered_agent.context.aging._condense import _named, _output_lines, _output_refs
 from tiered_agent.context.aging._reasoning import (
     MORE,
     first_sentence,
@@ -125,3 +129,49 @@ def test_first_mode_reads_only_the_first_pieces() -> None:
     assert first_sentence(text) == "THOUGHT: 1. I will check parse_args."
     assert shorten_reasoning(text, "first", set()) == f"THOUGHT: 1. I will check parse_args. {MORE}"
     assert shorten_reasoning("One sentence only.", "first", set()) == "One sentence only."
+
+
+# Output lines with indentation, runs of spaces and tabs, Unicode whitespace, references, lines just
+# under and over the note's 160-character cut (where a reference may be cut through), JSON.
+_LINE_PIECES = st.sampled_from(
+    [
+        "    ",
+        "\t",
+        "  ",
+        "\u00a0",
+        "\u2003",
+        "src/app.py",
+        "parse_args",
+        "x",
+        "word",
+        "v1.2",
+        "...",
+        "-",
+        "a_b-c",
+    ]
+)
+
+
+@st.composite
+def _outputs(draw: st.DrawFn) -> str:
+    lines = []
+    for _ in range(draw(st.integers(0, 6))):
+        pieces = draw(st.lists(_LINE_PIECES, max_size=12))
+        pad = draw(st.sampled_from([0, 150, 155, 158, 161, 170]))
+        lines.append("".join(pieces) + (" " * 3 + "ab_c" * 60)[:pad] * draw(st.booleans()))
+    if draw(st.booleans()):
+        return orjson.dumps({"output": "\n".join(lines), "path": "a/b.py" * 40}).decode()
+    return "\n".join(lines)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_outputs(), min_size=1, max_size=3))
+def test_output_references_from_the_originals_equal_the_cut_lines(outputs: list[str]) -> None:
+    messages = (
+        Message(role="assistant", content="I will look.", iteration=1),
+        *(
+            Message(role="tool", content=text, tool_call_id=f"c{i}", iteration=1)
+            for i, text in enumerate(outputs)
+        ),
+    )
+    assert _output_refs.__wrapped__(messages) == _named(_output_lines(messages))
