@@ -152,8 +152,14 @@ class Lines:
     where: Mapping[str, Sequence[int]]
 
 
-def _named(lines: Sequence[str]) -> Lines:
-    named = tuple((index, line, found) for index, line in enumerate(lines) if (found := refs(line)))
+def _named(lines: Sequence[str], sources: Sequence[str] | None = None) -> Lines:
+    """``sources[i]``: a text with the references of ``lines[i]`` (default: the line itself)."""
+    texts = lines if sources is None else sources
+    named = tuple(
+        (index, line, found)
+        for index, (line, text) in enumerate(zip(lines, texts, strict=True))
+        if (found := refs(text))
+    )
     where: dict[str, list[int]] = {}
     for position, (_, _, found) in enumerate(named):
         for name in found:
@@ -320,8 +326,18 @@ class Reading:
 @run_memo(4096)
 def _output_refs(messages: tuple[Message, ...]) -> Lines:
     """The iteration's output lines (as cut) naming references, with them: all a note's extra lines
-    can be."""
-    return _named(_output_lines(messages))
+    can be.
+
+    A line's references are its original's when the original is at most :data:`_REFERRED_CHARS`
+    long: no reference holds whitespace, so collapsing it changes none, and such a line is not cut
+    (the original's are often known already: the aged forms read the same lines)."""
+    originals = [
+        line for message in messages if message.role != "assistant" for line in output_lines(message.text)
+    ]
+    lines = _output_lines(messages)
+    return _named(
+        lines, [o if len(o) <= _REFERRED_CHARS else line for o, line in zip(originals, lines, strict=True)]
+    )
 
 
 @run_memo(8192)

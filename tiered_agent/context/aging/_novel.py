@@ -59,7 +59,7 @@ def novel_lines(
         if len(keep) >= max_lines:
             break
         key = line if keys is None else keys[index]
-        if index < head or refs(key) - seen:
+        if index < head or not refs(key) <= seen:  # a reference not in seen (no set built)
             keep.append(index)
             seen |= refs(_cut(key, line_chars))
     out: list[str] = []

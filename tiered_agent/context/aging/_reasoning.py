@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from itertools import islice
 from typing import Any, Literal
 
 import orjson
@@ -37,18 +39,55 @@ def split_sentences(text: str) -> list[str]:
     A leading label alone on its line (``THOUGHT:``) joins the sentence after it, and so does a
     list marker (``1.``).
     """
-    pieces: list[str] = []
-    for raw in _SENTENCE_END.split(text):
-        piece = raw.strip()
-        if not piece:
-            continue
-        if pieces and _MARKER.match(pieces[-1]):  # "1." of a numbered list starts the next sentence
-            pieces[-1] = f"{pieces[-1]} {piece}"
+    return list(_sentences(text))
+
+
+def _sentences(text: str) -> Iterator[str]:
+    """:func:`split_sentences` lazily: the first sentence reads only the first few pieces of
+    ``text`` (a label joins only the first two sentences; a marker only the piece after it)."""
+    merged = _merged(_pieces(text))
+    first = next(merged, None)
+    if first is None:
+        return
+    second = next(merged, None)
+    if second is None:
+        yield first
+        return
+    if _LABEL.match(first):
+        yield f"{first} {second}"
+    else:
+        yield first
+        yield second
+    yield from merged
+
+
+def _pieces(text: str) -> Iterator[str]:
+    """The pieces of ``text`` between sentence ends, stripped, empty ones dropped (``re.split``
+    piece by piece: the pattern never matches an empty string)."""
+    start = 0
+    for end in _SENTENCE_END.finditer(text):
+        piece = text[start : end.start()].strip()
+        if piece:
+            yield piece
+        start = end.end()
+    piece = text[start:].strip()
+    if piece:
+        yield piece
+
+
+def _merged(pieces: Iterator[str]) -> Iterator[str]:
+    """The pieces with each list marker (``1.``) joined to the piece after it."""
+    pending: str | None = None
+    for piece in pieces:
+        if pending is None:
+            pending = piece
+        elif _MARKER.match(pending):
+            pending = f"{pending} {piece}"
         else:
-            pieces.append(piece)
-    if len(pieces) > 1 and _LABEL.match(pieces[0]):
-        pieces[:2] = [f"{pieces[0]} {pieces[1]}"]
-    return pieces
+            yield pending
+            pending = piece
+    if pending is not None:
+        yield pending
 
 
 def _clip(text: str, limit: int) -> str:
@@ -60,8 +99,8 @@ def _clip(text: str, limit: int) -> str:
 
 def first_sentence(text: str, limit: int = _FIRST_CHARS) -> str:
     """The first sentence (or line) of ``text``, at most ``limit`` characters."""
-    sentences = split_sentences(text)
-    return _clip(sentences[0], limit) if sentences else ""
+    sentence = next(_sentences(text), None)
+    return _clip(sentence, limit) if sentence is not None else ""
 
 
 def shorten_reasoning(text: str, mode: ReasoningMode, seen: set[str]) -> str:
@@ -69,10 +108,12 @@ def shorten_reasoning(text: str, mode: ReasoningMode, seen: set[str]) -> str:
     if mode == "keep" or not text.strip():
         seen |= refs(text)
         return text
-    sentences = split_sentences(text)
-    kept = [_clip(sentences[0], _FIRST_CHARS)]
-    if mode == "novel":
-        kept += [s for s in sentences[1:] if refs(s) - seen]
+    if mode == "first":  # only the first sentence, and whether another follows, are read
+        sentences = list(islice(_sentences(text), 2))
+        kept = [_clip(sentences[0], _FIRST_CHARS)]
+    else:
+        sentences = split_sentences(text)
+        kept = [_clip(sentences[0], _FIRST_CHARS), *(s for s in sentences[1:] if not refs(s) <= seen)]
     if kept == sentences:  # nothing dropped or clipped
         seen |= refs(text)
         return text
@@ -102,7 +143,7 @@ def _cut_text(value: str, limit: int, wanted: frozenset[str], line_chars: int, m
         end = 0
         for line in value.splitlines(keepends=True):
             start, end = end, end + len(line)
-            if start < len(head) or not refs(line) & wanted:
+            if start < len(head) or refs(line).isdisjoint(wanted):
                 continue
             text = line.rstrip("\r\n")
             kept.append((start, end, text if len(text) <= line_chars else text[:line_chars] + " [...]"))
