@@ -5,6 +5,7 @@ and the working memory's fold reusing the file notes it did not touch."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from tiered_agent._tokens import TokenCounter
 from tiered_agent.context._manager import ContextManager
 from tiered_agent.context.summary._state import Summaries, SummarySettings
 from tiered_agent.context.summary._summarizer import DigestSummarizer
+from tiered_agent.context.summary.memory._fold import Memory, _Builder, _File, fold
 
 
 class _CountingCounter(TokenCounter):
@@ -82,3 +84,62 @@ async def test_an_inline_digest_does_not_prime_and_a_background_one_does() -> No
     assert primed == [2]
     async with Summaries(SummarySettings(worker=False), summarizer=Recording()) as idle:
         assert not idle.primes  # no step summarizes: no worker, nothing to prime
+
+
+# --------------------------------------------------------------------------- the fold's file notes
+TRACES = Path(__file__).resolve().parents[1] / "traces"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def _thawing_fold(memory: Memory | None, messages: Sequence[Message], first: int, last: int) -> Memory:
+    """:func:`fold` as it was: every file note of ``memory`` thawed and frozen again."""
+    base = memory if memory is not None else Memory(first, last)
+    builder = _Builder(base)
+    builder.files = {
+        path: note if isinstance(note, _File) else _File.thaw(note) for path, note in builder.files.items()
+    }
+    for message in messages:
+        it = message.iteration
+        if first <= it <= last or (it == 0 and not builder.task and message.role == "user"):
+            builder.add(message)
+    return builder.freeze(min(base.first, first), last)
+
+
+def _rolling_folds_agree(messages: Sequence[Message], every: int) -> int:
+    """Fold ``messages`` in ranges of ``every`` iterations both ways; the number of file notes
+    the new fold carried over without thawing them."""
+    last = max((m.iteration for m in messages), default=0)
+    memory: Memory | None = None
+    reference: Memory | None = None
+    reused = 0
+    for through in range(every, last + 1, every):
+        first = memory.last + 1 if memory is not None else 1
+        previous = memory
+        memory = fold(memory, messages, first, through)
+        reference = _thawing_fold(reference, messages, first, through)
+        assert memory == reference
+        if previous is not None:
+            before = {id(note) for note in previous.files}
+            reused += sum(id(note) in before for note in memory.files)
+    return reused
+
+
+def test_the_fold_reuses_the_file_notes_it_does_not_touch() -> None:
+    from tiered_agent.bench._importers import load_runs
+
+    reused = 0
+    for family in ("mini-swe-agent", "swe-agent", "openhands", "tau-bench"):
+        for run in load_runs([TRACES / family]).runs:
+            for every in (1, 3, 10):
+                reused += _rolling_folds_agree(run.messages, every)
+    assert reused > 0  # some notes were carried over as they were
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SHARED / "trajectories").is_dir(), reason="the shared runs are absent")
+def test_the_fold_reuses_file_notes_on_the_shared_runs() -> None:
+    from tiered_agent.bench._importers import load_runs
+
+    runs = load_runs([SHARED / "trajectories" / "mini-swe-agent_gemini-3-pro"]).runs[:8]
+    assert runs
+    assert sum(_rolling_folds_agree(run.messages, 5) for run in runs) > 0
