@@ -9,10 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
+from tiered_agent._trace import Cut
 from tiered_agent.context._manager import ContextManager
+from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.context.summary._state import Summaries, SummarySettings
 from tiered_agent.context.summary._summarizer import DigestSummarizer
 from tiered_agent.context.summary.memory._fold import Memory, _Builder, _File, fold
@@ -143,3 +147,37 @@ def test_the_fold_reuses_file_notes_on_the_shared_runs() -> None:
     runs = load_runs([SHARED / "trajectories" / "mini-swe-agent_gemini-3-pro"]).runs[:8]
     assert runs
     assert sum(_rolling_folds_agree(run.messages, 5) for run in runs) > 0
+
+
+# --------------------------------------------------------------------------- a draft's effects
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from(["", "truncate", "clear", "mask"]), min_size=1, max_size=14),
+    st.booleans(),
+)
+def test_effects_that_reuse_the_built_cuts_equal_the_effects_found_afresh(
+    owners: list[str], drop: bool
+) -> None:
+    """Cuts made by one step or by several, with placeholders over some of them: the record's
+    effects (which reuse the prompt's cuts when one step made them all) are the plain grouping's."""
+    history = [Message("user", "task")]
+    for k, _ in enumerate(owners, start=1):
+        history += _iteration(k)
+    context = BuildContext.of(history, None, TokenCounter("o200k_base"), retrieval=True)
+    draft = Draft(tuple(history), tuple(history))
+    for position, owner in enumerate(owners):
+        index = 2 + 2 * position  # the k-th output
+        original = history[index]
+        shown = Message(
+            "tool", "cut", tool_call_id=original.tool_call_id, name="bash", iteration=position + 1
+        )
+        if owner == "mask":
+            draft = draft.hide({index: (shown, 7)}, "mask")
+        elif owner:
+            cut = Cut(original.tool_call_id or "", position + 1, "bash", len(original.text), 3)
+            draft = draft.cut({index: shown}, {index: cut}, owner)
+    if drop:
+        draft = draft.drop([1], "window")
+    built = draft.built(context)
+    assert dict(built.effects) == draft.effects()
+    assert built.cut == tuple((history[i], draft.messages[i]) for i in sorted(draft.cuts))
