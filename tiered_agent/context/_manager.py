@@ -179,6 +179,8 @@ class ContextManager:
         self._retrieval_shown = policy.retrieval_schema == "always"
         # The schemas offered last, and the same without context_retrieve's (filtered once per change)
         self._offered: tuple[tuple[Mapping[str, Any], ...], tuple[Mapping[str, Any], ...]] = ((), ())
+        # The last two schema lists counted (sent, unmanaged), with their tokens
+        self._tool_counts: tuple[tuple[tuple[Mapping[str, Any], ...], int], ...] = ()
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> ContextManager:
@@ -400,13 +402,23 @@ class ContextManager:
         if not self._retrieval_shown and built.shows_retrieval:
             self._retrieval_shown = True
         tools = self._sent_tools(turn.offered)
-        count_tools = self.counter.count_tools
-        local = PROMPT_OVERHEAD + self._prompts.messages_tokens(built.messages) + count_tools(tools)
+        local = PROMPT_OVERHEAD + self._prompts.messages_tokens(built.messages) + self._tools_tokens(tools)
         # The counterfactual is the unmanaged prompt: full history, no context_retrieve schema.
         unmanaged = self._without_retrieve(turn.offered)
-        full = PROMPT_OVERHEAD + tally.tokens + count_tools(unmanaged)
+        full = PROMPT_OVERHEAD + tally.tokens + self._tools_tokens(unmanaged)
         estimate = self.calibration.estimate(local)
         return PreparedPrompt(built, local, full, estimate, tools, self._record(built, compacted))
+
+    def _tools_tokens(self, tools: tuple[Mapping[str, Any], ...]) -> int:
+        """``counter.count_tools(tools)``, counted again only when the schemas are other objects than
+        the last two lists counted (every prompt sends the same ones; a caller's schemas are not
+        changed in place)."""
+        for known, tokens in self._tool_counts:
+            if known is tools or (len(known) == len(tools) and all(map(operator.is_, known, tools))):
+                return tokens
+        tokens = self.counter.count_tools(tools)
+        self._tool_counts = ((tools, tokens), *self._tool_counts[:1])
+        return tokens
 
     def _record(self, built: BuiltPrompt, compacted: bool) -> ContextRecord:
         """The typed record of the prompt just built: what each step did to it (its effects on the

@@ -264,8 +264,9 @@ class Draft:
         out = self.covered | self.dropped
         summary = context.summary
         order = sorted(self.cuts)
+        truncations = tuple(map(self.cuts.__getitem__, order))
         stats = ContextStats(
-            truncations=tuple(map(self.cuts.__getitem__, order)),
+            truncations=truncations,
             masked_outputs=len(self.hidden),
             masked_chars=sum(self.hidden.values()),
             windowed_out=tuple(filter(out.__contains__, iterations)) if out else (),
@@ -279,7 +280,7 @@ class Draft:
             pointed_chars=sum(self.pointers.values()),
         )
         cut = self._pairs(order)
-        effects = _Effects(self) if self.owners or self.dropped else _NO_EFFECTS
+        effects = _Effects(self, (truncations, cut)) if self.owners or self.dropped else _NO_EFFECTS
         return BuiltPrompt(self.messages, stats, cut, names_retrieval=self.names_retrieval, effects=effects)
 
     def _untouched(self, summary: Summary | None, iterations: tuple[int, ...]) -> BuiltPrompt:
@@ -294,8 +295,13 @@ class Draft:
         originals, messages = self.originals.__getitem__, self.messages.__getitem__
         return tuple(zip(map(originals, positions), map(messages, positions), strict=True))
 
-    def effects(self) -> dict[str, StepEffects]:
-        """What each step did to the prompt as sent, by step kind (positions in prompt order)."""
+    def effects(
+        self, all_cuts: tuple[tuple[Cut, ...], tuple[tuple[Message, Message], ...]] | None = None
+    ) -> dict[str, StepEffects]:
+        """What each step did to the prompt as sent, by step kind (positions in prompt order).
+
+        ``all_cuts``: every cut of the draft and its (original, as shown) pair, in prompt order, when
+        :meth:`built` found them already (a step that made all the cuts reuses them)."""
         owners = self.owners
         hidden = _by_owner(self.hidden, owners)
         cuts = _by_owner(self.cuts, owners)
@@ -304,11 +310,15 @@ class Draft:
         out: dict[str, StepEffects] = {}
         for kind in dict.fromkeys([*hidden, *cuts, *pointers, *dropped]):
             hid, cut, pointed = hidden.get(kind, []), cuts.get(kind, []), pointers.get(kind, [])
+            if all_cuts is not None and len(cut) == len(self.cuts):  # this step made every cut
+                shown_cuts, pairs = all_cuts
+            else:
+                shown_cuts, pairs = tuple(map(self.cuts.__getitem__, cut)), self._pairs(cut)
             out[kind] = StepEffects(
                 hidden=len(hid),
                 hidden_chars=_total(self.hidden, hid),
-                cuts=tuple(map(self.cuts.__getitem__, cut)),
-                cut=self._pairs(cut),
+                cuts=shown_cuts,
+                cut=pairs,
                 pointers=len(pointed),
                 pointer_chars=_total(self.pointers, pointed),
                 dropped=tuple(sorted(dropped.get(kind, ()))),
@@ -335,15 +345,18 @@ class _Effects(Mapping[str, StepEffects]):
     """A draft's per-step effects, grouped when first read (the trace's record reads them once per
     prompt; a build that is not recorded never pays for them)."""
 
-    __slots__ = ("_computed", "_draft")
+    __slots__ = ("_all_cuts", "_computed", "_draft")
 
-    def __init__(self, draft: Draft) -> None:
+    def __init__(
+        self, draft: Draft, all_cuts: tuple[tuple[Cut, ...], tuple[tuple[Message, Message], ...]]
+    ) -> None:
         self._draft = draft
+        self._all_cuts = all_cuts  # every cut and its pair, in prompt order (see Draft.effects)
         self._computed: dict[str, StepEffects] | None = None
 
     def _all(self) -> dict[str, StepEffects]:
         if self._computed is None:
-            self._computed = self._draft.effects()
+            self._computed = self._draft.effects(self._all_cuts)
         return self._computed
 
     def __getitem__(self, kind: str) -> StepEffects:

@@ -164,10 +164,22 @@ class Summaries:
         if self._smart is not None and not self._background:
             await self._smart.run_pending()
 
+    @property
+    def primes(self) -> bool:
+        """Whether :meth:`prime` does anything: a digest writes the summaries in the background.
+
+        Priming only moves the digest's parsing earlier, to spread it over the iterations while
+        the agent waits on its model; inline (the replay, a session) a summary is written on the
+        spot anyway, and priming would only parse the iterations no summary ever covers (the
+        last ones of every run)."""
+        smart = self._smart
+        return smart is not None and self._background and isinstance(smart.summarizer, DigestSummarizer)
+
     def prime(self, messages: Sequence[Message]) -> None:
-        """Let a digest parse one iteration's messages as they arrive (spreads the parsing)."""
-        if self._smart is not None and isinstance(self._smart.summarizer, DigestSummarizer):
-            self._smart.summarizer.prime(messages)
+        """Let a background digest parse one iteration's messages as they arrive (see :attr:`primes`)."""
+        smart = self._smart
+        if smart is not None and self._background and isinstance(smart.summarizer, DigestSummarizer):
+            smart.summarizer.prime(messages)
 
     def queue(
         self, history: Sequence[Message], first: int, through: int, *, at: int, prompt: SentPrompt | None

@@ -84,12 +84,13 @@ class SummarizeRuntime(StepRuntime):
         self.summaries = summaries
 
     async def act(self, turn: Turn) -> None:
-        """Land what inline mode queued, let the digest parse the newest iteration, then queue a
+        """Land what inline mode queued, let a background digest parse the newest iteration, then queue a
         rolling summary when one is due (with the agent's last prompt, for a summarizer that
         rides its cache)."""
         summaries = self.summaries
         await summaries.land()
-        summaries.prime(_newest(turn.history, turn.last))  # spread the parsing over the iterations
+        if summaries.primes:  # a background digest: spread its parsing over the iterations
+            summaries.prime(_newest(turn.history, turn.last))
         covered = summaries.covered_through
         schedule = turn.schedule
         if schedule is None:

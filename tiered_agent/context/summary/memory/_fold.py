@@ -184,7 +184,8 @@ class _Builder:
         self.task = memory.task
         self.constraints = memory.constraints
         self.requests = list(memory.requests)
-        self.files = {note.path: _File.thaw(note) for note in memory.files}
+        # A file's note is thawed when this fold first touches it: the others are frozen again as they were.
+        self.files: dict[str, _File | FileNote] = {note.path: note for note in memory.files}
         self.tests = list(memory.tests)
         self.errors = dict(memory.errors)
         self.commands = list(memory.commands)
@@ -330,10 +331,14 @@ class _Builder:
             self._file_of(seen.path, it).show(seen, it, searched=False)
 
     def _file_of(self, path: str, it: int) -> _File:
-        key = _canonical(path, self.files)
-        if key not in self.files:
-            self.files[key] = _File(key, it, it)
-        return self.files[key]
+        files = self.files
+        key = _canonical(path, files)
+        found = files.get(key)
+        if found is None:
+            found = files[key] = _File(key, it, it)
+        elif isinstance(found, FileNote):  # first touched in this fold
+            found = files[key] = _File.thaw(found)
+        return found
 
     # ------------------------------------------------------------------ result
     def freeze(self, first: int, last: int) -> Memory:
@@ -344,7 +349,7 @@ class _Builder:
             task=self.task,
             constraints=self.constraints,
             requests=tuple(self.requests[-_KEEP["requests"] :]),
-            files=tuple(f.freeze() for f in files[:_MAX_FILES]),
+            files=tuple(f.freeze() if isinstance(f, _File) else f for f in files[:_MAX_FILES]),
             tests=tuple(self.tests[-_KEEP["tests"] :]),
             errors=tuple(list(self.errors.items())[-_KEEP["errors"] :]),
             commands=tuple(self.commands[-_KEEP["commands"] :]),
@@ -377,7 +382,7 @@ def _result(label: str, out: OutputFacts) -> str:
     return f"{label} -> {status}: {detail}" if detail else f"{label} -> {status}"
 
 
-def _canonical(path: str, files: dict[str, _File]) -> str:
+def _canonical(path: str, files: Mapping[str, object]) -> str:
     """The key a path is filed under: ``./a.py`` is ``a.py``, and ``/repo/src/a.py`` is ``src/a.py``
     when that was seen first (and the other way round)."""
     path = path.strip().removeprefix("./").rstrip("/") or path
