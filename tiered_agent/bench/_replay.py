@@ -263,8 +263,9 @@ async def _observations(
     kind: Callable[[ToolCall], ToolKind],
     iteration: int,
     results: _Results | None = None,
-) -> list[Message]:
-    """Iteration ``iteration``'s messages as the live agent would have recorded them.
+) -> Sequence[Message]:
+    """Iteration ``iteration``'s messages as the live agent would have recorded them: ``group``
+    itself when the dispatch served every result as recorded.
 
     The recorded tool results go through the manager's dispatch, the agent's own, in
     message order; "executing" a call returns its recorded observation. A dedup hit
@@ -273,18 +274,19 @@ async def _observations(
     """
     found = _Results.of(group) if results is None else results
     if not found.positions:
-        return list(group)
+        return group
     outcomes = found.outcomes
 
     async def recorded(indexes: Sequence[int]) -> list[ToolOutcome]:
         return [outcomes[i] for i in indexes]
 
     dispatched = await manager.dispatch(found.calls, kind, recorded, iteration=iteration)
-    out = list(group)
+    out: list[Message] | None = None
     for position, result in zip(found.positions, dispatched, strict=True):
         if result.dedup_of is not None:
+            out = list(group) if out is None else out
             out[position] = dataclasses.replace(group[position], content=result.outcome.content)
-    return out
+    return group if out is None else out
 
 
 _INTERNAL = ToolKind(read_only=True, internal=True)
@@ -369,6 +371,14 @@ class _RunState:
     chains: CacheChains = field(default_factory=CacheChains)  # the caches of policies sending the same
     # Each iteration's recorded tool results as a dispatch serves them, by the identity of its group.
     results: dict[int, tuple[Sequence[Message], _Results]] = field(default_factory=dict)
+    group_tokens: dict[int, tuple[Sequence[Message], int]] = field(default_factory=dict)  # by group identity
+
+    def tokens_of(self, group: Sequence[Message]) -> int:
+        """The tokens of one of the run's or a segment's groups (the messages as recorded), once per run."""
+        entry = self.group_tokens.get(id(group))  # the entry keeps the group alive
+        if entry is None or entry[0] is not group:
+            entry = self.group_tokens[id(group)] = (group, sum(map(self.counter.count_message, group)))
+        return entry[1]
 
     def results_of(self, group: Sequence[Message]) -> _Results:
         """:meth:`_Results.of` ``group`` (one of the run's or a segment's groups), once per run."""
@@ -560,7 +570,11 @@ async def _replay_segment(
                 if summarizer is not None:  # a summary that failed: stop before reporting its savings
                     summarizer.check(policy.name)
             observed = await _observations(manager, group, kind, iteration, state.results_of(group))
-            tokens = _extend(history, observed, counter, tokens)
+            if observed is group:  # as recorded: its tokens are the same for every policy
+                history.extend(group)
+                tokens += state.tokens_of(group)
+            else:
+                tokens = _extend(history, observed, counter, tokens)
     return manager
 
 
