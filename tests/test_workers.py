@@ -18,7 +18,7 @@ from test_shard import _run
 from tiered_agent._logging import configure_logging
 from tiered_agent._workers import worker_log_level
 from tiered_agent.bench._pricing import plan_run
-from tiered_agent.bench._replay import ReplaySettings, replay_job, replay_unit, resolve_policies
+from tiered_agent.bench._replay import Planned, ReplaySettings, replay_job, replay_unit, resolve_policies
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +44,9 @@ def test_a_worker_another_scheduler_started_logs_like_the_driver(capfd: pytest.C
     with ProcessPoolExecutor(1, mp_context=context) as pool:
         bare = pool.submit(replay_job, run, policies, ReplaySettings(), plan).result()
         noisy = capfd.readouterr()
-        ours = pool.submit(replay_unit, logging.WARNING, policies, ReplaySettings(), run, plan).result()
+        ours = pool.submit(
+            replay_unit, logging.WARNING, policies, ReplaySettings(), run, Planned(plan)
+        ).result()
         quiet = capfd.readouterr()
     assert "summary_landed" in noisy.out + noisy.err  # the premise: an unconfigured worker floods
     assert "summary_landed" not in quiet.out + quiet.err

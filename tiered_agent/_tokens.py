@@ -7,6 +7,7 @@ cl100k_base, so we point tiktoken at that folder *without importing litellm*
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import operator
 import os
@@ -34,9 +35,11 @@ __all__ = [
     "MESSAGE_OVERHEAD",
     "PROMPT_OVERHEAD",
     "Calibration",
+    "EncodedTexts",
     "PieceEncoder",
     "TokenCounter",
     "encoding_for_model",
+    "texts_digest",
 ]
 
 ENCODINGS = ("o200k_base", "cl100k_base")
@@ -95,6 +98,27 @@ def _encoding(name: str) -> tiktoken.Encoding:
 _CUTS = re.compile(r"\n(?=[^\S\r\n]+\S|[^\s/])")
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedTexts:
+    """The token ids of a sequence of texts, piece by piece (:class:`PieceEncoder`'s cut), for another
+    counter of the same encoding to take instead of encoding those texts again
+    (:meth:`PieceEncoder.adopt`): the texts themselves are not held, the receiver has them."""
+
+    encoding: str
+    digest: bytes  # of the texts (:func:`texts_digest`): ids are taken only for the same texts
+    ids: bytes  # every piece's ids in order (``array("I")`` bytes)
+    sizes: bytes  # ids per piece, in order (``array("I")`` bytes); a text's pieces are consecutive
+
+
+def texts_digest(texts: Sequence[str]) -> bytes:
+    """A digest of a sequence of texts (each one's length, then the texts), to tell the same ones."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(array("Q", map(len, texts)).tobytes())
+    for text in texts:
+        digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.digest()
+
+
 class PieceEncoder:
     """Token ids of texts, exactly as the tokenizer gives them, with the ids of each line-aligned
     piece (cut at :data:`_CUTS`) memoized: a text made of lines an earlier text had (a truncation, an
@@ -131,8 +155,79 @@ class PieceEncoder:
             out.extend(self._add(last) if ids is None else ids)
         return out
 
+    def _split(self, text: str) -> list[str] | None:
+        """The pieces of ``text`` whose ids are memoized (each part with the line feed it was cut at),
+        or None for a text encoded whole (:meth:`ids`'s rule)."""
+        if len(text) < self._min_chars or "\n" not in text:
+            return None
+        parts = _CUTS.split(text)
+        if len(parts) == 1:
+            return None
+        last = parts.pop()
+        pieces = list(map(operator.add, parts, repeat("\n")))
+        if last:
+            pieces.append(last)
+        return pieces
+
+    def export(self, texts: Sequence[str]) -> tuple[EncodedTexts, list[array[int]]]:
+        """The ids of ``texts`` piece by piece (for :meth:`adopt`), and each text's ids (as :meth:`ids`)."""
+        out, sizes, whole = array("I"), array("I"), []
+        get = self._pieces.get
+        for text in texts:
+            pieces = self._split(text)
+            if pieces is None:
+                found = array("I", self._encode(text)) if text else array("I")
+                sizes.append(len(found))
+                out.extend(found)
+                whole.append(found)
+                continue
+            ids = array("I")
+            for piece in pieces:
+                known = get(piece)
+                piece_ids = self._add(piece) if known is None else known
+                sizes.append(len(piece_ids))
+                ids.extend(piece_ids)
+            out.extend(ids)
+            whole.append(ids)
+        encoded = EncodedTexts(self._encoding, texts_digest(texts), out.tobytes(), sizes.tobytes())
+        return encoded, whole
+
+    def adopt(self, texts: Sequence[str], encoded: EncodedTexts) -> list[array[int]]:
+        """Take the ids :meth:`export` gave for ``texts`` (the same texts, in the same order; their
+        pieces join this encoder's memo) and return each text's ids. Ids of another encoding, or
+        that do not fit the texts (another digest, or pieces), are not taken: the texts they miss are
+        left out of the result (encoded when asked for, as any text)."""
+        if encoded.encoding != self._encoding or len(encoded.ids) % 4 or len(encoded.sizes) % 4:
+            return []
+        if encoded.digest != texts_digest(texts):
+            return []
+        ids, sizes = array("I"), array("I")
+        ids.frombytes(encoded.ids)
+        sizes.frombytes(encoded.sizes)
+        if sum(sizes) != len(ids):
+            return []
+        out: list[array[int]] = []
+        at = position = 0
+        for text in texts:
+            pieces = self._split(text)
+            count = 1 if pieces is None else len(pieces)
+            if at + count > len(sizes):
+                break
+            end = position + sum(sizes[at : at + count])
+            if pieces is not None:
+                start = position
+                for piece, size in zip(pieces, sizes[at : at + count], strict=True):
+                    if piece not in self._pieces:
+                        self._keep(piece, ids[start : start + size])
+                    start += size
+            out.append(ids[position:end])
+            at, position = at + count, end
+        return out
+
     def _add(self, piece: str) -> array[int]:
-        ids = array("I", self._encode(piece))
+        return self._keep(piece, array("I", self._encode(piece)))
+
+    def _keep(self, piece: str, ids: array[int]) -> array[int]:
         if self._held + len(ids) > self._max_tokens:
             self._pieces.clear()
             self._held = 0
@@ -172,6 +267,14 @@ class TokenCounter:
             cached = len(self._token_ids(text))
             self._cache[text] = cached
         return cached
+
+    def export(self, texts: Sequence[str]) -> EncodedTexts:
+        """The ids of ``texts`` for another counter of this encoding to adopt
+        (:meth:`PieceEncoder.export`); their counts are memoized here too."""
+        encoded, ids = self._pieces.export(texts)
+        for text, found in zip(texts, ids, strict=True):
+            self._cache[text] = len(found)
+        return encoded
 
     def count_message(self, message: Message | Mapping[str, Any]) -> int:
         """Tokens of one message with its framing; frozen messages are memoized whole."""

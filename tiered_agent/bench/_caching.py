@@ -31,7 +31,7 @@ from cachetools import LRUCache
 from .._errors import ConfigurationError
 from .._messages import Message
 from .._providers import CACHE_MODELS, CacheModel
-from .._tokens import PROMPT_OVERHEAD, TokenCounter
+from .._tokens import PROMPT_OVERHEAD, EncodedTexts, TokenCounter
 from ._series import Series, identical_prefix
 
 __all__ = [
@@ -107,6 +107,16 @@ class IdCounter(TokenCounter):
 
     def _token_ids(self, text: str) -> array[int]:
         return self.ids(text)
+
+    def adopt(self, texts: Sequence[str], encoded: EncodedTexts) -> int:
+        """Take the ids another counter exported for ``texts`` (:meth:`TokenCounter.export`): they are
+        not encoded again. Returns how many texts were taken (0: ids of other texts or another
+        encoding)."""
+        found = self._pieces.adopt(texts, encoded)
+        for text, ids in zip(texts, found, strict=False):
+            if text and len(ids) < self._ids.maxsize:
+                self._ids[text] = ids
+        return len(found)
 
     def count_uncached(self, text: str) -> int:
         """Tokens of a one-off text, without keeping the text itself (its pieces are memoized)."""

@@ -34,9 +34,11 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import orjson
+
 from .._messages import group_by_iteration
 from .._providers import provider_of
-from .._tokens import PROMPT_OVERHEAD, TokenCounter
+from .._tokens import PROMPT_OVERHEAD, EncodedTexts, TokenCounter
 from ._recorded import RecordedRun
 
 __all__ = [
@@ -46,9 +48,11 @@ __all__ = [
     "ProviderCalibration",
     "RunPrefix",
     "calibrate",
+    "counted_run",
     "fit",
     "full_prompt_tokens",
     "measurable",
+    "recorded_texts",
     "token_scale",
 ]
 
@@ -108,6 +112,31 @@ class Calibration:
 
     def prefix(self, run_id: str) -> RunPrefix:
         return self.prefixes.get(run_id, NO_PREFIX)
+
+
+def recorded_texts(run: RecordedRun) -> list[str]:
+    """The distinct texts a replay of ``run`` counts of its recorded messages and tool schemas, in
+    order: each message's content, each call's name and arguments, each tool result's call id, and
+    the schemas as sent (what :func:`full_prompt_tokens` counts too)."""
+    texts: dict[str, None] = {}
+    for message in run.messages:
+        texts[message.text] = None
+        for call in message.tool_calls:
+            texts[call.name] = None
+            texts[call.arguments] = None
+        if message.role == "tool":
+            texts[message.tool_call_id or ""] = None
+    if run.tools:
+        texts[orjson.dumps(list(run.tools), option=orjson.OPT_SORT_KEYS).decode()] = None
+    texts.pop("", None)
+    return list(texts)
+
+
+def counted_run(run: RecordedRun, counter: TokenCounter) -> tuple[list[int], EncodedTexts]:
+    """:func:`full_prompt_tokens`, and the ids of the run's :func:`recorded_texts` that ``counter``
+    encoded for it (the run's replay adopts them instead of encoding the same texts again)."""
+    encoded = counter.export(recorded_texts(run))
+    return full_prompt_tokens(run, counter), encoded
 
 
 def full_prompt_tokens(run: RecordedRun, counter: TokenCounter) -> list[int]:

@@ -72,17 +72,34 @@ class Needed:
 
 
 class _Term:
-    """Where one term occurs in a run: its windows and the messages that hold it."""
+    """Where one term occurs in a run: its windows and the messages that hold it, found only as far
+    as a step asked (evidence must come before the step: the messages after it are read when a later
+    step asks)."""
 
-    __slots__ = ("keys", "observed", "observed_ids", "observed_sources", "source_ids", "sources", "written")
+    __slots__ = (
+        "keyed",
+        "keys",
+        "observed",
+        "observed_ids",
+        "observed_sources",
+        "source_ids",
+        "sources",
+        "upto",
+        "windowed",
+        "written",
+    )
 
     def __init__(self) -> None:
+        self.upto = 0  # the messages before this index have been searched for it
         self.observed_sources: list[int] = []  # observation messages holding it, ascending
         self.sources: list[int] = []  # every message holding it, ascending
         self.observed_ids: list[int] = []  # the ids of those messages (the run's objects), in that order
         self.source_ids: list[int] = []
-        # filled when first searched for (most terms stand in the prompt in an unchanged message):
-        self.observed: Windows | None = None  # windows on observation lines
+        # filled when first searched for (most terms stand in the prompt in an unchanged message), for
+        # the first ``windowed`` sources and the first ``keyed`` observed sources:
+        self.windowed = 0
+        self.keyed = 0
+        self.observed: Windows = {}  # windows on observation lines
         self.written: Windows = {}  # windows on any line
         self.keys: dict[tuple[str, str], int] = {}  # JSON (key, value up to the term) -> first index
 
@@ -261,43 +278,51 @@ class EvidenceIndex:
         return Needed(tuple(observed), tuple(own))
 
     # ------------------------------------------------------------------ evidence
-    def _term(self, term: str) -> _Term:
+    def _term(self, term: str, cutoff: int) -> _Term:
+        """The term's holders among the messages before ``cutoff`` (and maybe after: found before)."""
         found = self._terms.get(term)
         if found is None:
-            found = self._terms[term] = self._collect(term)
+            found = self._terms[term] = _Term()
+        if found.upto < cutoff:
+            self._collect(found, term, cutoff)
         return found
 
-    def _collect(self, term: str) -> _Term:
-        """The messages holding ``term``: its first occurrence in each (the search skips to the next)."""
-        found = _Term()
-        at = next(occurrences(self._corpus, term), None)
+    def _collect(self, found: _Term, term: str, cutoff: int) -> None:
+        """Add the messages from ``found.upto`` to ``cutoff`` holding ``term``: its first occurrence in
+        each (the search skips to the next)."""
+        starts, corpus, messages = self._starts, self._corpus, self.messages
+        stop = starts[cutoff] if cutoff < len(starts) else len(corpus)
+        at = next(occurrences(corpus, term, starts[found.upto], stop), None)  # upto < cutoff <= len(starts)
         while at is not None:
             index = self._index_at(at)
             found.sources.append(index)
-            found.source_ids.append(id(self.messages[index]))
+            found.source_ids.append(id(messages[index]))
             if self._observed[index]:
                 found.observed_sources.append(index)
-                found.observed_ids.append(id(self.messages[index]))
-            if index + 1 >= len(self._starts):
+                found.observed_ids.append(id(messages[index]))
+            if index + 1 >= len(starts):
                 break
-            at = next(occurrences(self._corpus, term, self._starts[index + 1]), None)
-        return found
+            at = next(occurrences(corpus, term, starts[index + 1], stop), None)
+        found.upto = cutoff
 
-    def _windows_of(self, found: _Term, term: str) -> _Term:
-        """``found`` with its windows and JSON fields (computed once)."""
-        if found.observed is not None:
-            return found
-        found.observed = {}
-        for index in found.sources:  # the messages holding it: every occurrence, in order
-            end = self._starts[index + 1] - 1 if index + 1 < len(self._starts) else len(self._corpus)
-            for at in occurrences(self._corpus, term, self._starts[index], end):
-                for key, window in _windows(self._corpus, at, len(term)):
+    def _windows_of(self, found: _Term, term: str, cutoff: int) -> None:
+        """Add to ``found`` the windows and JSON fields of its holders before ``cutoff`` not read yet
+        (in order, so each window keeps the first holder it came from)."""
+        sources, starts, corpus = found.sources, self._starts, self._corpus
+        new = bisect_left(sources, cutoff, found.windowed)
+        for index in sources[found.windowed : new]:  # every occurrence in each, in order
+            end = starts[index + 1] - 1 if index + 1 < len(starts) else len(corpus)
+            for at in occurrences(corpus, term, starts[index], end):
+                for key, window in _windows(corpus, at, len(term)):
                     _add(found.written, key, window, index)
                     if self._observed[index]:
                         _add(found.observed, key, window, index)
-        for index in found.observed_sources:
+        found.windowed = max(found.windowed, new)
+        observed = found.observed_sources
+        new = bisect_left(observed, cutoff, found.keyed)
+        for index in observed[found.keyed : new]:
             self._json_evidence(found, term, index)
-        return found
+        found.keyed = max(found.keyed, new)
 
     def _json_evidence(self, found: _Term, term: str, index: int) -> None:
         if index not in self._fields:
@@ -320,7 +345,7 @@ class EvidenceIndex:
         A message that holds the term and stands in the prompt unchanged (the same object) shows it
         (all its lines are there); otherwise the part of the prompt the ruler reads is searched,
         newest message first (the run's recorded messages aside: :class:`TextMemo`)."""
-        found = self._term(term)
+        found = self._term(term, cutoff)
         sources, ids = (
             (found.observed_sources, found.observed_ids) if observed else (found.sources, found.source_ids)
         )
@@ -335,8 +360,8 @@ class EvidenceIndex:
             if term not in text:
                 continue
             if windows is None:
-                self._windows_of(found, term)
-                windows = (found.observed if observed else found.written) or {}
+                self._windows_of(found, term, cutoff)
+                windows = found.observed if observed else found.written
             for at in occurrences_backward(text, term):
                 if _window_at(windows, text, at, size, cutoff):
                     return True
@@ -373,7 +398,7 @@ class EvidenceIndex:
     ) -> int | None:
         """The latest message before ``cutoff`` holding ``term`` (an observation for ``observed``) whose
         exact retrieval call is in ``ids`` (output ids) or ``ranges`` (iteration ranges); None if none."""
-        found = self._term(term)
+        found = self._term(term, cutoff)
         for index in reversed(found.observed_sources if observed else found.sources):
             if index >= cutoff:
                 continue

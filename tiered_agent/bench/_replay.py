@@ -32,7 +32,7 @@ from .._cluster import RayAddress
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
-from .._tokens import TokenCounter
+from .._tokens import EncodedTexts, TokenCounter
 from .._tools import ToolOutcome
 from .._trace import StepError
 from .._workers import configure_worker_logging
@@ -48,7 +48,7 @@ from ..context.steps import Dedup
 from ._backend import open_backend
 from ._cache_chain import CacheChains, CacheTrack
 from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
-from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
+from ._calibration import Calibration, ProviderCalibration, counted_run, fit, measurable, recorded_texts
 from ._evidence import EvidenceIndex, PromptView, TextMemo
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
@@ -63,6 +63,7 @@ __all__ = [
     "BASELINE",
     "ROUTINGS",
     "BenchResult",
+    "Planned",
     "ReplaySettings",
     "RunInfo",
     "RunReplay",
@@ -262,8 +263,9 @@ async def _observations(
     kind: Callable[[ToolCall], ToolKind],
     iteration: int,
     results: _Results | None = None,
-) -> list[Message]:
-    """Iteration ``iteration``'s messages as the live agent would have recorded them.
+) -> Sequence[Message]:
+    """Iteration ``iteration``'s messages as the live agent would have recorded them: ``group``
+    itself when the dispatch served every result as recorded.
 
     The recorded tool results go through the manager's dispatch, the agent's own, in
     message order; "executing" a call returns its recorded observation. A dedup hit
@@ -272,18 +274,19 @@ async def _observations(
     """
     found = _Results.of(group) if results is None else results
     if not found.positions:
-        return list(group)
+        return group
     outcomes = found.outcomes
 
     async def recorded(indexes: Sequence[int]) -> list[ToolOutcome]:
         return [outcomes[i] for i in indexes]
 
     dispatched = await manager.dispatch(found.calls, kind, recorded, iteration=iteration)
-    out = list(group)
+    out: list[Message] | None = None
     for position, result in zip(found.positions, dispatched, strict=True):
         if result.dedup_of is not None:
+            out = list(group) if out is None else out
             out[position] = dataclasses.replace(group[position], content=result.outcome.content)
-    return out
+    return group if out is None else out
 
 
 _INTERNAL = ToolKind(read_only=True, internal=True)
@@ -368,6 +371,14 @@ class _RunState:
     chains: CacheChains = field(default_factory=CacheChains)  # the caches of policies sending the same
     # Each iteration's recorded tool results as a dispatch serves them, by the identity of its group.
     results: dict[int, tuple[Sequence[Message], _Results]] = field(default_factory=dict)
+    group_tokens: dict[int, tuple[Sequence[Message], int]] = field(default_factory=dict)  # by group identity
+
+    def tokens_of(self, group: Sequence[Message]) -> int:
+        """The tokens of one of the run's or a segment's groups (the messages as recorded), once per run."""
+        entry = self.group_tokens.get(id(group))  # the entry keeps the group alive
+        if entry is None or entry[0] is not group:
+            entry = self.group_tokens[id(group)] = (group, sum(map(self.counter.count_message, group)))
+        return entry[1]
 
     def results_of(self, group: Sequence[Message]) -> _Results:
         """:meth:`_Results.of` ``group`` (one of the run's or a segment's groups), once per run."""
@@ -559,7 +570,11 @@ async def _replay_segment(
                 if summarizer is not None:  # a summary that failed: stop before reporting its savings
                     summarizer.check(policy.name)
             observed = await _observations(manager, group, kind, iteration, state.results_of(group))
-            tokens = _extend(history, observed, counter, tokens)
+            if observed is group:  # as recorded: its tokens are the same for every policy
+                history.extend(group)
+                tokens += state.tokens_of(group)
+            else:
+                tokens = _extend(history, observed, counter, tokens)
     return manager
 
 
@@ -826,10 +841,18 @@ async def prompt_at(
 
 # --------------------------------------------------------------------------- many runs
 def replay_job(
-    run: RecordedRun, policies: Mapping[str, Policy], settings: ReplaySettings, plan: RunPlan
+    run: RecordedRun,
+    policies: Mapping[str, Policy],
+    settings: ReplaySettings,
+    plan: RunPlan,
+    encoded: EncodedTexts | None = None,
 ) -> RunReplay:
-    """One run under every policy, on its own token counter (nothing of it outlives the call)."""
+    """One run under every policy, on its own token counter (nothing of it outlives the call).
+    ``encoded``: the ids of the run's recorded texts the calibration encoded (:func:`counted_run`),
+    adopted by the counter instead of encoding them again."""
     counter = IdCounter(settings.tokenizer)
+    if encoded is not None:
+        counter.adopt(recorded_texts(run), encoded)
     done: list[RunReplay] = []
 
     async def main() -> None:
@@ -904,14 +927,18 @@ def replay_runs(
     unique = _unique_ids(runs)
     infos = {r.run_id: RunInfo.of(r) for r in unique}
     done: dict[str, RunReplay] = {}
+    encoded: dict[str, EncodedTexts] = {}  # each counted run's texts, for its replay to adopt
     with open_backend(workers if len(unique) > 1 else 1, ray) as backend:
         if calibration is None:
             measured = [(r,) for r in unique if measurable(r)]
-            calibration = fit(
-                unique, tokens=dict(backend.map(full_tokens_unit, measured, (settings.tokenizer,)))
-            )
+            tokens = {}
+            for run_id, counts, texts in backend.map(full_tokens_unit, measured, (settings.tokenizer,)):
+                tokens[run_id], encoded[run_id] = counts, texts
+            calibration = fit(unique, tokens=tokens)
         plans = {run_id: run_plan(info, settings, calibration) for run_id, info in infos.items()}
-        items = ((run, plans[run.run_id]) for run in longest_first(unique))
+        items = (
+            (run, Planned(plans[run.run_id], encoded.pop(run.run_id, None))) for run in longest_first(unique)
+        )
         for replay in backend.map(replay_unit, items, (policies, settings)):
             done[replay.run_id] = replay
             infos[replay.run_id] = infos[replay.run_id].planned(plans[replay.run_id])
@@ -928,12 +955,24 @@ def replay_runs(
     )
 
 
-def full_tokens_unit(level: int | None, tokenizer: str, run: RecordedRun) -> tuple[str, list[int]]:
-    """One run's replayed ``full`` prompt tokens per step (what the calibration measures), as a
-    unit of work (:mod:`._backend`: ``level`` configures a worker's logging)."""
+def full_tokens_unit(
+    level: int | None, tokenizer: str, run: RecordedRun
+) -> tuple[str, list[int], EncodedTexts]:
+    """One run's replayed ``full`` prompt tokens per step (what the calibration measures), and the ids
+    of its recorded texts (:func:`~._calibration.counted_run`), as a unit of work (:mod:`._backend`:
+    ``level`` configures a worker's logging)."""
     if level is not None:
         configure_worker_logging(level)
-    return run.run_id, full_prompt_tokens(run, TokenCounter(tokenizer))
+    counts, encoded = counted_run(run, TokenCounter(tokenizer))
+    return run.run_id, counts, encoded
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A run's plan, and the ids of its recorded texts the calibration encoded (None: not counted)."""
+
+    plan: RunPlan
+    encoded: EncodedTexts | None = None
 
 
 def replay_unit(
@@ -941,12 +980,12 @@ def replay_unit(
     policies: Mapping[str, Policy],
     settings: ReplaySettings,
     run: RecordedRun,
-    plan: RunPlan,
+    planned: Planned,
 ) -> RunReplay:
     """One run under every policy, as a unit of work (:mod:`._backend`)."""
     if level is not None:
         configure_worker_logging(level)
-    return replay_job(run, policies, settings, plan)
+    return replay_job(run, policies, settings, planned.plan, planned.encoded)
 
 
 def run_plan(info: RunInfo, settings: ReplaySettings, fitted: Calibration) -> RunPlan:

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from .._tokens import EncodedTexts
 from ._recorded import RecordedRun
 
-__all__ = ["RunSpool", "SpoolRef", "load_run", "read_ref"]
+__all__ = ["RunSpool", "SpoolRef", "load_encoded", "load_run", "park_encoded", "read_ref"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,31 @@ def load_run(data: bytes) -> RecordedRun:
     if not isinstance(run, RecordedRun):
         raise TypeError(f"the run spool holds a {type(run).__name__}, not a recorded run")
     return run
+
+
+def park_encoded(folder: str, encoded: EncodedTexts) -> SpoolRef:
+    """Append ``encoded`` (a run's recorded texts' ids, from its calibration) to this process's file
+    in ``folder`` (a private folder of the bench; one file per process, so its only writer knows
+    where each value starts), for the run's replay, possibly in another process of this machine."""
+    data = zlib.compress(pickle.dumps(encoded, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    path = os.path.join(folder, f"{os.getpid()}.ids")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        offset = os.fstat(fd).st_size
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    return SpoolRef(path, offset, len(data))
+
+
+def load_encoded(ref: SpoolRef) -> EncodedTexts:
+    """What :func:`park_encoded` parked at ``ref``."""
+    encoded = pickle.loads(zlib.decompress(read_ref(ref)))
+    if not isinstance(encoded, EncodedTexts):
+        raise TypeError(f"the bench's token spool holds a {type(encoded).__name__}, not token ids")
+    return encoded
 
 
 class RunSpool:

@@ -9,6 +9,9 @@
 2. **Calibrate.** The runs with recorded usage are counted by the workers
    (:func:`~._calibration.full_prompt_tokens`), and the calibration is fitted on all runs,
    whichever shard is replayed here (``--shard``), so a run's numbers never depend on the shard.
+   The token ids a worker encoded for a run's recorded texts are parked on disk
+   (:func:`~._spool.park_encoded`, workers on this machine only) for the run's replay to adopt
+   instead of encoding the same texts again.
 3. **Replay.** The runs of this shard are replayed by the workers, longest first, a bounded
    number at a time; each worker reduces its run to a :class:`~._record.RunRecord` and the main
    process folds it into an :class:`~._aggregate.Aggregate` as it arrives. The per-run detail
@@ -24,7 +27,10 @@ from __future__ import annotations
 import dataclasses
 import gc
 import os
+import pickle
+import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import ExitStack
@@ -32,14 +38,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+import structlog
+
 from .._cluster import RayAddress
 from .._errors import ConfigurationError
-from .._tokens import TokenCounter
+from .._tokens import EncodedTexts, TokenCounter
 from .._workers import configure_worker_logging
 from ..context._policy import Policy
 from ._aggregate import Aggregate, Header
 from ._backend import Backend, Pool, open_backend
-from ._calibration import Calibration, ProviderCalibration, fit, full_prompt_tokens, measurable
+from ._calibration import Calibration, ProviderCalibration, counted_run, fit, measurable
 from ._detail import DetailSpool
 from ._importers import RunReader, SkippedInput, SkippedLines
 from ._pricing import RunPlan
@@ -47,10 +55,11 @@ from ._record import RunRecord, record_of
 from ._recorded import RecordedRun
 from ._replay import ReplaySettings, RunInfo, numbered, replay_job, run_plan
 from ._shard import Shard
-from ._spool import RunSpool, SpoolRef, load_run, read_ref
+from ._spool import RunSpool, SpoolRef, load_encoded, load_run, park_encoded, read_ref
 
 __all__ = [
     "PARALLEL_MIN_STEPS",
+    "PlannedRun",
     "ReplayJob",
     "Streamed",
     "count_unit",
@@ -61,6 +70,8 @@ __all__ = [
 
 PARALLEL_MIN_STEPS = 600  # below this, spawning worker processes costs more than it saves
 RunSource = RecordedRun | bytes | SpoolRef  # a run, its spooled bytes, or where they lie
+Counted = tuple[str, list[int], SpoolRef | None]  # a run's id, counts, and its texts' ids (parked)
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +137,8 @@ def stream_bench(
     started = time.perf_counter()
     settings = settings or ReplaySettings()
     with RunSpool() as spool, ExitStack() as stack:
-        early = _EarlyPool(stack, workers, ray, shard, settings.tokenizer)
+        parked = stack.enter_context(tempfile.TemporaryDirectory(prefix="tiered-agent-ids-"))
+        early = _EarlyPool(stack, workers, ray, shard, settings.tokenizer, parked=parked)
         scan = _scan(inputs, spool, strict, early.seen)
         if not scan.entries:
             raise ConfigurationError(_nothing_found(inputs, scan))
@@ -137,7 +149,9 @@ def stream_bench(
         backend = early.ready() or stack.enter_context(
             open_backend(_workers(workers, where, max(steps, counted)), where)
         )
-        calibration = _calibrate(backend, spool, scan.entries, settings.tokenizer, early.counted())
+        counts = early.results()
+        folder = None if backend.remote else parked  # workers elsewhere cannot read this machine's files
+        calibration = _calibrate(backend, spool, scan.entries, (settings.tokenizer, folder), counts)
         header = Header.of(
             settings,
             policies,
@@ -151,7 +165,7 @@ def stream_bench(
         try:
             if on_start is not None:
                 on_start(steps)
-            items = _replay_items(backend, spool, chosen, settings, calibration)
+            items = _replay_items(backend, spool, chosen, settings, (calibration, counts))
             job = ReplayJob(dict(policies), settings, dict(calibration.providers), detail)
             for record in backend.map(record_unit, items, (job,)):
                 aggregate.add(record)
@@ -193,9 +207,17 @@ class _EarlyPool:
     this process reads and spools the rest."""
 
     def __init__(
-        self, stack: ExitStack, workers: int, ray: RayAddress | None, shard: Shard | None, tokenizer: str
+        self,
+        stack: ExitStack,
+        workers: int,
+        ray: RayAddress | None,
+        shard: Shard | None,
+        tokenizer: str,
+        *,
+        parked: str | None = None,
     ) -> None:
         self._stack = stack
+        self._parked = parked  # where the workers park the token ids they encode (None: nowhere)
         self._workers = workers
         self._enabled = ray is None
         self._shard = shard
@@ -205,7 +227,7 @@ class _EarlyPool:
         self._pool: Pool | None = None
         self._started: list[Future[object]] = []
         self._measured: list[_Entry] = []  # read before the pool started: counted once it starts
-        self._counts: dict[str, Future[tuple[str, list[int]]]] = {}
+        self._counts: dict[str, Future[Counted]] = {}
 
     def seen(self, entry: _Entry) -> None:
         if not self._enabled:
@@ -230,7 +252,7 @@ class _EarlyPool:
         would otherwise wait for the whole reading)."""
         for entry in self._measured:
             self._counts[entry.info.run_id] = pool.submit(
-                count_unit, self._tokenizer, entry.ref, entry.info.run_id
+                count_unit, self._tokenizer, self._parked, entry.ref, entry.info.run_id
             )
         self._measured.clear()
 
@@ -240,9 +262,14 @@ class _EarlyPool:
             future.result()
         return self._pool
 
+    def results(self) -> dict[str, tuple[list[int], SpoolRef | None]]:
+        """The calibration's counts of the runs handed to the workers while reading, and where their
+        texts' ids are parked (by run id)."""
+        return {run_id: (counts, ref) for run_id, counts, ref in (f.result() for f in self._counts.values())}
+
     def counted(self) -> dict[str, list[int]]:
         """The calibration's counts of the runs handed to the workers while reading (by run id)."""
-        return dict(future.result() for future in self._counts.values())
+        return {run_id: counts for run_id, (counts, _) in self.results().items()}
 
 
 def warm_unit(level: int | None, tokenizer: str) -> None:
@@ -290,18 +317,30 @@ def _calibrate(
     backend: Backend,
     spool: RunSpool,
     entries: Sequence[_Entry],
-    tokenizer: str,
-    counted: dict[str, list[int]],
+    counting: tuple[str, str | None],
+    counted: dict[str, tuple[list[int], SpoolRef | None]],
 ) -> Calibration:
-    """The calibration of every input run (the workers count the measured runs' prompts; ``counted``:
-    the runs they already counted, by run id)."""
+    """The calibration of every input run (the workers count the measured runs' prompts, with
+    ``counting``: the tokenizer, and the folder to park their texts' ids in, None for none; ``counted``:
+    the runs they already counted, by run id, to which the others are added)."""
     measured = (
         (_source(backend, spool, e.ref), e.info.run_id)
         for e in entries
         if e.info.run_id not in counted and measurable(e.skeleton)
     )
-    counted.update(backend.map(count_unit, measured, (tokenizer,)))
-    return fit([e.skeleton for e in entries], tokens=counted)
+    for run_id, counts, ref in backend.map(count_unit, measured, counting):
+        counted[run_id] = (counts, ref)
+    tokens = {run_id: counts for run_id, (counts, _) in counted.items()}
+    return fit([e.skeleton for e in entries], tokens=tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRun:
+    """A run's info and plan, and where its calibration parked its texts' ids (None: nowhere)."""
+
+    info: RunInfo
+    plan: RunPlan
+    parked: SpoolRef | None = None
 
 
 def _replay_items(
@@ -309,12 +348,15 @@ def _replay_items(
     spool: RunSpool,
     chosen: Sequence[_Entry],
     settings: ReplaySettings,
-    calibration: Calibration,
-) -> Iterator[tuple[RunSource, RunInfo, RunPlan]]:
-    """The runs to replay, longest first, each with its planned info and plan (made lazily)."""
+    calibrated: tuple[Calibration, Mapping[str, tuple[list[int], SpoolRef | None]]],
+) -> Iterator[tuple[RunSource, PlannedRun]]:
+    """The runs to replay, longest first, each with its planned info, its plan (made lazily) and its
+    parked ids (``calibrated``: the calibration, and what it counted by run id)."""
+    calibration, counted = calibrated
     for entry in sorted(chosen, key=lambda e: (-e.size, e.info.run_id)):
         plan = run_plan(entry.info, settings, calibration)
-        yield _source(backend, spool, entry.ref), entry.info.planned(plan), plan
+        parked = counted.get(entry.info.run_id, ([], None))[1]
+        yield _source(backend, spool, entry.ref), PlannedRun(entry.info.planned(plan), plan, parked)
 
 
 def _run_of(source: RunSource) -> RecordedRun:
@@ -323,11 +365,15 @@ def _run_of(source: RunSource) -> RecordedRun:
     return load_run(source if isinstance(source, bytes) else read_ref(source))
 
 
-def count_unit(level: int | None, tokenizer: str, source: RunSource, run_id: str) -> tuple[str, list[int]]:
-    """A unit of work: one run's replayed ``full`` prompt tokens per step, for the calibration."""
+def count_unit(
+    level: int | None, tokenizer: str, parked: str | None, source: RunSource, run_id: str
+) -> Counted:
+    """A unit of work: one run's replayed ``full`` prompt tokens per step, for the calibration, and
+    where the ids of its recorded texts are parked in the folder ``parked`` (None: not parked)."""
     if level is not None:
         configure_worker_logging(level)
-    return run_id, full_prompt_tokens(_run_of(source), TokenCounter(tokenizer))
+    counts, encoded = counted_run(_run_of(source), TokenCounter(tokenizer))
+    return run_id, counts, None if parked is None else park_encoded(parked, encoded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,11 +386,21 @@ class ReplayJob:
     detail: bool  # records carry their runs[] entry
 
 
-def record_unit(
-    level: int | None, job: ReplayJob, source: RunSource, info: RunInfo, plan: RunPlan
-) -> RunRecord:
+def record_unit(level: int | None, job: ReplayJob, source: RunSource, planned: PlannedRun) -> RunRecord:
     """A unit of work: one run replayed under every policy and reduced to its record."""
     if level is not None:
         configure_worker_logging(level)
-    replay = replay_job(_run_of(source), job.policies, job.settings, plan)
-    return record_of(info, replay, job.settings, job.providers, detail=job.detail)
+    run = _run_of(source)
+    replay = replay_job(run, job.policies, job.settings, planned.plan, _parked(planned.parked, run.run_id))
+    return record_of(planned.info, replay, job.settings, job.providers, detail=job.detail)
+
+
+def _parked(ref: SpoolRef | None, run_id: str) -> EncodedTexts | None:
+    """The ids parked at ``ref``; None (the replay encodes the texts itself) when they cannot be read."""
+    if ref is None:
+        return None
+    try:
+        return load_encoded(ref)
+    except (OSError, EOFError, TypeError, ValueError, pickle.UnpicklingError, zlib.error) as error:
+        log.warning("bench.parked_ids_unreadable", run_id=run_id, error=str(error))
+        return None
