@@ -18,6 +18,7 @@ from tiered_agent._messages import Message
 from tiered_agent.context.aging._condense import _named, _output_lines, _output_refs
 from tiered_agent.context.aging._reasoning import (
     MORE,
+    _clip,
     first_sentence,
     shorten_reasoning,
     split_sentences,
@@ -43,13 +44,6 @@ def _split_reference(text: str) -> list[str]:
     if len(pieces) > 1 and _LABEL.match(pieces[0]):
         pieces[:2] = [f"{pieces[0]} {pieces[1]}"]
     return pieces
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0]
-    return (cut or text[:limit]).rstrip() + " " + MORE
 
 
 def _shorten_reference(text: str, mode: str, seen: set[str]) -> str:
