@@ -1002,7 +1002,9 @@ def _record(line: bytes, number: int) -> Event | SkippedLine:
         return SkippedLine(number, str(exc), torn=not line.endswith(b"\n"))
 
 
-_warned_torn: set[tuple[str, int]] = set()
+# The trace file states a torn last line was logged for (a log-once registry, the oldest forgotten first)
+_warned_torn: dict[tuple[str, int], None] = {}
+_WARNED_TORN_MAX = 1024
 
 
 def scan_trace(path: Path | str) -> TraceScan:
@@ -1049,7 +1051,9 @@ def _warn_torn(path: Path, skipped: SkippedLine) -> None:
         size = -1
     key = (str(path.absolute()), size)
     if key not in _warned_torn:
-        _warned_torn.add(key)
+        if len(_warned_torn) >= _WARNED_TORN_MAX:
+            del _warned_torn[next(iter(_warned_torn))]
+        _warned_torn[key] = None
         log.warning("trace.torn_last_line", path=str(path), line=skipped.line, error=skipped.reason)
 
 
