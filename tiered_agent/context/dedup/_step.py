@@ -46,7 +46,6 @@ from typing import ClassVar
 from ..._messages import Message
 from ..._tools import ToolOutcome
 from .._dispatch import Batch, Dispatched
-from .._memo import run_memo
 from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft, with_content
 from ._cache import DedupCache, render_hit
@@ -167,7 +166,6 @@ class DedupRuntime(StepRuntime):
         return draft.point(pointers, self.step.kind) if pointers else draft
 
 
-@run_memo(4096)
 def pointer_text(iteration: int, tool_call_id: str) -> str:
     """``[same output as iteration 12 (tool_call_id=call_7), shown above]``."""
     return f"[same output as iteration {iteration} (tool_call_id={tool_call_id}), shown above]"

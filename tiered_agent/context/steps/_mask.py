@@ -56,7 +56,6 @@ class MaskRuntime(StepRuntime):
         )
 
 
-@run_memo(8192)
 def output_placeholder(tool_call_id: str | None, *, retrieval: bool) -> str:
     """``[output omitted; context_retrieve(tool_call_id="call_7")]``, or ``[output omitted]``."""
     if retrieval and tool_call_id:
