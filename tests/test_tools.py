@@ -11,12 +11,13 @@ from typing import Annotated, Any, Literal
 import anyio
 import orjson
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from structlog.testing import capture_logs
 
 from tiered_agent._errors import ConfigurationError, ToolError
 from tiered_agent._messages import ToolCall
 from tiered_agent._tools import Tool, ToolOutcome, ToolSet, ToolTimeout, tool
+from tiered_agent._workspace import Workspace, workspace_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -562,3 +563,41 @@ async def test_a_failed_spill_fails_only_that_call(tmp_path: Path) -> None:
     binary = await tools.execute(call("blob"), spill_dir=blocked)
     assert (binary.is_error, binary.error_kind) == (True, "spill_failed")
     assert binary.content == "[binary output, 30 bytes, not shown; saving it failed: File exists]"
+
+
+def _made(default: int, doc: str, kind: type = int) -> Tool:
+    """A tool defined in a function, as a workspace's tools are (a new function every call)."""
+
+    async def count(n: int = default) -> str:
+        return str(n)
+
+    count.__doc__ = f"Count.\n\n    Args:\n        n: {doc}\n    "
+    count.__annotations__ = {"n": kind, "return": str}
+    return tool(count)
+
+
+def test_tools_of_one_shape_share_their_argument_model() -> None:
+    first, again = _made(3, "how many"), _made(3, "how many")
+    assert first.fn is not again.fn
+    assert first.arguments_model is again.arguments_model  # one pydantic class, not one per agent
+    assert first.parameters == again.parameters
+    # any difference in the shape gets its own model, with its own schema
+    assert _made(4, "how many").parameters["properties"]["n"]["default"] == 4
+    assert _made(3, "how much").parameters["properties"]["n"]["description"] == "how much"
+    as_float = _made(3, "how many", float)
+    assert as_float.arguments_model is not first.arguments_model
+    assert as_float.parameters["properties"]["n"]["type"] == "number"
+    assert first.arguments_model is not None and as_float.arguments_model is not None
+    with pytest.raises(ValidationError):
+        first.arguments_model.model_validate({"n": 1.5})
+    assert as_float.arguments_model.model_validate({"n": 1.5}).model_dump(by_alias=True) == {"n": 1.5}
+
+
+def test_workspace_tools_share_models_across_workspaces(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one = {t.name: t for t in workspace_tools(Workspace(tmp_path / "a"))}
+    two = {t.name: t for t in workspace_tools(Workspace(tmp_path / "b"))}
+    assert one.keys() == two.keys()
+    assert all(one[name].arguments_model is two[name].arguments_model for name in one)
+    assert all(one[name].fn is not two[name].fn for name in one)  # each bound to its own workspace

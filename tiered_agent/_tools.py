@@ -20,6 +20,7 @@ import inspect
 import os
 import re
 import sys
+import threading
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
@@ -31,6 +32,7 @@ import anyio
 import anyio.to_thread
 import orjson
 import structlog
+from cachetools import LRUCache
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 
 from ._errors import ConfigurationError, ToolError
@@ -287,6 +289,43 @@ def _arguments_model(
         default = ... if param.default is inspect.Parameter.empty else param.default
         info = Field(default, alias=param.name, description=arg_docs.get(param.name) or None)
         fields[f"arg_{index}"] = (hints[param.name], info)
+    shape = _shape(tool_name, signature, hints, arg_docs)
+    if shape is None:
+        return _new_model(tool_name, fields)
+    with _MODELS_LOCK:
+        known = _MODELS.get(shape)
+    if known is None:
+        known = _new_model(tool_name, fields)
+        with _MODELS_LOCK:
+            _MODELS[shape] = known
+    return known
+
+
+# The argument models of tools of the same shape (name, parameters with their defaults, resolved
+# types and docs): a tool defined in a function (a workspace's tools, made for every agent) gets the
+# model its first making built instead of a new pydantic class each time. The model is immutable
+# and a function of the shape alone; the table is bounded (a static lookup, no run data).
+_MODELS: LRUCache[tuple[Any, ...], type[BaseModel]] = LRUCache(maxsize=1024)
+_MODELS_LOCK = threading.Lock()
+
+
+def _shape(
+    tool_name: str, signature: inspect.Signature, hints: dict[str, Any], arg_docs: dict[str, str]
+) -> tuple[Any, ...] | None:
+    """What an argument model is made of, or None when a part cannot be a key (unhashable)."""
+    params = tuple(
+        (p.name, p.kind, p.default, type(p.default), hints.get(p.name), arg_docs.get(p.name))
+        for p in signature.parameters.values()
+    )
+    key = (tool_name, params)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _new_model(tool_name: str, fields: dict[str, Any]) -> type[BaseModel]:
     try:
         model: type[BaseModel] = create_model(  # type: ignore[call-overload]
             f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
