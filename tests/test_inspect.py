@@ -3,6 +3,7 @@ and on a synthetic 150-iteration run of 1 MB outputs (page size and structure)."
 
 from __future__ import annotations
 
+import gc
 import itertools
 import re
 import shutil
@@ -678,3 +679,18 @@ def test_tick_labels_and_the_phone_layout() -> None:
     xlabels = re.findall(r'class="xlabel"[^>]*>(\d+)<', narrow)
     assert len(xlabels) <= NARROW.max_x_labels + 1 and xlabels[0] == "1" and xlabels[-1] == "150"
     assert narrow.count('class="hit"') == 150
+
+
+def test_building_a_view_leaves_no_reference_cycle(recorded: Path) -> None:
+    """A view is freed as soon as it is dropped (a batch reads back every task's trace): building
+    one leaves nothing for the cycle collector."""
+    loaded = load_trace(recorded)
+    gc.collect()
+    gc.disable()
+    try:
+        view = build_run(loaded)
+        assert view.iterations
+        del view
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

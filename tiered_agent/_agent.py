@@ -239,8 +239,10 @@ class _Run:
             on_event=self.emit,
             model=agent.model.name,
         )
-        tools = agent.tools.with_tools(self.manager.tools(lambda: self.history))
-        self.tools = tools.observed(lambda call, outcome: self.finished.__setitem__(call.id, outcome))
+        # the closures hold the run's list and dict, not the run (no reference cycle through them)
+        history, finished = self.history, self.finished
+        tools = agent.tools.with_tools(self.manager.tools(lambda: history))
+        self.tools = tools.observed(lambda call, outcome: finished.__setitem__(call.id, outcome))
         telemetry = run_observer(agent.telemetry)
         self.observers = [o for o in (agent.on_event, telemetry) if o is not None]
         # around each tool call, in its task: telemetry makes the call's execute_tool span current there

@@ -177,26 +177,14 @@ class _Builder:
         self.summaries: list[SummaryView] = []
         self.retrievals: list[RetrievalView] = []
         self.unknown: Counter[str] = Counter()
-        self.handlers: dict[str, Callable[[RawEvent], None]] = {
-            "run_start": self.run_start,
-            "message": self.message,
-            "model_request": self.model_request,
-            "model_response": self.model_response,
-            "tool_result": self.tool_result,
-            "error": self.error,
-            "step_error": self.step_error,
-            "summary": self.summary,
-            "retrieval": self.retrieval,
-            "run_end": self.run_end,
-        }
 
     def build(self) -> RunView:
         for event in self.loaded.events:
-            handler = self.handlers.get(event.type)
+            handler = _HANDLERS.get(event.type)
             if handler is None:
                 self.unknown[event.type or "?"] += 1
             else:
-                handler(event)
+                handler(self, event)
         return RunView(
             path=self.loaded.path,
             iterations=tuple(self.iterations[n].freeze() for n in sorted(self.iterations)),
@@ -334,6 +322,22 @@ class _Builder:
         self.meta["stop_reason"] = as_str(data.get("stop_reason"), "unknown")
         self.meta["output"] = data.get("output") if isinstance(data.get("output"), str) else None
         self.meta["error"] = data.get("error") if isinstance(data.get("error"), str) else None
+
+
+# Each event type's handler, a plain function of the builder (a table of bound methods kept on the
+# builder would tie it into a reference cycle: every view built would wait for the garbage collector).
+_HANDLERS: Mapping[str, Callable[[_Builder, RawEvent], None]] = {
+    "run_start": _Builder.run_start,
+    "message": _Builder.message,
+    "model_request": _Builder.model_request,
+    "model_response": _Builder.model_response,
+    "tool_result": _Builder.tool_result,
+    "error": _Builder.error,
+    "step_error": _Builder.step_error,
+    "summary": _Builder.summary,
+    "retrieval": _Builder.retrieval,
+    "run_end": _Builder.run_end,
+}
 
 
 def build_run(loaded: LoadedTrace) -> RunView:
