@@ -208,6 +208,24 @@ def _open_calls(history: Sequence[Message]) -> tuple[int, list[ToolCall]]:
     return iteration, [c for c in last_assistant.tool_calls if c.id not in answered]
 
 
+class _Events:
+    """Where a run's events go: its trace, then its observers; a paid reply reaches the disk before
+    its tools run. The run and its context manager hold it and it holds neither of them, so a
+    finished run is freed as soon as it is dropped, without waiting for the cycle collector (a
+    batch runs hundreds of agents in one process)."""
+
+    def __init__(self, trace: TraceWriter) -> None:
+        self.trace = trace
+        self.observers: tuple[Callable[[Event], None], ...] = ()
+
+    def __call__(self, event: Event) -> None:
+        self.trace.write(event)
+        for observe in self.observers:
+            observe(event)
+        if isinstance(event, ModelResponse):
+            self.trace.flush()
+
+
 class _Run:
     """The state of one run; created by :meth:`Agent.run`, never shared."""
 
@@ -222,6 +240,7 @@ class _Run:
         self.trace_path = resume.path if resume else agent.trace_dir / f"{stamp}-{self.run_id}.jsonl"
         self.spill_dir = self.trace_path.with_suffix(".outputs")
         self.trace = TraceWriter(self.trace_path, lock=lock)
+        self.events = _Events(self.trace)  # the context manager's events go here, not through the run
         self.started = False  # run_start is written: from then on the trace gets its run_end
         self.created = False  # this run created the trace file (not a resume)
         self.counter = TokenCounter.for_model(agent.model.name)
@@ -236,7 +255,7 @@ class _Run:
             counter=self.counter,
             context_window=agent.model.context_window(),
             summarizer=agent.summarizer,
-            on_event=self.emit,
+            on_event=self.events,
             model=agent.model.name,
         )
         # the closures hold the run's list and dict, not the run (no reference cycle through them)
@@ -244,7 +263,7 @@ class _Run:
         tools = agent.tools.with_tools(self.manager.tools(lambda: history))
         self.tools = tools.observed(lambda call, outcome: finished.__setitem__(call.id, outcome))
         telemetry = run_observer(agent.telemetry)
-        self.observers = [o for o in (agent.on_event, telemetry) if o is not None]
+        self.events.observers = tuple(o for o in (agent.on_event, telemetry) if o is not None)
         # around each tool call, in its task: telemetry makes the call's execute_tool span current there
         self.tool_scope: Callable[[ToolCall, float], AbstractContextManager[None]] = (
             telemetry.tool_scope if telemetry is not None else _no_scope
@@ -257,11 +276,7 @@ class _Run:
 
     # ------------------------------------------------------------------ events
     def emit(self, event: Event) -> None:
-        self.trace.write(event)
-        for observe in self.observers:
-            observe(event)
-        if isinstance(event, ModelResponse):  # a paid reply reaches the disk before its tools run
-            self.trace.flush()
+        self.events(event)
 
     def append(self, message: Message) -> None:
         """Add a message to the history (what the model will see) and the trace, secrets redacted."""

@@ -15,6 +15,7 @@ Cancellation of the caller is not a model mistake and propagates.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import os
@@ -22,6 +23,7 @@ import re
 import sys
 import threading
 import typing
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -330,9 +332,11 @@ def _new_model(tool_name: str, fields: dict[str, Any]) -> type[BaseModel]:
         model: type[BaseModel] = create_model(  # type: ignore[call-overload]
             f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )
-        model.model_json_schema()
+        schema = _schema_of(model)  # a type pydantic cannot describe fails here, at decoration
     except (PydanticUserError, TypeError) as exc:
         raise ConfigurationError(f"tool {tool_name!r}: unsupported parameter type: {exc}") from exc
+    with _MODELS_LOCK:
+        _SCHEMAS[model] = schema
     return model
 
 
@@ -351,7 +355,22 @@ _SCHEMA_NODES = ("items", "additionalProperties", "not")
 _SCHEMA_LISTS = ("anyOf", "allOf", "oneOf", "prefixItems")
 
 
+# The JSON schema of each argument model, made once (pydantic's schema generator leaves reference
+# cycles behind every time it runs); every tool gets its own copy.
+_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 def _parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
+    with _MODELS_LOCK:
+        known = _SCHEMAS.get(model)
+    if known is None:
+        known = _schema_of(model)
+        with _MODELS_LOCK:
+            _SCHEMAS[model] = known
+    return copy.deepcopy(known)
+
+
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
     schema: dict[str, Any] = _strip_titles(model.model_json_schema())
     schema.pop("additionalProperties", None)  # validation forbids extras; some providers reject the key
     schema.setdefault("properties", {})

@@ -38,8 +38,9 @@ from .._errors import ContextBudgetExceeded
 from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
 from .._tools import Tool, ToolOutcome
-from .._trace import ContextRecord, Event, RetrievalEvent, StepError, StepRecord, StepState, SummaryEvent
+from .._trace import ContextRecord, Event, StepRecord, StepState
 from ._dispatch import Batch, Dispatched, Execute, ObserveOnly, ToolKind, dispatch, executed_results
+from ._events import ManagerEvents
 from ._memo import MemoTables, in_run, in_run_async, outside_runs, scope
 from ._names import RETRIEVE_TOOL_NAME
 from ._policy import Policy
@@ -50,7 +51,7 @@ from .aging._schedule import AgingSchedule
 from .pipeline._build import assemble
 from .pipeline._draft import NOTHING_AGED, BuildContext
 from .pipeline._tally import HistoryTally, PrefixSums, PromptTally
-from .pipeline._types import BuiltPrompt, SentPrompt, StepFailure, Summary
+from .pipeline._types import BuiltPrompt, SentPrompt, Summary
 from .retrieve._tool import make_retrieve_tool
 from .summary._compact import EMERGENCY_KEEP
 from .summary._state import Summaries, SummarySettings
@@ -123,7 +124,7 @@ class ContextManager:
         self.context_window = policy.context_window or context_window
         self.calibration = Calibration()
         self._enforce = enforce_hard_limit
-        self._on_event = on_event
+        self._events = ManagerEvents(on_event)
         settings = SummarySettings(
             policy.summary_model, policy.summary_max_tokens, policy.summary_timeout_s, policy.summarizes
         )
@@ -131,8 +132,8 @@ class ContextManager:
             settings,
             summarizer=summarizer,
             background=background,
-            on_summary=self._summary_landed,
-            on_failure=self._summary_failed,
+            on_summary=self._events.summary_landed,
+            on_failure=self._events.summary_failed,
         )
         run = Run(
             counter,
@@ -164,16 +165,14 @@ class ContextManager:
             tuple(runtime for _, runtime in participants(self.runtimes, "serve")),
             tuple(runtime for _, runtime in participants(self.runtimes, "observe")),
         )
-        self.step_errors: list[StepError] = []  # every step that raised in this run (fail open)
+        self.step_errors = self._events.errors  # every step that raised in this run (fail open)
         self.schedule: AgingSchedule | None = None  # the aging schedule of the last prompt (None: no aging)
         self._served = 0  # tool calls a step served instead of running them (dedup hits)
         self._sent: SentPrompt | None = None
-        self._iteration = 0
         self._skipped: set[int] = set()  # runtimes that raised while the prompt was prepared
         self._history = HistoryTally(counter)  # the counterfactual, counted once per message
         self._prompts = PromptTally(counter)
-        # id of a cut output as shown -> (the output, as shown, the tokens the cut spared)
-        self._spared: dict[int, tuple[Message, Message, int]] = {}
+        self._spared = SparedTokens(counter)  # the tokens each cut output spared, once per run
         self._spared_sums: dict[str, PrefixSums[tuple[Message, Message]]] = {}  # by step kind
         # retrieval_schema="when_shown": whether a prompt named a retrieval call yet (sticky)
         self._retrieval_shown = policy.retrieval_schema == "always"
@@ -202,7 +201,7 @@ class ContextManager:
                 history,
                 counter=self.counter,
                 page_tokens=self.policy.retrieve_page_tokens,
-                on_retrieval=self._retrieval_done,
+                on_retrieval=self._events.retrieval_done,
             )
         ]
 
@@ -230,7 +229,7 @@ class ContextManager:
         batch = Batch(iteration, tuple(calls), tuple(map(kind, calls)))
         results, failures = await dispatch(servers, batch, execute, observers=observers)
         self._served += sum(result.dedup_of is not None for result in results)
-        self._failed(failures, iteration)
+        self._events.failed(failures, iteration)
         return results
 
     @in_run_async
@@ -252,7 +251,7 @@ class ContextManager:
             return [recorded[index] for index in indexes]
 
         _, failures = await dispatch([ObserveOnly(runtime) for runtime in self.runtimes], batch, execute)
-        self._failed(failures, iteration)
+        self._events.failed(failures, iteration)
 
     # ------------------------------------------------------------------ state
     @property
@@ -273,7 +272,7 @@ class ContextManager:
             try:
                 runtime.restore(events)
             except Exception as exc:  # fail open: the step starts afresh
-                self._failed([runtime.failure("restore", exc)], self._iteration)
+                self._events.failed([runtime.failure("restore", exc)], self._events.iteration)
 
     def observe_usage(self, provider_prompt_tokens: int | None, local_prompt_tokens: int) -> None:
         self.calibration.observe(provider_prompt_tokens, local_prompt_tokens)
@@ -297,7 +296,7 @@ class ContextManager:
         """
         self._history.update(history)
         last = self._history.last_iteration
-        self._iteration = last + 1
+        self._events.iteration = last + 1
         self._skipped = set()
         turn = Turn(
             history,
@@ -337,7 +336,7 @@ class ContextManager:
                 runtime.decide(turn)
             except Exception as exc:  # fail open: the prompt is built without this step
                 self._skipped.add(position)
-                self._failed([runtime.failure("decide", exc)], self._iteration)
+                self._events.failed([runtime.failure("decide", exc)], self._events.iteration)
 
     async def _act(self, turn: Turn) -> None:
         for position, runtime in self._hooks["act"]:
@@ -346,7 +345,7 @@ class ContextManager:
                     await runtime.act(turn)
                 except Exception as exc:
                     self._skipped.add(position)
-                    self._failed([runtime.failure("act", exc)], self._iteration)
+                    self._events.failed([runtime.failure("act", exc)], self._events.iteration)
 
     async def _after(self, turn: Turn, tokens: int) -> bool:
         """Whether a step changed what the prompt is built from (a compaction): build it again.
@@ -358,14 +357,14 @@ class ContextManager:
                     rebuild = await runtime.after(turn, tokens) or rebuild
                 except Exception as exc:
                     self._skipped.add(position)
-                    self._failed([runtime.failure("after", exc)], self._iteration)
+                    self._events.failed([runtime.failure("after", exc)], self._events.iteration)
         if turn.emergency:
             history, last = turn.history, turn.last
             try:
                 compacted = await self.summaries.compact(history, last, keep=EMERGENCY_KEEP, emergency=True)
                 rebuild = compacted or rebuild
             except Exception as exc:  # the safety net's own digest raised: the prompt stays as built
-                self._failed([failure_of("compact", "after", exc)], self._iteration)
+                self._events.failed([failure_of("compact", "after", exc)], self._events.iteration)
         return rebuild
 
     def _sent_tools(self, tool_schemas: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
@@ -398,7 +397,7 @@ class ContextManager:
         )
         built = assemble(context, self.runtimes, self._skipped, plan=self._plan)
         if built.failures:
-            self._failed(built.failures, self._iteration)
+            self._events.failed(built.failures, self._events.iteration)
         if not self._retrieval_shown and built.shows_retrieval:
             self._retrieval_shown = True
         tools = self._sent_tools(turn.offered)
@@ -455,19 +454,8 @@ class ContextManager:
         it shares with that step's cuts in the previous prompt (a cut output stays cut)."""
         sums = self._spared_sums.get(kind)
         if sums is None:
-            sums = self._spared_sums[kind] = PrefixSums(self._cut_tokens)
+            sums = self._spared_sums[kind] = PrefixSums(self._spared)
         return sums.total(cut)
-
-    def _cut_tokens(self, cut: tuple[Message, Message]) -> int:
-        """Tokens a cut spared (an output and how it is shown), counted once per run: a cut output
-        stays cut, the same message objects, in every later prompt."""
-        known = self._spared.get(id(cut[1]))
-        if known is not None and known[0] is cut[0] and known[1] is cut[1]:
-            return known[2]
-        count = self.counter.count_text
-        spared = count(cut[0].text) - count(cut[1].text)
-        self._spared[id(cut[1])] = (*cut, spared)  # holds the messages: their ids stay theirs
-        return spared
 
     def _state(self, position: int, runtime: StepRuntime) -> StepState | None:
         """A runtime's own record of the prompt just built (a runtime skipped for it records nothing)."""
@@ -476,55 +464,28 @@ class ContextManager:
         try:
             return runtime.record()
         except Exception as exc:
-            self._failed([runtime.failure("record", exc)], self._iteration)
+            self._events.failed([runtime.failure("record", exc)], self._events.iteration)
             return None
 
-    # ------------------------------------------------------------------ events
-    def _failed(self, failures: Sequence[StepFailure], iteration: int) -> None:
-        """Record steps that raised (fail open): a ``step_error`` event each, and a warning."""
-        for failure in failures:
-            error = StepError(iteration, failure.step, failure.phase, failure.error, failure.message)
-            self.step_errors.append(error)
-            log.warning(
-                "context.step_error",
-                step=failure.step,
-                phase=failure.phase,
-                iteration=iteration,
-                error=f"{failure.error}: {failure.message}",
-            )
-            if self._on_event is not None:
-                self._on_event(error)
 
-    def _summary_failed(self, step: str, exc: Exception) -> None:
-        """A summary job raised (the summarizer, or a parser of the digest): a step error of the step
-        that asked for it; the previous summary stays and the next job covers the range too."""
-        self._failed([failure_of(step, "summary", exc)], self._iteration)
+class SparedTokens:
+    """Tokens a cut spared (an output and how it is shown), counted once per run: a cut output
+    stays cut, the same message objects, in every later prompt. (Its own object, not a method of
+    the manager: the prefix sums that call it would tie the manager into a reference cycle.)"""
 
-    def _summary_landed(self, summary: Summary) -> None:
-        if self._on_event is not None:
-            self._on_event(
-                SummaryEvent(
-                    first_iteration=summary.first,
-                    last_iteration=summary.last,
-                    text=summary.text,
-                    model=summary.model,
-                    input_tokens=summary.input_tokens,
-                    output_tokens=summary.output_tokens,
-                    created_at_iteration=summary.created_at_iteration,
-                )
-            )
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        # id of a cut output as shown -> (the output, as shown, the tokens the cut spared)
+        self._known: dict[int, tuple[Message, Message, int]] = {}
 
-    def _retrieval_done(self, info: dict[str, Any]) -> None:
-        if self._on_event is not None:
-            self._on_event(
-                RetrievalEvent(
-                    iteration=self._iteration,
-                    filters=dict(info.get("filters", {})),
-                    matched=int(info.get("matched", 0)),
-                    page=int(info.get("page", 1)),
-                    pages=int(info.get("pages", 1)),
-                )
-            )
+    def __call__(self, cut: tuple[Message, Message]) -> int:
+        known = self._known.get(id(cut[1]))
+        if known is not None and known[0] is cut[0] and known[1] is cut[1]:
+            return known[2]
+        count = self._counter.count_text
+        spared = count(cut[0].text) - count(cut[1].text)
+        self._known[id(cut[1])] = (*cut, spared)  # holds the messages: their ids stay theirs
+        return spared
 
 
 def _is_retrieve(schema: Mapping[str, Any]) -> bool:

@@ -12,6 +12,7 @@ every one that failed.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -72,12 +73,15 @@ class Summaries:
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Summaries:
         if self.settings.worker:
+            failure = self._on_failure
             self._smart = SmartSummarizer(
                 self._summarizer or self._default_summarizer(),
                 timeout_s=self.settings.timeout_s,
                 background=self._background,
-                on_summary=self._landed,
-                on_failure=self._failed,
+                # the callbacks, not methods of this object: the worker it holds would hold it back
+                # (a reference cycle, freed only by the cycle collector)
+                on_summary=self._on_summary,
+                on_failure=None if failure is None else functools.partial(_job_failed, failure),
             )
             if self._background:
                 self._task_group = anyio.create_task_group()
@@ -232,6 +236,7 @@ class Summaries:
         if self._on_summary is not None:
             self._on_summary(summary)
 
-    def _failed(self, job: SummaryJob, exc: Exception) -> None:
-        if self._on_failure is not None:
-            self._on_failure(job.by, exc)
+
+def _job_failed(on_failure: Callable[[str, Exception], None], job: SummaryJob, exc: Exception) -> None:
+    """A summary job raised: reported as the step kind that asked for it."""
+    on_failure(job.by, exc)
