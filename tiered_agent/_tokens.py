@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
-from cachetools import LRUCache
 
 from ._errors import ConfigurationError
 from ._messages import Message
@@ -39,6 +38,7 @@ __all__ = [
     "PieceEncoder",
     "TokenCounter",
     "encoding_for_model",
+    "remember",
     "texts_digest",
 ]
 
@@ -48,6 +48,8 @@ PROMPT_OVERHEAD = 3  # the assistant reply primer
 # The provider/local ratio a calibration may learn. Real tokenizers differ from o200k by -20%
 # (Gemini) to +40% (Claude on code); anything outside is a provider that misreports usage.
 CALIBRATION_BOUNDS = (0.5, 2.0)
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 _CL100K_FAMILIES = ("gpt-4-", "gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada")
 _O200K_FAMILIES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
 
@@ -236,16 +238,26 @@ class PieceEncoder:
         return ids
 
 
+def remember(memo: dict[_K, _V], key: _K, value: _V, size: int) -> _V:
+    """``memo[key] = value`` in a memo of at most ``size`` entries, emptied when full (a plain dict
+    costs a fraction of an LRU's bookkeeping per lookup; a counter's memos rarely fill)."""
+    if len(memo) >= size:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
 class TokenCounter:
-    """Counts tokens of texts, messages and prompts; memoizes per text (bounded LRU) and per piece of
-    text (:class:`PieceEncoder`)."""
+    """Counts tokens of texts, messages and prompts; memoizes per text and per message (at most
+    ``cache_size`` of each, emptied when full) and per piece of text (:class:`PieceEncoder`)."""
 
     def __init__(self, encoding: str = "o200k_base", cache_size: int = 200_000) -> None:
         if encoding not in ENCODINGS:
             raise ConfigurationError(f"unknown tokenizer {encoding!r}; choose one of {', '.join(ENCODINGS)}")
         self.encoding_name = encoding
-        self._cache: LRUCache[str, int] = LRUCache(maxsize=cache_size)
-        self._messages: LRUCache[Message, int] = LRUCache(maxsize=cache_size)
+        self._cache_size = cache_size
+        self._cache: dict[str, int] = {}
+        self._messages: dict[Message, int] = {}
         self._pieces = PieceEncoder(encoding)
 
     @classmethod
@@ -264,8 +276,7 @@ class TokenCounter:
             return 0
         cached = self._cache.get(text)
         if cached is None:
-            cached = len(self._token_ids(text))
-            self._cache[text] = cached
+            cached = remember(self._cache, text, len(self._token_ids(text)), self._cache_size)
         return cached
 
     def export(self, texts: Sequence[str]) -> EncodedTexts:
@@ -273,7 +284,7 @@ class TokenCounter:
         (:meth:`PieceEncoder.export`); their counts are memoized here too."""
         encoded, ids = self._pieces.export(texts)
         for text, found in zip(texts, ids, strict=True):
-            self._cache[text] = len(found)
+            remember(self._cache, text, len(found), self._cache_size)
         return encoded
 
     def count_message(self, message: Message | Mapping[str, Any]) -> int:
@@ -281,8 +292,9 @@ class TokenCounter:
         if isinstance(message, Message):
             cached = self._messages.get(message)
             if cached is None:
-                cached = self._count_message(message.to_openai())
-                self._messages[message] = cached
+                cached = remember(
+                    self._messages, message, self._count_message(message.to_openai()), self._cache_size
+                )
             return cached
         return self._count_message(message)
 

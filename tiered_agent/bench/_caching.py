@@ -26,12 +26,11 @@ from itertools import accumulate
 from typing import Any
 
 import orjson
-from cachetools import LRUCache
 
 from .._errors import ConfigurationError
 from .._messages import Message
 from .._providers import CACHE_MODELS, CacheModel
-from .._tokens import PROMPT_OVERHEAD, EncodedTexts, TokenCounter
+from .._tokens import PROMPT_OVERHEAD, EncodedTexts, TokenCounter, remember
 from ._series import Series, identical_prefix
 
 __all__ = [
@@ -73,7 +72,8 @@ class CountedHistory(tuple[Message, ...]):
 
 
 class IdCounter(TokenCounter):
-    """A :class:`TokenCounter` that also keeps token ids per text (bounded by total tokens).
+    """A :class:`TokenCounter` that also keeps token ids per text (at most ``max_cached_tokens`` ids,
+    emptied when full).
 
     The context manager counts with it and the cache simulation reads the same
     ids, so every distinct text is encoded once.
@@ -86,7 +86,9 @@ class IdCounter(TokenCounter):
         max_cached_messages: int = 200_000,
     ) -> None:
         super().__init__(encoding)
-        self._ids: LRUCache[str, array[int]] = LRUCache(maxsize=max_cached_tokens, getsizeof=_size)
+        self._ids: dict[str, array[int]] = {}
+        self._held = 0  # ids in ``_ids``
+        self._max_ids = max_cached_tokens
         # Keyed by identity (messages are frozen; the entry keeps the object alive, so its id is not reused).
         self._message_counts: dict[int, tuple[Message, int]] = {}
         self._max_messages = max_cached_messages
@@ -100,10 +102,18 @@ class IdCounter(TokenCounter):
             return _EMPTY
         cached = self._ids.get(text)
         if cached is None:
-            cached = self._pieces.ids(text)
-            if len(cached) < self._ids.maxsize:
-                self._ids[text] = cached
+            cached = self._keep(text, self._pieces.ids(text))
         return cached
+
+    def _keep(self, text: str, ids: array[int]) -> array[int]:
+        """Memoize ``ids`` for ``text`` (the memo is emptied first when they would overfill it)."""
+        if self._held + len(ids) > self._max_ids:
+            self._ids.clear()
+            self._held = 0
+        if len(ids) < self._max_ids:
+            self._ids[text] = ids
+            self._held += len(ids)
+        return ids
 
     def _token_ids(self, text: str) -> array[int]:
         return self.ids(text)
@@ -114,8 +124,8 @@ class IdCounter(TokenCounter):
         encoding)."""
         found = self._pieces.adopt(texts, encoded)
         for text, ids in zip(texts, found, strict=False):
-            if text and len(ids) < self._ids.maxsize:
-                self._ids[text] = ids
+            if text:
+                self._keep(text, ids)
         return len(found)
 
     def count_uncached(self, text: str) -> int:
@@ -147,14 +157,8 @@ class IdCounter(TokenCounter):
         if entry is not None and entry[0] is message:
             return entry[1]
         count = super().count_message(message)
-        if len(self._message_counts) >= self._max_messages:
-            self._message_counts.clear()
-        self._message_counts[id(message)] = (message, count)
+        remember(self._message_counts, id(message), (message, count), self._max_messages)
         return count
-
-
-def _size(ids: array[int]) -> int:
-    return max(1, len(ids))
 
 
 class PromptEncoder:

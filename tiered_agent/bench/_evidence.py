@@ -238,13 +238,6 @@ class EvidenceIndex:
             self._first[term] = None if at is None else self._index_at(at)
         return self._first[term]
 
-    def _is_specific(self, term: str) -> bool:
-        """:func:`~._terms.is_specific`, once per distinct term of the run."""
-        known = self._specific.get(term)
-        if known is None:
-            known = self._specific[term] = is_specific(term)
-        return known
-
     def _always_has(self, term: str) -> bool:
         if term not in self._in_always:
             self._in_always[term] = next(occurrences(self._always, term), None) is not None
@@ -270,7 +263,11 @@ class EvidenceIndex:
         cutoff = self.cutoff(iteration)
         observed: list[str] = []
         own: list[str] = []
-        for term in sorted(t for t in set(terms(self._text(action))) if self._is_specific(t)):
+        distinct = set(terms(self._text(action)))
+        specific = self._specific  # :func:`is_specific` of every distinct term of the run, once
+        for term in distinct.difference(specific):
+            specific[term] = is_specific(term)
+        for term in sorted(filter(specific.__getitem__, distinct)):
             first = self._first_index(term)
             if first is None or first >= cutoff or self._always_has(term):
                 continue

@@ -99,6 +99,7 @@ class SalienceIndex:
                 self._action_at.setdefault(message.iteration, index)
         self._first: dict[str, int | None] = {}
         self._salient: dict[int, tuple[str, ...]] = {}
+        self._is_salient: dict[str, bool] = {}
 
     def _first_index(self, token: str) -> int | None:
         """The first message of iteration 1 or later whose text holds ``token``."""
@@ -118,7 +119,11 @@ class SalienceIndex:
         if index is None:
             return ()
         found = []
-        for token in salient_candidates(self._texts[index]):
+        distinct = set(_TOKEN.findall(self._texts[index]))
+        salient = self._is_salient  # :func:`is_salient` of every distinct token of the run, once
+        for token in distinct.difference(salient):
+            salient[token] = is_salient(token)
+        for token in filter(salient.__getitem__, distinct):
             first = self._first_index(token)
             if first is None or first >= index or not self._observation[first]:
                 continue

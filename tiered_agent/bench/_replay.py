@@ -53,8 +53,8 @@ from ._evidence import EvidenceIndex, PromptView, TextMemo
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
-from ._rulers import RawTexts, RawView, RecordedTexts, Recovery, RetrievalSources, WordIndex
-from ._series import Joined, SparseSeries, Stretches
+from ._rulers import RawTexts, RawView, RecordedTexts, RetrievalSources, WordIndex
+from ._series import Joined, SparseSeries, Stretches, identical_prefix
 from ._summarizer_check import CheckedSummarizer
 from ._turns import RetrievalTurn, retrieval_turn
 
@@ -367,6 +367,12 @@ class _RunState:
     # only, by step and prompt (policies that have not rewritten anything yet send the same prompt).
     positions: dict[int, int] = field(default_factory=dict)
     missing: dict[tuple[int, tuple[int, ...]], _Misses] = field(default_factory=dict)
+    # The misses of prompts holding messages of a policy's own, by step, length and newest message: policies
+    # whose steps share those messages (``codex`` and ``adk-code``, ``tiered`` and its aging ablation)
+    # often send the very same prompt. Each entry keeps its prompt (so its messages' ids stay theirs).
+    own_missing: dict[tuple[int, int, int], list[tuple[tuple[Message, ...], _Misses]]] = field(
+        default_factory=dict
+    )
     memos: RunMemos = field(default_factory=RunMemos)  # what the policies' steps share (aging's forms)
     chains: CacheChains = field(default_factory=CacheChains)  # the caches of policies sending the same
     # Each iteration's recorded tool results as a dispatch serves them, by the identity of its group.
@@ -387,14 +393,37 @@ class _RunState:
             entry = self.results[id(group)] = (group, _Results.of(group))
         return entry[1]
 
-    def misses(self, iteration: int, key: tuple[int, ...] | None, raw: RawView, view: PromptView) -> _Misses:
-        """:func:`_misses`, once per step for each prompt made of recorded messages only (``key``: its
-        :class:`_Track`'s ``recorded`` of the prompt)."""
+    def misses(
+        self,
+        iteration: int,
+        key: tuple[int, ...] | None,
+        prompt: tuple[Message, ...],
+        raw: RawView,
+        view: PromptView,
+    ) -> _Misses:
+        """:func:`_misses` of ``prompt`` at ``iteration``, once per step for each distinct prompt (the same
+        message objects): ``key``, its :class:`_Track`'s ``recorded`` of the prompt, tells the prompts made
+        of recorded messages only; the others are told by their messages' identities."""
         if key is None:
-            return _misses(self, iteration, raw, view)
+            return self._own_misses(iteration, prompt, raw, view)
         found = self.missing.get((iteration, key))
         if found is None:
             found = self.missing[iteration, key] = _misses(self, iteration, raw, view)
+        return found
+
+    def _own_misses(
+        self, iteration: int, prompt: tuple[Message, ...], raw: RawView, view: PromptView
+    ) -> _Misses:
+        """:meth:`misses` of a prompt holding a message of its policy's own."""
+        if not prompt:
+            return _misses(self, iteration, raw, view)
+        size = len(prompt)
+        seen = self.own_missing.setdefault((iteration, size, id(prompt[-1])), [])
+        for other, found in seen:  # the same newest object (the entry keeps it alive): compare the rest
+            if identical_prefix(other, prompt) == size:
+                return found
+        found = _misses(self, iteration, raw, view)
+        seen.append((prompt, found))
         return found
 
     def retrieval_charge(
@@ -475,6 +504,7 @@ class _Track:
     # The joined texts the rulers search, of the policy's previous prompts (``RawView``, ``PromptView``):
     raw_join: Joined  # the foreign texts
     normalized_joins: Mapping[bool, Joined]  # the normalized texts not the agent's (True), all (False)
+    retrieval_active: bool  # the policy registers ``context_retrieve`` (its misses may be recovered)
 
 
 async def _replay_policy(
@@ -492,6 +522,7 @@ async def _replay_policy(
         Stretches(state.positions),
         Joined("\n"),
         {True: Joined(), False: Joined()},
+        policy.retrieval_active,
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
@@ -630,19 +661,22 @@ async def _step(
     cached = min(use.read, prompt_tokens)
     raw = RawView(messages, state.recorded, track.raw, join=track.raw_join)  # ids: when a ruler asks
     view = PromptView(messages, state.memo, track.normalized, raw.ids, track.normalized_joins)
-    misses = state.misses(iteration, recorded, raw, view)
+    misses = state.misses(iteration, recorded, messages, raw, view)
     missed = misses.missed
     retrieval = 0
-    recovery = Recovery()
-    if missed and manager.policy.retrieval_active:
-        retrieval = state.retrieval_charge(iteration, missed, history, manager.policy)
-        if state.sources is not None:
-            recovery = state.sources.recovery(
-                missed, iteration, raw.retrievals(), manager.policy.retrieve_page_tokens
-            )
-    lines = _line_rulers(
-        state, iteration, misses, raw=raw, policy=manager.policy, prompt_tokens=prompt_tokens
-    )
+    recoverable = recovery_tokens = 0
+    lines = _NO_LINES
+    if track.retrieval_active and (missed or misses.line_missed or misses.own_missed):
+        if missed:
+            retrieval = state.retrieval_charge(iteration, missed, history, manager.policy)
+            if state.sources is not None:
+                recovery = state.sources.recovery(
+                    missed, iteration, raw.retrievals(), manager.policy.retrieve_page_tokens
+                )
+                recoverable, recovery_tokens = recovery.recoverable, recovery.tokens
+        lines = _line_rulers(
+            state, iteration, misses, raw=raw, policy=manager.policy, prompt_tokens=prompt_tokens
+        )
     return StepMetrics(
         step=step,
         prompt_tokens=prompt_tokens,
@@ -657,8 +691,8 @@ async def _step(
         truncated_chars=prepared.built.stats.truncated_chars,
         build_seconds=elapsed,
         cache_write_tokens=min(use.written, prompt_tokens - cached),
-        recoverable=recovery.recoverable,
-        recovery_tokens=recovery.tokens,
+        recoverable=recoverable,
+        recovery_tokens=recovery_tokens,
         word_salient=misses.word_salient,
         word_missed=misses.word_missed,
         line_needed=misses.line_needed,
@@ -718,6 +752,9 @@ class _LineRulers:
     line_recoverable: int = 0
     own_recoverable: int = 0
     turn: RetrievalTurn | None = None
+
+
+_NO_LINES = _LineRulers()  # a step with nothing missed, or whose policy does not retrieve
 
 
 def _line_rulers(
