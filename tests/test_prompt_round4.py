@@ -1,0 +1,102 @@
+"""Work the prompt build skips (speed round 4) without changing what it builds: prefix sums that keep
+their state in place (no copy of the sums or of a tuple per prompt), and Truncate's runtime keeping
+its cuts as the mappings a draft takes (and reading afresh after a cut that raised)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tiered_agent._messages import Message, ToolCall
+from tiered_agent._tokens import TokenCounter
+from tiered_agent.context._step import Run
+from tiered_agent.context.pipeline._draft import BuildContext, start
+from tiered_agent.context.pipeline._tally import PrefixSums
+from tiered_agent.context.steps import Truncate, _truncate
+
+
+class _Boom(Exception):
+    pass
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 8), st.lists(st.integers(0, 50), max_size=6), st.booleans(), st.booleans()),
+        max_size=25,
+    )
+)
+def test_prefix_sums_equal_the_plain_sum_as_tuples_and_after_a_failure(
+    steps: list[tuple[int, list[int], bool, bool]],
+) -> None:
+    """Tuples are kept as they are, lists copied; a value that raises midway leaves sums that are
+    still right for the next sequence."""
+
+    def value(item: tuple[int]) -> int:
+        if item[0] >= 1000:
+            raise _Boom
+        return item[0] * 3 + 1
+
+    sums: PrefixSums[tuple[int]] = PrefixSums(value)
+    previous: list[tuple[int]] = []
+    for keep, new, as_tuple, fail in steps:
+        items = [*previous[:keep], *((n,) for n in new)]
+        if fail:  # another sequence, whose last value raises after the others were summed
+            failing = [*((500 + n,) for n in range(len(previous) + 2)), (1000,)]
+            with pytest.raises(_Boom):
+                sums.total(tuple(failing) if as_tuple else failing)
+        sequence = tuple(items) if as_tuple else items
+        assert sums.total(sequence) == sum(i[0] * 3 + 1 for i in items)
+        previous = items
+
+
+def test_prefix_sums_count_only_past_the_shared_prefix_of_a_kept_tuple() -> None:
+    calls: list[int] = []
+
+    def value(item: tuple[int]) -> int:
+        calls.append(item[0])
+        return item[0]
+
+    sums: PrefixSums[tuple[int]] = PrefixSums(value)
+    first = tuple((n,) for n in range(10))
+    assert sums.total(first) == 45 and len(calls) == 10
+    calls.clear()
+    assert sums.total((*first[:6], (100,))) == 115 and calls == [100]
+    calls.clear()
+    assert sums.total((*first[:6], (100,), (7,))) == 122 and calls == [7]
+
+
+def test_truncate_runtime_reads_afresh_after_a_cut_that_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cut that raises (the step is skipped for that prompt, fail open) leaves nothing half-kept:
+    the next prompt's cuts are the step's own afresh."""
+    counter = TokenCounter("o200k_base")
+    step = Truncate(max_chars=500, mode="head")
+    runtime = step.start(Run(counter))
+    history = [Message("user", "the task", iteration=0)]
+    for k in range(1, 13):
+        call = ToolCall(f"call_{k}", "bash", '{"command": "ls"}')
+        history.append(Message("assistant", f"step {k}", (call,), iteration=k))
+        body = "\n".join(f"{k}:{i} output line" for i in range(60 + k))
+        history.append(Message("tool", body, tool_call_id=call.id, name="bash", iteration=k))
+    plain = _truncate.truncate_output
+
+    def failing(text: str, *args: object, **kwargs: object) -> object:
+        if text.startswith("9:"):
+            raise _Boom
+        return plain(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    for end in (9, 17):  # prompts read before the failure
+        context = BuildContext.of(history[:end], None, counter, retrieval=True)
+        runtime.apply(start(context), context)
+    monkeypatch.setattr(_truncate, "truncate_output", failing)
+    context = BuildContext.of(history[:19], None, counter, retrieval=True)
+    with pytest.raises(_Boom):
+        runtime.apply(start(context), context)
+    monkeypatch.setattr(_truncate, "truncate_output", plain)
+    for end in (11, 21, 25):  # shorter than what was read, then longer again
+        context = BuildContext.of(history[:end], None, counter, retrieval=True)
+        draft = start(context)
+        kept, fresh = runtime.apply(draft, context), step.apply(draft, context)
+        assert kept.messages == fresh.messages and kept.cuts == fresh.cuts and kept.owners == fresh.owners
+        assert len(kept.cuts) == (end - 1) // 2
