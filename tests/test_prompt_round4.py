@@ -1,6 +1,7 @@
 """Work the prompt build skips (speed round 4) without changing what it builds: prefix sums that keep
-their state in place (no copy of the sums or of a tuple per prompt), and Truncate's runtime keeping
-its cuts as the mappings a draft takes (and reading afresh after a cut that raised)."""
+their state in place (no copy of the sums or of a tuple per prompt), Truncate's runtime keeping its
+cuts as the mappings a draft takes (and reading afresh after a cut that raised), and a prompt's
+record made only when it is read (the replay never reads it), equal to the record made at once."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from hypothesis import strategies as st
 
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
+from tiered_agent._tools import ToolOutcome
+from tiered_agent._trace import ContextRecord
+from tiered_agent.context._dispatch import ToolKind
+from tiered_agent.context._manager import ContextManager, PreparedPrompt
 from tiered_agent.context._step import Run
 from tiered_agent.context.pipeline._draft import BuildContext, start
 from tiered_agent.context.pipeline._tally import PrefixSums
@@ -100,3 +105,48 @@ def test_truncate_runtime_reads_afresh_after_a_cut_that_raised(monkeypatch: pyte
         kept, fresh = runtime.apply(draft, context), step.apply(draft, context)
         assert kept.messages == fresh.messages and kept.cuts == fresh.cuts and kept.owners == fresh.owners
         assert len(kept.cuts) == (end - 1) // 2
+
+
+def _read_only(call: ToolCall) -> ToolKind:
+    return ToolKind(read_only=True)
+
+
+async def _records(policy: str, read_at_once: bool) -> list[ContextRecord]:
+    """The records of a run's prompts (with dedup hits, cuts, summaries and aging), read as each
+    prompt is built or all at the end."""
+    counter = TokenCounter("o200k_base")
+    history: list[Message] = [Message("system", "sys"), Message("user", "fix the bug in src/app.py")]
+    kept: list[PreparedPrompt] = []
+    records: list[ContextRecord] = []
+    async with ContextManager(policy, counter=counter, context_window=30_000, background=False) as manager:
+        for k in range(1, 31):
+            prepared = await manager.prepare(history, [])
+            if read_at_once:
+                records.append(prepared.context)
+            kept.append(prepared)
+            file = k % 4  # the same reads come back: dedup serves them
+            call = ToolCall(f"c{k}", "read", f'{{"path": "src/mod_{file}.py"}}')
+            history.append(Message("assistant", f"reading mod_{file} at step {k}", (call,), iteration=k))
+            body = "\n".join(
+                f"def handler_{file}_{j}(value): return value + {j}" for j in range(30 + 8 * file)
+            )
+
+            async def execute(indexes: object, body: str = body) -> list[ToolOutcome]:
+                return [ToolOutcome(body)]
+
+            (result,) = await manager.dispatch([call], _read_only, execute, iteration=k)
+            content = result.outcome.content
+            history.append(Message("tool", content, tool_call_id=call.id, name="read", iteration=k))
+    return records if read_at_once else [prepared.context for prepared in kept]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("policy", ["kb-labs-adr", "tiered", "masking", "full"])
+async def test_a_record_read_later_is_the_record_read_when_the_prompt_was_built(policy: str) -> None:
+    now, later = await _records(policy, True), await _records(policy, False)
+    assert now == later
+    assert len(now) == 30
+    if policy in ("kb-labs-adr", "tiered"):
+        assert {r.dedup_hits for r in now} != {0}  # the count moved
+    if policy != "full":
+        assert any(r.steps for r in now)
