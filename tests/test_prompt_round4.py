@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
 from tiered_agent._tools import ToolOutcome
-from tiered_agent._trace import ContextRecord
+from tiered_agent._trace import ContextRecord, Cut
 from tiered_agent.context._dispatch import ToolKind
 from tiered_agent.context._manager import ContextManager, PreparedPrompt
 from tiered_agent.context._step import Run
 from tiered_agent.context.pipeline._draft import BuildContext, start
 from tiered_agent.context.pipeline._tally import PrefixSums
+from tiered_agent.context.pipeline._types import ContextStats
 from tiered_agent.context.steps import Truncate, _truncate
 
 
@@ -150,3 +151,10 @@ async def test_a_record_read_later_is_the_record_read_when_the_prompt_was_built(
         assert {r.dedup_hits for r in now} != {0}  # the count moved
     if policy != "full":
         assert any(r.steps for r in now)
+
+
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 10_000)), max_size=30))
+def test_truncated_chars_sum_what_each_cut_left_out(sizes: list[tuple[int, int]]) -> None:
+    cuts = tuple(Cut(f"c{i}", i, "bash", a + b, b) for i, (a, b) in enumerate(sizes))
+    assert ContextStats(truncations=cuts).truncated_chars == sum(a for a, _ in sizes)
+    assert ContextStats(truncations=cuts).truncated_chars == sum(c.omitted_chars for c in cuts)
