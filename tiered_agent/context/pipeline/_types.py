@@ -69,7 +69,9 @@ class ContextStats:
         truncations = self.truncations
         if not truncations:
             return 0
-        return sum(map(_ORIGINAL_CHARS, truncations)) - sum(map(_KEPT_CHARS, truncations))
+        original: int = sum(map(_ORIGINAL_CHARS, truncations))
+        kept: int = sum(map(_KEPT_CHARS, truncations))
+        return original - kept
 
 
 @dataclass(frozen=True, slots=True)
