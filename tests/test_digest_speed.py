@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tiered_agent.context.summary.memory import _render, _text
@@ -50,6 +50,7 @@ def test_the_decision_patterns_are_written_in_lower_case_and_ignore_case() -> No
     assert not any(p.flags & re.I for p in _text._ASCII)
 
 
+@settings(deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
 def test_candidates_equal_the_case_insensitive_rule(text: str) -> None:
     assert _text._candidates(text) == _reference_candidates(text)
@@ -69,6 +70,7 @@ def test_candidates_read_mixed_case_ascii_and_unicode_folds_alike() -> None:
     ][2].replace("ſ", "s")
 
 
+@settings(deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join), st.integers(-1, 5))
 def test_used_counts_the_distinctive_identifiers_the_agent_wrote_later(text: str, since: int) -> None:
     words = sorted(_text.identifiers(text))

@@ -153,6 +153,7 @@ async def test_a_record_read_later_is_the_record_read_when_the_prompt_was_built(
         assert any(r.steps for r in now)
 
 
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 10_000)), max_size=30))
 def test_truncated_chars_sum_what_each_cut_left_out(sizes: list[tuple[int, int]]) -> None:
     cuts = tuple(Cut(f"c{i}", i, "bash", a + b, b) for i, (a, b) in enumerate(sizes))
