@@ -25,6 +25,7 @@ prompt is what the other steps build, and the run goes on.
 
 from __future__ import annotations
 
+import functools
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -57,25 +58,56 @@ from .summary._compact import EMERGENCY_KEEP
 from .summary._state import Summaries, SummarySettings
 from .summary._summarizer import Summarizer
 
-__all__ = ["ContextManager", "PreparedPrompt"]
+__all__ = ["ContextManager", "PendingRecord", "PreparedPrompt"]
 
 log = structlog.get_logger(__name__)
 
 
+class PendingRecord:
+    """A prompt's :class:`ContextRecord`, made when it is first read (:attr:`PreparedPrompt.context`).
+
+    What changes with the next prompt (what each runtime records, the dedup hits so far, whether the
+    prompt was compacted) is taken when the prompt is built; the rest (what each step did to the
+    prompt, the tokens its cuts spared) reads only the built prompt, and a caller that never reads
+    the record (the replay bench) never pays for it."""
+
+    __slots__ = ("_make", "compacted")
+
+    def __init__(self, make: Callable[[], ContextRecord], compacted: bool) -> None:
+        self._make = make
+        self.compacted = compacted
+
+    def make(self) -> ContextRecord:
+        return self._make()
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedPrompt:
-    """A prompt ready to send, with its local token count, the counterfactual, and its record."""
+    """A prompt ready to send, with its local token count, the counterfactual, and its record.
+
+    ``recorded``: the record (:attr:`context`), or the :class:`PendingRecord` that makes it when
+    first read; equality ignores it."""
 
     built: BuiltPrompt
     prompt_tokens: int  # local tokenizer: messages + per-message overhead + tool schemas
     counterfactual_tokens: int  # the same count for the full, unoptimized history
     estimated_tokens: int  # calibrated estimate of what the provider will bill
     tools: tuple[Mapping[str, Any], ...] = ()  # the tool schemas to send with this prompt
-    context: ContextRecord = field(default_factory=ContextRecord)  # what each step did, for the trace
+    recorded: ContextRecord | PendingRecord = field(default_factory=ContextRecord, compare=False, repr=False)
+
+    @property
+    def context(self) -> ContextRecord:
+        """What each step did, for the trace (made the first time it is read, then kept)."""
+        record = self.recorded
+        if isinstance(record, ContextRecord):
+            return record
+        made = record.make()
+        object.__setattr__(self, "recorded", made)  # the same record at every later read
+        return made
 
     @property
     def compacted(self) -> bool:
-        return self.context.compacted
+        return self.recorded.compacted
 
     @property
     def truncated_tokens(self) -> int:
@@ -419,15 +451,25 @@ class ContextManager:
         self._tool_counts = ((tools, tokens), *self._tool_counts[:1])
         return tokens
 
-    def _record(self, built: BuiltPrompt, compacted: bool) -> ContextRecord:
-        """The typed record of the prompt just built: what each step did to it (its effects on the
-        prompt as sent, and its runtime's own record), in the policy's order."""
+    def _record(self, built: BuiltPrompt, compacted: bool) -> PendingRecord:
+        """The record of the prompt just built, made when first read (:class:`PendingRecord`): what
+        the runtimes record and the dedup hits are taken now, they change with the next prompt."""
+        states = {position: self._state(position, runtime) for position, runtime in self._recorders}
+        return PendingRecord(
+            functools.partial(self._made_record, built, compacted, states, self._served), compacted
+        )
+
+    def _made_record(
+        self, built: BuiltPrompt, compacted: bool, states: Mapping[int, StepState | None], served: int
+    ) -> ContextRecord:
+        """The typed record of a prompt: what each step did to it (its effects on the prompt as sent,
+        and its runtime's own record, ``states``), in the policy's order."""
         steps: dict[str, StepRecord] = {}
         effects_of = built.effects
-        if effects_of or self._recorders:  # else no step did anything nor records anything
+        if effects_of or states:  # else no step did anything nor records anything
             for position, runtime, records in self._recording:
                 kind = runtime.step.kind
-                state = self._state(position, runtime) if records else None
+                state = states.get(position) if records else None
                 effects = effects_of.get(kind)
                 if effects is None and state is None:
                     continue
@@ -446,7 +488,7 @@ class ContextManager:
                 )
         stats = built.stats
         return ContextRecord(
-            steps, stats.shown_iterations, stats.windowed_out, stats.summary_range, compacted, self._served
+            steps, stats.shown_iterations, stats.windowed_out, stats.summary_range, compacted, served
         )
 
     def _spared_tokens(self, kind: str, cut: tuple[tuple[Message, Message], ...]) -> int:

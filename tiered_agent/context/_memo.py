@@ -62,14 +62,14 @@ def run_memo(maxsize: int) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
             tables = _CURRENT.get()
             if tables is None:
                 return function(*args, **kwargs)
-            table = tables.get(memoized)
-            if table is None:
-                table = tables[memoized] = {}
             key = (*args, _KEYWORDS, *kwargs.items()) if kwargs else args
             try:
-                return table[key]  # type: ignore[no-any-return]
+                return tables[memoized][key]  # type: ignore[no-any-return]
             except KeyError:
                 pass
+            table = tables.get(memoized)
+            if table is None:  # the function's first call in this run
+                table = tables[memoized] = {}
             value = function(*args, **kwargs)
             if len(table) >= maxsize:
                 del table[next(iter(table))]
@@ -93,8 +93,11 @@ def in_run(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S
     """Run a method of an object that owns a run's ``memo_tables`` in that run's scope."""
 
     def scoped(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with scope(self.memo_tables):
+        token = _CURRENT.set(self.memo_tables)  # :func:`scope`, without a generator per call
+        try:
             return method(self, *args, **kwargs)
+        finally:
+            _CURRENT.reset(token)
 
     functools.update_wrapper(scoped, method)
     return scoped
@@ -106,8 +109,11 @@ def in_run_async(
     """:func:`in_run` for a coroutine method (the scope holds while it is awaited)."""
 
     async def scoped(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with scope(self.memo_tables):
+        token = _CURRENT.set(self.memo_tables)
+        try:
             return await method(self, *args, **kwargs)
+        finally:
+            _CURRENT.reset(token)
 
     functools.update_wrapper(scoped, method)
     return scoped

@@ -56,16 +56,21 @@ class PrefixSums(Generic[_T]):
         self._sums: list[int] = [0]  # _sums[i]: the sum over the previous sequence's first i items
 
     def total(self, items: Sequence[_T]) -> int:
-        """``sum(map(value, items))``, computing only what changed."""
+        """``sum(map(value, items))``, computing only what changed (the sums past the shared prefix
+        are dropped in place, and a tuple is kept as it is: no copy of either per call)."""
         shared = common_prefix(self._previous, items)
-        sums = self._sums[: shared + 1]
+        sums = self._sums
+        del sums[shared + 1 :]
         total = sums[-1]
         value = self._value
-        for index in range(shared, len(items)):
-            total += value(items[index])
-            sums.append(total)
-        self._previous = tuple(items)
-        self._sums = sums
+        try:
+            for index in range(shared, len(items)):
+                total += value(items[index])
+                sums.append(total)
+        except BaseException:  # the sums no longer match the previous sequence: start afresh next time
+            self._previous, self._sums = (), [0]
+            raise
+        self._previous = items if type(items) is tuple else tuple(items)
         return total
 
 

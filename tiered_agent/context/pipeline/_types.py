@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from ..._messages import Message
 from ..._trace import Cut
 
 __all__ = ["BuiltPrompt", "ContextStats", "SentPrompt", "StepEffects", "StepFailure", "Summary"]
+
+_ORIGINAL_CHARS = attrgetter("original_chars")
+_KEPT_CHARS = attrgetter("kept_chars")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +64,14 @@ class ContextStats:
 
     @property
     def truncated_chars(self) -> int:
-        return sum(t.omitted_chars for t in self.truncations)
+        """The chars the cuts left out: ``sum(t.omitted_chars for t in truncations)``, summed in C (the
+        replay asks at every step, and a policy like ``kb-labs-adr`` cuts hundreds of outputs)."""
+        truncations = self.truncations
+        if not truncations:
+            return 0
+        original: int = sum(map(_ORIGINAL_CHARS, truncations))
+        kept: int = sum(map(_KEPT_CHARS, truncations))
+        return original - kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -151,12 +151,17 @@ class TruncateRuntime(StepRuntime):
         self._scanned: tuple[Message, ...] = ()
         self._candidates: list[int] = []  # positions of the outputs it may cut, ascending
         self._cuts: list[_Found] = []  # those cut under the step's limits, ascending
+        # The same cuts as the two mappings a draft takes (position -> the output as cut, the cut)
+        self._shown: dict[int, Message] = {}
+        self._cut_of: dict[int, Cut] = {}
         self._retrieval: bool | None = None  # the context the cuts were made for
 
     def apply(self, draft: Draft, context: BuildContext) -> Draft:
         step = self.step
         waits = step.defers(draft, context)
         self._update(draft.originals, context.retrieval)
+        if not waits and not draft.hidden:  # every cut is shown: the kept mappings are the draft's
+            return draft.cut(self._shown, self._cut_of, step.kind) if self._cut_of else draft
         if not waits:
             return step.show_cuts(draft, self._cuts, waits)
         limits, mode, originals = step.limits(waits), step.mode, draft.originals
@@ -169,17 +174,29 @@ class TruncateRuntime(StepRuntime):
         """Bring the positions and cuts up to ``originals`` (from the first message that changed)."""
         step = self.step
         shared = common_prefix(self._scanned, originals) if retrieval == self._retrieval else 0
-        candidates = self._candidates[: bisect_left(self._candidates, shared)]
-        cuts = self._cuts[: bisect_left(self._cuts, shared, key=_position)]
+        candidates, cuts, shown, cut_of = self._candidates, self._cuts, self._shown, self._cut_of
+        # What was derived past the shared prefix goes, in place (each is ascending by position)
+        del candidates[bisect_left(candidates, shared) :]
+        del cuts[bisect_left(cuts, shared, key=_position) :]
+        while cut_of and next(reversed(cut_of)) >= shared:
+            shown.popitem()
+            cut_of.popitem()
         limits, mode = step.limits(False), step.mode
-        for index in range(shared, len(originals)):
-            message = originals[index]
-            if step.may_cut(message):
-                candidates.append(index)
-                kept, cut = _truncate_message(message, *limits, mode, retrieval)
-                if cut is not None:
-                    cuts.append((index, kept, cut))
-        self._scanned, self._candidates, self._cuts, self._retrieval = originals, candidates, cuts, retrieval
+        try:
+            for index in range(shared, len(originals)):
+                message = originals[index]
+                if step.may_cut(message):
+                    candidates.append(index)
+                    kept, cut = _truncate_message(message, *limits, mode, retrieval)
+                    if cut is not None:
+                        cuts.append((index, kept, cut))
+                        shown[index], cut_of[index] = kept, cut
+        except BaseException:  # what is kept no longer matches what was read: read afresh next time
+            self._scanned, self._retrieval = (), None
+            for derived in (candidates, cuts, shown, cut_of):
+                derived.clear()
+            raise
+        self._scanned, self._retrieval = originals, retrieval
 
 
 def _position(found: _Found) -> int:

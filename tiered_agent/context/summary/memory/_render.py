@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ..._memo import run_memo
 from ._code import Lines
 from ._fold import FileNote, Memory, TestRun
 from ._sections import MAX_MEMORY_CHARS, header
@@ -128,11 +129,18 @@ def _files(memory: Memory) -> _Section:
     return _Section("Files", items, 3.5, 3, ranks=[(-i,) for i in range(len(items))])
 
 
+@run_memo(8192)
+def _distinctive(text: str) -> tuple[str, ...]:
+    """The distinctive identifiers of ``text``: those holding a digit or an underscore (ids, numbers,
+    snake_case). Memoized per run: a rolling summary renders the same entries page after page."""
+    return tuple(word for word in identifiers(text) if "_" in word or any(map(str.isdigit, word)))
+
+
 def _used(text: str, since: int, mentioned: Mapping[str, int]) -> int:
     """How many distinctive identifiers of ``text`` (ids, numbers, snake_case) the agent wrote after
     iteration ``since``."""
-    words = (w for w in identifiers(text) if any(c.isdigit() or c == "_" for c in w))
-    return sum(1 for word in words if mentioned.get(word, -1) > since)
+    get = mentioned.get
+    return sum(get(word, -1) > since for word in _distinctive(text))
 
 
 def _by_use(
