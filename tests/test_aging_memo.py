@@ -24,6 +24,7 @@ from tiered_agent.context.aging._condense import (
 )
 from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch, condensed
 from tiered_agent.context.aging._refs import refs, refs_of_all
+from tiered_agent.context.aging._reports import Reports
 from tiered_agent.context.aging._state import AgingState
 from tiered_agent.context.steps import Age
 
@@ -183,25 +184,68 @@ _LINE_ENDS = st.sampled_from(
 )
 
 
+_LINE_STARTS = st.sampled_from(
+    ["", "/", "//", "/usr/", "  ", "\t", " /", "\u00a0", "\x1f", "'", "12", "é", "-"]
+)
+
+
+def _reported(k: int, messages: tuple[Message, ...], report: list[str]) -> tuple[Message, ...]:
+    """The iteration with a sub-agent's report (a ``Task`` call's output, kept whole in a note)."""
+    call = ToolCall(f"t{k}", "Task", '{"prompt": "look"}')
+    assistant = messages[0]
+    return (
+        Message("assistant", assistant.text, (*assistant.tool_calls, call), iteration=k),
+        *messages[1:],
+        Message("tool", "\n".join(report), tool_call_id=f"t{k}", iteration=k),
+    )
+
+
 @settings(max_examples=60, deadline=None)
-@given(_iterations, st.integers(0, 3), st.integers(0, 3), st.lists(_LINE_ENDS, min_size=12, max_size=12))
+@given(
+    _iterations,
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.lists(_LINE_ENDS, min_size=12, max_size=12),
+    st.lists(_LINE_STARTS, min_size=12, max_size=12),
+    st.sets(st.integers(1, 12), max_size=3),
+)
 def test_a_notes_tokens_counted_from_its_parts_are_its_tokens(
-    drawn: list[tuple[list[str], list[list[str]]]], referred: int, novel: int, ends: list[str]
+    drawn: list[tuple[list[str], list[list[str]]]],
+    referred: int,
+    novel: int,
+    ends: list[str],
+    starts: list[str],
+    reporting: set[int],
 ) -> None:
-    """The aging state counts a note from its parts (the head, one per iteration): the same count as
-    the whole note's, whatever ends an iteration's line (punctuation, digits, spaces, line feeds,
-    slashes: what a pre-token could join across a line feed), as the chunk and what follows grow."""
-    groups = [
-        (k, _iteration(k, [*thought[:-1], *(f"{w}{end}" for w in thought[-1:])], [*output, [end]]))
-        for k, ((thought, output), end) in enumerate(zip(drawn, ends, strict=False), 1)
-    ]
+    """The aging state counts a note from its parts (the head, one per iteration; each part from its
+    line and the output lines under it, looked up once counted): the same count as the whole
+    note's, whatever ends an iteration's line (punctuation, digits, spaces, line feeds, slashes:
+    what a pre-token could join across a line feed), whatever starts an output line (a slash, an
+    indentation, a Unicode space) and with sub-agents' reports kept whole, as the chunk and what
+    follows grow and the same parts come back."""
+    groups = []
+    for k, ((thought, output), end, start) in enumerate(zip(drawn, ends, starts, strict=False), 1):
+        lines = [[f"{start}{words[0]}", *words[1:]] if words else [start] for words in output]
+        messages = _iteration(k, [*thought[:-1], *(f"{w}{end}" for w in thought[-1:])], [*lines, [end]])
+        if k in reporting:
+            messages = _reported(
+                k, messages, [f"{start}{line}" for line in ("src/a.py: done", "", "  b_2 ok")]
+            )
+        groups.append((k, messages))
+    reports = Reports(frozenset({"Task"}), 1_000)
     memo = FormsMemo()
     for due in range(1, len(groups)):
         for at in range(due + 1, len(groups) + 1):
             chunk, later = groups[:due], tuple(m for _, ms in groups[due:at] for m in ms)
             for retrieval in (False, True):
                 note = condensed(
-                    chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, memo=memo
+                    chunk,
+                    retrieval=retrieval,
+                    later=later,
+                    referred=referred,
+                    novel=novel,
+                    reports=reports,
+                    memo=memo,
                 )
                 counted = memo.note_tokens(note, _COUNTER)
                 assert counted == TokenCounter().count_message(note)
@@ -254,3 +298,12 @@ def test_the_aging_states_running_sums_are_the_sums_over_what_it_holds(
         assert state._shown_after(None) == sum(state._shown.values())
         for due in (state.schedule.condensed, through, k):
             assert state._shown_after(due) == sum(t for i, t in state._shown.items() if i > due)
+
+
+def test_texts_naming_nothing_share_one_empty_set() -> None:
+    """A third of the texts aging reads name nothing: their references are one shared empty set, not
+    a new 216-byte object per text kept in the run's memo."""
+    assert (
+        refs.__wrapped__("plain words here") is refs.__wrapped__("Run it. THOUGHT: more words") == frozenset()
+    )
+    assert refs.__wrapped__("see src/a.py") == {"src/a.py"}

@@ -128,15 +128,17 @@ def condensed_line(iteration: int, messages: tuple[Message, ...], label: str | N
 
 
 @run_memo(4096)
-def _output_lines(messages: tuple[Message, ...]) -> tuple[str, ...]:
-    """The iteration's output lines (a JSON output's fields: :func:`~._jsonform.output_lines`), each
-    cut to one line, in output order."""
+def _originals(messages: tuple[Message, ...]) -> tuple[str, ...]:
+    """The iteration's output lines as the outputs hold them (a JSON output's fields:
+    :func:`~._jsonform.output_lines`), in output order."""
     return tuple(
-        _one_line(line, _REFERRED_CHARS)
-        for message in messages
-        if message.role != "assistant"
-        for line in output_lines(message.text)
+        line for message in messages if message.role != "assistant" for line in output_lines(message.text)
     )
+
+
+def _output_lines(messages: tuple[Message, ...]) -> tuple[str, ...]:
+    """The iteration's output lines, each cut to one line, in output order."""
+    return tuple(_one_line(line, _REFERRED_CHARS) for line in _originals(messages))
 
 
 Chosen = list[tuple[int, str]]  # (position in the output, the line as cut)
@@ -160,6 +162,11 @@ def _named(lines: Sequence[str], sources: Sequence[str] | None = None) -> Lines:
         for index, (line, text) in enumerate(zip(lines, texts, strict=True))
         if (found := refs(text))
     )
+    return _indexed(named)
+
+
+def _indexed(named: Named) -> Lines:
+    """The lines naming references, with the lines naming each reference."""
     where: dict[str, list[int]] = {}
     for position, (_, _, found) in enumerate(named):
         for name in found:
@@ -284,13 +291,14 @@ class Reading:
 
     def __init__(self, messages: tuple[Message, ...]) -> None:
         self.messages = messages  # kept: the memo's key is their identities
-        outputs = _output_lines(messages)
         self.names = frozenset(_output_refs(messages).where)
         self.actions = frozenset(_actions(messages))
         self.labels, self.texts = _labels(messages)
         # outputs of at most SHORT_LINES lines are kept whole (their lines, as cut)
-        self.short = len(outputs) <= SHORT_LINES and any(m.role == "tool" for m in messages)
-        self.whole = "".join(f"\n    {text}" for text in outputs if text) if self.short else ""
+        self.short = len(_originals(messages)) <= SHORT_LINES and any(m.role == "tool" for m in messages)
+        self.whole = (
+            "".join(f"\n    {text}" for text in _output_lines(messages) if text) if self.short else ""
+        )
         self._lines: dict[tuple[int, str | None], tuple[str, frozenset[str]]] = {}
         self._extras: dict[tuple[object, ...], Extra] = {}
         self._kept: dict[Reports, tuple[Message, ...]] = {}
@@ -330,14 +338,20 @@ def _output_refs(messages: tuple[Message, ...]) -> Lines:
 
     A line's references are its original's when the original is at most :data:`_REFERRED_CHARS`
     long: no reference holds whitespace, so collapsing it changes none, and such a line is not cut
-    (the original's are often known already: the aged forms read the same lines)."""
-    originals = [
-        line for message in messages if message.role != "assistant" for line in output_lines(message.text)
-    ]
-    lines = _output_lines(messages)
-    return _named(
-        lines, [o if len(o) <= _REFERRED_CHARS else line for o, line in zip(originals, lines, strict=True)]
-    )
+    (the original's are often known already: the aged forms read the same lines). So such a line
+    is cut to one line only when it names something: most output lines name nothing."""
+    named: list[tuple[int, str, frozenset[str]]] = []
+    for index, original in enumerate(_originals(messages)):
+        if len(original) <= _REFERRED_CHARS:
+            found = refs(original)
+            if found:
+                named.append((index, _one_line(original, _REFERRED_CHARS), found))
+        else:
+            line = _one_line(original, _REFERRED_CHARS)
+            found = refs(line)
+            if found:
+                named.append((index, line, found))
+    return _indexed(tuple(named))
 
 
 @run_memo(8192)

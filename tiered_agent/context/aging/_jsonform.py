@@ -22,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from .._memo import run_memo
+
 __all__ = ["JsonFields", "json_fields", "output_lines"]
 
 _MIN_LINE_CHARS = 200  # only outputs with a line this long are rewritten
@@ -63,8 +65,12 @@ def _walk(value: Any, path: str) -> Iterator[tuple[str, str, bool]]:
         yield f"{path or '(value)'}: {scalar}", scalar, True
 
 
+@run_memo(64)
 def json_fields(text: str) -> JsonFields | None:
-    """The fields of a JSON object or array written on long lines; None for anything else."""
+    """The fields of a JSON object or array written on long lines; None for anything else.
+
+    Memoized for the run (the last few texts): an old output is read by its estimated aged form, its
+    aged form, its condensed line and its note's reading, each a few prompts apart."""
     stripped = text.strip()
     if not stripped or stripped[0] not in "{[" or max(map(len, stripped.splitlines())) < _MIN_LINE_CHARS:
         return None
