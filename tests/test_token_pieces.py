@@ -104,3 +104,33 @@ def test_piece_memo_is_bounded_and_counts_stay_exact() -> None:
     counter = TokenCounter("cl100k_base")
     assert counter.count_text(texts[3]) == len(_reference("cl100k_base", texts[3]))
     assert counter.encode(texts[3]) == _reference("cl100k_base", texts[3])
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.one_of(_texts(), st.text(max_size=60)), min_size=1, max_size=4))
+def test_pieced_counts_equal_the_tokenizers(encoding: str, texts: list[str]) -> None:
+    """A counter that only counts memoizes a count per piece (no ids): the same numbers."""
+    pieces = PieceEncoder(encoding, min_chars=0)
+    for text in texts:
+        mixed = text + "\n".join(texts)
+        assert pieces.count(text) == len(_reference(encoding, text))
+        assert pieces.count(mixed) == len(_reference(encoding, mixed))
+        assert pieces.ids(mixed).tolist() == _reference(encoding, mixed)  # ids after counts
+        assert pieces.count(mixed) == len(_reference(encoding, mixed))  # counts after ids
+
+
+def test_a_counting_run_keeps_counts_not_ids() -> None:
+    counter = TokenCounter(cache_size=1)  # the per-text memo forgets: the pieces answer
+    text = "".join(f"    line {i}: value_{i} = compute({i})\n" for i in range(40))
+    assert counter.count_text(text) == len(_reference("o200k_base", text))
+    assert counter.count_text(text + "tail") == len(_reference("o200k_base", text + "tail"))
+    assert not counter._pieces._pieces and len(counter._pieces._counts) == 41
+
+
+def test_the_piece_counts_stay_within_their_token_budget() -> None:
+    pieces = PieceEncoder("o200k_base", max_tokens=60, min_chars=0)
+    for n in range(30):
+        text = f"alpha {n} beta\ngamma {n} delta\n"
+        assert pieces.count(text) == len(_reference("o200k_base", text))
+        assert pieces._counted == sum(pieces._counts.values()) <= 60

@@ -133,6 +133,8 @@ class PieceEncoder:
         self._encoding = encoding  # loaded at the first text: a counter built and never used costs nothing
         self._pieces: dict[str, array[int]] = {}
         self._held = 0
+        self._counts: dict[str, int] = {}  # a piece's tokens, for a counter that only counts
+        self._counted = 0
         self._max_tokens = max_tokens
         self._min_chars = min_chars
 
@@ -156,6 +158,35 @@ class PieceEncoder:
             ids = get(last)
             out.extend(self._add(last) if ids is None else ids)
         return out
+
+    def count(self, text: str) -> int:
+        """``len(self.ids(text))``, the same cut, with each piece's count memoized rather than its
+        ids: a run that only counts (a live agent) keeps an int per piece instead of an array."""
+        if len(text) < self._min_chars or "\n" not in text:
+            return len(self._encode(text)) if text else 0
+        parts = _CUTS.split(text)
+        if len(parts) == 1:
+            return len(self._encode(text))
+        last = parts.pop()
+        total = 0
+        get = self._counts.get
+        for piece in map(operator.add, parts, repeat("\n")):  # each part with the line feed it was cut at
+            known = get(piece)
+            total += self._count_piece(piece) if known is None else known
+        if last:
+            known = get(last)
+            total += self._count_piece(last) if known is None else known
+        return total
+
+    def _count_piece(self, piece: str) -> int:
+        ids = self._pieces.get(piece)
+        size = len(self._encode(piece)) if ids is None else len(ids)
+        if self._counted + size > self._max_tokens:
+            self._counts.clear()
+            self._counted = 0
+        self._counts[piece] = size
+        self._counted += size
+        return size
 
     def _split(self, text: str) -> list[str] | None:
         """The pieces of ``text`` whose ids are memoized (each part with the line feed it was cut at),
@@ -276,8 +307,12 @@ class TokenCounter:
             return 0
         cached = self._cache.get(text)
         if cached is None:
-            cached = remember(self._cache, text, len(self._token_ids(text)), self._cache_size)
+            cached = remember(self._cache, text, self._count_new(text), self._cache_size)
         return cached
+
+    def _count_new(self, text: str) -> int:
+        """Tokens of a text not in the memo (subclasses that keep ids count them instead)."""
+        return self._pieces.count(text)
 
     def export(self, texts: Sequence[str]) -> EncodedTexts:
         """The ids of ``texts`` for another counter of this encoding to adopt
