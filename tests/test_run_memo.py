@@ -65,6 +65,34 @@ def test_a_table_is_bounded_and_drops_its_oldest_entry_first() -> None:
     assert max(len(table) for table in tables.values()) == 2
 
 
+def test_a_memo_keeps_only_the_results_its_keep_accepts() -> None:
+    calls: list[str] = []
+
+    @run_memo(8, keep=bool)
+    def words(text: str) -> tuple[str, ...]:
+        calls.append(text)
+        return tuple(w for w in text.split() if len(w) > 3)
+
+    tables = MemoTables()
+    with scope(tables):
+        assert [words("a an"), words("a an"), words("some text"), words("some text")] == [
+            (),
+            (),
+            ("some", "text"),
+            ("some", "text"),
+        ]
+    assert calls == ["a an", "a an", "some text"]  # the empty result is computed again, never kept
+    assert list(tables[words].values()) == [("some", "text")]
+
+
+def test_a_reference_named_by_many_lines_is_one_string() -> None:
+    lines = [f"line {n}: call parse_args" + "" for n in range(3)]
+    with scope(MemoTables()):
+        found = [next(iter(refs(line))) for line in lines]
+    assert found == ["parse_args"] * 3
+    assert found[0] is found[1] is found[2]
+
+
 def test_a_scope_ends_when_its_code_raises() -> None:
     with pytest.raises(RuntimeError), scope(MemoTables()):
         raise RuntimeError("boom")

@@ -51,8 +51,11 @@ def scope(tables: MemoTables) -> Iterator[MemoTables]:
         _CURRENT.reset(token)
 
 
-def run_memo(maxsize: int) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """Remember a pure function's results in the current run's tables (at most ``maxsize``)."""
+def run_memo(
+    maxsize: int, keep: Callable[[Any], bool] | None = None
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Remember a pure function's results in the current run's tables (at most ``maxsize``);
+    ``keep``: only the results it accepts (the others cost less to compute again than to hold)."""
     if maxsize < 1:
         raise ValueError("a run memo keeps at least one entry")
 
@@ -71,6 +74,8 @@ def run_memo(maxsize: int) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
             if table is None:  # the function's first call in this run
                 table = tables[memoized] = {}
             value = function(*args, **kwargs)
+            if keep is not None and not keep(value):
+                return value
             if len(table) >= maxsize:
                 del table[next(iter(table))]
             table[key] = value

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from sys import intern
 
 from .._memo import run_memo
 
@@ -27,14 +28,15 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 _NONE: frozenset[str] = frozenset()  # the references of a text naming none (a third of all texts)
 
 
-@run_memo(65_536)
+@run_memo(65_536, keep=bool)
 def refs(text: str) -> frozenset[str]:
     """The references in ``text`` (memoized for the run: the same texts are scanned at every epoch).
 
     A text naming nothing gets one shared empty set (an empty frozenset is a new 216-byte object
-    each time it is built)."""
+    each time it is built) and is not remembered: scanning it again costs about what a memo entry
+    (the text and its slot, for every such line of every output an agent keeps) would save."""
     found = frozenset(
-        t
+        intern(t)  # one string per distinct reference, however many lines name it
         for t in _TOKEN.findall(text)
         if not (t.replace("-", "") if "-" in t else t).isalpha()
         or (not t.islower() and not t.isupper() and _CAMEL.search(t))
