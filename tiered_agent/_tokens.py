@@ -160,22 +160,17 @@ class PieceEncoder:
         return out
 
     def count(self, text: str) -> int:
-        """``len(self.ids(text))``, the same cut, with each piece's count memoized rather than its
-        ids: a run that only counts (a live agent) keeps an int per piece instead of an array."""
-        if len(text) < self._min_chars or "\n" not in text:
+        """``len(self.ids(text))``, the same cut (:meth:`_split`), with each piece's count memoized
+        rather than its ids: a run that only counts (a live agent) keeps an int per piece instead of
+        an array."""
+        pieces = self._split(text)
+        if pieces is None:
             return len(self._encode(text)) if text else 0
-        parts = _CUTS.split(text)
-        if len(parts) == 1:
-            return len(self._encode(text))
-        last = parts.pop()
-        total = 0
         get = self._counts.get
-        for piece in map(operator.add, parts, repeat("\n")):  # each part with the line feed it was cut at
+        total = 0
+        for piece in pieces:
             known = get(piece)
             total += self._count_piece(piece) if known is None else known
-        if last:
-            known = get(last)
-            total += self._count_piece(last) if known is None else known
         return total
 
     def _count_piece(self, piece: str) -> int:

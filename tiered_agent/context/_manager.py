@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-import structlog
-
 from .._errors import ContextBudgetExceeded
 from .._messages import Message, ToolCall, Usage
 from .._tokens import PROMPT_OVERHEAD, Calibration, TokenCounter
@@ -59,9 +57,6 @@ from .summary._state import Summaries, SummarySettings
 from .summary._summarizer import Summarizer
 
 __all__ = ["ContextManager", "PendingRecord", "PreparedPrompt"]
-
-log = structlog.get_logger(__name__)
-
 
 class PendingRecord:
     """A prompt's :class:`ContextRecord`, made when it is first read (:attr:`PreparedPrompt.context`).
