@@ -58,6 +58,7 @@ from .summary._summarizer import Summarizer
 
 __all__ = ["ContextManager", "PendingRecord", "PreparedPrompt"]
 
+
 class PendingRecord:
     """A prompt's :class:`ContextRecord`, made when it is first read (:attr:`PreparedPrompt.context`).
 
