@@ -54,7 +54,7 @@ from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
 from ._rulers import RawTexts, RawView, RecordedTexts, RetrievalSources, WordIndex
-from ._series import Joined, SparseSeries, Stretches, identical_prefix
+from ._series import IdSets, Joined, SparseSeries, Stretches, identical_prefix
 from ._summarizer_check import CheckedSummarizer
 from ._turns import RetrievalTurn, retrieval_turn
 
@@ -363,6 +363,7 @@ class _RunState:
     turns_after_reasoning: frozenset[int] = frozenset()  # steps opening a turn after one that reasoned
     # The stretches between the agent's own compactions: (iteration offset, messages by local iteration).
     segments: list[tuple[int, dict[int, list[Message]]]] = field(default_factory=list)
+    acting: frozenset[int] = frozenset()  # the ids of the segments' groups holding an assistant message
     # Where each recorded message stands in the run, and the misses of prompts made of recorded messages
     # only, by step and prompt (policies that have not rewritten anything yet send the same prompt).
     positions: dict[int, int] = field(default_factory=dict)
@@ -455,6 +456,7 @@ class _RunState:
     ) -> _RunState:
         groups = group_by_iteration(run.messages)
         recorded = RecordedTexts(run)
+        segments = _segments(run, groups)
         return cls(
             run,
             counter,
@@ -475,7 +477,13 @@ class _RunState:
             prefix_tokens=max(prefix_tokens, 0),
             long_steps=long_ttl_steps(run.usage, run.cache_writes_1h),
             turns_after_reasoning=run.turns_after_reasoning(),
-            segments=_segments(run, groups),
+            segments=segments,
+            acting=frozenset(
+                id(group)
+                for _, found in segments
+                for group in found.values()
+                if any(m.role == "assistant" for m in group)
+            ),
             positions=dict(zip(map(id, run.messages), count(), strict=False)),
         )
 
@@ -505,6 +513,7 @@ class _Track:
     raw_join: Joined  # the foreign texts
     normalized_joins: Mapping[bool, Joined]  # the normalized texts not the agent's (True), all (False)
     retrieval_active: bool  # the policy registers ``context_retrieve`` (its misses may be recovered)
+    ids: IdSets  # the ids of its prompt's messages, extended from its previous prompt's
 
 
 async def _replay_policy(
@@ -523,6 +532,7 @@ async def _replay_policy(
         Joined("\n"),
         {True: Joined(), False: Joined()},
         policy.retrieval_active,
+        IdSets(),
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
@@ -584,7 +594,7 @@ async def _replay_segment(
         schemas = _schemas(run, manager, history)
         for iteration in sorted(i for i in groups if i > 0):
             group = groups[iteration]
-            if any(m.role == "assistant" for m in group):
+            if id(group) in state.acting:
                 snapshot = CountedHistory(history, tokens)
                 steps.append(
                     await _step(
@@ -659,7 +669,7 @@ async def _step(
         new_turn_after_reasoning=step in state.turns_after_reasoning,
     )
     cached = min(use.read, prompt_tokens)
-    raw = RawView(messages, state.recorded, track.raw, join=track.raw_join)  # ids: when a ruler asks
+    raw = RawView(messages, state.recorded, track.raw, join=track.raw_join, id_sets=track.ids)
     view = PromptView(messages, state.memo, track.normalized, raw.ids, track.normalized_joins)
     misses = state.misses(iteration, recorded, messages, raw, view)
     missed = misses.missed

@@ -27,7 +27,7 @@ from .._messages import Message
 from .._tokens import TokenCounter
 from ._metrics import message_text
 from ._recorded import RecordedRun
-from ._series import Joined, SparseSeries
+from ._series import IdSets, Joined, SparseSeries
 from ._turns import CALL_TOKENS
 from ._vocabulary import Vocabulary, words_of
 
@@ -166,8 +166,13 @@ class RawView:
         series: SparseSeries[Message, str],
         ids: Set[int] | None = None,
         join: Joined | None = None,
+        *,
+        id_sets: IdSets | None = None,
     ) -> None:
+        """``ids``: the ids of the prompt's messages, if known; else built when first needed, by
+        ``id_sets`` (the policy's, extending the set of its previous prompt) if given."""
         self._prompt = prompt
+        self._id_sets = id_sets
         self._join = join  # the policy's joined texts of its previous prompts
         self._recorded = recorded
         self._series = series
@@ -178,7 +183,8 @@ class RawView:
 
     def ids(self) -> Set[int]:
         if self._ids is None:
-            self._ids = set(map(id, self._prompt))
+            found = self._id_sets
+            self._ids = set(map(id, self._prompt)) if found is None else found(self._prompt)
         return self._ids
 
     def texts(self) -> list[str]:

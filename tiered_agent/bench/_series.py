@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from itertools import compress, count, repeat
 from typing import Generic, TypeVar
 
-__all__ = ["Joined", "Series", "SparseSeries", "Stretches", "identical_prefix", "stretch_key"]
+__all__ = ["IdSets", "Joined", "Series", "SparseSeries", "Stretches", "identical_prefix", "stretch_key"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -154,6 +154,27 @@ class Stretches:
                 self._lasts[cut] = self._firsts[cut] + (kept - start) - 1
                 self._ends[cut] = kept
         self._count = kept
+
+
+class IdSets:
+    """The ids of the items of successive sequences, as one set extended in place while a sequence
+    continues the one it was last built for (a policy's prompt mostly grows by appending), built
+    afresh otherwise. The set returned is valid until the next call (it is then changed or replaced)."""
+
+    __slots__ = ("_ids", "_items")
+
+    def __init__(self) -> None:
+        self._items: Sequence[object] = ()
+        self._ids: set[int] = set()
+
+    def __call__(self, items: Sequence[object]) -> set[int]:
+        kept = identical_prefix(self._items, items)
+        if kept < len(self._items):  # an item of the last sequence is gone or replaced
+            self._ids = set(map(id, items))
+        else:
+            self._ids.update(map(id, items[kept:]))
+        self._items = items if isinstance(items, tuple) else tuple(items)  # a tuple is never changed
+        return self._ids
 
 
 class Joined:
