@@ -5,7 +5,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tiered_agent.bench._series import Joined, Series, SparseSeries, Stretches, identical_prefix, stretch_key
+from tiered_agent.bench._series import (
+    IdSets,
+    Joined,
+    Series,
+    SparseSeries,
+    Stretches,
+    identical_prefix,
+    stretch_key,
+)
 
 
 class Item:
@@ -99,3 +107,28 @@ def test_joined_texts_follow_the_texts_and_are_reused_while_they_do_not_change()
     assert join(["a", "b"]) == "a\nb"
     assert join([]) == ""
     assert Joined()(["x", "y"]) == "xy"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.lists(st.integers(0, 9), max_size=6)), max_size=8))
+def test_id_sets_of_successive_sequences_equal_the_set_from_scratch(
+    edits: list[tuple[int, list[int]]],
+) -> None:
+    """Each sequence keeps a prefix of the previous one (the same objects) and appends others, some of
+    them twice; a dropped or replaced item must leave the set (it fails when the set is only ever
+    extended)."""
+    pool = [object() for _ in range(10)]
+    sets = IdSets()
+    items: tuple[object, ...] = ()
+    for keep, added in edits:
+        items = (*items[:keep], *(pool[i] for i in added))
+        assert sets(items) == set(map(id, items))
+        assert sets(list(items)) == set(map(id, items))  # a list is taken as a copy
+
+
+def test_id_sets_extend_in_place_while_a_sequence_grows() -> None:
+    a, b, c = object(), object(), object()
+    sets = IdSets()
+    first = sets((a, b))
+    assert sets((a, b, c)) is first == {id(a), id(b), id(c)}  # extended, not built again
+    assert sets((a, c)) == {id(a), id(c)}  # b is gone
