@@ -449,6 +449,19 @@ class PromptView:
     ``series``: the texts of a policy's consecutive prompts, derived only for the messages each prompt
     changed (``_series.py``)."""
 
+    __slots__ = (
+        "_entries",
+        "_everything",
+        "_ids",
+        "_ids_of",
+        "_joined",
+        "_joins",
+        "_memo",
+        "_observed",
+        "_prompt",
+        "_series",
+    )
+
     def __init__(
         self,
         prompt: Sequence[Message],

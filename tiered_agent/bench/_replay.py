@@ -84,6 +84,9 @@ __all__ = [
 ]
 
 BASELINE = "full"
+# The histories shared by policies that served every observation as recorded may hold this many
+# messages in all, per run (8 MB of references); past it each policy builds its own, as before.
+MAX_SNAPSHOT_SLOTS = 1_000_000
 RETRIEVE_TOOL = RETRIEVE_TOOL_NAME
 # How each step is routed to an endpoint's cache: as recorded, or every step of a run to the endpoint
 # that served its first call (what pinning the endpoint would have done).
@@ -379,6 +382,9 @@ class _RunState:
     # Each iteration's recorded tool results as a dispatch serves them, by the identity of its group.
     results: dict[int, tuple[Sequence[Message], _Results]] = field(default_factory=dict)
     group_tokens: dict[int, tuple[Sequence[Message], int]] = field(default_factory=dict)  # by group identity
+    # The histories of policies whose observations were all served as recorded, by iteration (``snapshot``).
+    snapshots: dict[tuple[int, int], CountedHistory] = field(default_factory=dict)
+    snapshot_slots: int = 0  # the messages they hold in all
 
     def tokens_of(self, group: Sequence[Message]) -> int:
         """The tokens of one of the run's or a segment's groups (the messages as recorded), once per run."""
@@ -386,6 +392,21 @@ class _RunState:
         if entry is None or entry[0] is not group:
             entry = self.group_tokens[id(group)] = (group, sum(map(self.counter.count_message, group)))
         return entry[1]
+
+    def snapshot(self, at: tuple[int, int], history: Sequence[Message], tokens: int) -> CountedHistory:
+        """The history before iteration ``at`` (a segment's offset, its iteration) of a policy whose
+        observations were all served as recorded: the segment's messages up to there,
+        which every such policy sends to ``prepare`` (one tuple for them all, while the kept ones hold
+        at most :data:`MAX_SNAPSHOT_SLOTS` messages in all; ``history``, ``tokens``: the policy's own,
+        to build it from)."""
+        found = self.snapshots.get(at)
+        if found is not None:
+            return found
+        built = CountedHistory(history, tokens)
+        if self.snapshot_slots + len(built) <= MAX_SNAPSHOT_SLOTS:
+            self.snapshots[at] = built
+            self.snapshot_slots += len(built)
+        return built
 
     def results_of(self, group: Sequence[Message]) -> _Results:
         """:meth:`_Results.of` ``group`` (one of the run's or a segment's groups), once per run."""
@@ -590,12 +611,17 @@ async def _replay_segment(
     tokens = _extend(history, groups.get(0, ()), counter, 0)
     limit = policy.hard_limit * (manager.context_window or window)
     kind = _tool_kinds(run)
+    recorded = True  # every observation so far served as recorded: the history is the segment's own
     async with manager:
         schemas = _schemas(run, manager, history)
         for iteration in sorted(i for i in groups if i > 0):
             group = groups[iteration]
             if id(group) in state.acting:
-                snapshot = CountedHistory(history, tokens)
+                snapshot = (
+                    state.snapshot((offset, iteration), history, tokens)
+                    if recorded
+                    else CountedHistory(history, tokens)
+                )
                 steps.append(
                     await _step(
                         state,
@@ -616,6 +642,7 @@ async def _replay_segment(
                 tokens += state.tokens_of(group)
             else:
                 tokens = _extend(history, observed, counter, tokens)
+                recorded = False
     return manager
 
 

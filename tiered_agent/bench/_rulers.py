@@ -159,6 +159,18 @@ class RawView:
     foreign messages (derived only for the messages a prompt changed: ``series``, over
     :meth:`RawTexts.foreign`), newest first; each built once, when first asked for."""
 
+    __slots__ = (
+        "_id_sets",
+        "_ids",
+        "_join",
+        "_joined",
+        "_prompt",
+        "_recorded",
+        "_series",
+        "_shown",
+        "_texts",
+    )
+
     def __init__(
         self,
         prompt: Sequence[Message],
