@@ -132,3 +132,15 @@ def test_id_sets_extend_in_place_while_a_sequence_grows() -> None:
     first = sets((a, b))
     assert sets((a, b, c)) is first == {id(a), id(b), id(c)}  # extended, not built again
     assert sets((a, c)) == {id(a), id(c)}  # b is gone
+
+
+def test_a_returned_list_is_never_changed_by_later_sequences() -> None:
+    """The series hand out their own lists (no copy per call): a later call must replace them."""
+    a, b, c = Item("a"), Item("b"), Item("c")
+    dense, sparse = Series(lambda i: i.name), SparseSeries(lambda i: i.name if i.name != "b" else None)
+    first, sparse_first = dense((a, b)), sparse([a, b, c])
+    dense((a, b, c))
+    dense((c,))
+    sparse([a, c, b, a])
+    assert first == ["a", "b"]
+    assert sparse_first == ["a", "c"]

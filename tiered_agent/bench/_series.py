@@ -32,6 +32,11 @@ def identical_prefix(previous: Sequence[object], current: Sequence[object]) -> i
     return next(differing, min(len(previous), len(current)))
 
 
+def _frozen(items: Sequence[K]) -> Sequence[K]:
+    """``items`` kept for the next comparison: a tuple as it is (it never changes), else a copy."""
+    return items if isinstance(items, tuple) else tuple(items)
+
+
 class Series(Generic[K, V]):
     """``derive(item)`` for every item of successive sequences, reusing the values of the leading
     items a sequence shares (as objects) with the one before. ``derive`` must depend on the item
@@ -41,17 +46,18 @@ class Series(Generic[K, V]):
 
     def __init__(self, derive: Callable[[K], V]) -> None:
         self._derive = derive
-        self._items: list[K] = []
+        self._items: Sequence[K] = ()
         self._values: list[V] = []
 
     def __call__(self, items: Sequence[K]) -> list[V]:
-        """The values of ``items``, in order (a new list: the caller may keep it)."""
+        """The values of ``items``, in order (the series' own list, which it replaces and never changes:
+        the caller may keep it, and must not change it)."""
         kept = identical_prefix(self._items, items)
         values = self._values[:kept]
         values.extend(map(self._derive, items[kept:]))
-        self._items = list(items)
+        self._items = _frozen(items)
         self._values = values
-        return list(values)
+        return values
 
     def copy(self) -> Series[K, V]:
         """An independent series in this one's state (its lists are replaced, never changed: shared)."""
@@ -71,12 +77,13 @@ class SparseSeries(Generic[K, V]):
         """``skip``: ids of items whose value is None, passed over without calling ``derive``."""
         self._derive = derive
         self._skip = skip
-        self._items: list[K] = []
+        self._items: Sequence[K] = ()
         self._positions: list[int] = []  # where the values' items stand in ``_items``
         self._values: list[V] = []
 
     def __call__(self, items: Sequence[K]) -> list[V]:
-        """The values of ``items`` that are not None, in order (a new list: the caller may keep it)."""
+        """The values of ``items`` that are not None, in order (the series' own list, which it replaces
+        and never changes: the caller may keep it, and must not change it)."""
         kept = identical_prefix(self._items, items)
         cut = bisect_left(self._positions, kept)
         positions, values = self._positions[:cut], self._values[:cut]
@@ -89,9 +96,9 @@ class SparseSeries(Generic[K, V]):
             if value is not None:
                 positions.append(position)
                 values.append(value)
-        self._items = list(items)
+        self._items = _frozen(items)
         self._positions, self._values = positions, values
-        return list(values)
+        return values
 
 
 def stretch_key(where: Sequence[int]) -> tuple[int, ...]:
@@ -173,7 +180,7 @@ class IdSets:
             self._ids = set(map(id, items))
         else:
             self._ids.update(map(id, items[kept:]))
-        self._items = items if isinstance(items, tuple) else tuple(items)  # a tuple is never changed
+        self._items = _frozen(items)
         return self._ids
 
 
