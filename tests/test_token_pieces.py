@@ -134,3 +134,19 @@ def test_the_piece_counts_stay_within_their_token_budget() -> None:
         text = f"alpha {n} beta\ngamma {n} delta\n"
         assert pieces.count(text) == len(_reference("o200k_base", text))
         assert pieces._counted == sum(pieces._counts.values()) <= 60
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(st.one_of(_texts(), st.text(max_size=60)), min_size=1, max_size=4))
+def test_pieced_lengths_equal_the_tokenizers(encoding: str, texts: list[str]) -> None:
+    """``length`` (a one-off text's count through the ids memo, no array joined) is the tokenizer's
+    count, before and after the pieces are memoized, and memoizes them as ``ids`` does."""
+    pieces = PieceEncoder(encoding, min_chars=0)
+    for text in texts:
+        mixed = "\n".join(texts) + text
+        assert pieces.length(mixed) == len(_reference(encoding, mixed))
+        assert pieces.length(text) == len(_reference(encoding, text))
+        assert pieces.ids(mixed).tolist() == _reference(encoding, mixed)
+        assert pieces.length(mixed) == len(_reference(encoding, mixed))
+    assert pieces._held == sum(map(len, pieces._pieces.values()))

@@ -159,6 +159,18 @@ class PieceEncoder:
             out.extend(self._add(last) if ids is None else ids)
         return out
 
+    def length(self, text: str) -> int:
+        """``len(self.ids(text))``, the same memo, without joining the pieces' ids into a new array."""
+        pieces = self._split(text)
+        if pieces is None:
+            return len(self._encode(text)) if text else 0
+        get = self._pieces.get
+        total = 0
+        for piece in pieces:
+            ids = get(piece)
+            total += len(self._add(piece) if ids is None else ids)
+        return total
+
     def count(self, text: str) -> int:
         """``len(self.ids(text))``, the same cut (:meth:`_split`), with each piece's count memoized
         rather than its ids: a run that only counts (a live agent) keeps an int per piece instead of

@@ -133,7 +133,7 @@ class IdCounter(TokenCounter):
 
     def count_uncached(self, text: str) -> int:
         """Tokens of a one-off text, without keeping the text itself (its pieces are memoized)."""
-        return len(self._pieces.ids(text)) if text else 0
+        return self._pieces.length(text)
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """As :meth:`TokenCounter.count_tools`; the same schema objects as one of the last two calls
