@@ -30,6 +30,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 _KEYWORDS = object()  # separates positional from keyword arguments in a memo key
+_MISSING = object()  # no entry
 
 
 class MemoTables(dict[Callable[..., Any], dict[Any, Any]]):
@@ -74,14 +75,38 @@ def run_memo(
             if table is None:  # the function's first call in this run
                 table = tables[memoized] = {}
             value = function(*args, **kwargs)
-            if keep is not None and not keep(value):
+            if len(table) >= maxsize:
+                del table[next(iter(table))]
+            table[key] = value
+            return value
+
+        if keep is None:
+            return memoized
+        accepts = keep
+
+        @functools.wraps(function)
+        def selective(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            # A result ``keep`` refuses is asked for again and again: found missing without raising.
+            tables = _CURRENT.get()
+            if tables is None:
+                return function(*args, **kwargs)
+            key = (*args, _KEYWORDS, *kwargs.items()) if kwargs else args
+            table = tables.get(selective)
+            if table is None:  # the function's first call in this run
+                table = tables[selective] = {}
+            else:
+                value = table.get(key, _MISSING)
+                if value is not _MISSING:
+                    return value  # type: ignore[no-any-return]
+            value = function(*args, **kwargs)
+            if not accepts(value):
                 return value
             if len(table) >= maxsize:
                 del table[next(iter(table))]
             table[key] = value
             return value
 
-        return memoized
+        return selective
 
     return decorate
 
