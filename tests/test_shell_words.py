@@ -34,7 +34,7 @@ def _expands_per_character(command: str) -> bool:
     return False
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(st.text(alphabet=_ALPHABET, max_size=30))
 def test_an_expansion_is_found_in_the_pass_that_lexes(command: str) -> None:
     lexed = words(command)
@@ -61,7 +61,7 @@ def _memory_unquote(word: str) -> str:
     return "".join(m[m.lastindex or 0] for m in _PIECES_PER_MATCH.finditer(word))
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.text(alphabet=_ALPHABET, max_size=30))
 def test_the_working_memory_keeps_double_quoted_backslashes(line: str) -> None:
     raw = re.findall(
