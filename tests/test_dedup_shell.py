@@ -21,7 +21,7 @@ from tiered_agent._messages import Message, ToolCall
 from tiered_agent._shell import shell_tool
 from tiered_agent._tools import ToolOutcome
 from tiered_agent.context._dispatch import Batch, ToolKind, dispatch
-from tiered_agent.context.dedup import _shell
+from tiered_agent.context._shell import OPERATOR_CHARS, words
 from tiered_agent.context.dedup._shell import is_read_command, shell_read_key
 from tiered_agent.context.dedup._step import Dedup, DedupRuntime
 from tiered_agent.context.steps import step_from_dict
@@ -364,7 +364,7 @@ async def test_the_live_agent_serves_a_repeated_read_of_its_shell_and_reads_agai
 
 def _lexed(command: str) -> list[str] | None:
     """The shell lexer's tokens, as the dedup rules read commands (quotes, escapes, operators)."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=_shell._PUNCTUATION)
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=OPERATOR_CHARS)
     lexer.whitespace_split = True
     lexer.whitespace = " \t"
     lexer.commenters = ""
@@ -377,12 +377,18 @@ def _lexed(command: str) -> list[str] | None:
 @settings(max_examples=2000, deadline=None)
 @given(st.text(alphabet=st.sampled_from("ab -.=~/*?$!{}[]#();<>|&\n\t\r\x0b2é'\"\\"), max_size=24))
 def test_commands_are_tokenized_as_the_shell_lexer_does(command: str) -> None:
-    assert _shell._tokens(command) == _lexed(command)
+    lexed = words(command)
+    assert (list(lexed.tokens) if lexed is not None else None) == _lexed(command)
+
+
+def _tokens(command: str) -> list[str] | None:
+    lexed = words(command)
+    return None if lexed is None else list(lexed.tokens)
 
 
 def test_plain_commands_take_the_regex_and_quoted_ones_the_lexer() -> None:
-    assert _shell._tokens("grep -n foo a.py|head -5 2>/dev/null;ls") == [
+    assert _tokens("grep -n foo a.py|head -5 2>/dev/null;ls") == [
         "grep", "-n", "foo", "a.py", "|", "head", "-5", "2", ">", "/dev/null", ";", "ls",
     ]  # fmt: skip
-    assert _shell._tokens('echo \'a | b\' "c\\"d"') == ["echo", "a | b", 'c"d']
-    assert _shell._tokens("echo 'open") is None
+    assert _tokens('echo \'a | b\' "c\\"d"') == ["echo", "a | b", 'c"d']
+    assert _tokens("echo 'open") is None

@@ -16,12 +16,12 @@ from tiered_agent._tokens import TokenCounter
 from tiered_agent._tools import ToolOutcome
 from tiered_agent.context._dispatch import Dispatched, ToolKind
 from tiered_agent.context._manager import ContextManager
+from tiered_agent.context._shell import LINE_SEPARATORS, line_words
 from tiered_agent.context.pipeline._build import build_prompt
 from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.context.pipeline._tally import PrefixSums
 from tiered_agent.context.pipeline._types import ContextStats, Summary
 from tiered_agent.context.steps._mask import OlderOutputs
-from tiered_agent.context.summary.memory import _shell as memory_shell
 
 COUNTER = TokenCounter("o200k_base")
 
@@ -192,10 +192,10 @@ def _words_per_char(line: str) -> list[str]:
             return word
         return "".join(m[m.lastindex or 0] for m in _QUOTED_PER_CHAR.finditer(word))
 
-    return [unquoted(w) if w not in memory_shell._SEPARATORS else w for w in _WORD_PER_CHAR.findall(line)]
+    return [unquoted(w) if w not in LINE_SEPARATORS else w for w in _WORD_PER_CHAR.findall(line)]
 
 
 @settings(max_examples=2000, deadline=None)
 @given(st.text(alphabet=st.sampled_from("ab -.=~/*?$!{}[]#();<>|&\n\t2é'\"\\"), max_size=30))
 def test_memory_shell_words_match_the_per_character_rule(line: str) -> None:
-    assert memory_shell._tokens(line) == _words_per_char(line)
+    assert line_words(line) == _words_per_char(line)

@@ -19,6 +19,7 @@ and only between runs or once an entry was evicted). Each table is bounded by th
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -30,6 +31,8 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 _KEYWORDS = object()  # separates positional from keyword arguments in a memo key
+_MISSING = object()  # no entry
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 class MemoTables(dict[Callable[..., Any], dict[Any, Any]]):
@@ -51,21 +54,41 @@ def scope(tables: MemoTables) -> Iterator[MemoTables]:
         _CURRENT.reset(token)
 
 
+def _one_argument(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` takes exactly one argument, by position (its memo is keyed by that argument
+    itself: no tuple per entry)."""
+    try:
+        parameters = tuple(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: keyed as any other
+        return False
+    return len(parameters) == 1 and parameters[0].kind in _POSITIONAL
+
+
 def run_memo(
     maxsize: int, keep: Callable[[Any], bool] | None = None
 ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """Remember a pure function's results in the current run's tables (at most ``maxsize``);
-    ``keep``: only the results it accepts (the others cost less to compute again than to hold)."""
+    ``keep``: only the results it accepts (the others cost less to compute again than to hold).
+
+    A function of one argument is keyed by the argument itself (a call by keyword is not
+    remembered); any other by its positional and keyword arguments."""
     if maxsize < 1:
         raise ValueError("a run memo keeps at least one entry")
 
     def decorate(function: Callable[_P, _R]) -> Callable[_P, _R]:
+        one = _one_argument(function)
+
         @functools.wraps(function)
         def memoized(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             tables = _CURRENT.get()
             if tables is None:
                 return function(*args, **kwargs)
-            key = (*args, _KEYWORDS, *kwargs.items()) if kwargs else args
+            if one:
+                if kwargs or len(args) != 1:  # by keyword, or a wrong call: computed (or raising) as is
+                    return function(*args, **kwargs)
+                key: Any = args[0]
+            else:
+                key = (*args, _KEYWORDS, *kwargs.items()) if kwargs else args
             try:
                 return tables[memoized][key]  # type: ignore[no-any-return]
             except KeyError:
@@ -74,14 +97,43 @@ def run_memo(
             if table is None:  # the function's first call in this run
                 table = tables[memoized] = {}
             value = function(*args, **kwargs)
-            if keep is not None and not keep(value):
+            if len(table) >= maxsize:
+                del table[next(iter(table))]
+            table[key] = value
+            return value
+
+        if keep is None:
+            return memoized
+        accepts = keep
+
+        @functools.wraps(function)
+        def selective(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            # A result ``keep`` refuses is asked for again and again: found missing without raising.
+            tables = _CURRENT.get()
+            if tables is None:
+                return function(*args, **kwargs)
+            if one:
+                if kwargs or len(args) != 1:
+                    return function(*args, **kwargs)
+                key: Any = args[0]
+            else:
+                key = (*args, _KEYWORDS, *kwargs.items()) if kwargs else args
+            table = tables.get(selective)
+            if table is None:  # the function's first call in this run
+                table = tables[selective] = {}
+            else:
+                value = table.get(key, _MISSING)
+                if value is not _MISSING:
+                    return value  # type: ignore[no-any-return]
+            value = function(*args, **kwargs)
+            if not accepts(value):
                 return value
             if len(table) >= maxsize:
                 del table[next(iter(table))]
             table[key] = value
             return value
 
-        return memoized
+        return selective
 
     return decorate
 

@@ -1,9 +1,9 @@
 """Which shell calls only read: the commands a shell-like tool may have served from the dedup cache.
 
 A call of a shell-like tool (:data:`SHELL_TOOLS`: ``bash``, ``run_shell``, ``exec_command``,
-``shell``, ``Bash`` ...) is a **read** when its command, split by a real shell lexer
-(:mod:`shlex`, POSIX rules, with the shell's operators as punctuation), is a list of simple
-commands joined by ``|``, ``&&``, ``||``, ``;`` or newlines, each of them a program of
+``shell``, ``Bash`` ...) is a **read** when its command, split by the POSIX shell's rules
+(:func:`.._shell.words`: the tokens of :mod:`shlex`, the shell's operators as punctuation), is a
+list of simple commands joined by ``|``, ``&&``, ``||``, ``;`` or newlines, each of them a program of
 :data:`READ_PROGRAMS` whose options do not make it write or run something else (``sed -n`` with
 print-only scripts and without ``-i``; ``find`` without ``-exec``/``-delete``/``-fprint``; ``git
 status|diff|log|show|...`` without ``--output``; ``tail`` without ``-f`` ...), and whose only
@@ -29,6 +29,7 @@ import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from .._memo import run_memo
+from .._shell import OPERATOR_CHARS, words
 
 __all__ = ["MAX_COMMAND_CHARS", "READ_PROGRAMS", "SHELL_TOOLS", "is_read_command", "shell_read_key"]
 
@@ -45,19 +46,6 @@ _INTERPRETERS = frozenset({"bash", "sh", "zsh", "dash"})
 _SCRIPT_FLAGS = frozenset({"-c", "-lc", "-cl"})
 
 _SEPARATORS = frozenset({"|", "&&", "||", ";"})
-_PUNCTUATION = "();<>|&\n"
-_QUOTING = re.compile(r"['\"\\]")  # what the lexer treats specially besides blanks and punctuation
-_PLAIN_TOKENS = re.compile(r"[();<>|&\n]+|[^();<>|&\n \t]+")  # operators, words (blanks: space, tab)
-# One token after blanks: an operator, or a word of plain runs, quoted texts and escaped characters
-_LEXED = re.compile(
-    r"[ \t]*(?:(?P<operator>[();<>|&\n]+)"
-    r"""|(?P<word>(?:[^();<>|&\n \t'"\\]++|'[^']*'|"(?:[^"\\]++|\\.)*+"|\\.)+))""",
-    re.S,
-)
-_BLANKS = re.compile(r"[ \t]*")
-# A word's pieces: single-quoted, double-quoted, an escaped character, plain (one group each)
-_PIECES = re.compile(r"""'([^']*)'|"((?:[^"\\]++|\\.)*+)"|\\(.)|([^'"\\]+)""", re.S)
-_DOUBLE_ESCAPE = re.compile(r'\\(["\\])')  # inside double quotes, \" and \\ only
 _NULL_TARGETS = frozenset({"/dev/null"})
 _OUTPUT_REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|"})
 
@@ -161,70 +149,8 @@ READ_PROGRAMS: Mapping[str, Callable[[Sequence[str]], bool]] = {
 }
 
 
-def _expands(command: str) -> bool:
-    """Whether the shell would expand something in ``command``: ``$`` or a backquote outside single
-    quotes (parameter, arithmetic or command substitution)."""
-    quote = ""
-    escaped = False
-    for char in command:
-        if escaped:
-            escaped = False
-        elif quote == "'":
-            quote = "" if char == "'" else quote
-        elif char == "\\":
-            escaped = True
-        elif char in "$`":
-            return True
-        elif char == '"':
-            quote = "" if quote == '"' else '"'
-        elif char == "'" and not quote:
-            quote = "'"
-    return False
-
-
-def _tokens(command: str) -> list[str] | None:
-    """The command's words and operators (shell quoting removed), None when it does not lex (an
-    unclosed quote, a trailing escape).
-
-    The tokens of :mod:`shlex` in POSIX mode with the shell's operators as punctuation, blanks
-    (space, tab) splitting words, no comments (checked against it by a property test), found by
-    regexes instead of its character loop: an operator is a run of punctuation; a word is a run of
-    plain characters, single-quoted text (taken as is), double-quoted text (where a backslash
-    escapes only a double quote or a backslash) and escaped characters (the character)."""
-    if not _QUOTING.search(command):  # most commands: words and operators only
-        return _PLAIN_TOKENS.findall(command)
-    tokens: list[str] = []
-    position, end = 0, len(command)
-    while True:
-        found = _LEXED.match(command, position)
-        if found is None:  # at the end, or at a quote or escape that does not close
-            return tokens if _BLANKS.fullmatch(command, position) else None
-        operator, word = found.group("operator", "word")
-        tokens.append(operator if operator is not None else _unquoted(word))
-        position = found.end()
-        if position == end:
-            return tokens
-
-
-def _unquoted(word: str) -> str:
-    """A lexed word's text: quotes removed, escapes resolved (see :func:`_tokens`)."""
-    if not _QUOTING.search(word):
-        return word
-    parts: list[str] = []
-    for single, double, escaped, plain in _PIECES.findall(word):
-        if escaped:
-            parts.append(escaped)
-        elif plain:
-            parts.append(plain)
-        elif double:
-            parts.append(_DOUBLE_ESCAPE.sub(r"\1", double))
-        else:
-            parts.append(single)
-    return "".join(parts)
-
-
 def _is_operator(token: str) -> bool:
-    return bool(token) and all(c in _PUNCTUATION for c in token)
+    return bool(token) and all(c in OPERATOR_CHARS for c in token)
 
 
 def _segments(tokens: Sequence[str]) -> Iterator[list[str] | None]:
@@ -278,12 +204,12 @@ def _is_read_segment(words: Sequence[str]) -> bool:
 @run_memo(4096)
 def is_read_command(command: str) -> bool:
     """Whether the shell command only reads (see the module docstring); unknown is not a read."""
-    if not command.strip() or len(command) > MAX_COMMAND_CHARS or _expands(command):
+    if not command.strip() or len(command) > MAX_COMMAND_CHARS:
         return False
-    tokens = _tokens(command)
-    if tokens is None:
+    lexed = words(command)
+    if lexed is None or lexed.expands:
         return False
-    segments = list(_segments(tokens))
+    segments = list(_segments(lexed.tokens))
     return bool(segments) and all(segment is not None and _is_read_segment(segment) for segment in segments)
 
 

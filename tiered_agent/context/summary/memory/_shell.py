@@ -1,6 +1,7 @@
 """What a shell command does to files: reads (with line ranges), writes, in-place edits, deletions.
 
-Parsed from the command text alone (``shlex`` per line, heredoc bodies kept apart):
+Parsed from the command text alone (the lenient shell words of :func:`..._shell.line_words`, one
+line at a time, heredoc bodies kept apart):
 ``nl -ba f | sed -n '40,60p'`` reads lines 40-60 of ``f``; ``cat <<'EOF' > f`` writes ``f``
 (the body's line count and definitions are kept); ``sed -i '428s/a/b/' f`` edits line 428;
 ``rm f`` deletes it. A command that only reads or lists is *quiet*: the working memory shows
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..._memo import run_memo
+from ..._shell import LINE_SEPARATORS, line_words
 from ._code import Touch, View, definitions, numbered_positions, patch_touches
 
 __all__ = ["ShellFacts", "is_test_command", "shell_facts", "shell_files"]
@@ -23,15 +25,8 @@ _PATH_TOKEN = re.compile(r"[\w./~+@-]+")
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _SED_ADDRESS = re.compile(r"^(\d+)(?:,(\d+|\$))?\s*([a-zA-Z=])")
 _HEAD_COUNT = re.compile(r"^-(?:n\s*)?(\d+)$")
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&"})
-# Runs of plain characters are matched whole (possessive: no backtracking into them), not one by one.
-_WORD = re.compile(
-    r"""\d*>&\d*-?|\d*>>?|<|(?:[^\s'"\\;&|()<>]++|\\.|'[^']*'|"(?:[^"\\]++|\\.)*+")+|&&|\|\||;;|\|&|[;&|()]"""
-    r"""|['"]"""
-)
 _REDIRECT = re.compile(r"\d*(>>?)|(<)")
 _DUPLICATE = re.compile(r"\d*>&\d*-?")
-_QUOTED = re.compile(r"""'([^']*)'|"((?:[^"\\]++|\\.)*+)"|\\(.)|([^'"\\]+)""")
 _READ_PROGS = frozenset(
     {
         *("cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "wc", "sed", "awk", "nl"),
@@ -88,25 +83,11 @@ def shell_files(command: str) -> list[tuple[str, str]]:
     return [(t.kind, t.path) for t in shell_facts(command).touches if t.kind in ("read", "written", "edited")]
 
 
-# --------------------------------------------------------------------------- tokenizing
-def _tokens(line: str) -> list[str]:
-    """Shell words (quotes removed) and operators; a regular expression, 20x faster than ``shlex``."""
-    return [_unquote(word) if word not in _SEPARATORS else word for word in _WORD.findall(line)]
-
-
-def _unquote(word: str) -> str:
-    """``word`` without its shell quoting: ``'a b'`` -> ``a b``, ``""`` -> the empty string."""
-    if not any(c in word for c in "'\"\\"):
-        return word
-    # Exactly one alternative of _QUOTED matches, and it may match the empty string (``''``):
-    # its group is the last one that took part in the match.
-    return "".join(m[m.lastindex or 0] for m in _QUOTED.finditer(word))
-
-
+# --------------------------------------------------------------------------- segments
 def _segments(tokens: list[str]) -> Iterator[list[str]]:
     current: list[str] = []
     for token in tokens:
-        if token in _SEPARATORS:
+        if token in LINE_SEPARATORS:
             if current:
                 yield current
             current = []
@@ -302,7 +283,7 @@ def shell_facts(command: str) -> ShellFacts:
     lines: list[str] = []
     for line, body in _lines_with_heredocs(command):
         lines.append(line)
-        for tokens in _segments(_tokens(line)):
+        for tokens in _segments(line_words(line)):
             segment = _parse_segment(tokens)
             if segment is None:
                 continue
