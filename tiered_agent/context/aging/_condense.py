@@ -38,7 +38,7 @@ from .._memo import run_memo
 from .._names import retrieve_call
 from ._jsonform import output_lines
 from ._reasoning import first_sentence
-from ._refs import refs, refs_of_all
+from ._refs import Refs, refs, refs_of_all
 from ._reports import NO_REPORTS, Reports
 
 __all__ = [
@@ -142,7 +142,7 @@ def _output_lines(messages: tuple[Message, ...]) -> tuple[str, ...]:
 
 
 Chosen = list[tuple[int, str]]  # (position in the output, the line as cut)
-Named = tuple[tuple[int, str, frozenset[str]], ...]  # the lines naming references: (position, line, them)
+Named = tuple[tuple[int, str, Refs], ...]  # the lines naming references: (position, line, them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +174,7 @@ def _indexed(named: Named) -> Lines:
     return Lines(named, where)
 
 
-def _cover(
-    candidates: Sequence[tuple[int, str, frozenset[str]]], limit: int, seen: Set[str] = frozenset()
-) -> Chosen:
+def _cover(candidates: Sequence[tuple[int, str, Refs]], limit: int, seen: Set[str] = frozenset()) -> Chosen:
     """Up to ``limit`` of the ``candidates`` (position, line, names), chosen greedily: each the line
     with the most names that neither ``seen`` holds nor a line already chosen names (ties: the
     earliest); with their positions.
@@ -191,14 +189,14 @@ def _cover(
     chosen: Chosen = []
     while heap and len(chosen) < limit:
         _, index, line, found = heapq.heappop(heap)
-        key = (-len(found.difference(seen, covered)), index)
+        key = (-sum(name not in seen and name not in covered for name in found), index)
         if heap and key > heap[0][:2]:  # another line may name more now: count it first
             heapq.heappush(heap, (*key, line, found))
             continue
         if not key[0]:
             break
         chosen.append((index, line))
-        covered |= found
+        covered.update(found)
     return chosen
 
 
@@ -209,15 +207,19 @@ def referred_lines(lines: Sequence[str], wanted: set[str], shown: set[str], limi
     return _referred(_named(lines), wanted, shown, limit)
 
 
+def _within(names: Refs, targets: Set[str]) -> Refs:
+    return tuple(name for name in names if name in targets)
+
+
 def _referred(lines: Lines, wanted: Set[str], shown: set[str], limit: int) -> Chosen:
     targets = wanted - shown
     if not targets:
         return []
     where, named = lines.where, lines.named
     naming = sorted({position for name in targets for position in where.get(name, ())})
-    out = _cover([(named[p][0], named[p][1], named[p][2] & targets) for p in naming], limit)
+    out = _cover([(named[p][0], named[p][1], _within(named[p][2], targets)) for p in naming], limit)
     for _, line in out:
-        shown |= refs(line)
+        shown.update(refs(line))
     return out
 
 
@@ -235,7 +237,7 @@ def _informative(lines: Lines, seen: set[str], limit: int) -> Chosen:
     first = sorted({where[name][0] for name in where.keys() - seen})
     out = _cover([named[p] for p in first], limit, seen)
     for _, line in out:
-        seen |= refs(line)
+        seen.update(refs(line))
     return out
 
 
@@ -247,9 +249,9 @@ def _actions(messages: Sequence[Message]) -> set[str]:
     found: set[str] = set()
     for message in messages:
         if message.role == "assistant":
-            found |= refs(message.text)
+            found.update(refs(message.text))
             for call in message.tool_calls:
-                found |= refs(call.arguments)
+                found.update(refs(call.arguments))
     return found
 
 
@@ -299,7 +301,7 @@ class Reading:
         self.whole = (
             "".join(f"\n    {text}" for text in _output_lines(messages) if text) if self.short else ""
         )
-        self._lines: dict[tuple[int, str | None], tuple[str, frozenset[str]]] = {}
+        self._lines: dict[tuple[int, str | None], tuple[str, Refs]] = {}
         self._extras: dict[tuple[object, ...], Extra] = {}
         self._kept: dict[Reports, tuple[Message, ...]] = {}
 
@@ -310,7 +312,7 @@ class Reading:
             hit = self._kept[reports] = reports.of(self.messages)
         return hit
 
-    def line(self, iteration: int, label: str | None) -> tuple[str, frozenset[str]]:
+    def line(self, iteration: int, label: str | None) -> tuple[str, Refs]:
         """The iteration's line (:func:`condensed_line`) and what it names."""
         key = (iteration, label)
         hit = self._lines.get(key)
@@ -340,7 +342,7 @@ def _output_refs(messages: tuple[Message, ...]) -> Lines:
     long: no reference holds whitespace, so collapsing it changes none, and such a line is not cut
     (the original's are often known already: the aged forms read the same lines). So such a line
     is cut to one line only when it names something: most output lines name nothing."""
-    named: list[tuple[int, str, frozenset[str]]] = []
+    named: list[tuple[int, str, Refs]] = []
     for index, original in enumerate(_originals(messages)):
         if len(original) <= _REFERRED_CHARS:
             found = refs(original)
@@ -596,25 +598,25 @@ def _render_note(
     lines: list[str] = []
     for k, whole, kept in reversed(read):
         line, names_line = whole.line(k, label)
-        shown |= names_line
+        shown.update(names_line)
         reading = _reading(tuple(m for m in whole.messages if m not in kept), readings) if kept else whole
         names = reading.names
         if reading.short:  # every output line is kept: what extra lines it would choose changes nothing
             tail = reading.whole
-            shown |= names
+            shown.update(names)
         elif not (extra and names):  # no output line names anything: none is chosen
             tail = ""
         else:
             tail, kept_names, novel_names = reading.extra(
                 (frozenset(names & named), frozenset(names & shown), names & seen), referred, novel
             )
-            shown |= kept_names
-            shown |= novel_names
+            shown.update(kept_names)
+            shown.update(novel_names)
         if kept:  # a sub-agent's report, whole
             report = [text for message in kept for text in message.text.splitlines() if text.strip()]
             tail += "".join(f"\n    {text}" for text in report)
-            shown |= refs_of_all(report)
+            shown.update(refs_of_all(report))
         lines.append(line + tail)
-        named |= reading.actions
+        named.update(reading.actions)
     parts = (f"{head}\n", *(f"{line}\n" for line in reversed(lines[1:])), lines[0])
     return CondensedNote(Message(role="user", content="".join(parts), iteration=first), parts)

@@ -59,9 +59,9 @@ def novel_lines(
         if len(keep) >= max_lines:
             break
         key = line if keys is None else keys[index]
-        if index < head or not refs(key) <= seen:  # a reference not in seen (no set built)
+        if index < head or not seen.issuperset(refs(key)):  # a reference not in seen (no set built)
             keep.append(index)
-            seen |= refs(_cut(key, line_chars))
+            seen.update(refs(_cut(key, line_chars)))
     out: list[str] = []
     previous = -1
     for index in keep:
