@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tiered_agent.context.aging._condense import _cover, _within
-from tiered_agent.context.aging._refs import message_refs, refs, refs_of_all
+from tiered_agent.context.aging._novel import novel_lines
+from tiered_agent.context.aging._refs import line_refs, message_refs, refs, refs_of_all, text_refs
 
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]")
 _CODE_LIKE = re.compile(r"[/_.0-9]|[a-z][A-Z]")
@@ -70,3 +71,37 @@ def test_the_cover_chooses_the_same_lines_from_tuples_as_from_sets(
     as_tuples = [(i, line, refs.__wrapped__(line)) for i, line in enumerate(lines)]  # type: ignore[attr-defined]
     as_sets = [(i, line, frozenset(found)) for i, line, found in as_tuples]
     assert _cover(as_tuples, limit, seen) == _cover(as_sets, limit, seen)
+
+
+_LINES = st.lists(
+    _TEXT | st.sampled_from(["", "\r", "\x0b", "\u2028", "src/a.py\x85parse_args", "x_1y\x1cab.c"]),
+    max_size=8,
+)
+_BREAKS = st.sampled_from(["\n", "\r\n", "\r", "\x0c", "\u2029", "\n\n"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(_LINES, _BREAKS, st.booleans())
+def test_an_outputs_line_references_are_its_lines_references(lines: list[str], end: str, last: bool) -> None:
+    """One entry per output: ``line_refs(text)[i]`` is ``refs`` of its line ``i`` (``splitlines``,
+    every line break Python knows), and the whole text's references are their union."""
+    text = end.join(lines) + (end if last else "")
+    found = line_refs.__wrapped__(text)  # type: ignore[attr-defined]
+    assert found == tuple(refs.__wrapped__(line) for line in text.splitlines())  # type: ignore[attr-defined]
+    assert frozenset(text_refs(text)) == _as_set(text)
+    repeated = [name for names in found for name in names]
+    assert len({id(name) for name in repeated}) == len(set(repeated))  # one string per name in a text
+
+
+@settings(max_examples=200, deadline=None)
+@given(_LINES, _SET, st.integers(0, 2), st.integers(1, 5), st.integers(4, 30))
+def test_novel_lines_given_the_lines_references_are_novel_lines_scanning_them(
+    lines: list[str], seen: set[str], head: int, max_lines: int, line_chars: int
+) -> None:
+    text = "\n".join(lines)
+    given_seen, scanned_seen = set(seen), set(seen)
+    names = line_refs.__wrapped__(text)  # type: ignore[attr-defined]
+    kw = {"head": head, "max_lines": max_lines, "line_chars": line_chars}
+    given = novel_lines(text.splitlines(), given_seen, names=names, **kw)  # type: ignore[arg-type]
+    assert given == novel_lines(text.splitlines(), scanned_seen, **kw)  # type: ignore[arg-type]
+    assert given_seen == scanned_seen

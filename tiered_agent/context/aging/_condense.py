@@ -36,9 +36,9 @@ from ..._tokens import TokenCounter
 from .._heuristics import error_line, looks_like_error, parse_exit_code
 from .._memo import run_memo
 from .._names import retrieve_call
-from ._jsonform import output_lines
+from ._jsonform import json_fields, output_lines
 from ._reasoning import first_sentence
-from ._refs import Refs, refs, refs_of_all
+from ._refs import Refs, line_refs, refs, refs_of_all, text_refs
 from ._reports import NO_REPORTS, Reports
 
 __all__ = [
@@ -127,10 +127,10 @@ def condensed_line(iteration: int, messages: tuple[Message, ...], label: str | N
     return f"{iteration}. {_ARROW.join(parts) if parts else '(nothing)'}"
 
 
-@run_memo(4096)
 def _originals(messages: tuple[Message, ...]) -> tuple[str, ...]:
     """The iteration's output lines as the outputs hold them (a JSON output's fields:
-    :func:`~._jsonform.output_lines`), in output order."""
+    :func:`~._jsonform.output_lines`), in output order (not kept: what is read of them is, by
+    :class:`Reading` and :func:`_output_refs`)."""
     return tuple(
         line for message in messages if message.role != "assistant" for line in output_lines(message.text)
     )
@@ -241,8 +241,14 @@ def _informative(lines: Lines, seen: set[str], limit: int) -> Chosen:
     return out
 
 
-def _texts(message: Message) -> list[str]:
-    return [message.text, *(call.arguments for call in message.tool_calls)]
+def _named_in(messages: Sequence[Message]) -> set[str]:
+    """What the messages' texts and their calls' arguments name (an output's, from its lines')."""
+    found: set[str] = set()
+    for message in messages:
+        found.update(refs(message.text) if message.role == "assistant" else text_refs(message.text))
+        for call in message.tool_calls:
+            found.update(refs(call.arguments))
+    return found
 
 
 def _actions(messages: Sequence[Message]) -> set[str]:
@@ -343,16 +349,24 @@ def _output_refs(messages: tuple[Message, ...]) -> Lines:
     (the original's are often known already: the aged forms read the same lines). So such a line
     is cut to one line only when it names something: most output lines name nothing."""
     named: list[tuple[int, str, Refs]] = []
-    for index, original in enumerate(_originals(messages)):
-        if len(original) <= _REFERRED_CHARS:
-            found = refs(original)
-            if found:
-                named.append((index, _one_line(original, _REFERRED_CHARS), found))
-        else:
-            line = _one_line(original, _REFERRED_CHARS)
-            found = refs(line)
-            if found:
-                named.append((index, line, found))
+    index = 0
+    for message in messages:
+        if message.role == "assistant":
+            continue
+        text = message.text
+        lines = output_lines(text)
+        known = line_refs(text) if json_fields(text) is None else None  # a plain output's: its lines'
+        for position, original in enumerate(lines, index):
+            if len(original) <= _REFERRED_CHARS:
+                found = refs(original) if known is None else known[position - index]
+                if found:
+                    named.append((position, _one_line(original, _REFERRED_CHARS), found))
+            else:
+                line = _one_line(original, _REFERRED_CHARS)
+                found = refs(line)
+                if found:
+                    named.append((position, line, found))
+        index += len(lines)
     return _indexed(tuple(named))
 
 
@@ -503,7 +517,7 @@ class ChunkReading:
         if self.referred:
             self._wanted |= _actions(messages) & names
         if self.novel:
-            self._seen |= refs_of_all(text for m in messages for text in _texts(m)) & names
+            self._seen |= _named_in(messages) & names
 
     def note(
         self, inputs: tuple[str | None, frozenset[str], frozenset[str]], retrieval: bool, readings: Readings
@@ -558,7 +572,7 @@ def condensed_note(
     label = _label([*(x for _, r in read for x in r.labels), *labels], texts + sum(r.texts for _, r in read))
     # What the messages after the chunk name: with what the newer lines show (``shown``), what the
     # novel lines must not name (all a newer line names is in ``shown``, so this stays as it is).
-    seen = frozenset(refs_of_all(text for m in later for text in _texts(m))) if novel else frozenset()
+    seen = frozenset(_named_in(later)) if novel else frozenset()
     return _render_note(
         read,
         label=label,

@@ -40,7 +40,7 @@ from ._condense import ChunkReading, CondensedNote, Readings, condensed_note
 from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
-from ._refs import Refs, refs
+from ._refs import Refs, line_refs, refs, text_refs
 from ._reports import NO_REPORTS, Reports
 
 __all__ = ["AgedStyle", "Batch", "FormsMemo", "age_batch", "condensed", "preamble"]
@@ -267,7 +267,7 @@ def _actions(messages: tuple[Message, ...]) -> Refs:
 
 def _all_refs(message: Message) -> Iterable[str]:
     """What a message's text and its calls' arguments name (repeats possible)."""
-    found = refs(message.text)
+    found = refs(message.text) if message.role == "assistant" else text_refs(message.text)
     if not message.tool_calls:
         return found
     return chain(found, *(refs(call.arguments) for call in message.tool_calls))
@@ -313,7 +313,7 @@ def _age_iteration(
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
             if style.reports.keeps(call, message):  # a sub-agent's report: kept whole
-                seen.update(refs(message.text))
+                seen.update(text_refs(message.text))
                 out.append(message)
                 continue
             out.append(_age_output(style, message, seen, _superseded_by(call, message, later)))
@@ -381,7 +381,7 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
         note = f"[superseded: the same call ran again in iteration {superseded}{_hint(style, message)}]"
         return with_content(message, note) if len(note) < len(text) else message
     if len(text) < style.min_chars:
-        seen.update(refs(text))
+        seen.update(text_refs(text))
         return message
     fields = json_fields(text)
     mine: set[str] = set(seen)
@@ -403,12 +403,13 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
             head=style.head_lines,
             max_lines=style.max_lines,
             line_chars=style.line_chars,
+            names=line_refs(text),
         )
         unit = "lines"
     header = f"[older {what}: {elided.shown} of {elided.total:,} {unit} shown{_hint(style, message)}]"
     shown = f"{header}\n{elided.body}"
     if len(shown) >= len(text):
-        seen.update(refs(text))
+        seen.update(text_refs(text))
         return message
     seen |= mine
     return with_content(message, shown)

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import chain
 
 from .._memo import run_memo
 
-__all__ = ["Refs", "message_refs", "refs", "refs_of_all"]
+__all__ = ["Refs", "line_refs", "message_refs", "refs", "refs_of_all", "text_refs"]
 
 # Tokens of 4+ characters (first and last a letter, digit or ``_``). A token is code-like when it
 # holds ``/``, ``_``, ``.`` or a digit (what is left once its hyphens are gone is not all letters)
@@ -34,6 +35,16 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 Refs = tuple[str, ...]  # distinct references, in the order the text first names them
 
 
+def _code_like(tokens: list[str]) -> list[str]:
+    """The code-like ones among ``tokens`` (in order, repeats kept)."""
+    return [
+        t
+        for t in tokens
+        if not (t.replace("-", "") if "-" in t else t).isalpha()
+        or (not t.islower() and not t.isupper() and _CAMEL.search(t))
+    ]
+
+
 @run_memo(65_536, keep=bool)
 def refs(text: str) -> Refs:
     """The references in ``text`` (memoized for the run: the same texts are scanned at every epoch).
@@ -41,15 +52,38 @@ def refs(text: str) -> Refs:
     A text naming nothing gets the empty tuple and is not remembered: scanning it again costs
     about what a memo entry (the text and its slot, for every such line of every output an agent
     keeps) would save."""
-    found = [
-        t
-        for t in _TOKEN.findall(text)
-        if not (t.replace("-", "") if "-" in t else t).isalpha()
-        or (not t.islower() and not t.isupper() and _CAMEL.search(t))
-    ]
+    found = _code_like(_TOKEN.findall(text))
     if len(found) < 2:
         return tuple(found)
     return tuple(dict.fromkeys(found))  # each once, in order
+
+
+@run_memo(4096)
+def line_refs(text: str) -> tuple[Refs, ...]:
+    """The references of each line of ``text`` (``text.splitlines()``: ``line_refs(text)[i] ==
+    refs(text.splitlines()[i])``), kept as one entry per text.
+
+    An old output's lines are read at every epoch (its estimated aged form, its aged form, its
+    note's reading), most naming nothing: one entry per output, instead of one per line (the line
+    itself, its key, its slot) and a scan again of every line naming nothing. A reference named by
+    several of its lines is one string."""
+    strings: dict[str, str] = {}
+    out: list[Refs] = []
+    for line in text.splitlines():
+        found = _TOKEN.findall(line)
+        if found:
+            names = [strings.setdefault(t, t) for t in _code_like(found)]
+            out.append(tuple(dict.fromkeys(names)) if len(names) > 1 else tuple(names))
+        else:
+            out.append(())
+    return tuple(out)
+
+
+def text_refs(text: str) -> Iterable[str]:
+    """The references in a whole output (or message), from its lines' (:func:`line_refs`, which its
+    aged forms and its note read too, so the text is scanned once): no reference spans a line
+    break, so these are :func:`refs` of the text, some repeated."""
+    return chain.from_iterable(line_refs(text))
 
 
 def message_refs(content: str, arguments: Iterable[str] = ()) -> frozenset[str]:
