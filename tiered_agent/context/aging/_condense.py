@@ -26,8 +26,9 @@ from __future__ import annotations
 import heapq
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import KeysView, Mapping, Sequence, Set
 from dataclasses import dataclass
+from itertools import chain
 
 import orjson
 
@@ -171,7 +172,7 @@ def _indexed(named: Named) -> Lines:
     for position, (_, _, found) in enumerate(named):
         for name in found:
             where.setdefault(name, []).append(position)
-    return Lines(named, where)
+    return Lines(named, {name: tuple(at) for name, at in where.items()})  # kept: tuples, not lists
 
 
 def _cover(candidates: Sequence[tuple[int, str, Refs]], limit: int, seen: Set[str] = frozenset()) -> Chosen:
@@ -204,22 +205,29 @@ def referred_lines(lines: Sequence[str], wanted: set[str], shown: set[str], limi
     """Up to ``limit`` output lines naming something in ``wanted`` (what the agent went on to refer to)
     that no newer line of the note shows (``shown``, updated); the lines naming the most such
     things first."""
-    return _referred(_named(lines), wanted, shown, limit)
+    named = _named(lines)
+    return _at(named, _referred(named, wanted, shown, limit))
 
 
 def _within(names: Refs, targets: Set[str]) -> Refs:
     return tuple(name for name in names if name in targets)
 
 
-def _referred(lines: Lines, wanted: Set[str], shown: set[str], limit: int) -> Chosen:
+def _at(lines: Lines, chosen: Sequence[int]) -> Chosen:
+    """The chosen lines (indexes into ``lines.named``) with their positions in the output."""
+    return [lines.named[p][:2] for p in chosen]
+
+
+def _referred(lines: Lines, wanted: Set[str], shown: set[str], limit: int) -> list[int]:
+    """:func:`referred_lines` of an output's :class:`Lines`, as indexes into ``lines.named``."""
     targets = wanted - shown
     if not targets:
         return []
     where, named = lines.where, lines.named
     naming = sorted({position for name in targets for position in where.get(name, ())})
-    out = _cover([(named[p][0], named[p][1], _within(named[p][2], targets)) for p in naming], limit)
-    for _, line in out:
-        shown.update(refs(line))
+    out = [p for p, _ in _cover([(p, named[p][1], _within(named[p][2], targets)) for p in naming], limit)]
+    for p in out:
+        shown.update(named[p][2])
     return out
 
 
@@ -227,17 +235,20 @@ def informative_lines(lines: Sequence[str], seen: set[str], limit: int) -> Chose
     """Up to ``limit`` of the output lines that first name a reference not in ``seen`` (what the
     prompt shows later; the aged outputs' rule), those naming the most such references first
     (``seen`` is updated)."""
-    return _informative(_named(lines), seen, limit)
+    named = _named(lines)
+    return _at(named, _informative(named, seen, limit))
 
 
-def _informative(lines: Lines, seen: set[str], limit: int) -> Chosen:
-    """A line names something no line above it names nor ``seen`` holds exactly when it is the
+def _informative(lines: Lines, seen: set[str], limit: int) -> list[int]:
+    """:func:`informative_lines` of an output's :class:`Lines`, as indexes into ``lines.named``.
+
+    A line names something no line above it names nor ``seen`` holds exactly when it is the
     first line naming one of the references not in ``seen``."""
     where, named = lines.where, lines.named
     first = sorted({where[name][0] for name in where.keys() - seen})
-    out = _cover([named[p] for p in first], limit, seen)
-    for _, line in out:
-        seen.update(refs(line))
+    out = [p for p, _ in _cover([(p, named[p][1], named[p][2]) for p in first], limit, seen)]
+    for p in out:
+        seen.update(named[p][2])
     return out
 
 
@@ -299,7 +310,7 @@ class Reading:
 
     def __init__(self, messages: tuple[Message, ...]) -> None:
         self.messages = messages  # kept: the memo's key is their identities
-        self.names = frozenset(_output_refs(messages).where)
+        self.names: KeysView[str] = _output_refs(messages).where.keys()  # a view: no copy kept
         self.actions = frozenset(_actions(messages))
         self.labels, self.texts = _labels(messages)
         # outputs of at most SHORT_LINES lines are kept whole (their lines, as cut)
@@ -389,11 +400,12 @@ def _extra_lines(
     shown_now = set(shown)
     kept = _referred(lines, wanted, shown_now, referred) if referred else []
     informative = _informative(lines, set(seen) | shown_now, novel) if novel else []
-    text = "".join(f"\n    {line}" for _, line in sorted([*kept, *informative]))
+    named = lines.named
+    text = "".join(f"\n    {named[p][1]}" for p in sorted([*kept, *informative]))
     return (
         text,
-        frozenset(refs_of_all(line for _, line in kept)),
-        frozenset(refs_of_all(line for _, line in informative)),
+        frozenset(chain.from_iterable(named[p][2] for p in kept)),
+        frozenset(chain.from_iterable(named[p][2] for p in informative)),
     )
 
 
@@ -485,7 +497,7 @@ class ChunkReading:
             reading = _reading(tuple(m for m in messages if m not in kept), readings) if kept else whole
             labels.extend(whole.labels)
             texts += whole.texts
-            names |= reading.names
+            names.update(reading.names)
         self.labels, self.texts, self.names = tuple(labels), texts, frozenset(names)
         self.notes: dict[tuple[object, ...], CondensedNote] = {}  # by :meth:`inputs` (bounded by the memo)
         # what the ``later`` read so far tells (see :meth:`inputs`)
@@ -622,7 +634,7 @@ def _render_note(
             tail = ""
         else:
             tail, kept_names, novel_names = reading.extra(
-                (frozenset(names & named), frozenset(names & shown), names & seen), referred, novel
+                (frozenset(names & named), frozenset(names & shown), frozenset(names & seen)), referred, novel
             )
             shown.update(kept_names)
             shown.update(novel_names)
