@@ -23,12 +23,17 @@ from tiered_agent.context.aging._reasoning import (
     shorten_reasoning,
     split_sentences,
 )
-from tiered_agent.context.aging._refs import refs
+from tiered_agent.context.aging._refs import refs as ref_names
 
 # The rule as first written: split the whole text, then join markers and a leading label.
 _SENTENCE_END = re.compile(r"(?<=[A-Za-z0-9)\]`'\"][.!?])\s+|\n+")
 _LABEL = re.compile(r"^[#*\w ]{1,24}:$")
 _MARKER = re.compile(r"^(?:\d{1,3}|[a-z])[.)]$")
+
+
+def refs(text: str) -> frozenset[str]:
+    """The references of ``text`` as a set (the rules below read them as sets)."""
+    return frozenset(ref_names(text))
 
 
 def _split_reference(text: str) -> list[str]:

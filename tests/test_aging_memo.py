@@ -6,6 +6,7 @@ aged forms rendered through a run's memo against forms rendered without one."""
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 
 from hypothesis import given, settings
@@ -23,13 +24,19 @@ from tiered_agent.context.aging._condense import (
     format_label,
 )
 from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch, condensed
-from tiered_agent.context.aging._refs import refs, refs_of_all
+from tiered_agent.context.aging._refs import refs as ref_names
+from tiered_agent.context.aging._refs import refs_of_all
 from tiered_agent.context.aging._reports import Reports
 from tiered_agent.context.aging._state import AgingState
 from tiered_agent.context.steps import Age
 
 NAMES = ["alpha_1", "beta_2", "gamma_3", "delta_4", "eps_5", "zeta_6", "eta_7", "src/a.py", "b.txt"]
 WORDS = ["plain", "words", "THOUGHT:", "Run", "it."]
+
+
+def refs(text: str) -> frozenset[str]:
+    """The references of ``text`` as a set (the rules below read them as sets)."""
+    return frozenset(ref_names(text))
 
 
 def _brute_cover(candidates: list[tuple[int, str, frozenset[str]]], limit: int) -> list[tuple[int, str]]:
@@ -75,7 +82,9 @@ def test_references_are_the_code_like_tokens_as_first_defined(text: str) -> None
     regexes (4+ characters holding one of ``/_.`` or a digit, or a lowercase letter then an
     uppercase one), hyphens, non-ASCII letters and all."""
     expected = frozenset(t for t in _TOKEN.findall(text) if len(t) >= 4 and _CODE_LIKE.search(t))
-    assert refs.__wrapped__(text) == expected
+    found = ref_names.__wrapped__(text)
+    assert frozenset(found) == expected
+    assert len(found) == len(expected)  # each once
 
 
 def _reference_note(
@@ -300,10 +309,10 @@ def test_the_aging_states_running_sums_are_the_sums_over_what_it_holds(
             assert state._shown_after(due) == sum(t for i, t in state._shown.items() if i > due)
 
 
-def test_texts_naming_nothing_share_one_empty_set() -> None:
-    """A third of the texts aging reads name nothing: their references are one shared empty set, not
-    a new 216-byte object per text kept in the run's memo."""
-    assert (
-        refs.__wrapped__("plain words here") is refs.__wrapped__("Run it. THOUGHT: more words") == frozenset()
-    )
-    assert refs.__wrapped__("see src/a.py") == {"src/a.py"}
+def test_references_are_a_tuple_of_distinct_names_in_order() -> None:
+    """A text's references are a tuple (56 + 8n bytes; a frozenset of up to four is 216), each name
+    once in the order the text first names it, the empty tuple for a text naming nothing."""
+    assert ref_names.__wrapped__("plain words here") == ref_names.__wrapped__("Run it. THOUGHT: more") == ()
+    found = ref_names.__wrapped__("see src/a.py, then b_cd and src/a.py again")
+    assert found == ("src/a.py", "b_cd")
+    assert sys.getsizeof(found) < sys.getsizeof(frozenset(found))

@@ -85,12 +85,13 @@ def test_a_memo_keeps_only_the_results_its_keep_accepts() -> None:
     assert list(tables[words].values()) == [("some", "text")]
 
 
-def test_a_reference_named_by_many_lines_is_one_string() -> None:
-    lines = [f"line {n}: call parse_args" + "" for n in range(3)]
+def test_a_lines_references_are_remembered_within_the_run_only() -> None:
+    lines = [f"line {n}: call parse_args" for n in range(3)]
     with scope(MemoTables()):
-        found = [next(iter(refs(line))) for line in lines]
-    assert found == ["parse_args"] * 3
-    assert found[0] is found[1] is found[2]
+        found = [refs(line) for line in lines]
+        assert all(refs(line) is got for line, got in zip(lines, found, strict=True))
+    assert found == [("parse_args",)] * 3
+    assert refs(lines[0]) == found[0] and refs(lines[0]) is not found[0]  # outside the run: computed again
 
 
 def test_a_scope_ends_when_its_code_raises() -> None:

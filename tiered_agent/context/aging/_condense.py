@@ -26,8 +26,9 @@ from __future__ import annotations
 import heapq
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import KeysView, Mapping, Sequence, Set
 from dataclasses import dataclass
+from itertools import chain
 
 import orjson
 
@@ -36,9 +37,9 @@ from ..._tokens import TokenCounter
 from .._heuristics import error_line, looks_like_error, parse_exit_code
 from .._memo import run_memo
 from .._names import retrieve_call
-from ._jsonform import output_lines
+from ._jsonform import json_fields, output_lines
 from ._reasoning import first_sentence
-from ._refs import refs, refs_of_all
+from ._refs import Refs, line_refs, refs, refs_of_all, text_refs
 from ._reports import NO_REPORTS, Reports
 
 __all__ = [
@@ -127,10 +128,10 @@ def condensed_line(iteration: int, messages: tuple[Message, ...], label: str | N
     return f"{iteration}. {_ARROW.join(parts) if parts else '(nothing)'}"
 
 
-@run_memo(4096)
 def _originals(messages: tuple[Message, ...]) -> tuple[str, ...]:
     """The iteration's output lines as the outputs hold them (a JSON output's fields:
-    :func:`~._jsonform.output_lines`), in output order."""
+    :func:`~._jsonform.output_lines`), in output order (not kept: what is read of them is, by
+    :class:`Reading` and :func:`_output_refs`)."""
     return tuple(
         line for message in messages if message.role != "assistant" for line in output_lines(message.text)
     )
@@ -142,7 +143,7 @@ def _output_lines(messages: tuple[Message, ...]) -> tuple[str, ...]:
 
 
 Chosen = list[tuple[int, str]]  # (position in the output, the line as cut)
-Named = tuple[tuple[int, str, frozenset[str]], ...]  # the lines naming references: (position, line, them)
+Named = tuple[tuple[int, str, Refs], ...]  # the lines naming references: (position, line, them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,12 +172,10 @@ def _indexed(named: Named) -> Lines:
     for position, (_, _, found) in enumerate(named):
         for name in found:
             where.setdefault(name, []).append(position)
-    return Lines(named, where)
+    return Lines(named, {name: tuple(at) for name, at in where.items()})  # kept: tuples, not lists
 
 
-def _cover(
-    candidates: Sequence[tuple[int, str, frozenset[str]]], limit: int, seen: Set[str] = frozenset()
-) -> Chosen:
+def _cover(candidates: Sequence[tuple[int, str, Refs]], limit: int, seen: Set[str] = frozenset()) -> Chosen:
     """Up to ``limit`` of the ``candidates`` (position, line, names), chosen greedily: each the line
     with the most names that neither ``seen`` holds nor a line already chosen names (ties: the
     earliest); with their positions.
@@ -191,14 +190,14 @@ def _cover(
     chosen: Chosen = []
     while heap and len(chosen) < limit:
         _, index, line, found = heapq.heappop(heap)
-        key = (-len(found.difference(seen, covered)), index)
+        key = (-sum(name not in seen and name not in covered for name in found), index)
         if heap and key > heap[0][:2]:  # another line may name more now: count it first
             heapq.heappush(heap, (*key, line, found))
             continue
         if not key[0]:
             break
         chosen.append((index, line))
-        covered |= found
+        covered.update(found)
     return chosen
 
 
@@ -206,18 +205,29 @@ def referred_lines(lines: Sequence[str], wanted: set[str], shown: set[str], limi
     """Up to ``limit`` output lines naming something in ``wanted`` (what the agent went on to refer to)
     that no newer line of the note shows (``shown``, updated); the lines naming the most such
     things first."""
-    return _referred(_named(lines), wanted, shown, limit)
+    named = _named(lines)
+    return _at(named, _referred(named, wanted, shown, limit))
 
 
-def _referred(lines: Lines, wanted: Set[str], shown: set[str], limit: int) -> Chosen:
+def _within(names: Refs, targets: Set[str]) -> Refs:
+    return tuple(name for name in names if name in targets)
+
+
+def _at(lines: Lines, chosen: Sequence[int]) -> Chosen:
+    """The chosen lines (indexes into ``lines.named``) with their positions in the output."""
+    return [lines.named[p][:2] for p in chosen]
+
+
+def _referred(lines: Lines, wanted: Set[str], shown: set[str], limit: int) -> list[int]:
+    """:func:`referred_lines` of an output's :class:`Lines`, as indexes into ``lines.named``."""
     targets = wanted - shown
     if not targets:
         return []
     where, named = lines.where, lines.named
     naming = sorted({position for name in targets for position in where.get(name, ())})
-    out = _cover([(named[p][0], named[p][1], named[p][2] & targets) for p in naming], limit)
-    for _, line in out:
-        shown |= refs(line)
+    out = [p for p, _ in _cover([(p, named[p][1], _within(named[p][2], targets)) for p in naming], limit)]
+    for p in out:
+        shown.update(named[p][2])
     return out
 
 
@@ -225,31 +235,40 @@ def informative_lines(lines: Sequence[str], seen: set[str], limit: int) -> Chose
     """Up to ``limit`` of the output lines that first name a reference not in ``seen`` (what the
     prompt shows later; the aged outputs' rule), those naming the most such references first
     (``seen`` is updated)."""
-    return _informative(_named(lines), seen, limit)
+    named = _named(lines)
+    return _at(named, _informative(named, seen, limit))
 
 
-def _informative(lines: Lines, seen: set[str], limit: int) -> Chosen:
-    """A line names something no line above it names nor ``seen`` holds exactly when it is the
+def _informative(lines: Lines, seen: set[str], limit: int) -> list[int]:
+    """:func:`informative_lines` of an output's :class:`Lines`, as indexes into ``lines.named``.
+
+    A line names something no line above it names nor ``seen`` holds exactly when it is the
     first line naming one of the references not in ``seen``."""
     where, named = lines.where, lines.named
     first = sorted({where[name][0] for name in where.keys() - seen})
-    out = _cover([named[p] for p in first], limit, seen)
-    for _, line in out:
-        seen |= refs(line)
+    out = [p for p, _ in _cover([(p, named[p][1], named[p][2]) for p in first], limit, seen)]
+    for p in out:
+        seen.update(named[p][2])
     return out
 
 
-def _texts(message: Message) -> list[str]:
-    return [message.text, *(call.arguments for call in message.tool_calls)]
+def _named_in(messages: Sequence[Message]) -> set[str]:
+    """What the messages' texts and their calls' arguments name (an output's, from its lines')."""
+    found: set[str] = set()
+    for message in messages:
+        found.update(refs(message.text) if message.role == "assistant" else text_refs(message.text))
+        for call in message.tool_calls:
+            found.update(refs(call.arguments))
+    return found
 
 
 def _actions(messages: Sequence[Message]) -> set[str]:
     found: set[str] = set()
     for message in messages:
         if message.role == "assistant":
-            found |= refs(message.text)
+            found.update(refs(message.text))
             for call in message.tool_calls:
-                found |= refs(call.arguments)
+                found.update(refs(call.arguments))
     return found
 
 
@@ -291,7 +310,7 @@ class Reading:
 
     def __init__(self, messages: tuple[Message, ...]) -> None:
         self.messages = messages  # kept: the memo's key is their identities
-        self.names = frozenset(_output_refs(messages).where)
+        self.names: KeysView[str] = _output_refs(messages).where.keys()  # a view: no copy kept
         self.actions = frozenset(_actions(messages))
         self.labels, self.texts = _labels(messages)
         # outputs of at most SHORT_LINES lines are kept whole (their lines, as cut)
@@ -299,7 +318,7 @@ class Reading:
         self.whole = (
             "".join(f"\n    {text}" for text in _output_lines(messages) if text) if self.short else ""
         )
-        self._lines: dict[tuple[int, str | None], tuple[str, frozenset[str]]] = {}
+        self._lines: dict[tuple[int, str | None], tuple[str, Refs]] = {}
         self._extras: dict[tuple[object, ...], Extra] = {}
         self._kept: dict[Reports, tuple[Message, ...]] = {}
 
@@ -310,7 +329,7 @@ class Reading:
             hit = self._kept[reports] = reports.of(self.messages)
         return hit
 
-    def line(self, iteration: int, label: str | None) -> tuple[str, frozenset[str]]:
+    def line(self, iteration: int, label: str | None) -> tuple[str, Refs]:
         """The iteration's line (:func:`condensed_line`) and what it names."""
         key = (iteration, label)
         hit = self._lines.get(key)
@@ -340,17 +359,25 @@ def _output_refs(messages: tuple[Message, ...]) -> Lines:
     long: no reference holds whitespace, so collapsing it changes none, and such a line is not cut
     (the original's are often known already: the aged forms read the same lines). So such a line
     is cut to one line only when it names something: most output lines name nothing."""
-    named: list[tuple[int, str, frozenset[str]]] = []
-    for index, original in enumerate(_originals(messages)):
-        if len(original) <= _REFERRED_CHARS:
-            found = refs(original)
-            if found:
-                named.append((index, _one_line(original, _REFERRED_CHARS), found))
-        else:
-            line = _one_line(original, _REFERRED_CHARS)
-            found = refs(line)
-            if found:
-                named.append((index, line, found))
+    named: list[tuple[int, str, Refs]] = []
+    index = 0
+    for message in messages:
+        if message.role == "assistant":
+            continue
+        text = message.text
+        lines = output_lines(text)
+        known = line_refs(text) if json_fields(text) is None else None  # a plain output's: its lines'
+        for position, original in enumerate(lines, index):
+            if len(original) <= _REFERRED_CHARS:
+                found = refs(original) if known is None else known[position - index]
+                if found:
+                    named.append((position, _one_line(original, _REFERRED_CHARS), found))
+            else:
+                line = _one_line(original, _REFERRED_CHARS)
+                found = refs(line)
+                if found:
+                    named.append((position, line, found))
+        index += len(lines)
     return _indexed(tuple(named))
 
 
@@ -373,11 +400,12 @@ def _extra_lines(
     shown_now = set(shown)
     kept = _referred(lines, wanted, shown_now, referred) if referred else []
     informative = _informative(lines, set(seen) | shown_now, novel) if novel else []
-    text = "".join(f"\n    {line}" for _, line in sorted([*kept, *informative]))
+    named = lines.named
+    text = "".join(f"\n    {named[p][1]}" for p in sorted([*kept, *informative]))
     return (
         text,
-        frozenset(refs_of_all(line for _, line in kept)),
-        frozenset(refs_of_all(line for _, line in informative)),
+        frozenset(chain.from_iterable(named[p][2] for p in kept)),
+        frozenset(chain.from_iterable(named[p][2] for p in informative)),
     )
 
 
@@ -469,7 +497,7 @@ class ChunkReading:
             reading = _reading(tuple(m for m in messages if m not in kept), readings) if kept else whole
             labels.extend(whole.labels)
             texts += whole.texts
-            names |= reading.names
+            names.update(reading.names)
         self.labels, self.texts, self.names = tuple(labels), texts, frozenset(names)
         self.notes: dict[tuple[object, ...], CondensedNote] = {}  # by :meth:`inputs` (bounded by the memo)
         # what the ``later`` read so far tells (see :meth:`inputs`)
@@ -501,7 +529,7 @@ class ChunkReading:
         if self.referred:
             self._wanted |= _actions(messages) & names
         if self.novel:
-            self._seen |= refs_of_all(text for m in messages for text in _texts(m)) & names
+            self._seen |= _named_in(messages) & names
 
     def note(
         self, inputs: tuple[str | None, frozenset[str], frozenset[str]], retrieval: bool, readings: Readings
@@ -556,7 +584,7 @@ def condensed_note(
     label = _label([*(x for _, r in read for x in r.labels), *labels], texts + sum(r.texts for _, r in read))
     # What the messages after the chunk name: with what the newer lines show (``shown``), what the
     # novel lines must not name (all a newer line names is in ``shown``, so this stays as it is).
-    seen = frozenset(refs_of_all(text for m in later for text in _texts(m))) if novel else frozenset()
+    seen = frozenset(_named_in(later)) if novel else frozenset()
     return _render_note(
         read,
         label=label,
@@ -596,25 +624,25 @@ def _render_note(
     lines: list[str] = []
     for k, whole, kept in reversed(read):
         line, names_line = whole.line(k, label)
-        shown |= names_line
+        shown.update(names_line)
         reading = _reading(tuple(m for m in whole.messages if m not in kept), readings) if kept else whole
         names = reading.names
         if reading.short:  # every output line is kept: what extra lines it would choose changes nothing
             tail = reading.whole
-            shown |= names
+            shown.update(names)
         elif not (extra and names):  # no output line names anything: none is chosen
             tail = ""
         else:
             tail, kept_names, novel_names = reading.extra(
-                (frozenset(names & named), frozenset(names & shown), names & seen), referred, novel
+                (frozenset(names & named), frozenset(names & shown), frozenset(names & seen)), referred, novel
             )
-            shown |= kept_names
-            shown |= novel_names
+            shown.update(kept_names)
+            shown.update(novel_names)
         if kept:  # a sub-agent's report, whole
             report = [text for message in kept for text in message.text.splitlines() if text.strip()]
             tail += "".join(f"\n    {text}" for text in report)
-            shown |= refs_of_all(report)
+            shown.update(refs_of_all(report))
         lines.append(line + tail)
-        named |= reading.actions
+        named.update(reading.actions)
     parts = (f"{head}\n", *(f"{line}\n" for line in reversed(lines[1:])), lines[0])
     return CondensedNote(Message(role="user", content="".join(parts), iteration=first), parts)

@@ -24,7 +24,7 @@ Level 2 (:mod:`._condense`): a chunk of older iterations as one note.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -40,7 +40,7 @@ from ._condense import ChunkReading, CondensedNote, Readings, condensed_note
 from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
-from ._refs import refs
+from ._refs import Refs, line_refs, refs, text_refs
 from ._reports import NO_REPORTS, Reports
 
 __all__ = ["AgedStyle", "Batch", "FormsMemo", "age_batch", "condensed", "preamble"]
@@ -172,19 +172,19 @@ def _render_batch(
 ) -> dict[int, tuple[Message, ...]]:
     seen: set[str] = set()
     for message in head:
-        seen |= _all_refs(message)
+        seen.update(_all_refs(message))
     later: dict[str, list[tuple[int, str, str]]] = {}  # call key -> (iteration, output, call id)
     used: set[str] = set()  # what the agent's later messages name (its reasoning, its calls)
     forms: dict[int, tuple[Message, ...]] = {}
     for iteration, messages in reversed(batch):
         told = _told(messages, memo)
         if iteration > last:
-            seen |= told.lasting(style)
+            seen.update(told.lasting(style))
         elif iteration >= first:
             forms[iteration] = _age_iteration(style, messages, seen, later, frozenset(used), told=told)
         for key, output, call_id in told.calls:
             later.setdefault(key, []).append((iteration, output, call_id))
-        used |= told.actions
+        used.update(told.actions)
     return forms
 
 
@@ -205,18 +205,17 @@ class _Told:
             for call in message.tool_calls
             if call.name != RETRIEVE_TOOL_NAME and call.id in outputs
         )
-        self._lasting: dict[tuple[str, int], frozenset[str]] = {}
+        self._lasting: dict[tuple[str, int], Refs] = {}
         self._shortened: dict[tuple[str, str], str] = {}
         self._cut: dict[tuple[object, ...], str] = {}
 
-    def lasting(self, style: AgedStyle) -> frozenset[str]:
+    def lasting(self, style: AgedStyle) -> Refs:
         """What its messages go on showing once aged (:func:`_lasting_refs`)."""
         key = (style.reasoning, style.max_arg_chars)
         found = self._lasting.get(key)
         if found is None:
-            found = self._lasting[key] = frozenset().union(
-                *(_lasting_refs(style, m, self) for m in self.messages)
-            )
+            names = chain.from_iterable(_lasting_refs(style, m, self) for m in self.messages)
+            found = self._lasting[key] = tuple(dict.fromkeys(names))
         return found
 
     def shortened(self, mode: ReasoningMode, text: str, seen: set[str]) -> str:
@@ -228,7 +227,7 @@ class _Told:
         shown = self._shortened.get(key)
         if shown is None:
             shown = self._shortened[key] = shorten_reasoning(text, mode, set())
-        seen |= refs(shown)
+        seen.update(refs(shown))
         return shown
 
     def cut(
@@ -260,31 +259,30 @@ def _told(messages: tuple[Message, ...], memo: FormsMemo | None) -> _Told:
     return hit
 
 
-def _actions(messages: tuple[Message, ...]) -> frozenset[str]:
+def _actions(messages: tuple[Message, ...]) -> Refs:
     """What an iteration's assistant messages name."""
-    found: frozenset[str] = frozenset()
-    for message in messages:
-        if message.role == "assistant":
-            found = found | _all_refs(message)
-    return found
+    names = chain.from_iterable(_all_refs(m) for m in messages if m.role == "assistant")
+    return tuple(dict.fromkeys(names))
 
 
-def _all_refs(message: Message) -> frozenset[str]:
-    found = refs(message.text)
-    for call in message.tool_calls:
-        found = found | refs(call.arguments)
-    return found
+def _all_refs(message: Message) -> Iterable[str]:
+    """What a message's text and its calls' arguments name (repeats possible)."""
+    found = refs(message.text) if message.role == "assistant" else text_refs(message.text)
+    if not message.tool_calls:
+        return found
+    return chain(found, *(refs(call.arguments) for call in message.tool_calls))
 
 
-def _lasting_refs(style: AgedStyle, message: Message, told: _Told) -> frozenset[str]:
+def _lasting_refs(style: AgedStyle, message: Message, told: _Told) -> Iterable[str]:
     """What a newer, still verbatim message will go on showing once it ages too: the agent's
     reasoning is cut then, so only what its shortened form names counts as shown later."""
     if message.role != "assistant" or style.reasoning == "keep":
         return _all_refs(message)
-    found = refs(told.shortened(style.reasoning, message.content, set())) if message.content else frozenset()
-    for call in message.tool_calls:
-        found = found | refs(told.cut(call.arguments, style.max_arg_chars, frozenset(), 0, 0))
-    return found
+    found = refs(told.shortened(style.reasoning, message.content, set())) if message.content else ()
+    if not message.tool_calls:
+        return found
+    cut = (refs(told.cut(c.arguments, style.max_arg_chars, frozenset(), 0, 0)) for c in message.tool_calls)
+    return chain(found, *cut)
 
 
 def _call_key(call: ToolCall) -> str:
@@ -315,7 +313,7 @@ def _age_iteration(
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
             if style.reports.keeps(call, message):  # a sub-agent's report: kept whole
-                seen |= refs(message.text)
+                seen.update(text_refs(message.text))
                 out.append(message)
                 continue
             out.append(_age_output(style, message, seen, _superseded_by(call, message, later)))
@@ -353,14 +351,14 @@ def _age_assistant(
         for c in message.tool_calls
     )
     for call in calls:
-        seen |= refs(call.arguments)
+        seen.update(refs(call.arguments))
     if content == message.content and calls == message.tool_calls:
         return message
     return dataclasses.replace(message, content=content, tool_calls=calls)
 
 
 def _cut_call(style: AgedStyle, arguments: str, used: frozenset[str], told: _Told) -> str:
-    wanted = refs(arguments) & used if len(arguments) > style.max_arg_chars else frozenset()
+    wanted = used.intersection(refs(arguments)) if len(arguments) > style.max_arg_chars else frozenset()
     return told.cut(arguments, style.max_arg_chars, wanted, style.line_chars, style.max_lines)
 
 
@@ -383,7 +381,7 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
         note = f"[superseded: the same call ran again in iteration {superseded}{_hint(style, message)}]"
         return with_content(message, note) if len(note) < len(text) else message
     if len(text) < style.min_chars:
-        seen |= refs(text)
+        seen.update(text_refs(text))
         return message
     fields = json_fields(text)
     mine: set[str] = set(seen)
@@ -405,12 +403,13 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
             head=style.head_lines,
             max_lines=style.max_lines,
             line_chars=style.line_chars,
+            names=line_refs(text),
         )
         unit = "lines"
     header = f"[older {what}: {elided.shown} of {elided.total:,} {unit} shown{_hint(style, message)}]"
     shown = f"{header}\n{elided.body}"
     if len(shown) >= len(text):
-        seen |= refs(text)
+        seen.update(text_refs(text))
         return message
     seen |= mine
     return with_content(message, shown)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._refs import refs
+from ._refs import Refs, refs
 
 __all__ = ["Elided", "gap", "novel_lines"]
 
@@ -47,21 +47,24 @@ def novel_lines(
     line_chars: int,
     keys: Sequence[str] | None = None,
     unit: str = "lines",
+    names: Sequence[Refs] | None = None,
 ) -> Elided:
     """The first ``head`` lines and the lines with a reference not in ``seen`` (updated in place).
 
     ``keys[i]`` is the part of line ``i`` whose references count (default: the
     line itself); a line longer than ``line_chars`` is shown cut, and only the
-    references of what is shown join ``seen``.
+    references of what is shown join ``seen``. ``names[i]``: the references of ``keys[i]`` (or of
+    line ``i``) when the caller has them (:func:`~._refs.line_refs`).
     """
     keep: list[int] = []
     for index, line in enumerate(lines):
         if len(keep) >= max_lines:
             break
         key = line if keys is None else keys[index]
-        if index < head or not refs(key) <= seen:  # a reference not in seen (no set built)
-            keep.append(index)
-            seen |= refs(_cut(key, line_chars))
+        if index < head or not seen.issuperset(refs(key) if names is None else names[index]):
+            keep.append(index)  # a reference not in seen (no set built)
+            shown = _cut(key, line_chars)
+            seen.update(names[index] if names is not None and shown is key else refs(shown))
     out: list[str] = []
     previous = -1
     for index in keep:

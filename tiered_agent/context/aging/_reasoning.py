@@ -106,21 +106,22 @@ def first_sentence(text: str, limit: int = _FIRST_CHARS) -> str:
 def shorten_reasoning(text: str, mode: ReasoningMode, seen: set[str]) -> str:
     """``text`` as an aged assistant message shows it (``seen`` gains what it shows)."""
     if mode == "keep" or not text.strip():
-        seen |= refs(text)
+        seen.update(refs(text))
         return text
     if mode == "first":  # only the first sentence, and whether another follows, are read
         sentences = list(islice(_sentences(text), 2))
         kept = [_clip(sentences[0], _FIRST_CHARS)]
     else:
         sentences = split_sentences(text)
-        kept = [_clip(sentences[0], _FIRST_CHARS), *(s for s in sentences[1:] if not refs(s) <= seen)]
+        novel = (s for s in sentences[1:] if not seen.issuperset(refs(s)))
+        kept = [_clip(sentences[0], _FIRST_CHARS), *novel]
     if kept == sentences:  # nothing dropped or clipped
-        seen |= refs(text)
+        seen.update(refs(text))
         return text
     shown = " ".join(kept)
     shown = shown if shown.endswith(MORE) else f"{shown} {MORE}"
     result = shown if len(shown) < len(text) else text
-    seen |= refs(result)
+    seen.update(refs(result))
     return result
 
 
@@ -143,7 +144,7 @@ def _cut_text(value: str, limit: int, wanted: frozenset[str], line_chars: int, m
         end = 0
         for line in value.splitlines(keepends=True):
             start, end = end, end + len(line)
-            if start < len(head) or refs(line).isdisjoint(wanted):
+            if start < len(head) or wanted.isdisjoint(refs(line)):
                 continue
             text = line.rstrip("\r\n")
             kept.append((start, end, text if len(text) <= line_chars else text[:line_chars] + " [...]"))

@@ -6,17 +6,25 @@ camelCase (``src/app.py``, ``parse_args``, ``HAT017``, ``2024-05-25``,
 ``getValue``). Plain words are not references. The aged forms of old
 iterations (:mod:`._forms`) keep the lines of an output that carry a
 reference not shown anywhere later in the prompt.
+
+A text's references are a :data:`Refs`: a tuple of distinct strings in the order the text
+first names them, not a set. The run's memo keeps one per text naming something (a line of an
+output, a message, a call's arguments), most of them naming one to three references: a tuple
+is 56 + 8n bytes where a frozenset of up to four is 216 (and 700+ beyond). The rules read them
+with the set methods that take any iterable (``seen.issuperset(r)``, ``seen.update(r)``,
+``wanted.isdisjoint(r)``, ``used.intersection(r)``), which answer what the set operators on a
+frozenset answered.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from sys import intern
+from itertools import chain
 
 from .._memo import run_memo
 
-__all__ = ["message_refs", "refs", "refs_of_all"]
+__all__ = ["Refs", "line_refs", "message_refs", "refs", "refs_of_all", "text_refs"]
 
 # Tokens of 4+ characters (first and last a letter, digit or ``_``). A token is code-like when it
 # holds ``/``, ``_``, ``.`` or a digit (what is left once its hyphens are gone is not all letters)
@@ -24,37 +32,68 @@ __all__ = ["message_refs", "refs", "refs_of_all"]
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]{2,}[A-Za-z0-9_]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 
+Refs = tuple[str, ...]  # distinct references, in the order the text first names them
 
-_NONE: frozenset[str] = frozenset()  # the references of a text naming none (a third of all texts)
+
+def _code_like(tokens: list[str]) -> list[str]:
+    """The code-like ones among ``tokens`` (in order, repeats kept)."""
+    return [
+        t
+        for t in tokens
+        if not (t.replace("-", "") if "-" in t else t).isalpha()
+        or (not t.islower() and not t.isupper() and _CAMEL.search(t))
+    ]
 
 
 @run_memo(65_536, keep=bool)
-def refs(text: str) -> frozenset[str]:
+def refs(text: str) -> Refs:
     """The references in ``text`` (memoized for the run: the same texts are scanned at every epoch).
 
-    A text naming nothing gets one shared empty set (an empty frozenset is a new 216-byte object
-    each time it is built) and is not remembered: scanning it again costs about what a memo entry
-    (the text and its slot, for every such line of every output an agent keeps) would save."""
-    found = frozenset(
-        intern(t)  # one string per distinct reference, however many lines name it
-        for t in _TOKEN.findall(text)
-        if not (t.replace("-", "") if "-" in t else t).isalpha()
-        or (not t.islower() and not t.isupper() and _CAMEL.search(t))
-    )
-    return found if found else _NONE
+    A text naming nothing gets the empty tuple and is not remembered: scanning it again costs
+    about what a memo entry (the text and its slot, for every such line of every output an agent
+    keeps) would save."""
+    found = _code_like(_TOKEN.findall(text))
+    if len(found) < 2:
+        return tuple(found)
+    return tuple(dict.fromkeys(found))  # each once, in order
+
+
+@run_memo(4096)
+def line_refs(text: str) -> tuple[Refs, ...]:
+    """The references of each line of ``text`` (``text.splitlines()``: ``line_refs(text)[i] ==
+    refs(text.splitlines()[i])``), kept as one entry per text.
+
+    An old output's lines are read at every epoch (its estimated aged form, its aged form, its
+    note's reading), most naming nothing: one entry per output, instead of one per line (the line
+    itself, its key, its slot) and a scan again of every line naming nothing. A reference named by
+    several of its lines is one string."""
+    strings: dict[str, str] = {}
+    out: list[Refs] = []
+    for line in text.splitlines():
+        found = _TOKEN.findall(line)
+        if found:
+            names = [strings.setdefault(t, t) for t in _code_like(found)]
+            out.append(tuple(dict.fromkeys(names)) if len(names) > 1 else tuple(names))
+        else:
+            out.append(())
+    return tuple(out)
+
+
+def text_refs(text: str) -> Iterable[str]:
+    """The references in a whole output (or message), from its lines' (:func:`line_refs`, which its
+    aged forms and its note read too, so the text is scanned once): no reference spans a line
+    break, so these are :func:`refs` of the text, some repeated."""
+    return chain.from_iterable(line_refs(text))
 
 
 def message_refs(content: str, arguments: Iterable[str] = ()) -> frozenset[str]:
     """The references in a message's content and its tool calls' arguments."""
-    found = refs(content)
-    for argument in arguments:
-        found = found | refs(argument)
-    return found
+    return frozenset(refs(content)).union(*map(refs, arguments))
 
 
 def refs_of_all(texts: Iterable[str]) -> set[str]:
     """The union of the references of ``texts``."""
     out: set[str] = set()
     for text in texts:
-        out |= refs(text)
+        out.update(refs(text))
     return out
