@@ -7,34 +7,18 @@ import dataclasses
 from collections.abc import Iterator
 
 import pytest
+from replay_steps import shell_runs, step_metrics
 
 from tiered_agent._messages import Message
 from tiered_agent.bench import _replay
-from tiered_agent.bench._bundle import bundled_trace_paths
 from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._evidence import PromptView
-from tiered_agent.bench._importers import load_runs
-from tiered_agent.bench._recorded import RecordedRun
-from tiered_agent.bench._replay import BenchResult, ReplaySettings, replay_runs, resolve_policies
+from tiered_agent.bench._replay import ReplaySettings, replay_runs, resolve_policies
 from tiered_agent.bench._rulers import RawView
 from tiered_agent.bench._series import SparseSeries
 
 # codex and adk-code build the same prompts on most steps, tiered and its aging ablation too.
 _POLICIES = ("codex", "adk-code", "tiered", "tiered:aging-only", "masking")
-
-
-def _runs() -> list[RecordedRun]:
-    runs = load_runs(bundled_trace_paths()).runs
-    return [r for r in runs if r.format in ("mini-swe-agent", "swe-agent")][:4]
-
-
-def _steps(result: BenchResult) -> list[tuple[str, str, tuple[object, ...]]]:
-    """Every step's metrics, timings aside."""
-    return [
-        (replay.run_id, name, tuple(dataclasses.replace(s, build_seconds=0.0) for s in metrics.steps))
-        for replay in result.replays
-        for name, metrics in replay.policies.items()
-    ]
 
 
 @pytest.fixture
@@ -54,7 +38,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 def test_policies_sending_the_same_prompt_share_its_misses(
     counted: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runs = _runs()
+    runs = shell_runs()
     policies = resolve_policies(list(_POLICIES))
     shared = replay_runs(runs, policies, ReplaySettings())
     measured_shared = len(counted)
@@ -67,8 +51,8 @@ def test_policies_sending_the_same_prompt_share_its_misses(
 
     monkeypatch.setattr(_replay._RunState, "_own_misses", unshared)
     alone = replay_runs(runs, policies, ReplaySettings())
-    assert _steps(shared) == _steps(alone)
-    assert sum(s.line_needed + s.own_needed for _, _, steps in _steps(shared) for s in steps) > 0  # type: ignore[attr-defined]
+    assert step_metrics(shared) == step_metrics(alone)
+    assert sum(s.line_needed + s.own_needed for _, _, steps in step_metrics(shared) for s in steps) > 0  # type: ignore[attr-defined]
     assert measured_shared < len(counted)  # some prompts with a policy's own messages were measured once
 
 
@@ -80,7 +64,7 @@ def _views(state: _replay._RunState, prompt: tuple[Message, ...]) -> tuple[RawVi
 def test_prompts_alike_but_for_an_older_message_are_measured_apart() -> None:
     """Two prompts of the same length ending with the same message, one with an observation cleared:
     each gets its own misses (the shared entry is found by the whole prompt, not its newest message)."""
-    run = _runs()[0]
+    run = shell_runs()[0]
     state = _replay._RunState.of(run, IdCounter())
     evidence = state.evidence
     assert evidence is not None

@@ -3,34 +3,18 @@ observations were all served as recorded, its own once a dedup hit changed one."
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from replay_steps import shell_runs, step_metrics
 
 from tiered_agent._messages import Message
 from tiered_agent.bench import _replay
-from tiered_agent.bench._bundle import bundled_trace_paths
-from tiered_agent.bench._importers import load_runs
-from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import BenchResult, ReplaySettings, replay_runs, resolve_policies
 from tiered_agent.context._manager import ContextManager
 
 _POLICIES = ("full", "codex", "masking", "tiered", "kb-labs-adr")  # tiered and kb-labs-adr dedup
-
-
-def _runs() -> list[RecordedRun]:
-    runs = load_runs(bundled_trace_paths()).runs
-    return [r for r in runs if r.format in ("mini-swe-agent", "swe-agent")][:4]
-
-
-def _steps(result: BenchResult) -> list[tuple[str, str, tuple[object, ...]]]:
-    return [
-        (replay.run_id, name, tuple(dataclasses.replace(s, build_seconds=0.0) for s in metrics.steps))
-        for replay in result.replays
-        for name, metrics in replay.policies.items()
-    ]
 
 
 def _replayed(monkeypatch: pytest.MonkeyPatch) -> tuple[BenchResult, list[tuple[str, Sequence[Message]]]]:
@@ -44,7 +28,7 @@ def _replayed(monkeypatch: pytest.MonkeyPatch) -> tuple[BenchResult, list[tuple[
 
     with monkeypatch.context() as patch:
         patch.setattr(ContextManager, "prepare", spy)
-        result = replay_runs(_runs(), resolve_policies(list(_POLICIES)), ReplaySettings())
+        result = replay_runs(shell_runs(), resolve_policies(list(_POLICIES)), ReplaySettings())
     return result, seen
 
 
@@ -52,7 +36,7 @@ def test_shared_histories_are_the_ones_each_policy_builds(monkeypatch: pytest.Mo
     shared, with_sharing = _replayed(monkeypatch)
     monkeypatch.setattr(_replay, "MAX_SNAPSHOT_SLOTS", 0)  # every policy builds its own, as before
     alone, without = _replayed(monkeypatch)
-    assert _steps(shared) == _steps(alone)
+    assert step_metrics(shared) == step_metrics(alone)
     assert len(with_sharing) == len(without)
     for (name, history), (other, own) in zip(with_sharing, without, strict=True):
         assert name == other
