@@ -64,6 +64,22 @@ def _one_argument(function: Callable[..., Any]) -> bool:
     return len(parameters) == 1 and parameters[0].kind in _POSITIONAL
 
 
+def _key(one: bool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A call's memo key: the argument itself for a function of one argument (:data:`_MISSING` for
+    a call by keyword or a wrong call, computed, or raising, as the plain function would), else
+    the positional and keyword arguments."""
+    if one:
+        return args[0] if len(args) == 1 and not kwargs else _MISSING
+    return (*args, _KEYWORDS, *kwargs.items()) if kwargs else args
+
+
+def _store(table: dict[Any, Any], key: Any, value: Any, maxsize: int) -> None:
+    """Keep ``value`` under ``key``, dropping the oldest entry once ``table`` holds ``maxsize``."""
+    if len(table) >= maxsize:
+        del table[next(iter(table))]
+    table[key] = value
+
+
 def run_memo(
     maxsize: int, keep: Callable[[Any], bool] | None = None
 ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
@@ -81,25 +97,14 @@ def run_memo(
         @functools.wraps(function)
         def memoized(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             tables = _CURRENT.get()
-            if tables is None:
+            if tables is None or (key := _key(one, args, kwargs)) is _MISSING:
                 return function(*args, **kwargs)
-            if one:
-                if kwargs or len(args) != 1:  # by keyword, or a wrong call: computed (or raising) as is
-                    return function(*args, **kwargs)
-                key: Any = args[0]
-            else:
-                key = (*args, _KEYWORDS, *kwargs.items()) if kwargs else args
             try:
                 return tables[memoized][key]  # type: ignore[no-any-return]
             except KeyError:
                 pass
-            table = tables.get(memoized)
-            if table is None:  # the function's first call in this run
-                table = tables[memoized] = {}
             value = function(*args, **kwargs)
-            if len(table) >= maxsize:
-                del table[next(iter(table))]
-            table[key] = value
+            _store(tables.setdefault(memoized, {}), key, value, maxsize)  # a new table on a run's first call
             return value
 
         if keep is None:
@@ -110,27 +115,17 @@ def run_memo(
         def selective(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             # A result ``keep`` refuses is asked for again and again: found missing without raising.
             tables = _CURRENT.get()
-            if tables is None:
+            if tables is None or (key := _key(one, args, kwargs)) is _MISSING:
                 return function(*args, **kwargs)
-            if one:
-                if kwargs or len(args) != 1:
-                    return function(*args, **kwargs)
-                key: Any = args[0]
-            else:
-                key = (*args, _KEYWORDS, *kwargs.items()) if kwargs else args
             table = tables.get(selective)
             if table is None:  # the function's first call in this run
                 table = tables[selective] = {}
-            else:
-                value = table.get(key, _MISSING)
-                if value is not _MISSING:
-                    return value  # type: ignore[no-any-return]
+            value = table.get(key, _MISSING)
+            if value is not _MISSING:
+                return value  # type: ignore[no-any-return]
             value = function(*args, **kwargs)
-            if not accepts(value):
-                return value
-            if len(table) >= maxsize:
-                del table[next(iter(table))]
-            table[key] = value
+            if accepts(value):
+                _store(table, key, value, maxsize)
             return value
 
         return selective
