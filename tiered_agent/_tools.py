@@ -329,7 +329,7 @@ def _shape(
 
 def _new_model(tool_name: str, fields: dict[str, Any]) -> type[BaseModel]:
     try:
-        model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        model: type[BaseModel] = create_model(  # type: ignore[call-overload, unused-ignore]
             f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )
         schema = _schema_of(model)  # a type pydantic cannot describe fails here, at decoration

@@ -46,7 +46,7 @@ def calls(
     """An assistant message calling tools: ``calls(("read_file", {"path": "a.py"}))`` or with explicit ids."""
     built = []
     for number, item in enumerate(items, start=1):
-        call_id, name, args = item if len(item) == 3 else (f"call_{number}", *item)  # type: ignore[misc]
+        call_id, name, args = item if len(item) == 3 else (f"call_{number}", *item)  # type: ignore[misc, unused-ignore]
         built.append(ToolCall(str(call_id), str(name), orjson.dumps(args).decode()))
     return Message("assistant", content, tool_calls=tuple(built))
 

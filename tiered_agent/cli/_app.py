@@ -30,7 +30,7 @@ class PresetChoice(click.Choice[str]):
     def __init__(self) -> None:
         super().__init__(())
 
-    @property  # type: ignore[override]
+    @property  # type: ignore[override, unused-ignore]
     def choices(self) -> tuple[str, ...]:
         from ..context._presets import PRESETS  # the pipeline, only when a command needs it
 

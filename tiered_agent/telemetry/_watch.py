@@ -68,7 +68,7 @@ class _WatchedSession(requests.Session):
         self._watch = watch
         self._signal = signal
 
-    def request(self, method: str, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+    def request(self, method: str, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override, unused-ignore]
         target = url.decode() if isinstance(url, bytes) else url
         try:
             response = super().request(method, url, *args, **kwargs)
