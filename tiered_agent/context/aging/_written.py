@@ -263,26 +263,38 @@ def _segments(words: list[str]) -> Iterator[list[str]]:
         yield segment
 
 
+_REDIRECT = re.compile(r"\d*(>>?|>\||&>>?)")
+
+
+def _split_redirects(words: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """A simple command's words without its output redirections, and those (operator, target)."""
+    plain: list[str] = []
+    redirects: list[tuple[str, str]] = []
+    stream = iter(words)
+    for word in stream:
+        if _REDIRECT.fullmatch(word):
+            redirects.append((word, next(stream, "")))
+        elif not word.startswith(("<", "2>", "&")) and not word.endswith(">&1"):
+            plain.append(word)
+    return plain, redirects
+
+
 def _segment_writes(words: list[str], body: str | None) -> Iterator[FileWrite]:
-    program = words[0].rsplit("/", 1)[-1]
-    targets = [
-        (words[i], words[i + 1]) for i in range(len(words) - 1) if words[i] in (">", ">>", "1>", "1>>")
-    ]
-    if body is not None and (program in _PATCH_PROGRAMS or words[:2] == ["git", "apply"]):
+    plain, redirects = _split_redirects(words)
+    program = plain[0].rsplit("/", 1)[-1] if plain else ""
+    if body is not None and (program in _PATCH_PROGRAMS or plain[:2] == ["git", "apply"]):
         yield from patch_writes(body)
-    elif body is not None and program in ("cat", "tee", ""):
-        paths = [(op, path) for op, path in targets]
-        if program == "tee":
-            append = "-a" in words or "--append" in words
-            paths += [
-                (">>" if append else ">", w) for w in words[1:] if not w.startswith("-") and _is_path(w)
-            ]
-        yield from (_body_write(op, path, body) for op, path in paths if _is_path(path))
+        return
+    targets = [(op, path) for op, path in redirects if _is_path(path)]
+    if body is not None and program == "tee":
+        op = ">>" if "-a" in plain or "--append" in plain else ">"
+        targets = [(op, w) for w in plain[1:] if not w.startswith("-") and _is_path(w)]
     elif body is None and program in ("printf", "echo") and targets:
-        text = _printed(program, [w for w in words[1:] if w not in (">", ">>", "1>", "1>>")][:-1])
-        op, path = targets[-1]
-        if _is_path(path):
-            yield _body_write(op, path, text)
+        body = _printed(program, plain[1:])
+        targets = targets[-1:]
+    elif body is None or program not in ("cat", ""):
+        return
+    yield from (_body_write(op, path, body) for op, path in targets)
 
 
 def _body_write(operator: str, path: str, text: str) -> FileWrite:
