@@ -94,12 +94,13 @@ CANDIDATES: dict[str, Policy] = {
     "every-5": _with_age("every-5", every=5),
     "every-10": _with_age("every-10", every=10),
     # the files the agent wrote and still works on (named in its last K iterations): their current
-    # text in one note after the aged iterations, within N chars (Age(written_chars=N, written_recent=K))
+    # text in one note after the aged iterations, within N chars (Age(written_chars=N, written_recent=K);
+    # the default: 8,000 chars, K = 10); none: the default before
+    "no-written": _with_age("no-written", written_chars=0),
     "written-4k": _with_age("written-4k", written_chars=4000),
-    "written-8k": _with_age("written-8k", written_chars=8000),
     "written-16k": _with_age("written-16k", written_chars=16000),
-    "written-8k-k5": _with_age("written-8k-k5", written_chars=8000, written_recent=5),
-    "written-8k-k20": _with_age("written-8k-k20", written_chars=8000, written_recent=20),
+    "written-8k-k5": _with_age("written-8k-k5", written_recent=5),
+    "written-8k-k20": _with_age("written-8k-k20", written_recent=20),
     # cuts at arrival even when the cut is the first thing hidden (sends context_retrieve's schema)
     "no-defer": _with_truncate("no-defer", defer_max_chars=None),
     # a rolling summary (the digest) after the aged iterations, refreshed as they age

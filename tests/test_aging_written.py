@@ -299,7 +299,7 @@ def test_the_aging_rule_waits_while_the_note_would_eat_the_saving() -> None:
                 return last
         return None
 
-    plain = first_epoch(Age(condense_after=None))
+    plain = first_epoch(Age(condense_after=None, written_chars=0))
     with_note = first_epoch(Age(condense_after=None, written_chars=8000))
     assert plain is not None and (with_note is None or with_note > plain)
 

@@ -20,7 +20,12 @@ the provider's cache holds all of it. The forms:
   referred to afterwards (when it was condensed) and up to ``keep_novel`` lines
   naming the most things shown nowhere after them;
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
-  levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`).
+  levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
+* the files the agent wrote whose newest write is hidden and that its last
+  ``written_recent`` iterations still work on (write, run, read or name) are
+  shown with their current text in one note after the aged iterations, up to
+  ``written_chars`` characters (0: never; :mod:`._written`); the note changes
+  only at epochs, and an epoch must pay for what it adds.
 
 A fixed note before the aged iterations says what these forms mean. The
 rolling summary, when the policy has one, follows the aged iterations, so the
@@ -116,7 +121,7 @@ class Age(Step):
     patience: float = 1.0
     keep_tools: tuple[str, ...] = ("Task", "Agent")
     keep_max_chars: int = 50_000
-    written_chars: int = 0
+    written_chars: int = 8000
     written_recent: int = 10
 
     def __post_init__(self) -> None:
