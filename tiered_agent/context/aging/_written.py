@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from ..._messages import Message, ToolCall
+from .._memo import run_memo
 from .._names import retrieve_call
 from .._shell import LINE_SEPARATORS, line_words
 
@@ -82,10 +83,16 @@ class FileWrite:
 # --------------------------------------------------------------------------- recognizing writes
 def call_writes(call: ToolCall) -> tuple[FileWrite, ...]:
     """What ``call`` wrote, file by file, in order; () for a call that writes nothing it can read."""
-    if len(call.arguments) > _MAX_ARGUMENT_CHARS:
+    return _call_writes(call.name, call.arguments)
+
+
+@run_memo(4096)
+def _call_writes(name: str, arguments: str) -> tuple[FileWrite, ...]:
+    """:func:`call_writes` by the call's name and arguments (remembered for the run at work)."""
+    if len(arguments) > _MAX_ARGUMENT_CHARS:
         return ()
     try:
-        return tuple(_writes(call.name, _arguments(call.arguments)))
+        return tuple(_writes(name, _arguments(arguments)))
     except (ValueError, TypeError, KeyError, IndexError, RecursionError):  # fail open: nothing known
         return ()
 
