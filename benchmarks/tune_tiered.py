@@ -89,8 +89,18 @@ CANDIDATES: dict[str, Policy] = {
     "patience-0.5": _with_age("patience-0.5", patience=0.5),
     "patience-0.3": _with_age("patience-0.3", patience=0.3),
     "patience-2": _with_age("patience-2", patience=2.0),
+    "patience-1.25": _with_age("patience-1.25", patience=1.25),
+    "patience-1.5": _with_age("patience-1.5", patience=1.5),
     "every-5": _with_age("every-5", every=5),
     "every-10": _with_age("every-10", every=10),
+    # the files the agent wrote and still works on (named in its last K iterations): their current
+    # text in one note after the aged iterations, within N chars (Age(written_chars=N, written_recent=K);
+    # the default: 8,000 chars, K = 10); none: the default before
+    "no-written": _with_age("no-written", written_chars=0),
+    "written-4k": _with_age("written-4k", written_chars=4000),
+    "written-16k": _with_age("written-16k", written_chars=16000),
+    "written-8k-k5": _with_age("written-8k-k5", written_recent=5),
+    "written-8k-k20": _with_age("written-8k-k20", written_recent=20),
     # cuts at arrival even when the cut is the first thing hidden (sends context_retrieve's schema)
     "no-defer": _with_truncate("no-defer", defer_max_chars=None),
     # a rolling summary (the digest) after the aged iterations, refreshed as they age

@@ -51,6 +51,13 @@ class AgingSettings(Protocol):
         memo: FormsMemo | None = None,
     ) -> Message | None: ...
 
+    @property
+    def written_chars(self) -> int: ...
+
+    def written(
+        self, groups: Mapping[int, tuple[Message, ...]], through: int, at: int, retrieval: bool
+    ) -> tuple[Message, ...]: ...
+
 
 class AgingState:
     """Aging decisions of one run; :meth:`update` once per prompt, :attr:`schedule` for the build."""
@@ -83,6 +90,7 @@ class AgingState:
         self._pending_sums: tuple[int, int, int, int] = (-1, 0, 0, 0)
         self._newest = 0  # the newest iteration absorbed
         self._notes = 0  # tokens of the condensed notes
+        self._written = 0  # tokens of the note of the files the agent wrote (:mod:`._written`)
         self._accounted = 0  # epochs counted into _shown / _notes
         self._counted_through = 0  # aged iterations counted into _shown
         self._rent = 0.0
@@ -168,9 +176,29 @@ class AgingState:
         self._rent += per_call
         prefix = fixed + notes + self._notes + aged
         cost = self.terms.rewrite_cost(prefix, tail + (0 if notes else self._note_tokens()), fixed)
-        if saving > 0 and self._pays(self._rent, cost, per_call):
+        if (
+            saving > 0
+            and self._pays(self._rent, cost, per_call)
+            and self._written_pays(last, limit, saving, cost)
+        ):
             return Epoch(last, limit, due if due > done and self._condense_along(due, last) else done)
         return None
+
+    def _written_pays(self, last: int, limit: int, saving: int, cost: float) -> bool:
+        """Whether the epoch still pays once the note of the files the agent wrote is counted: it
+        grows by what the epoch hides (less saving) and is re-sent with the tail (more cost)."""
+        if self.step.written_chars <= 0:
+            return True
+        groups = {k: tuple(v) for k, v in self._groups.items() if k <= last}
+        new = self._count(self.step.written(groups, limit, last, self.retrieval))
+        net = saving - max(new - self._written, 0)
+        if net <= 0:
+            return False
+        per_call = self.terms.rent(net)
+        return self._pays(self._rent, cost + self.terms.extra * new, per_call)
+
+    def _count(self, messages: Sequence[Message]) -> int:
+        return sum(self.counter.count_message(m) for m in messages)
 
     def _condense_saving(self, due: int, last: int) -> tuple[int, int]:
         """(tokens condensing through ``due`` now would save, the note's tokens): the note as an
@@ -308,6 +336,10 @@ class AgingState:
             self._counted_through = last
         self._notes = 0
         groups = {k: tuple(v) for k, v in self._groups.items()}
+        if self.step.written_chars > 0 and epochs:
+            at = epochs[-1].at
+            upto = {k: v for k, v in groups.items() if k <= at}
+            self._written = self._count(self.step.written(upto, epochs[-1].through, at, self.retrieval))
         for chunk in self.schedule.chunks():
             note = self.step.note(groups, chunk, self.retrieval, self.memo)
             self._notes += self.memo.note_tokens(note, self.counter) if note is not None else 0

@@ -20,7 +20,12 @@ the provider's cache holds all of it. The forms:
   referred to afterwards (when it was condensed) and up to ``keep_novel`` lines
   naming the most things shown nowhere after them;
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
-  levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`).
+  levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
+* the files the agent wrote whose newest write is hidden and that its last
+  ``written_recent`` iterations still work on (write, run, read or name) are
+  shown with their current text in one note after the aged iterations, up to
+  ``written_chars`` characters (0: never; :mod:`._written`); the note changes
+  only at epochs, and an epoch must pay for what it adds.
 
 A fixed note before the aged iterations says what these forms mean. The
 rolling summary, when the policy has one, follows the aged iterations, so the
@@ -72,6 +77,7 @@ from ._reasoning import ReasoningMode
 from ._reports import Reports
 from ._schedule import AgingSchedule
 from ._state import AgingState, schedule_from_records
+from ._written import written_note
 
 __all__ = ["Age", "AgeRuntime", "iteration_groups"]
 
@@ -85,6 +91,7 @@ class _Aged:
     notes: tuple[Message, ...]
     forms: Mapping[int, tuple[Message, ...]]
     gone: frozenset[int]
+    written: tuple[Message, ...] = ()  # the files the agent wrote and still works on (:mod:`._written`)
 
 
 # Between two epochs every prompt shows the same aged part: rendering it again would make each
@@ -114,6 +121,8 @@ class Age(Step):
     patience: float = 1.0
     keep_tools: tuple[str, ...] = ("Task", "Agent")
     keep_max_chars: int = 50_000
+    written_chars: int = 8000
+    written_recent: int = 10
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -122,12 +131,19 @@ class Age(Step):
             f"Age.keep_tools must be a list of tool names, got {tools!r}",
         )
         object.__setattr__(self, "keep_tools", tuple(tools))
-        for name in ("window", "max_lines", "line_chars", "max_arg_chars", "chunk"):
+        for name in ("window", "max_lines", "line_chars", "max_arg_chars", "chunk", "written_recent"):
             value = getattr(self, name)
             require(
                 isinstance(value, int) and value >= 1, f"Age.{name} must be a positive integer, got {value!r}"
             )
-        for name in ("head_lines", "min_chars", "keep_referred", "keep_novel", "keep_max_chars"):
+        for name in (
+            "head_lines",
+            "min_chars",
+            "keep_referred",
+            "keep_novel",
+            "keep_max_chars",
+            "written_chars",
+        ):
             value = getattr(self, name)
             require(isinstance(value, int) and value >= 0, f"Age.{name} must be >= 0, got {value!r}")
         require(
@@ -186,7 +202,13 @@ class Age(Step):
             return replace(draft, names_retrieval=True)  # the note before aged forms names the call
         aged = self._rendered(schedule, context, renders, memo)
         return _assemble(
-            draft, context, groups=aged.groups, notes=aged.notes, forms=aged.forms, gone=aged.gone
+            draft,
+            context,
+            groups=aged.groups,
+            notes=aged.notes,
+            forms=aged.forms,
+            gone=aged.gone,
+            written=aged.written,
         )
 
     def _rendered(
@@ -247,7 +269,24 @@ class Age(Step):
             notes = (*notes, note) if note is not None else notes
             gone = gone | {k for k in range(chunk[0], chunk[1] + 1) if k in groups}
         kept = {k: v for k, v in forms.items() if k not in gone}
-        return _Aged(prefix, groups, notes, kept, gone)
+        return _Aged(
+            prefix, groups, notes, kept, gone, self.written(groups, epoch.through, epoch.at, retrieval)
+        )
+
+    def written(
+        self, groups: Mapping[int, tuple[Message, ...]], through: int, at: int, retrieval: bool
+    ) -> tuple[Message, ...]:
+        """The note of the files the agent wrote that an epoch aging through ``through`` when the
+        newest iteration was ``at`` hid, and the run still works on (:mod:`._written`)."""
+        note = written_note(
+            groups,
+            through=through,
+            at=at,
+            max_chars=self.written_chars,
+            recent=self.written_recent,
+            retrieval=retrieval,
+        )
+        return (note,) if note is not None else ()
 
     def note(
         self,
@@ -350,8 +389,10 @@ def _assemble(
     notes: Sequence[Message],
     forms: Mapping[int, tuple[Message, ...]],
     gone: frozenset[int],
+    written: Sequence[Message] = (),
 ) -> Draft:
-    """[task] [notes: what aged forms mean, condensed chunks] [aged iterations] [summary] [the rest]."""
+    """[task] [notes: what aged forms mean, condensed chunks] [aged iterations] [``written``: the
+    note of the files the agent wrote, fixed at the last epoch] [summary] [the rest]."""
     summary = context.summary
     stand_in = summary_message(summary, min(draft.covered)) if summary is not None and draft.covered else None
     aged = frozenset(forms) | gone
@@ -370,6 +411,8 @@ def _assemble(
                 hidden[len(messages)] = max(len(original.text) - len(shown.text), 0)
             messages.append(shown)
             originals.append(original)
+    messages.extend(written)
+    originals.extend(written)
     if stand_in is not None and summary is not None:
         # after the aged iterations; tagged 0 like the note: no iteration it covers is left whole
         after = summary_message(summary, 0)

@@ -1,0 +1,345 @@
+"""The files the agent wrote (``context/aging/_written.py``): writes recognized through every tool
+family, each file's current text, the note that keeps it in view while the run works on it, the
+aging rule that pays for the note, the knobs, and arbitrary text (never an exception)."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tiered_agent import Message, Policy, ToolCall
+from tiered_agent._errors import ConfigurationError
+from tiered_agent._tokens import TokenCounter
+from tiered_agent.context.aging._breakeven import CacheTerms
+from tiered_agent.context.aging._schedule import AgingSchedule, Epoch
+from tiered_agent.context.aging._state import AgingState
+from tiered_agent.context.aging._step import iteration_groups
+from tiered_agent.context.aging._written import (
+    FileWrite,
+    call_writes,
+    patch_writes,
+    shell_writes,
+    written_files,
+    written_note,
+)
+from tiered_agent.context.pipeline._build import build_prompt, validate_pairs
+from tiered_agent.context.steps import Age
+
+COUNTER = TokenCounter("o200k_base")
+SYSTEM = Message("system", "You are an agent.")
+TASK = Message("user", "Fix the rounding bug.")
+SCRIPT = (
+    "import decimal\n\ndef check_rounding():\n    value = decimal.Decimal('2.675')\n"
+    "    print(round(value, 2))\n"
+)
+
+
+def call(name: str, arguments: object, call_id: str = "c1") -> ToolCall:
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return ToolCall(call_id, name, text)
+
+
+# ----------------------------------------------------------------------------- recognizing writes
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"cat > /testbed/reproduce.py <<'EOF'\n{SCRIPT}EOF\npython reproduce.py",
+        f'cat <<"EOF" > /testbed/reproduce.py\n{SCRIPT}EOF',
+        f"tee /testbed/reproduce.py <<EOF >/dev/null\n{SCRIPT}EOF",
+        f"cd /testbed && cat > /testbed/reproduce.py << 'PY'\n{SCRIPT}PY\n",
+    ],
+)
+def test_a_heredoc_into_a_file_writes_the_whole_file(command: str) -> None:
+    assert call_writes(call("bash", {"command": command})) == (
+        FileWrite("/testbed/reproduce.py", SCRIPT, whole=True),
+    )
+
+
+def test_appends_printf_and_echo_through_the_shell() -> None:
+    writes = call_writes(call("Bash", {"command": "cat <<EOF >> notes.txt\nmore\nEOF"}))
+    assert writes == (FileWrite("notes.txt", "more\n", append=True),)
+    writes = call_writes(
+        call("execute_bash", {"command": "printf 'a = 1\\nb = 2\\n' > cfg.ini && echo done >> log.txt"})
+    )
+    assert writes == (
+        FileWrite("cfg.ini", "a = 1\nb = 2\n", whole=True),
+        FileWrite("log.txt", "done\n", append=True),
+    )
+    assert call_writes(call("bash", {"command": "tee -a log.txt <<EOF\nx\nEOF"})) == (
+        FileWrite("log.txt", "x\n", append=True),
+    )
+
+
+def test_commands_that_write_no_text_of_their_own_write_nothing() -> None:
+    for command in (
+        "python - <<'EOF'\nopen('a.py', 'w').write('x')\nEOF",  # out of scope
+        "cat a.py",
+        "grep -rn round src > /dev/null",
+        "echo $HOME > $OUT",
+        "sed -i 's/a/b/' a.py",
+    ):
+        assert call_writes(call("bash", {"command": command})) == (), command
+
+
+PATCH = """*** Begin Patch
+*** Update File: src/round.py
+@@ def check():
+ def check():
+-    return round(x, 2)
++    return quantize(x)
+*** Add File: src/new.py
++VALUE = 1
+*** Delete File: src/old.py
+*** End Patch"""
+
+
+def test_codex_apply_patch_as_its_own_tool_and_inside_the_shell() -> None:
+    expected = (
+        FileWrite(
+            "src/round.py", "def check():\n    return quantize(x)", old="def check():\n    return round(x, 2)"
+        ),
+        FileWrite("src/new.py", "VALUE = 1\n", whole=True),
+        FileWrite("src/old.py", "", deleted=True),
+    )
+    assert call_writes(call("apply_patch", PATCH)) == expected  # a custom tool: the raw patch
+    assert call_writes(call("apply_patch", {"input": PATCH})) == expected
+    script = f"apply_patch <<'PATCH'\n{PATCH}\nPATCH"
+    assert call_writes(call("shell", {"command": ["bash", "-lc", script], "workdir": "."})) == expected
+    assert call_writes(call("exec_command", {"cmd": script})) == expected
+
+
+def test_a_unified_diff_is_read_hunk_by_hunk() -> None:
+    diff = "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n"
+    assert tuple(patch_writes(diff)) == (FileWrite("x.py", "keep\nnew", old="keep\nold"),)
+    assert tuple(shell_writes(f"git apply <<'EOF'\n{diff}EOF")) == (
+        FileWrite("x.py", "keep\nnew", old="keep\nold"),
+    )
+
+
+def test_claude_code_editors_and_our_workspace_tools() -> None:
+    assert call_writes(call("Write", {"file_path": "/p/a.go", "content": "package a\n"})) == (
+        FileWrite("/p/a.go", "package a\n", whole=True),
+    )
+    assert call_writes(call("Edit", {"file_path": "/p/a.go", "old_string": "a", "new_string": "b"})) == (
+        FileWrite("/p/a.go", "b", old="a"),
+    )
+    multi = {
+        "file_path": "f.py",
+        "edits": [{"old_string": "x", "new_string": "y"}, {"old_string": "1", "new_string": "2"}],
+    }
+    assert call_writes(call("MultiEdit", multi)) == (
+        FileWrite("f.py", "y", old="x"),
+        FileWrite("f.py", "2", old="1"),
+    )
+    assert call_writes(call("write_file", {"path": "w.txt", "content": "hi"})) == (
+        FileWrite("w.txt", "hi", whole=True),
+    )
+    assert call_writes(call("edit_file", {"path": "w.txt", "old": "hi", "new": "ho"})) == (
+        FileWrite("w.txt", "ho", old="hi"),
+    )
+
+
+def test_str_replace_editor_commands() -> None:
+    def editor(**args: object) -> tuple[FileWrite, ...]:
+        return call_writes(call("str_replace_editor", args))
+
+    assert editor(command="create", path="/w/r.py", file_text=SCRIPT) == (
+        FileWrite("/w/r.py", SCRIPT, whole=True),
+    )
+    assert editor(command="str_replace", path="/w/r.py", old_str="2.675", new_str="2.665") == (
+        FileWrite("/w/r.py", "2.665", old="2.675"),
+    )
+    assert editor(command="insert", path="/w/r.py", insert_line=1, new_str="import math") == (
+        FileWrite("/w/r.py", "import math", line=1),
+    )
+    assert editor(command="view", path="/w/r.py") == ()
+
+
+# ----------------------------------------------------------------------------- current text
+def test_the_current_text_is_the_newest_whole_write_with_later_edits_applied() -> None:
+    calls = [
+        (1, call("bash", {"command": f"cat > r.py <<'EOF'\n{SCRIPT}EOF"})),
+        (
+            3,
+            call(
+                "str_replace_editor",
+                {"command": "str_replace", "path": "r.py", "old_str": "'2.675'", "new_str": "'1.005'"},
+            ),
+        ),
+        (
+            4,
+            call(
+                "str_replace_editor",
+                {"command": "insert", "path": "r.py", "insert_line": 1, "new_str": "import math"},
+            ),
+        ),
+        (5, call("bash", {"command": "echo 'check_rounding()' >> r.py"})),
+    ]
+    file = written_files(calls)["r.py"]
+    assert file.text == (
+        "import decimal\nimport math\n\ndef check_rounding():\n    value = decimal.Decimal('1.005')\n"
+        "    print(round(value, 2))\ncheck_rounding()\n"
+    )
+    assert (file.last, file.whole_at, len(file.hunks)) == (5, 1, 3)
+
+
+def test_an_edit_that_does_not_apply_leaves_only_the_hunks_and_a_delete_drops_the_file() -> None:
+    calls = [
+        (1, call("Write", {"file_path": "a.py", "content": "x = 1\n"})),
+        (2, call("Edit", {"file_path": "a.py", "old_string": "y = 2", "new_string": "y = 3"})),
+        (3, call("Write", {"file_path": "b.py", "content": "b\n"})),
+        (4, call("apply_patch", "*** Begin Patch\n*** Delete File: b.py\n*** End Patch")),
+    ]
+    files = written_files(calls)
+    assert files["a.py"].text is None and files["a.py"].hunks == ("y = 3",)
+    assert "b.py" not in files
+
+
+# ----------------------------------------------------------------------------- the note
+def _run(last: int, *, named_from: int = 2) -> list[Message]:
+    """The agent writes r.py in iteration 1, then runs it (``python r.py``) from ``named_from`` on;
+    other iterations list files."""
+    history = [SYSTEM, TASK]
+    for k in range(1, last + 1):
+        if k == 1:
+            command = f"cat > r.py <<'EOF'\n{SCRIPT}EOF"
+        else:
+            command = "python r.py" if k >= named_from else f"ls dir{k}"
+        history += [
+            Message(
+                "assistant", f"Step {k}.", (call("bash", {"command": command}, f"call_{k}"),), iteration=k
+            ),
+            Message(
+                "tool",
+                "\n".join(f"out {k} line {n}" for n in range(40)),
+                tool_call_id=f"call_{k}",
+                name="bash",
+                iteration=k,
+            ),
+        ]
+    return history
+
+
+def test_the_note_shows_a_hidden_file_still_in_play_and_names_its_retrieval() -> None:
+    groups = iteration_groups(_run(12))
+    note = written_note(groups, through=9, at=12, max_chars=8000, recent=10, retrieval=True)
+    assert note is not None and note.iteration == 0 and note.role == "user"
+    assert note.text == (
+        "[Files you wrote and are still working on, as your writes up to iteration 9 left them:]\n"
+        '=== r.py: current text (written in iteration 1; context_retrieve(iteration="1"))\n'
+        f"{SCRIPT}=== end of r.py"
+    )
+
+
+def test_no_note_for_a_file_out_of_play_too_long_or_still_verbatim() -> None:
+    groups = iteration_groups(_run(30, named_from=40))  # written in 1, never named again
+    assert written_note(groups, through=27, at=30, max_chars=8000, recent=10, retrieval=True) is None
+    groups = iteration_groups(_run(12))
+    assert (
+        written_note(groups, through=9, at=12, max_chars=len(SCRIPT) - 1, recent=10, retrieval=True) is None
+    )
+    assert (
+        written_note(groups, through=0, at=2, max_chars=8000, recent=10, retrieval=True) is None
+    )  # nothing hidden
+    assert written_note(groups, through=9, at=12, max_chars=0, recent=10, retrieval=True) is None  # off
+
+
+def test_the_age_step_puts_the_note_after_the_aged_iterations() -> None:
+    history = _run(12)
+    age = Age(window=2, min_chars=100, condense_after=6, chunk=2, written_chars=8000)
+    schedule = AgingSchedule((Epoch(at=12, through=10, condensed=6),))
+    built = build_prompt(history, Policy("p", (age,)), summary=None, counter=COUNTER, schedule=schedule)
+    validate_pairs(built.messages)
+    texts = [m.text for m in built.messages]
+    at = next(i for i, t in enumerate(texts) if t.startswith("[Files you wrote"))
+    assert [m.iteration for m in built.messages[at - 2 : at]] == [10, 10]  # after the aged iterations
+    assert built.messages[at + 1 :] == tuple(history[-4:])  # then the window, verbatim
+    assert SCRIPT in texts[at]
+    without = build_prompt(
+        history,
+        Policy("p", (Age(window=2, min_chars=100, condense_after=6, chunk=2, written_chars=0),)),
+        summary=None,
+        counter=COUNTER,
+        schedule=schedule,
+    )
+    assert len(without.messages) == len(built.messages) - 1 and not any(
+        "Files you wrote" in m.text for m in without.messages
+    )
+
+
+def test_the_aging_rule_waits_while_the_note_would_eat_the_saving() -> None:
+    """Iterations whose outputs are short save almost nothing when they age; a big script the agent
+    keeps running would join the note: that epoch does not pay, so it waits."""
+    big = "\n".join(f"def helper_{n}(value):\n    return value * {n}" for n in range(120)) + "\n"
+    history = [SYSTEM, TASK]
+    for k in range(1, 31):
+        command = f"cat > big.py <<'EOF'\n{big}EOF" if k == 1 else "python big.py"
+        history += [
+            Message(
+                "assistant", f"Step {k}.", (call("bash", {"command": command}, f"call_{k}"),), iteration=k
+            ),
+            Message(
+                "tool",
+                "\n".join(f"result {k}.{n}" for n in range(30)),
+                tool_call_id=f"call_{k}",
+                name="bash",
+                iteration=k,
+            ),
+        ]
+
+    def first_epoch(age: Age) -> int | None:
+        state = AgingState(age, counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
+        for last in range(1, 31):
+            state.update([m for m in history if m.iteration <= last], last)
+            if state.new_epoch is not None:
+                return last
+        return None
+
+    plain = first_epoch(Age(condense_after=None, written_chars=0))
+    with_note = first_epoch(Age(condense_after=None, written_chars=8000))
+    assert plain is not None and (with_note is None or with_note > plain)
+
+
+# ----------------------------------------------------------------------------- knobs
+def test_the_knobs_are_validated_and_round_trip_through_json() -> None:
+    policy = Policy("p", (Age(written_chars=4000, written_recent=5),))
+    data = orjson.loads(orjson.dumps(policy.to_dict()))
+    assert data["steps"][0]["written_chars"] == 4000 and data["steps"][0]["written_recent"] == 5
+    assert Policy.from_dict(data) == policy
+    with pytest.raises(ConfigurationError, match="written_chars"):
+        Age(written_chars=-1)
+    with pytest.raises(ConfigurationError, match="written_recent"):
+        Age(written_recent=0)
+
+
+# ----------------------------------------------------------------------------- hostile text
+_NAMES = st.sampled_from(
+    ["bash", "Bash", "shell", "exec_command", "local_shell", "apply_patch", "Write", "Edit", "MultiEdit",
+     "str_replace_editor", "write_file", "edit_file", "other"]
+)  # fmt: skip
+_SHELLISH = st.text(alphabet=st.sampled_from(list("ab \n<>'\"|&;$-EOF*+@:/.\\tecpx")), max_size=120)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20) | _SHELLISH,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(
+        ["command", "cmd", "input", "path", "file_path", "content", "old_string", "new_string", "edits",
+         "old_str", "new_str", "insert_line", "file_text", "action", "text"]), inner, max_size=5),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@given(_NAMES, st.one_of(_SHELLISH, st.text(max_size=200), _JSON.map(json.dumps)))
+def test_arbitrary_calls_never_raise(name: str, arguments: str) -> None:
+    writes = call_writes(ToolCall("c", name, arguments))
+    assert all(isinstance(w, FileWrite) and isinstance(w.text, str) for w in writes)
+    files = written_files([(1, ToolCall("c", name, arguments)), (2, ToolCall("d", name, arguments))])
+    assert all(f.last in (1, 2) for f in files.values())
+
+
+@given(st.text(max_size=300))
+def test_arbitrary_shell_and_patch_text_never_raises(text: str) -> None:
+    list(shell_writes(text))
+    list(patch_writes(text))

@@ -1,0 +1,462 @@
+"""The files the agent wrote: what each call wrote, each file's current text, and the note that shows it.
+
+An agent that writes ``reproduce.py`` with a heredoc, ``str_replace``s a function or applies a
+patch goes on to re-run, extend or rewrite that same file with the same names. Aging cuts old call
+arguments to their head and a condensed note keeps one line per call, so the only whole copy of
+the agent's own current code would be gone. :func:`written_note` keeps it in view: at each aging
+epoch, one note lists the files whose newest write is hidden (aged or condensed) and that the run
+still works on (written, run, read or named by the agent in its last ``recent`` iterations), each
+with its current text (the newest whole write with the later exact replacements applied) or, when
+that cannot be known, its newest hunks, within a budget of characters (the files used most
+recently first). The note changes only at epochs, which rewrite the prompt after the aged
+iterations anyway, so it costs its tokens and no extra rewrite.
+
+Writes are recognized from the call alone (:func:`call_writes`), whatever the tool:
+
+* shell-like tools (``bash``, ``Bash``, ``run_shell``, ``exec_command``, ``shell``,
+  ``execute_bash``, ``local_shell``; Codex's ``["bash", "-lc", SCRIPT]``): a heredoc into a file
+  (``cat > f <<'EOF'``, ``cat <<EOF >> f``, ``tee [-a] f <<EOF``), ``printf``/``echo`` into a file,
+  and an ``apply_patch``/``patch``/``git apply`` heredoc (a ``python - <<EOF`` that writes files is
+  out of scope);
+* Codex ``apply_patch`` (its own tool, raw or JSON): ``*** Add File``, ``*** Update File`` hunks
+  (exact replacements), ``*** Delete File``; a unified diff likewise;
+* Claude Code ``Write``/``Edit``/``MultiEdit``; ``str_replace_editor``-style ``create``,
+  ``str_replace``, ``insert``, ``append``; our workspace ``write_file``/``edit_file``.
+
+Arbitrary text never raises here: a call that cannot be read writes nothing (fail open).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..._messages import Message, ToolCall
+from .._memo import run_memo
+from .._names import retrieve_call
+from .._shell import LINE_SEPARATORS, line_words
+
+__all__ = ["FileWrite", "WrittenFile", "call_writes", "written_files", "written_note"]
+
+_SHELL_TOOLS = frozenset(
+    {"bash", "Bash", "run_shell", "exec_command", "shell", "execute_bash", "local_shell"}
+)
+_COMMAND_KEYS = ("command", "cmd", "script")
+_PATH_KEYS = ("file_path", "path", "filepath", "filename", "file")
+_WHOLE_KEYS = ("content", "file_text", "contents", "text")
+_INTERPRETERS = frozenset({"bash", "sh", "zsh", "dash"})
+_PATCH_TOOLS = frozenset({"apply_patch", "patch", "apply_diff"})
+_PATCH_PROGRAMS = frozenset({"apply_patch", "patch", "applypatch"})
+_WRITE_TOOLS = frozenset({"Write", "write_file", "create_file", "write"})
+_EDIT_TOOLS = frozenset({"Edit", "edit_file", "MultiEdit", "str_replace", "replace_in_file"})
+_EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "text_editor", "str_replace_based_edit_tool"})
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([\w.-]+)\1")
+_PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+?)\s*$")
+_DIFF_NEW = re.compile(r"^\+\+\+ (?:b/)?(\S.*?)\s*$")
+_MOVE = re.compile(r"^\*\*\* Move to: (.+?)\s*$")
+_ESCAPE = re.compile(r"\\([nt\\])")
+_MAX_ARGUMENT_CHARS = 1_000_000  # longer arguments are not read (a pathological call)
+
+
+@dataclass(frozen=True, slots=True)
+class FileWrite:
+    """One thing a call wrote to one file.
+
+    ``whole``: ``text`` is the file's whole new text; else ``text`` is new text put in place of
+    ``old`` (an exact replacement), appended (``append``), inserted after line ``line``, or a hunk
+    whose place is unknown (``old`` None, no ``append``, no ``line``). ``deleted``: the file is gone.
+    """
+
+    path: str
+    text: str
+    whole: bool = False
+    old: str | None = None
+    append: bool = False
+    line: int | None = None
+    deleted: bool = False
+
+
+# --------------------------------------------------------------------------- recognizing writes
+def call_writes(call: ToolCall) -> tuple[FileWrite, ...]:
+    """What ``call`` wrote, file by file, in order; () for a call that writes nothing it can read."""
+    return _call_writes(call.name, call.arguments)
+
+
+@run_memo(4096)
+def _call_writes(name: str, arguments: str) -> tuple[FileWrite, ...]:
+    """:func:`call_writes` by the call's name and arguments (remembered for the run at work)."""
+    if len(arguments) > _MAX_ARGUMENT_CHARS:
+        return ()
+    try:
+        return tuple(_writes(name, _arguments(arguments)))
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError):  # fail open: nothing known
+        return ()
+
+
+def _arguments(arguments: str) -> dict[str, Any]:
+    try:
+        data = orjson.loads(arguments or "{}")
+    except orjson.JSONDecodeError:
+        return {"input": arguments}  # a raw argument: Codex's apply_patch sends the patch itself
+    return data if isinstance(data, dict) else {"input": data}
+
+
+def _writes(name: str, args: Mapping[str, Any]) -> Iterator[FileWrite]:
+    if name in _SHELL_TOOLS:
+        command = _command(args.get("action", args) if name == "local_shell" else args)
+        if command is not None:
+            yield from shell_writes(command)
+    elif name in _PATCH_TOOLS:
+        text = _string(args, ("input", "patch", "diff"))
+        if text:
+            yield from patch_writes(text)
+    elif name in _EDITOR_TOOLS:
+        yield from _editor_writes(args)
+    elif name in _WRITE_TOOLS:
+        path, text = _string(args, _PATH_KEYS), _string(args, _WHOLE_KEYS)
+        if path and text is not None:
+            yield FileWrite(path, text, whole=True)
+    elif name in _EDIT_TOOLS:
+        yield from _edit_writes(args)
+
+
+def _string(args: Mapping[str, Any], keys: Sequence[str]) -> str | None:
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _command(args: object) -> str | None:
+    if not isinstance(args, Mapping):
+        return None
+    for key in _COMMAND_KEYS:
+        value = args.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            shell = len(value) == 3 and value[0].rsplit("/", 1)[-1] in _INTERPRETERS and "c" in value[1]
+            return str(value[2]) if shell else " ".join(value)
+    return None
+
+
+def _editor_writes(args: Mapping[str, Any]) -> Iterator[FileWrite]:
+    """``str_replace_editor``-style tools (OpenHands, SWE-agent, Anthropic's text editor)."""
+    path, command = _string(args, _PATH_KEYS), args.get("command")
+    if not path:
+        return
+    if command == "create":
+        text = _string(args, ("file_text", "content"))
+        if text is not None:
+            yield FileWrite(path, text, whole=True)
+    elif command == "str_replace":
+        old, new = _string(args, ("old_str",)), _string(args, ("new_str",))
+        if old:
+            yield FileWrite(path, new or "", old=old)
+    elif command == "insert":
+        new, line = _string(args, ("new_str", "text")), args.get("insert_line")
+        if new is not None:
+            at = line if isinstance(line, int) and not isinstance(line, bool) and line >= 0 else None
+            yield FileWrite(path, new, line=at)
+    elif command == "append":
+        new = _string(args, ("new_str", "text", "file_text"))
+        if new is not None:
+            yield FileWrite(path, new, append=True)
+
+
+def _edit_writes(args: Mapping[str, Any]) -> Iterator[FileWrite]:
+    """Claude Code's ``Edit``/``MultiEdit``, our ``edit_file``: exact replacements."""
+    path = _string(args, _PATH_KEYS)
+    if not path:
+        return
+    edits = args.get("edits")
+    pairs = edits if isinstance(edits, list) else [args]
+    for edit in pairs:
+        if not isinstance(edit, Mapping):
+            continue
+        old = _string(edit, ("old_string", "old_str", "old", "search"))
+        new = _string(edit, ("new_string", "new_str", "new", "replace"))
+        if old and new is not None:
+            yield FileWrite(path, new, old=old)
+
+
+def patch_writes(text: str) -> Iterator[FileWrite]:
+    """An ``apply_patch`` envelope (``*** Add File``/``*** Update File``/``*** Delete File``) or a
+    unified diff: added files whole, each hunk of an update as an exact replacement."""
+    path: str | None = None
+    adding = False
+    hunk: list[str] = []
+    for line in text.splitlines():
+        started = _patch_start(line)
+        if started is not None or line.startswith(("@@", "*** End Patch")):
+            yield from _flush(path, adding, hunk)
+            hunk = []
+            if started is not None:
+                verb, path = started
+                adding = verb == "Add"
+                if verb == "Delete":
+                    yield FileWrite(path, "", deleted=True)
+                    path = None
+            continue
+        if path is not None and line[:1] in ("+", "-", " ") and not line.startswith(("+++", "---")):
+            hunk.append(line)
+    yield from _flush(path, adding, hunk)
+
+
+def _patch_start(line: str) -> tuple[str, str] | None:
+    found = _PATCH_FILE.match(line)
+    if found is not None:
+        return found.group(1), found.group(2)
+    found = _DIFF_NEW.match(line)
+    if found is not None and found.group(1) != "/dev/null":
+        return "Update", found.group(1)
+    return None
+
+
+def _flush(path: str | None, adding: bool, hunk: list[str]) -> Iterator[FileWrite]:
+    if path is None or not hunk:
+        return
+    new = "\n".join(line[1:] for line in hunk if line[0] in "+ ")
+    if adding:
+        yield FileWrite(path, new + "\n", whole=True)
+        return
+    old = "\n".join(line[1:] for line in hunk if line[0] in "- ")
+    yield FileWrite(path, new, old=old or None)
+
+
+def shell_writes(command: str) -> Iterator[FileWrite]:
+    """Files a shell command writes with text it names: heredocs into files or into a patch tool,
+    ``printf``/``echo`` redirected into a file."""
+    for line, body in _heredocs(command):
+        for segment in _segments(line_words(line)):
+            yield from _segment_writes(segment, body)
+
+
+def _heredocs(command: str) -> Iterator[tuple[str, str | None]]:
+    """Each line of ``command`` with the body of the heredoc it opens (None when it opens none)."""
+    lines = command.splitlines()
+    i = 0
+    while i < len(lines):
+        line, i = lines[i], i + 1
+        start = _HEREDOC.search(line)
+        if start is None:
+            yield line, None
+            continue
+        end, strip = start.group(2), line[start.start() + 2 : start.start() + 3] == "-"
+        body: list[str] = []
+        while i < len(lines) and (lines[i].lstrip("\t") if strip else lines[i]).rstrip() != end:
+            body.append(lines[i])
+            i += 1
+        i += 1  # the end marker
+        text = "\n".join(body) + "\n" if body else ""
+        yield line[: start.start()] + line[start.end() :], text
+
+
+def _segments(words: list[str]) -> Iterator[list[str]]:
+    segment: list[str] = []
+    for word in words:
+        if word in LINE_SEPARATORS:
+            if segment:
+                yield segment
+            segment = []
+        else:
+            segment.append(word)
+    if segment:
+        yield segment
+
+
+_REDIRECT = re.compile(r"\d*(>>?|>\||&>>?)")
+
+
+def _split_redirects(words: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """A simple command's words without its output redirections, and those (operator, target)."""
+    plain: list[str] = []
+    redirects: list[tuple[str, str]] = []
+    stream = iter(words)
+    for word in stream:
+        if _REDIRECT.fullmatch(word):
+            redirects.append((word, next(stream, "")))
+        elif not word.startswith(("<", "2>", "&")) and not word.endswith(">&1"):
+            plain.append(word)
+    return plain, redirects
+
+
+def _segment_writes(words: list[str], body: str | None) -> Iterator[FileWrite]:
+    plain, redirects = _split_redirects(words)
+    program = plain[0].rsplit("/", 1)[-1] if plain else ""
+    if body is not None and (program in _PATCH_PROGRAMS or plain[:2] == ["git", "apply"]):
+        yield from patch_writes(body)
+        return
+    targets = [(op, path) for op, path in redirects if _is_path(path)]
+    if body is not None and program == "tee":
+        op = ">>" if "-a" in plain or "--append" in plain else ">"
+        targets = [(op, w) for w in plain[1:] if not w.startswith("-") and _is_path(w)]
+    elif body is None and program in ("printf", "echo") and targets:
+        body = _printed(program, plain[1:])
+        targets = targets[-1:]
+    elif body is None or program not in ("cat", ""):
+        return
+    yield from (_body_write(op, path, body) for op, path in targets)
+
+
+def _body_write(operator: str, path: str, text: str) -> FileWrite:
+    if operator.endswith(">>"):
+        return FileWrite(path, text, append=True)
+    return FileWrite(path, text, whole=True)
+
+
+def _printed(program: str, args: list[str]) -> str:
+    if program == "echo":
+        newline = "-n" not in args
+        words = [a for a in args if a not in ("-n", "-e", "-E")]
+        return " ".join(words) + ("\n" if newline else "")
+    return _ESCAPE.sub(lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), "\\"), args[0]) if args else ""
+
+
+def _is_path(word: str) -> bool:
+    return (
+        bool(word) and not word.startswith(("-", "/dev/", "&")) and "$" not in word and word not in (".", "/")
+    )
+
+
+# --------------------------------------------------------------------------- the files' current text
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    """A file as the agent's writes left it: ``text`` its current text when every write since the
+    newest whole one applied (else None), ``hunks`` the new text of the writes since then, ``last`` the
+    iteration of its newest write, ``whole_at`` that of its newest whole write (0: none)."""
+
+    path: str
+    text: str | None
+    hunks: tuple[str, ...]
+    last: int
+    whole_at: int
+
+
+def _apply(text: str | None, write: FileWrite) -> str | None:
+    """``text`` after ``write`` (None: unknown)."""
+    if write.whole:
+        return write.text
+    if text is None:
+        return None
+    if write.append:
+        return text + write.text
+    if write.old is not None:
+        return text.replace(write.old, write.text, 1) if write.old in text else None
+    return _insert(text, write.text, write.line)
+
+
+def _insert(text: str, added: str, line: int | None) -> str | None:
+    """``text`` with ``added`` after its line ``line`` (0: at the top); None when unknown."""
+    lines = text.splitlines(keepends=True)
+    if line is None or line > len(lines):
+        return None
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    added = added if added.endswith("\n") else added + "\n"
+    return "".join([*lines[:line], added, *lines[line:]])
+
+
+def written_files(calls: Iterable[tuple[int, ToolCall]]) -> dict[str, WrittenFile]:
+    """Each file the calls (``(iteration, call)``, oldest first) wrote, as they left it; a deleted
+    file is dropped."""
+    files: dict[str, WrittenFile] = {}
+    for iteration, call in calls:
+        for write in call_writes(call):
+            if write.deleted:
+                files.pop(write.path, None)
+                continue
+            known = files.get(write.path)
+            text = _apply(known.text if known is not None else None, write)
+            if write.whole or known is None:
+                hunks: tuple[str, ...] = () if write.whole else (write.text,)
+                whole_at = iteration if write.whole else 0
+            else:
+                hunks, whole_at = (*known.hunks, write.text), known.whole_at
+            files[write.path] = WrittenFile(write.path, text, hunks, iteration, whole_at)
+    return files
+
+
+# --------------------------------------------------------------------------- the note
+def _calls(groups: Mapping[int, tuple[Message, ...]], upto: int) -> Iterator[tuple[int, ToolCall]]:
+    for iteration in sorted(k for k in groups if 0 < k <= upto):
+        for message in groups[iteration]:
+            if message.role == "assistant":
+                for call in message.tool_calls:
+                    yield iteration, call
+
+
+def _named_at(path: str, groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> int:
+    """The newest iteration in ``first..last`` whose agent messages name ``path``'s file name, else 0."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if not name:
+        return 0
+    pattern = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-])")
+    for iteration in range(last, first - 1, -1):
+        for message in groups.get(iteration, ()):
+            if message.role != "assistant":
+                continue
+            if pattern.search(message.content or "") or any(
+                pattern.search(c.arguments) for c in message.tool_calls
+            ):
+                return iteration
+    return 0
+
+
+def _shown_text(file: WrittenFile, room: int) -> tuple[str, bool] | None:
+    """The file's current text (True), else its hunks since its newest whole write (False), if
+    within ``room`` characters."""
+    if file.text is not None and len(file.text) <= room:
+        return file.text, True
+    if file.hunks:
+        joined = "\n[...]\n".join(file.hunks)
+        if len(joined) <= room:
+            return joined, False
+    return None
+
+
+def written_note(
+    groups: Mapping[int, tuple[Message, ...]],
+    *,
+    through: int,
+    at: int,
+    max_chars: int,
+    recent: int,
+    retrieval: bool,
+) -> Message | None:
+    """The note of the files the agent wrote whose newest write is hidden (iteration ``<= through``)
+    and that its last ``recent`` iterations up to ``at`` still work on, within ``max_chars`` of text;
+    None when there is none."""
+    if max_chars <= 0 or through <= 0:
+        return None
+    files = written_files(_calls(groups, at))
+    low = max(1, at - recent + 1)
+    used = [(max(f.last, _named_at(f.path, groups, low, at)), f) for f in files.values() if f.last <= through]
+    in_play = sorted(((u, f) for u, f in used if u >= low), key=lambda item: (-item[0], item[1].path))
+    parts: list[str] = []
+    room = max_chars
+    for _, file in in_play:
+        shown = _shown_text(file, room)
+        if shown is None:
+            continue
+        room -= len(shown[0])
+        parts.append(_section(file, *shown, retrieval=retrieval))
+    if not parts:
+        return None
+    header = (
+        f"[Files you wrote and are still working on, as your writes up to iteration {through} left them:]"
+    )
+    return Message(role="user", content="\n".join([header, *parts]), iteration=0)
+
+
+def _section(file: WrittenFile, shown: str, whole: bool, *, retrieval: bool) -> str:
+    what = "current text" if whole else "your edits since it was last written whole"
+    where = f" (written in iteration {file.last}"
+    where += f"; {retrieve_call('iteration', str(file.last))})" if retrieval else ")"
+    body = shown if shown.endswith("\n") else shown + "\n"
+    return f"=== {file.path}: {what}{where}\n{body}=== end of {file.path}"
