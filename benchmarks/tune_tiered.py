@@ -75,6 +75,7 @@ CANDIDATES: dict[str, Policy] = {
     "novel-0": _with_age("novel-0", keep_novel=0),
     "novel-3": _with_age("novel-3", keep_novel=3),
     "novel-8": _with_age("novel-8", keep_novel=8),
+    "novel-12": _with_age("novel-12", keep_novel=12),
     "referred-16": _with_age("referred-16", keep_referred=16),
     # sub-agents' reports aged like any output
     "no-keep-tools": _with_age("no-keep-tools", keep_tools=()),
