@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tiered_agent import ToolCall
 from tiered_agent.context._calls import (
     call_arguments,
+    patch_argument,
     path_argument,
     shell_command,
     string_argument,
@@ -169,6 +170,15 @@ def test_path_and_string_arguments_take_the_first_key_that_holds_one() -> None:
     assert path_argument({"file": 3}) == ""
     assert string_argument({"a": 1, "b": "x", "c": "y"}, ("a", "b", "c")) == "x"
     assert string_argument({}, ("a",)) is None
+    assert patch_argument({"input": "", "patch": "*** Begin Patch"}) == "*** Begin Patch"
+    assert patch_argument({"input": ["*** Begin Patch"], "diff": 3}) == ""
+
+
+def test_both_readers_take_the_same_patch_argument() -> None:
+    arguments = json.dumps({"input": "", "diff": "--- a/x.py\n+++ b/x.py\n@@ -2 +2 @@\n-a\n+b\n"})
+    call = ToolCall("c1", "apply_patch", arguments)
+    assert call_writes(call) == (FileWrite("x.py", "b", old="a"),)
+    assert call_facts(call).touches == (Touch("x.py", "edited", ((2, 2),), "patch: a → b"),)
 
 
 def test_every_reader_finds_the_same_command() -> None:

@@ -22,11 +22,13 @@ import orjson
 __all__ = [
     "COMMAND_KEYS",
     "INTERPRETERS",
+    "PATCH_KEYS",
     "PATCH_TOOLS",
     "PATH_KEYS",
     "SHELL_TOOLS",
     "TEXT_KEYS",
     "call_arguments",
+    "patch_argument",
     "path_argument",
     "shell_command",
     "string_argument",
@@ -36,6 +38,8 @@ SHELL_TOOLS = frozenset({"bash", "Bash", "run_shell", "exec_command", "shell", "
 """Tools whose call runs a shell command (by their exact names)."""
 PATCH_TOOLS = frozenset({"apply_patch", "patch", "apply_diff"})
 """Tools whose call applies an ``apply_patch`` envelope or a unified diff (lowercase names)."""
+PATCH_KEYS = ("input", "patch", "diff")
+"""Argument keys that hold a patch tool's patch (``input``: the raw argument), in lookup order."""
 INTERPRETERS = frozenset({"bash", "sh", "zsh", "dash"})
 """Shells an argv runs a script with (``["bash", "-lc", SCRIPT]``)."""
 COMMAND_KEYS = ("command", "cmd", "script")
@@ -63,6 +67,15 @@ def string_argument(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | Non
         if isinstance(value, str):
             return value
     return None
+
+
+def patch_argument(args: Mapping[str, Any]) -> str:
+    """The patch a patch tool applies: the first non-empty :data:`PATCH_KEYS` string ("" when none)."""
+    for key in PATCH_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def path_argument(args: Mapping[str, Any]) -> str:

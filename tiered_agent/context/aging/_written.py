@@ -23,7 +23,10 @@ Writes are recognized from the call alone (:func:`call_writes`), whatever the to
 * Claude Code ``Write``/``Edit``/``MultiEdit``; ``str_replace_editor``-style ``create``,
   ``str_replace``, ``insert``, ``append``; our workspace ``write_file``/``edit_file``.
 
-Arbitrary text never raises here: a call that cannot be read writes nothing (fail open).
+The patch grammar is the one reading of :func:`.._patches.parse_patch`; the tool names, argument
+keys and shell command of a call are read as :mod:`.._calls` names them (the working memory reads
+calls by the same two). Arbitrary text never raises here: a call that cannot be read writes nothing
+(fail open).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from .._calls import (
     SHELL_TOOLS,
     TEXT_KEYS,
     call_arguments,
+    patch_argument,
     path_argument,
     shell_command,
     string_argument,
@@ -100,9 +104,7 @@ def _writes(name: str, args: Mapping[str, Any]) -> Iterator[FileWrite]:
         if command is not None:
             yield from shell_writes(command)
     elif name in PATCH_TOOLS:
-        text = string_argument(args, ("input", "patch", "diff"))
-        if text:
-            yield from patch_writes(text)
+        yield from patch_writes(patch_argument(args))
     elif name in _EDITOR_TOOLS:
         yield from _editor_writes(args)
     elif name in _WRITE_TOOLS:

@@ -1,6 +1,6 @@
 """Which shell calls only read: the commands a shell-like tool may have served from the dedup cache.
 
-A call of a shell-like tool (:data:`SHELL_TOOLS`: ``bash``, ``run_shell``, ``exec_command``,
+A call of a shell-like tool (:data:`.._calls.SHELL_TOOLS`: ``bash``, ``run_shell``, ``exec_command``,
 ``shell``, ``Bash`` ...) is a **read** when its command, split by the POSIX shell's rules
 (:func:`.._shell.words`: the tokens of :mod:`shlex`, the shell's operators as punctuation), is a
 list of simple commands joined by ``|``, ``&&``, ``||``, ``;`` or newlines, each of them a program of
@@ -32,7 +32,7 @@ from .._calls import INTERPRETERS, SHELL_TOOLS
 from .._memo import run_memo
 from .._shell import OPERATOR_CHARS, words
 
-__all__ = ["MAX_COMMAND_CHARS", "READ_PROGRAMS", "SHELL_TOOLS", "is_read_command", "shell_read_key"]
+__all__ = ["MAX_COMMAND_CHARS", "READ_PROGRAMS", "is_read_command", "shell_read_key"]
 
 MAX_COMMAND_CHARS = 4000
 

@@ -14,7 +14,8 @@ recognized by its name *and* its arguments:
 * ``think``, plans (TodoWrite, update_plan), ``finish``/``submit``;
 * anything else: a *lookup* (``get_*``, ``search_*``, ``calculate`` ...) or an *action*.
 
-Memoized per call.
+Arguments, paths and shell commands are read as :mod:`..._calls` names them (the files the agent
+wrote read calls the same way). Memoized per call.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...._messages import ToolCall
-from ..._calls import PATCH_TOOLS, TEXT_KEYS, call_arguments, path_argument, shell_command
+from ..._calls import PATCH_TOOLS, TEXT_KEYS, call_arguments, patch_argument, path_argument, shell_command
 from ..._memo import run_memo
 from ..._names import RETRIEVE_TOOL_NAME
 from ._code import Touch, View, definitions, numbered_positions, patch_touches
@@ -292,8 +293,7 @@ def _special(name: str, lower: str, args: Mapping[str, Any]) -> CallFacts | None
         text = str(args.get("message") or args.get("result") or args.get("answer") or args.get("input") or "")
         return CallFacts("", name, "finish", name, text=text)
     if lower in PATCH_TOOLS:
-        patch = str(args.get("input") or args.get("patch") or args.get("diff") or "")
-        return CallFacts("", name, "file", name, touches=patch_touches(patch))
+        return CallFacts("", name, "file", name, touches=patch_touches(patch_argument(args)))
     return None
 
 

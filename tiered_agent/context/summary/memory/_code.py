@@ -3,7 +3,8 @@
 Pure text helpers of the working memory. ``nl -ba``, ``cat -n``, editor views
 (``     1\\tline``), Claude Code's Read (``     1→line``) and SWE-agent's window
 (``1459:line``) all number their lines; a unified diff or an ``apply_patch``
-envelope names its files and hunks. :func:`definitions` finds the functions
+envelope names its files and hunks (read by :func:`..._patches.parse_patch`, as the aging's files
+the agent wrote read it). :func:`definitions` finds the functions
 and classes among such lines (``class Session``, ``def request``, ``func Open``,
 ``fn parse`` ...), qualifying a method by the class above it in the same view.
 """
