@@ -50,7 +50,7 @@ from .._calls import (
 from .._memo import run_memo
 from .._names import retrieve_call
 from .._patches import parse_patch
-from .._shell import LINE_SEPARATORS, line_words
+from .._shell import heredoc_lines, line_words, simple_commands
 
 __all__ = ["FileWrite", "WrittenFile", "call_writes", "written_files", "written_note"]
 
@@ -58,7 +58,6 @@ _PATCH_PROGRAMS = frozenset({"apply_patch", "patch", "applypatch"})
 _WRITE_TOOLS = frozenset({"Write", "write_file", "create_file", "write"})
 _EDIT_TOOLS = frozenset({"Edit", "edit_file", "MultiEdit", "str_replace", "replace_in_file"})
 _EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "text_editor", "str_replace_based_edit_tool"})
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([\w.-]+)\1")
 _ESCAPE = re.compile(r"\\([nt\\])")
 _MAX_ARGUMENT_CHARS = 1_000_000  # longer arguments are not read (a pathological call)
 
@@ -175,42 +174,10 @@ def patch_writes(text: str) -> Iterator[FileWrite]:
 def shell_writes(command: str) -> Iterator[FileWrite]:
     """Files a shell command writes with text it names: heredocs into files or into a patch tool,
     ``printf``/``echo`` redirected into a file."""
-    for line, body in _heredocs(command):
-        for segment in _segments(line_words(line)):
+    for line, document in heredoc_lines(command):
+        body = None if document is None else "".join(f"{text}\n" for text in document)
+        for segment in simple_commands(line_words(line)):
             yield from _segment_writes(segment, body)
-
-
-def _heredocs(command: str) -> Iterator[tuple[str, str | None]]:
-    """Each line of ``command`` with the body of the heredoc it opens (None when it opens none)."""
-    lines = command.splitlines()
-    i = 0
-    while i < len(lines):
-        line, i = lines[i], i + 1
-        start = _HEREDOC.search(line)
-        if start is None:
-            yield line, None
-            continue
-        end, strip = start.group(2), line[start.start() + 2 : start.start() + 3] == "-"
-        body: list[str] = []
-        while i < len(lines) and (lines[i].lstrip("\t") if strip else lines[i]).rstrip() != end:
-            body.append(lines[i])
-            i += 1
-        i += 1  # the end marker
-        text = "\n".join(body) + "\n" if body else ""
-        yield line[: start.start()] + line[start.end() :], text
-
-
-def _segments(words: list[str]) -> Iterator[list[str]]:
-    segment: list[str] = []
-    for word in words:
-        if word in LINE_SEPARATORS:
-            if segment:
-                yield segment
-            segment = []
-        else:
-            segment.append(word)
-    if segment:
-        yield segment
 
 
 _REDIRECT = re.compile(r"\d*(>>?|>\||&>>?)")
