@@ -25,9 +25,19 @@ run at each strictness.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["LINE_SEPARATORS", "OPERATOR_CHARS", "Words", "line_words", "unquote", "words"]
+__all__ = [
+    "LINE_SEPARATORS",
+    "OPERATOR_CHARS",
+    "Words",
+    "heredoc_lines",
+    "line_words",
+    "simple_commands",
+    "unquote",
+    "words",
+]
 
 OPERATOR_CHARS = "();<>|&\n"  # what the POSIX lexer takes as punctuation (runs of it are one operator)
 _QUOTING = re.compile(r"['\"\\]")  # what the lexers treat specially besides blanks and operators
@@ -47,6 +57,7 @@ _LEXED = re.compile(
     re.S,
 )
 _BLANKS = re.compile(r"[ \t]*")
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([\w.-]+)\1")
 
 # --- the lenient reading (one line; blanks are any whitespace)
 LINE_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&"})
@@ -125,3 +136,39 @@ def line_words(line: str) -> list[str]:
     return [
         word if word in LINE_SEPARATORS else unquote(word, posix=False) for word in _LINE_WORD.findall(line)
     ]
+
+
+def heredoc_lines(command: str) -> Iterator[tuple[str, list[str] | None]]:
+    """Each line of ``command`` without the here-document it opens, and that document's lines
+    (None when it opens none). The document ends at its marker alone on a line (``<<-``: after
+    leading tabs) or at the end of the command."""
+    lines = command.splitlines()
+    i = 0
+    while i < len(lines):
+        line, i = lines[i], i + 1
+        start = _HEREDOC.search(line)
+        if start is None:
+            yield line, None
+            continue
+        end, strip = start.group(2), line[start.start() + 2 : start.start() + 3] == "-"
+        body: list[str] = []
+        while i < len(lines) and (lines[i].lstrip("\t") if strip else lines[i]).rstrip() != end:
+            body.append(lines[i])
+            i += 1
+        i += 1  # the end marker
+        yield line[: start.start()] + line[start.end() :], body
+
+
+def simple_commands(line: list[str]) -> Iterator[list[str]]:
+    """The simple commands of one line's words (:func:`line_words`): the runs between
+    :data:`LINE_SEPARATORS`, empty ones left out."""
+    current: list[str] = []
+    for word in line:
+        if word in LINE_SEPARATORS:
+            if current:
+                yield current
+            current = []
+        else:
+            current.append(word)
+    if current:
+        yield current

@@ -23,41 +23,41 @@ Writes are recognized from the call alone (:func:`call_writes`), whatever the to
 * Claude Code ``Write``/``Edit``/``MultiEdit``; ``str_replace_editor``-style ``create``,
   ``str_replace``, ``insert``, ``append``; our workspace ``write_file``/``edit_file``.
 
-Arbitrary text never raises here: a call that cannot be read writes nothing (fail open).
+The patch grammar is the one reading of :func:`.._patches.parse_patch`; the tool names, argument
+keys and shell command of a call are read as :mod:`.._calls` names them (the working memory reads
+calls by the same two). Arbitrary text never raises here: a call that cannot be read writes nothing
+(fail open).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from ..._messages import Message, ToolCall
+from .._calls import (
+    PATCH_TOOLS,
+    SHELL_TOOLS,
+    TEXT_KEYS,
+    call_arguments,
+    patch_argument,
+    path_argument,
+    shell_command,
+    string_argument,
+)
 from .._memo import run_memo
 from .._names import retrieve_call
-from .._shell import LINE_SEPARATORS, line_words
+from .._patches import parse_patch
+from .._shell import heredoc_lines, line_words, simple_commands
 
 __all__ = ["FileWrite", "WrittenFile", "call_writes", "written_files", "written_note"]
 
-_SHELL_TOOLS = frozenset(
-    {"bash", "Bash", "run_shell", "exec_command", "shell", "execute_bash", "local_shell"}
-)
-_COMMAND_KEYS = ("command", "cmd", "script")
-_PATH_KEYS = ("file_path", "path", "filepath", "filename", "file")
-_WHOLE_KEYS = ("content", "file_text", "contents", "text")
-_INTERPRETERS = frozenset({"bash", "sh", "zsh", "dash"})
-_PATCH_TOOLS = frozenset({"apply_patch", "patch", "apply_diff"})
 _PATCH_PROGRAMS = frozenset({"apply_patch", "patch", "applypatch"})
 _WRITE_TOOLS = frozenset({"Write", "write_file", "create_file", "write"})
 _EDIT_TOOLS = frozenset({"Edit", "edit_file", "MultiEdit", "str_replace", "replace_in_file"})
 _EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "text_editor", "str_replace_based_edit_tool"})
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([\w.-]+)\1")
-_PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+?)\s*$")
-_DIFF_NEW = re.compile(r"^\+\+\+ (?:b/)?(\S.*?)\s*$")
-_MOVE = re.compile(r"^\*\*\* Move to: (.+?)\s*$")
 _ESCAPE = re.compile(r"\\([nt\\])")
 _MAX_ARGUMENT_CHARS = 1_000_000  # longer arguments are not read (a pathological call)
 
@@ -92,86 +92,55 @@ def _call_writes(name: str, arguments: str) -> tuple[FileWrite, ...]:
     if len(arguments) > _MAX_ARGUMENT_CHARS:
         return ()
     try:
-        return tuple(_writes(name, _arguments(arguments)))
+        return tuple(_writes(name, call_arguments(arguments)))
     except (ValueError, TypeError, KeyError, IndexError, RecursionError):  # fail open: nothing known
         return ()
 
 
-def _arguments(arguments: str) -> dict[str, Any]:
-    try:
-        data = orjson.loads(arguments or "{}")
-    except orjson.JSONDecodeError:
-        return {"input": arguments}  # a raw argument: Codex's apply_patch sends the patch itself
-    return data if isinstance(data, dict) else {"input": data}
-
-
 def _writes(name: str, args: Mapping[str, Any]) -> Iterator[FileWrite]:
-    if name in _SHELL_TOOLS:
-        command = _command(args.get("action", args) if name == "local_shell" else args)
+    if name in SHELL_TOOLS:
+        command = shell_command(args.get("action", args) if name == "local_shell" else args)
         if command is not None:
             yield from shell_writes(command)
-    elif name in _PATCH_TOOLS:
-        text = _string(args, ("input", "patch", "diff"))
-        if text:
-            yield from patch_writes(text)
+    elif name in PATCH_TOOLS:
+        yield from patch_writes(patch_argument(args))
     elif name in _EDITOR_TOOLS:
         yield from _editor_writes(args)
     elif name in _WRITE_TOOLS:
-        path, text = _string(args, _PATH_KEYS), _string(args, _WHOLE_KEYS)
+        path, text = path_argument(args), string_argument(args, TEXT_KEYS)
         if path and text is not None:
             yield FileWrite(path, text, whole=True)
     elif name in _EDIT_TOOLS:
         yield from _edit_writes(args)
 
 
-def _string(args: Mapping[str, Any], keys: Sequence[str]) -> str | None:
-    for key in keys:
-        value = args.get(key)
-        if isinstance(value, str):
-            return value
-    return None
-
-
-def _command(args: object) -> str | None:
-    if not isinstance(args, Mapping):
-        return None
-    for key in _COMMAND_KEYS:
-        value = args.get(key)
-        if isinstance(value, str):
-            return value
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            shell = len(value) == 3 and value[0].rsplit("/", 1)[-1] in _INTERPRETERS and "c" in value[1]
-            return str(value[2]) if shell else " ".join(value)
-    return None
-
-
 def _editor_writes(args: Mapping[str, Any]) -> Iterator[FileWrite]:
     """``str_replace_editor``-style tools (OpenHands, SWE-agent, Anthropic's text editor)."""
-    path, command = _string(args, _PATH_KEYS), args.get("command")
+    path, command = path_argument(args), args.get("command")
     if not path:
         return
     if command == "create":
-        text = _string(args, ("file_text", "content"))
+        text = string_argument(args, ("file_text", "content"))
         if text is not None:
             yield FileWrite(path, text, whole=True)
     elif command == "str_replace":
-        old, new = _string(args, ("old_str",)), _string(args, ("new_str",))
+        old, new = string_argument(args, ("old_str",)), string_argument(args, ("new_str",))
         if old:
             yield FileWrite(path, new or "", old=old)
     elif command == "insert":
-        new, line = _string(args, ("new_str", "text")), args.get("insert_line")
+        new, line = string_argument(args, ("new_str", "text")), args.get("insert_line")
         if new is not None:
             at = line if isinstance(line, int) and not isinstance(line, bool) and line >= 0 else None
             yield FileWrite(path, new, line=at)
     elif command == "append":
-        new = _string(args, ("new_str", "text", "file_text"))
+        new = string_argument(args, ("new_str", "text", "file_text"))
         if new is not None:
             yield FileWrite(path, new, append=True)
 
 
 def _edit_writes(args: Mapping[str, Any]) -> Iterator[FileWrite]:
     """Claude Code's ``Edit``/``MultiEdit``, our ``edit_file``: exact replacements."""
-    path = _string(args, _PATH_KEYS)
+    path = path_argument(args)
     if not path:
         return
     edits = args.get("edits")
@@ -179,95 +148,36 @@ def _edit_writes(args: Mapping[str, Any]) -> Iterator[FileWrite]:
     for edit in pairs:
         if not isinstance(edit, Mapping):
             continue
-        old = _string(edit, ("old_string", "old_str", "old", "search"))
-        new = _string(edit, ("new_string", "new_str", "new", "replace"))
+        old = string_argument(edit, ("old_string", "old_str", "old", "search"))
+        new = string_argument(edit, ("new_string", "new_str", "new", "replace"))
         if old and new is not None:
             yield FileWrite(path, new, old=old)
 
 
 def patch_writes(text: str) -> Iterator[FileWrite]:
-    """An ``apply_patch`` envelope (``*** Add File``/``*** Update File``/``*** Delete File``) or a
-    unified diff: added files whole, each hunk of an update as an exact replacement."""
-    path: str | None = None
-    adding = False
-    hunk: list[str] = []
-    for line in text.splitlines():
-        started = _patch_start(line)
-        if started is not None or line.startswith(("@@", "*** End Patch")):
-            yield from _flush(path, adding, hunk)
-            hunk = []
-            if started is not None:
-                verb, path = started
-                adding = verb == "Add"
-                if verb == "Delete":
-                    yield FileWrite(path, "", deleted=True)
-                    path = None
+    """An ``apply_patch`` envelope or a unified diff (:func:`.._patches.parse_patch`): an added file
+    whole (each hunk), each hunk of an update as an exact replacement, a deleted file gone."""
+    for file in parse_patch(text):
+        if file.verb == "delete":
+            yield FileWrite(file.path, "", deleted=True)
             continue
-        if path is not None and line[:1] in ("+", "-", " ") and not line.startswith(("+++", "---")):
-            hunk.append(line)
-    yield from _flush(path, adding, hunk)
-
-
-def _patch_start(line: str) -> tuple[str, str] | None:
-    found = _PATCH_FILE.match(line)
-    if found is not None:
-        return found.group(1), found.group(2)
-    found = _DIFF_NEW.match(line)
-    if found is not None and found.group(1) != "/dev/null":
-        return "Update", found.group(1)
-    return None
-
-
-def _flush(path: str | None, adding: bool, hunk: list[str]) -> Iterator[FileWrite]:
-    if path is None or not hunk:
-        return
-    new = "\n".join(line[1:] for line in hunk if line[0] in "+ ")
-    if adding:
-        yield FileWrite(path, new + "\n", whole=True)
-        return
-    old = "\n".join(line[1:] for line in hunk if line[0] in "- ")
-    yield FileWrite(path, new, old=old or None)
+        for hunk in file.hunks:
+            if not hunk.lines:
+                continue
+            new = "\n".join(hunk.new)
+            if file.verb == "add":
+                yield FileWrite(file.path, new + "\n", whole=True)
+            else:
+                yield FileWrite(file.path, new, old="\n".join(hunk.old) or None)
 
 
 def shell_writes(command: str) -> Iterator[FileWrite]:
     """Files a shell command writes with text it names: heredocs into files or into a patch tool,
     ``printf``/``echo`` redirected into a file."""
-    for line, body in _heredocs(command):
-        for segment in _segments(line_words(line)):
+    for line, document in heredoc_lines(command):
+        body = None if document is None else "".join(f"{text}\n" for text in document)
+        for segment in simple_commands(line_words(line)):
             yield from _segment_writes(segment, body)
-
-
-def _heredocs(command: str) -> Iterator[tuple[str, str | None]]:
-    """Each line of ``command`` with the body of the heredoc it opens (None when it opens none)."""
-    lines = command.splitlines()
-    i = 0
-    while i < len(lines):
-        line, i = lines[i], i + 1
-        start = _HEREDOC.search(line)
-        if start is None:
-            yield line, None
-            continue
-        end, strip = start.group(2), line[start.start() + 2 : start.start() + 3] == "-"
-        body: list[str] = []
-        while i < len(lines) and (lines[i].lstrip("\t") if strip else lines[i]).rstrip() != end:
-            body.append(lines[i])
-            i += 1
-        i += 1  # the end marker
-        text = "\n".join(body) + "\n" if body else ""
-        yield line[: start.start()] + line[start.end() :], text
-
-
-def _segments(words: list[str]) -> Iterator[list[str]]:
-    segment: list[str] = []
-    for word in words:
-        if word in LINE_SEPARATORS:
-            if segment:
-                yield segment
-            segment = []
-        else:
-            segment.append(word)
-    if segment:
-        yield segment
 
 
 _REDIRECT = re.compile(r"\d*(>>?|>\||&>>?)")

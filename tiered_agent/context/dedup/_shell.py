@@ -1,6 +1,6 @@
 """Which shell calls only read: the commands a shell-like tool may have served from the dedup cache.
 
-A call of a shell-like tool (:data:`SHELL_TOOLS`: ``bash``, ``run_shell``, ``exec_command``,
+A call of a shell-like tool (:data:`.._calls.SHELL_TOOLS`: ``bash``, ``run_shell``, ``exec_command``,
 ``shell``, ``Bash`` ...) is a **read** when its command, split by the POSIX shell's rules
 (:func:`.._shell.words`: the tokens of :mod:`shlex`, the shell's operators as punctuation), is a
 list of simple commands joined by ``|``, ``&&``, ``||``, ``;`` or newlines, each of them a program of
@@ -28,12 +28,12 @@ import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from .._calls import INTERPRETERS, SHELL_TOOLS
 from .._memo import run_memo
 from .._shell import OPERATOR_CHARS, words
 
-__all__ = ["MAX_COMMAND_CHARS", "READ_PROGRAMS", "SHELL_TOOLS", "is_read_command", "shell_read_key"]
+__all__ = ["MAX_COMMAND_CHARS", "READ_PROGRAMS", "is_read_command", "shell_read_key"]
 
-SHELL_TOOLS = frozenset({"bash", "Bash", "run_shell", "exec_command", "shell", "execute_bash", "local_shell"})
 MAX_COMMAND_CHARS = 4000
 
 # Argument names that hold the command, the directory it runs in, or change nothing about what it
@@ -42,7 +42,6 @@ MAX_COMMAND_CHARS = 4000
 _COMMAND_KEYS = ("command", "cmd")
 _DIRECTORY_KEYS = ("workdir", "cwd")
 _INERT_KEYS = frozenset({"description", "timeout", "timeout_s", "timeout_ms", "justification"})
-_INTERPRETERS = frozenset({"bash", "sh", "zsh", "dash"})
 _SCRIPT_FLAGS = frozenset({"-c", "-lc", "-cl"})
 
 _SEPARATORS = frozenset({"|", "&&", "||", ";"})
@@ -220,7 +219,7 @@ def _command_text(value: object) -> str | None:
         return value
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         return None
-    if len(value) == 3 and value[0].rsplit("/", 1)[-1] in _INTERPRETERS and value[1] in _SCRIPT_FLAGS:
+    if len(value) == 3 and value[0].rsplit("/", 1)[-1] in INTERPRETERS and value[1] in _SCRIPT_FLAGS:
         return str(value[2])
     return shlex.join(value)
 

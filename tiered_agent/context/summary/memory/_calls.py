@@ -14,7 +14,8 @@ recognized by its name *and* its arguments:
 * ``think``, plans (TodoWrite, update_plan), ``finish``/``submit``;
 * anything else: a *lookup* (``get_*``, ``search_*``, ``calculate`` ...) or an *action*.
 
-Memoized per call.
+Arguments, paths and shell commands are read as :mod:`..._calls` names them (the files the agent
+wrote read calls the same way). Memoized per call.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from ...._messages import ToolCall
+from ..._calls import PATCH_TOOLS, TEXT_KEYS, call_arguments, patch_argument, path_argument, shell_command
 from ..._memo import run_memo
 from ..._names import RETRIEVE_TOOL_NAME
 from ._code import Touch, View, definitions, numbered_positions, patch_touches
@@ -36,18 +36,6 @@ from ._text import Todo, compact_value, latest_todo, shorten, structured_todo
 
 __all__ = ["CallFacts", "call_facts"]
 
-_COMMAND_KEYS = ("command", "cmd", "script")
-_PATH_KEYS = (
-    "path",
-    "file_path",
-    "filepath",
-    "file",
-    "filename",
-    "target_file",
-    "notebook_path",
-    "file_name",
-)
-_TEXT_KEYS = ("file_text", "content", "text", "contents", "new_source")
 _EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "append"})
 _SWE_COMMANDS = frozenset(
     {
@@ -81,7 +69,6 @@ _EDIT = frozenset(
         "search_replace",
     }
 )
-_PATCH = frozenset({"apply_patch", "patch", "apply_diff"})
 _SEARCH = frozenset(
     {"grep", "search_text", "search_dir", "search_file", "rg", "ripgrep", "grep_search", "codebase_search"}
 )
@@ -92,7 +79,6 @@ _LOOKUP_PREFIXES = (
     "get", "search", "list", "find", "fetch", "lookup", "query", "read", "calculate", "check", "view", "show",
     "describe", "retrieve", "web",
 )  # fmt: skip
-_SHELLS = frozenset({"bash", "sh", "zsh"})
 _LABEL_CHARS = 110
 _ACTION_CHARS = 240
 _EDIT_CHARS = 40
@@ -113,34 +99,6 @@ class CallFacts:
     test: bool = False
     text: str = ""  # a thought, the final answer
     todo: Todo | None = None
-
-
-# --------------------------------------------------------------------------- arguments
-def _arguments(call: ToolCall) -> dict[str, Any]:
-    try:
-        data = orjson.loads(call.arguments or "{}")
-    except orjson.JSONDecodeError:
-        return {"input": call.arguments}  # a raw argument: Codex's apply_patch sends the patch itself
-    return data if isinstance(data, dict) else {"input": data}
-
-
-def _command_of(args: Mapping[str, Any]) -> str | None:
-    for key in _COMMAND_KEYS:
-        value = args.get(key)
-        if isinstance(value, str) and value.strip():
-            return value
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            shell = value[0].rsplit("/", 1)[-1] in _SHELLS and len(value) == 3 and value[1].startswith("-")
-            return value[2] if shell and "c" in value[1] else shlex.join(value)
-    return None
-
-
-def _path_of(args: Mapping[str, Any]) -> str:
-    for key in _PATH_KEYS:
-        value = args.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return ""
 
 
 def _int(value: Any) -> int | None:
@@ -203,7 +161,7 @@ def _read(path: str, start: int | None, end: int | None) -> tuple[Touch, View]:
 
 def _editor(name: str, args: Mapping[str, Any], command: str) -> CallFacts:
     """``str_replace_editor``-style tools: OpenHands, Anthropic's text editor."""
-    path = _path_of(args)
+    path = path_argument(args)
     if command == "view":
         view_range = args.get("view_range")
         start = end = None
@@ -225,7 +183,7 @@ def _editor(name: str, args: Mapping[str, Any], command: str) -> CallFacts:
 
 
 def _file_tool(name: str, lower: str, args: Mapping[str, Any]) -> CallFacts | None:
-    path = _path_of(args)
+    path = path_argument(args)
     if not path:
         return None
     if lower in _READ:
@@ -237,7 +195,7 @@ def _file_tool(name: str, lower: str, args: Mapping[str, Any]) -> CallFacts | No
         touch, view = _read(path, start, end)
         return CallFacts("", name, "file", f"{name} {path}", touches=(touch,), view=view)
     if lower in _WRITE:
-        content = next((args[k] for k in _TEXT_KEYS if k in args), "")
+        content = next((args[k] for k in TEXT_KEYS if k in args), "")
         return CallFacts("", name, "file", f"{name} {path}", touches=(_written(path, content),))
     if lower in _EDIT:
         return CallFacts("", name, "file", f"{name} {path}", touches=(_edit_touch(path, args),))
@@ -297,9 +255,9 @@ def _swe_function(name: str, args: Mapping[str, Any]) -> CallFacts | None:
     if name == "edit" and ("search" in args or "replace" in args):
         note = _edit_note(args.get("search"), args.get("replace"))
         return CallFacts(
-            "", name, "file", _label(name, args), touches=(Touch(_path_of(args), "edited", (), note),)
+            "", name, "file", _label(name, args), touches=(Touch(path_argument(args), "edited", (), note),)
         )
-    if name == "insert" and "text" in args and not _path_of(args):
+    if name == "insert" and "text" in args and not path_argument(args):
         line = _int(args.get("line"))
         lines = ((line, line),) if line is not None else ()
         return CallFacts(
@@ -334,17 +292,16 @@ def _special(name: str, lower: str, args: Mapping[str, Any]) -> CallFacts | None
     if lower in _FINISH:
         text = str(args.get("message") or args.get("result") or args.get("answer") or args.get("input") or "")
         return CallFacts("", name, "finish", name, text=text)
-    if lower in _PATCH:
-        patch = str(args.get("input") or args.get("patch") or args.get("diff") or "")
-        return CallFacts("", name, "file", name, touches=patch_touches(patch))
+    if lower in PATCH_TOOLS:
+        return CallFacts("", name, "file", name, touches=patch_touches(patch_argument(args)))
     return None
 
 
 def _named(name: str, lower: str, args: Mapping[str, Any]) -> CallFacts:
-    command = _command_of(args)
+    command = shell_command(args)
     if command is not None and lower in _SWE_COMMANDS and _split(command.partition("\n")[0])[:1] == [lower]:
         return _swe_text(lower, command)
-    if isinstance(args.get("command"), str) and args["command"] in _EDITOR_COMMANDS and _path_of(args):
+    if isinstance(args.get("command"), str) and args["command"] in _EDITOR_COMMANDS and path_argument(args):
         return _editor(name, args, str(args["command"]))
     if command is not None:
         return _shell(name, command)
@@ -367,7 +324,7 @@ def _other(name: str, lower: str, args: Mapping[str, Any]) -> CallFacts:
 @run_memo(8192)
 def call_facts(call: ToolCall) -> CallFacts:
     """What ``call`` is and which files it touches (see the module docstring)."""
-    args = _arguments(call)
+    args = call_arguments(call.arguments)
     lower = call.name.lower()
     facts = _special(call.name, lower, args) or _named(call.name, lower, args)
     return dataclasses.replace(facts, id=call.id, name=call.name)

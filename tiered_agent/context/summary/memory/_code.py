@@ -3,7 +3,8 @@
 Pure text helpers of the working memory. ``nl -ba``, ``cat -n``, editor views
 (``     1\\tline``), Claude Code's Read (``     1→line``) and SWE-agent's window
 (``1459:line``) all number their lines; a unified diff or an ``apply_patch``
-envelope names its files and hunks. :func:`definitions` finds the functions
+envelope names its files and hunks (read by :func:`..._patches.parse_patch`, as the aging's files
+the agent wrote read it). :func:`definitions` finds the functions
 and classes among such lines (``class Session``, ``def request``, ``func Open``,
 ``fn parse`` ...), qualifying a method by the class above it in the same view.
 """
@@ -17,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, count, repeat
 from operator import itemgetter
+
+from ..._patches import PatchFile, parse_patch
 
 __all__ = [
     "Lines",
@@ -44,10 +47,6 @@ _DEFINITION = re.compile(
     r"(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)"
 )
 _DEFINITION_HINT = re.compile(r"\b(?:def|class|function|func|fn|interface|struct|enum|trait)\s")
-_PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+?)\s*$")
-_DIFF_FILE = re.compile(r"^\+\+\+ (?:b/)?(.+?)\s*$")
-_DIFF_OLD_FILE = re.compile(r"^--- (?:a/)?(.+?)\s*$")
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 _MAX_DEFINITIONS = 60
 
 
@@ -148,17 +147,10 @@ def definitions(lines: Sequence[tuple[int, str]]) -> tuple[tuple[str, int], ...]
 
 
 # --------------------------------------------------------------------------- patches
-def _hunk_range(line: str) -> tuple[int, int] | None:
-    found = _HUNK.match(line)
-    if found is None:
-        return None
-    start, count = int(found.group(1)), int(found.group(2) or 1)
-    return (start, start + max(count, 1) - 1)
-
-
-def _first_change(lines: list[str]) -> str:
-    removed = next((line[1:].strip() for line in lines if line.startswith("-") and line[1:].strip()), "")
-    added = next((line[1:].strip() for line in lines if line.startswith("+") and line[1:].strip()), "")
+def _first_change(lines: Iterable[str]) -> str:
+    marked = list(lines)
+    removed = next((line[1:].strip() for line in marked if line.startswith("-") and line[1:].strip()), "")
+    added = next((line[1:].strip() for line in marked if line.startswith("+") and line[1:].strip()), "")
     if removed and added:
         return f"{_clip(removed)} → {_clip(added)}"
     return f"+ {_clip(added)}" if added else (f"- {_clip(removed)}" if removed else "")
@@ -168,51 +160,19 @@ def _clip(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@dataclass
-class _PatchFile:
-    path: str
-    kind: str
-    ranges: list[tuple[int, int]]
-    body: list[str]
-
-    def touch(self) -> Touch:
-        if self.kind == "deleted":
-            return Touch(self.path, "deleted")
-        if self.kind == "written":
-            added = [line[1:] for line in self.body if line.startswith("+")]
-            defs = definitions(numbered_positions(added, 1))
-            return Touch(self.path, "written", note=f"patch, {len(added)} lines", defs=defs)
-        note = _first_change(self.body)
-        return Touch(self.path, "edited", merge_ranges(self.ranges), f"patch: {note}" if note else "patch")
-
-
-def _patch_start(line: str, previous: str) -> _PatchFile | None:
-    envelope = _PATCH_FILE.match(line)
-    if envelope:
-        kind = {"Update": "edited", "Add": "written", "Delete": "deleted"}[envelope.group(1)]
-        return _PatchFile(envelope.group(2), kind, [], [])
-    new = _DIFF_FILE.match(line)
-    old = _DIFF_OLD_FILE.match(previous)
-    if new and old:
-        if new.group(1) == "/dev/null":
-            return _PatchFile(old.group(1), "deleted", [], [])
-        return _PatchFile(new.group(1), "written" if old.group(1) == "/dev/null" else "edited", [], [])
-    return None
+def _patch_touch(file: PatchFile) -> Touch:
+    if file.verb == "delete":
+        return Touch(file.path, "deleted")
+    if file.verb == "add":
+        added = [line for hunk in file.hunks for line in hunk.added]
+        defs = definitions(numbered_positions(added, 1))
+        return Touch(file.path, "written", note=f"patch, {len(added)} lines", defs=defs)
+    ranges = [hunk.new_range for hunk in file.hunks if hunk.new_range is not None]
+    note = _first_change(line for hunk in file.hunks for line in hunk.lines)
+    return Touch(file.path, "edited", merge_ranges(ranges), f"patch: {note}" if note else "patch")
 
 
 def patch_touches(text: str) -> tuple[Touch, ...]:
-    """Files an ``apply_patch`` envelope or a unified diff changes, with the new-side hunk ranges."""
-    files: list[_PatchFile] = []
-    previous = ""
-    for line in text.splitlines():
-        started = _patch_start(line, previous)
-        previous = line
-        if started is not None:
-            files.append(started)
-        elif files:
-            hunk = _hunk_range(line)
-            if hunk is not None:
-                files[-1].ranges.append(hunk)
-            elif line[:1] in "+-" and not line.startswith(("+++", "---")):
-                files[-1].body.append(line)
-    return tuple(f.touch() for f in files)
+    """Files an ``apply_patch`` envelope or a unified diff changes (:func:`..._patches.parse_patch`),
+    with the new-side hunk ranges."""
+    return tuple(map(_patch_touch, parse_patch(text)))

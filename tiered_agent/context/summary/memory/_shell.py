@@ -11,16 +11,14 @@ it under its file, not as a command. Memoized per command string.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..._memo import run_memo
-from ..._shell import LINE_SEPARATORS, line_words
+from ..._shell import heredoc_lines, line_words, simple_commands
 from ._code import Touch, View, definitions, numbered_positions, patch_touches
 
 __all__ = ["ShellFacts", "is_test_command", "shell_facts", "shell_files"]
 
-_HEREDOC_START = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
 _PATH_TOKEN = re.compile(r"[\w./~+@-]+")
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _SED_ADDRESS = re.compile(r"^(\d+)(?:,(\d+|\$))?\s*([a-zA-Z=])")
@@ -84,44 +82,12 @@ def shell_files(command: str) -> list[tuple[str, str]]:
 
 
 # --------------------------------------------------------------------------- segments
-def _segments(tokens: list[str]) -> Iterator[list[str]]:
-    current: list[str] = []
-    for token in tokens:
-        if token in LINE_SEPARATORS:
-            if current:
-                yield current
-            current = []
-        else:
-            current.append(token)
-    if current:
-        yield current
-
-
 def _is_path(token: str) -> bool:
     if token.startswith("-") or token.startswith("/dev/") or not _PATH_TOKEN.fullmatch(token):
         return False
     if set(token) <= {".", "/"}:
         return False
     return "/" in token or bool(_EXTENSION.search(token))
-
-
-def _lines_with_heredocs(command: str) -> Iterator[tuple[str, list[str]]]:
-    """Each command line with the body of the heredoc it opens (empty when none)."""
-    lines = command.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        start = _HEREDOC_START.search(line)
-        if start is None:
-            yield line, []
-            continue
-        body: list[str] = []
-        while i < len(lines) and lines[i].strip() != start.group(2):
-            body.append(lines[i])
-            i += 1
-        i += 1  # the end marker
-        yield line[: start.start()] + line[start.end() :], body
 
 
 # --------------------------------------------------------------------------- one segment
@@ -281,9 +247,10 @@ def shell_facts(command: str) -> ShellFacts:
     touches: list[Touch] = []
     segments: list[_Segment] = []
     lines: list[str] = []
-    for line, body in _lines_with_heredocs(command):
+    for line, document in heredoc_lines(command):
         lines.append(line)
-        for tokens in _segments(line_words(line)):
+        body = document or []
+        for tokens in simple_commands(line_words(line)):
             segment = _parse_segment(tokens)
             if segment is None:
                 continue
