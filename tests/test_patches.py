@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tiered_agent import ToolCall
 from tiered_agent.context._calls import (
+    argv_patch,
     call_arguments,
     patch_argument,
     path_argument,
@@ -142,6 +143,24 @@ def test_the_working_memory_reads_the_same_files() -> None:
         ("src/app.py", "edited", "patch: go(1) → go(2)"),
         ("old.txt", "deleted", ""),
     ]
+
+
+def test_a_patch_handed_to_apply_patch_as_an_argv_is_read_by_both_readers() -> None:
+    """Codex's shell tool runs ``{"command": ["apply_patch", PATCH]}``: the patch, not a shell line."""
+    arguments = json.dumps({"command": ["apply_patch", ENVELOPE], "workdir": "/repo"})
+    for name in ("shell", "exec_command"):
+        writes = call_writes(ToolCall("c1", name, arguments))
+        assert writes == tuple(patch_writes(ENVELOPE))
+        facts = call_facts(ToolCall("c1", name, arguments))
+        assert (facts.kind, [t.path for t in facts.touches]) == (
+            "file",
+            ["docs/new.md", "src/app.py", "old.txt"],
+        )
+    assert argv_patch({"command": ["/usr/bin/apply_patch", "P"]}) == "P"
+    assert argv_patch({"command": ["apply_patch", "P", "extra"]}) is None  # not the one-argument form
+    assert argv_patch({"command": ["bash", "-lc", "apply_patch <<'EOF'\nP\nEOF"]}) is None
+    assert argv_patch({"command": "apply_patch P"}) is None
+    assert call_writes(ToolCall("c2", "shell", json.dumps({"command": ["cat", ENVELOPE]}))) == ()
 
 
 # ----------------------------------------------------------------------------- the call conventions

@@ -23,10 +23,12 @@ __all__ = [
     "COMMAND_KEYS",
     "INTERPRETERS",
     "PATCH_KEYS",
+    "PATCH_PROGRAMS",
     "PATCH_TOOLS",
     "PATH_KEYS",
     "SHELL_TOOLS",
     "TEXT_KEYS",
+    "argv_patch",
     "call_arguments",
     "patch_argument",
     "path_argument",
@@ -40,6 +42,8 @@ PATCH_TOOLS = frozenset({"apply_patch", "patch", "apply_diff"})
 """Tools whose call applies an ``apply_patch`` envelope or a unified diff (lowercase names)."""
 PATCH_KEYS = ("input", "patch", "diff")
 """Argument keys that hold a patch tool's patch (``input``: the raw argument), in lookup order."""
+PATCH_PROGRAMS = frozenset({"apply_patch", "patch", "applypatch"})
+"""Programs a shell command hands a patch to (a here-document, or Codex's ``["apply_patch", PATCH]``)."""
 INTERPRETERS = frozenset({"bash", "sh", "zsh", "dash"})
 """Shells an argv runs a script with (``["bash", "-lc", SCRIPT]``)."""
 COMMAND_KEYS = ("command", "cmd", "script")
@@ -87,10 +91,8 @@ def path_argument(args: Mapping[str, Any]) -> str:
     return ""
 
 
-def shell_command(args: object) -> str | None:
-    """The shell command a call runs: the first :data:`COMMAND_KEYS` value that is a non-blank
-    string, or an argv (an interpreter's ``-c`` script, else the words joined as the shell would
-    read them); None when there is none."""
+def _command_value(args: object) -> str | list[str] | None:
+    """The first :data:`COMMAND_KEYS` value that is a non-blank string or an argv of strings."""
     if not isinstance(args, Mapping):
         return None
     for key in COMMAND_KEYS:
@@ -98,7 +100,24 @@ def shell_command(args: object) -> str | None:
         if isinstance(value, str) and value.strip():
             return value
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            return _argv_script(value)
+            return value
+    return None
+
+
+def shell_command(args: object) -> str | None:
+    """The shell command a call runs: the first :data:`COMMAND_KEYS` value that is a non-blank
+    string, or an argv (an interpreter's ``-c`` script, else the words joined as the shell would
+    read them); None when there is none."""
+    value = _command_value(args)
+    return _argv_script(value) if isinstance(value, list) else value
+
+
+def argv_patch(args: object) -> str | None:
+    """The patch a call hands straight to a patch program as its one argument (Codex's
+    ``{"command": ["apply_patch", PATCH]}``), else None."""
+    value = _command_value(args)
+    if isinstance(value, list) and len(value) == 2 and value[0].rsplit("/", 1)[-1] in PATCH_PROGRAMS:
+        return value[1]
     return None
 
 

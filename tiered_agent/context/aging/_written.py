@@ -38,9 +38,11 @@ from typing import Any
 
 from ..._messages import Message, ToolCall
 from .._calls import (
+    PATCH_PROGRAMS,
     PATCH_TOOLS,
     SHELL_TOOLS,
     TEXT_KEYS,
+    argv_patch,
     call_arguments,
     patch_argument,
     path_argument,
@@ -54,7 +56,6 @@ from .._shell import heredoc_lines, line_words, simple_commands
 
 __all__ = ["FileWrite", "WrittenFile", "call_writes", "written_files", "written_note"]
 
-_PATCH_PROGRAMS = frozenset({"apply_patch", "patch", "applypatch"})
 _WRITE_TOOLS = frozenset({"Write", "write_file", "create_file", "write"})
 _EDIT_TOOLS = frozenset({"Edit", "edit_file", "MultiEdit", "str_replace", "replace_in_file"})
 _EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "text_editor", "str_replace_based_edit_tool"})
@@ -99,8 +100,12 @@ def _call_writes(name: str, arguments: str) -> tuple[FileWrite, ...]:
 
 def _writes(name: str, args: Mapping[str, Any]) -> Iterator[FileWrite]:
     if name in SHELL_TOOLS:
-        command = shell_command(args.get("action", args) if name == "local_shell" else args)
-        if command is not None:
+        target = args.get("action", args) if name == "local_shell" else args
+        patch = argv_patch(target)
+        command = shell_command(target) if patch is None else None
+        if patch is not None:
+            yield from patch_writes(patch)
+        elif command is not None:
             yield from shell_writes(command)
     elif name in PATCH_TOOLS:
         yield from patch_writes(patch_argument(args))
@@ -199,7 +204,7 @@ def _split_redirects(words: list[str]) -> tuple[list[str], list[tuple[str, str]]
 def _segment_writes(words: list[str], body: str | None) -> Iterator[FileWrite]:
     plain, redirects = _split_redirects(words)
     program = plain[0].rsplit("/", 1)[-1] if plain else ""
-    if body is not None and (program in _PATCH_PROGRAMS or plain[:2] == ["git", "apply"]):
+    if body is not None and (program in PATCH_PROGRAMS or plain[:2] == ["git", "apply"]):
         yield from patch_writes(body)
         return
     targets = [(op, path) for op, path in redirects if _is_path(path)]

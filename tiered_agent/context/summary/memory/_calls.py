@@ -27,7 +27,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...._messages import ToolCall
-from ..._calls import PATCH_TOOLS, TEXT_KEYS, call_arguments, patch_argument, path_argument, shell_command
+from ..._calls import (
+    PATCH_TOOLS,
+    TEXT_KEYS,
+    argv_patch,
+    call_arguments,
+    patch_argument,
+    path_argument,
+    shell_command,
+)
 from ..._memo import run_memo
 from ..._names import RETRIEVE_TOOL_NAME
 from ._code import Touch, View, definitions, numbered_positions, patch_touches
@@ -292,8 +300,9 @@ def _special(name: str, lower: str, args: Mapping[str, Any]) -> CallFacts | None
     if lower in _FINISH:
         text = str(args.get("message") or args.get("result") or args.get("answer") or args.get("input") or "")
         return CallFacts("", name, "finish", name, text=text)
-    if lower in PATCH_TOOLS:
-        return CallFacts("", name, "file", name, touches=patch_touches(patch_argument(args)))
+    patch = patch_argument(args) if lower in PATCH_TOOLS else argv_patch(args)  # or shell(["apply_patch", P])
+    if patch is not None:
+        return CallFacts("", name, "file", name, touches=patch_touches(patch))
     return None
 
 
