@@ -76,6 +76,12 @@ CANDIDATES: dict[str, Policy] = {
     "novel-3": _with_age("novel-3", keep_novel=3),
     "novel-8": _with_age("novel-8", keep_novel=8),
     "novel-12": _with_age("novel-12", keep_novel=12),
+    # novel lines that grow with an iteration's outputs' length: one per K lines when that is more
+    # than keep_novel, at most max_lines (Age(novel_per_lines=K); 0, the default: keep_novel always)
+    "novel-per-5": _with_age("novel-per-5", novel_per_lines=5),
+    "novel-per-10": _with_age("novel-per-10", novel_per_lines=10),
+    "novel-per-20": _with_age("novel-per-20", novel_per_lines=20),
+    "novel-per-40": _with_age("novel-per-40", novel_per_lines=40),
     "referred-16": _with_age("referred-16", keep_referred=16),
     # sub-agents' reports aged like any output
     "no-keep-tools": _with_age("no-keep-tools", keep_tools=()),
