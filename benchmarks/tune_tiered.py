@@ -82,6 +82,11 @@ CANDIDATES: dict[str, Policy] = {
     "novel-per-10": _with_age("novel-per-10", novel_per_lines=10),
     "novel-per-20": _with_age("novel-per-20", novel_per_lines=20),
     "novel-per-40": _with_age("novel-per-40", novel_per_lines=40),
+    "novel-per-8": _with_age("novel-per-8", novel_per_lines=8),
+    "novel-8-per-10": _with_age("novel-8-per-10", keep_novel=8, novel_per_lines=10),
+    # with the other dial: later epochs keep the agent's own text longer, scaled lines keep more of reads
+    "novel-per-10-patience-1.25": _with_age("novel-per-10-patience-1.25", novel_per_lines=10, patience=1.25),
+    "novel-per-20-patience-1.25": _with_age("novel-per-20-patience-1.25", novel_per_lines=20, patience=1.25),
     "referred-16": _with_age("referred-16", keep_referred=16),
     # sub-agents' reports aged like any output
     "no-keep-tools": _with_age("no-keep-tools", keep_tools=()),
