@@ -76,6 +76,17 @@ CANDIDATES: dict[str, Policy] = {
     "novel-3": _with_age("novel-3", keep_novel=3),
     "novel-8": _with_age("novel-8", keep_novel=8),
     "novel-12": _with_age("novel-12", keep_novel=12),
+    # novel lines that grow with an iteration's outputs' length: one per K lines when that is more
+    # than keep_novel, at most max_lines (Age(novel_per_lines=K); 0, the default: keep_novel always)
+    "novel-per-5": _with_age("novel-per-5", novel_per_lines=5),
+    "novel-per-10": _with_age("novel-per-10", novel_per_lines=10),
+    "novel-per-20": _with_age("novel-per-20", novel_per_lines=20),
+    "novel-per-40": _with_age("novel-per-40", novel_per_lines=40),
+    "novel-per-8": _with_age("novel-per-8", novel_per_lines=8),
+    "novel-8-per-10": _with_age("novel-8-per-10", keep_novel=8, novel_per_lines=10),
+    # with the other dial: later epochs keep the agent's own text longer, scaled lines keep more of reads
+    "novel-per-10-patience-1.25": _with_age("novel-per-10-patience-1.25", novel_per_lines=10, patience=1.25),
+    "novel-per-20-patience-1.25": _with_age("novel-per-20-patience-1.25", novel_per_lines=20, patience=1.25),
     "referred-16": _with_age("referred-16", keep_referred=16),
     # sub-agents' reports aged like any output
     "no-keep-tools": _with_age("no-keep-tools", keep_tools=()),

@@ -11,8 +11,9 @@ line count, the telling line of an error), e.g.::
 Each line can be followed by a few lines of the iteration's outputs: those
 naming what the agent went on to refer to (``referred``), and those naming the
 most things nothing after them names (``novel``, the aged outputs' rule on a
-budget of a few lines); each chosen greedily, the line covering the most such
-names first, and shown in the order of the output. An iteration whose outputs
+budget of a few lines, or, with a :class:`NovelScale`, of one line per so many lines of
+the outputs: a long read keeps more than a short one); each chosen greedily, the line
+covering the most such names first, and shown in the order of the output. An iteration whose outputs
 are short (at most :data:`SHORT_LINES` lines: a one-line answer, a short listing,
 a test summary) keeps them all: choosing among five lines spares little, and
 their lines are what the agent's next steps build on.
@@ -24,6 +25,7 @@ gone, so no call can lose its result.
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections import Counter
 from collections.abc import KeysView, Mapping, Sequence, Set
@@ -43,10 +45,12 @@ from ._refs import Refs, line_refs, refs, refs_of_all, text_refs
 from ._reports import NO_REPORTS, Reports
 
 __all__ = [
+    "NO_SCALE",
     "SHORT_LINES",
     "ChunkReading",
     "CondensedNote",
     "Lines",
+    "NovelScale",
     "Reading",
     "Readings",
     "condensed_line",
@@ -63,6 +67,31 @@ _REFERRED_CHARS = 160
 _ARROW = " → "
 SHORT_LINES = 5  # outputs of at most this many lines are kept whole under their iteration's line
 _FORMAT_LABEL = re.compile(r"^([A-Z][A-Z_]{2,23}:)\s")
+
+
+@dataclass(frozen=True, slots=True)
+class NovelScale:
+    """How the novel lines kept under a condensed iteration's line grow with its outputs' length:
+    with ``per_lines`` > 0, one per ``per_lines`` lines of the outputs (rounded up) when that is
+    more than the fixed budget, never more than ``cap`` (nor fewer than the fixed budget); with
+    ``per_lines`` = 0 the fixed budget whatever the length."""
+
+    per_lines: int = 0
+    cap: int = 40
+
+    def budget(self, novel: int, lines: int) -> int:
+        """The novel lines an iteration whose outputs have ``lines`` lines keeps, given the fixed
+        budget ``novel``."""
+        if self.per_lines <= 0:
+            return novel
+        return max(novel, min(math.ceil(lines / self.per_lines), self.cap))
+
+    def keeps(self, novel: int) -> bool:
+        """Whether some iteration may keep novel lines (then what comes after the chunk is read)."""
+        return novel > 0 or (self.per_lines > 0 and self.cap > 0)
+
+
+NO_SCALE = NovelScale()
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -304,6 +333,7 @@ class Reading:
         "messages",
         "names",
         "short",
+        "size",
         "texts",
         "whole",
     )
@@ -313,8 +343,9 @@ class Reading:
         self.names: KeysView[str] = _output_refs(messages).where.keys()  # a view: no copy kept
         self.actions = frozenset(_actions(messages))
         self.labels, self.texts = _labels(messages)
+        self.size = len(_originals(messages))  # its outputs' lines
         # outputs of at most SHORT_LINES lines are kept whole (their lines, as cut)
-        self.short = len(_originals(messages)) <= SHORT_LINES and any(m.role == "tool" for m in messages)
+        self.short = self.size <= SHORT_LINES and any(m.role == "tool" for m in messages)
         self.whole = (
             "".join(f"\n    {text}" for text in _output_lines(messages) if text) if self.short else ""
         )
@@ -474,6 +505,7 @@ class ChunkReading:
         "read",
         "referred",
         "reports",
+        "scale",
         "texts",
     )
 
@@ -485,9 +517,10 @@ class ChunkReading:
         *,
         referred: int = 0,
         novel: int = 0,
+        scale: NovelScale = NO_SCALE,
     ) -> None:
         self.chunk = tuple(chunk)  # kept: a memo's key is their identities
-        self.reports, self.referred, self.novel = reports, referred, novel
+        self.reports, self.referred, self.novel, self.scale = reports, referred, novel, scale
         labels: list[str] = []
         texts = 0
         names: set[str] = set()
@@ -528,7 +561,7 @@ class ChunkReading:
             return
         if self.referred:
             self._wanted |= _actions(messages) & names
-        if self.novel:
+        if self.scale.keeps(self.novel):
             self._seen |= _named_in(messages) & names
 
     def note(
@@ -546,6 +579,7 @@ class ChunkReading:
                 retrieval=retrieval,
                 referred=self.referred,
                 novel=self.novel,
+                scale=self.scale,
                 reports=self.reports,
                 readings=readings,
             )
@@ -565,6 +599,7 @@ def condensed_note(
     later: Sequence[Message] = (),
     referred: int = 0,
     novel: int = 0,
+    scale: NovelScale = NO_SCALE,
     reports: Reports = NO_REPORTS,
     readings: Readings | None = None,
 ) -> Message:
@@ -574,7 +609,8 @@ def condensed_note(
     outputs that name something the agent referred to afterwards (in the chunk, or in ``later``:
     the messages of the iterations after it up to when it was condensed); with ``novel`` > 0, by
     up to that many more naming what nothing after them names (neither ``later`` nor a newer line
-    of the note). Newest first, each name only once. The ``reports`` (a sub-agent's,
+    of the note; ``scale``: more of them for an iteration with long outputs, :class:`NovelScale`).
+    Newest first, each name only once. The ``reports`` (a sub-agent's,
     :mod:`._reports`) are kept whole under their iteration's line. ``readings``: the run's memo of
     what the note reads of each iteration (a note rendered again as its chunk grows reads only the
     new ones).
@@ -584,7 +620,7 @@ def condensed_note(
     label = _label([*(x for _, r in read for x in r.labels), *labels], texts + sum(r.texts for _, r in read))
     # What the messages after the chunk name: with what the newer lines show (``shown``), what the
     # novel lines must not name (all a newer line names is in ``shown``, so this stays as it is).
-    seen = frozenset(_named_in(later)) if novel else frozenset()
+    seen = frozenset(_named_in(later)) if scale.keeps(novel) else frozenset()
     return _render_note(
         read,
         label=label,
@@ -593,6 +629,7 @@ def condensed_note(
         retrieval=retrieval,
         referred=referred,
         novel=novel,
+        scale=scale,
         reports=reports,
         readings=readings,
     ).message
@@ -607,6 +644,7 @@ def _render_note(
     retrieval: bool,
     referred: int,
     novel: int,
+    scale: NovelScale,
     reports: Reports,
     readings: Readings | None,
 ) -> CondensedNote:
@@ -620,7 +658,7 @@ def _render_note(
     read = [(k, whole, whole.kept(reports)) for k, whole in chunk]
     named: set[str] = set(wanted)
     shown: set[str] = set()
-    extra = bool(referred or novel)
+    extra = bool(referred) or scale.keeps(novel)
     lines: list[str] = []
     for k, whole, kept in reversed(read):
         line, names_line = whole.line(k, label)
@@ -634,7 +672,9 @@ def _render_note(
             tail = ""
         else:
             tail, kept_names, novel_names = reading.extra(
-                (frozenset(names & named), frozenset(names & shown), frozenset(names & seen)), referred, novel
+                (frozenset(names & named), frozenset(names & shown), frozenset(names & seen)),
+                referred,
+                scale.budget(novel, reading.size),
             )
             shown.update(kept_names)
             shown.update(novel_names)

@@ -36,7 +36,7 @@ from ..._tokens import TokenCounter
 from .._memo import run_memo
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
 from ..pipeline._draft import with_content
-from ._condense import ChunkReading, CondensedNote, Readings, condensed_note
+from ._condense import NO_SCALE, ChunkReading, CondensedNote, NovelScale, Readings, condensed_note
 from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
@@ -425,19 +425,29 @@ def condensed(
     later: tuple[Message, ...] = (),
     referred: int = 0,
     novel: int = 0,
+    scale: NovelScale = NO_SCALE,
     reports: Reports = NO_REPORTS,
     memo: FormsMemo | None = None,
 ) -> Message:
     """The note for a chunk of condensed iterations; ``later``: the messages after the chunk up to
-    the epoch that condensed it; ``reports``: the outputs it keeps whole; ``memo``: the run's."""
+    the epoch that condensed it; ``scale``: how the novel lines grow with an output's length;
+    ``reports``: the outputs it keeps whole; ``memo``: the run's."""
     if memo is None:
         return condensed_note(
-            chunk, retrieval=retrieval, later=later, referred=referred, novel=novel, reports=reports
+            chunk,
+            retrieval=retrieval,
+            later=later,
+            referred=referred,
+            novel=novel,
+            scale=scale,
+            reports=reports,
         )
-    key = (retrieval, referred, novel, reports, _identity((), chunk))
+    key = (retrieval, referred, novel, scale, reports, _identity((), chunk))
     read = memo.chunks.get(key)
     if read is None or read.chunk != tuple(chunk):
-        read = memo.chunks[key] = ChunkReading(chunk, reports, memo.readings, referred=referred, novel=novel)
+        read = memo.chunks[key] = ChunkReading(
+            chunk, reports, memo.readings, referred=referred, novel=novel, scale=scale
+        )
     note = read.note(read.inputs(later), retrieval, memo.readings)
     memo.keep(note)
     return note.message

@@ -18,7 +18,9 @@ the provider's cache holds all of it. The forms:
   into one note with one line per iteration (level 2; None: never), each
   followed by up to ``keep_referred`` lines of its outputs naming what the agent
   referred to afterwards (when it was condensed) and up to ``keep_novel`` lines
-  naming the most things shown nowhere after them;
+  naming the most things shown nowhere after them (with ``novel_per_lines`` = K > 0:
+  up to one per K lines of the iteration's outputs when that is more, at most
+  ``max_lines``; 0: ``keep_novel`` whatever the length);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
 * the files the agent wrote whose newest write is hidden and that its last
@@ -72,6 +74,7 @@ from ..._trace import AgingRecord, ContextRecord, Event, ModelRequest
 from .._step import Run, Step, StepRuntime, Turn, require
 from ..pipeline._draft import BuildContext, Draft, summary_message
 from ._breakeven import CacheTerms
+from ._condense import NovelScale
 from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
 from ._reasoning import ReasoningMode
 from ._reports import Reports
@@ -117,6 +120,7 @@ class Age(Step):
     chunk: int = 2
     keep_referred: int = 8
     keep_novel: int = 5
+    novel_per_lines: int = 0
     every: int | None = None
     patience: float = 1.0
     keep_tools: tuple[str, ...] = ("Task", "Agent")
@@ -141,6 +145,7 @@ class Age(Step):
             "min_chars",
             "keep_referred",
             "keep_novel",
+            "novel_per_lines",
             "keep_max_chars",
             "written_chars",
         ):
@@ -178,6 +183,10 @@ class Age(Step):
             retrieval,
             self.reports(),
         )
+
+    def novel_scale(self) -> NovelScale:
+        """How the novel lines of a condensed iteration grow with its outputs' length."""
+        return NovelScale(self.novel_per_lines, self.max_lines)
 
     def reports(self) -> Reports:
         """The outputs kept whole (:mod:`._reports`)."""
@@ -307,6 +316,7 @@ class Age(Step):
             later=later,
             referred=self.keep_referred,
             novel=self.keep_novel,
+            scale=self.novel_scale(),
             reports=self.reports(),
             memo=memo,
         )
@@ -321,7 +331,9 @@ class AgeRuntime(StepRuntime):
         super().__init__(step)
         self.settings = step
         # the run's forms and notes, shared with any other policy of the run aging the same way
-        self.memo = run.memos.get(FormsMemo, (step.style(run.retrieval), step.keep_referred, step.keep_novel))
+        self.memo = run.memos.get(
+            FormsMemo, (step.style(run.retrieval), step.keep_referred, step.keep_novel, step.novel_scale())
+        )
         self.renders = Renders(_RENDERS)
         terms = run.cache_terms if run.cache_terms is not None else CacheTerms.for_model(run.model)
         self.model = run.model
