@@ -200,6 +200,14 @@ def test_an_edit_that_does_not_apply_leaves_only_the_hunks_and_a_delete_drops_th
 
 
 # ----------------------------------------------------------------------------- the note
+def _iteration(k: int, command: str, output: list[str]) -> list[Message]:
+    """Iteration ``k``: the agent runs ``command`` in bash and gets ``output`` back."""
+    return [
+        Message("assistant", f"Step {k}.", (call("bash", {"command": command}, f"call_{k}"),), iteration=k),
+        Message("tool", "\n".join(output), tool_call_id=f"call_{k}", name="bash", iteration=k),
+    ]
+
+
 def _run(last: int, *, named_from: int = 2) -> list[Message]:
     """The agent writes r.py in iteration 1, then runs it (``python r.py``) from ``named_from`` on;
     other iterations list files."""
@@ -209,18 +217,7 @@ def _run(last: int, *, named_from: int = 2) -> list[Message]:
             command = f"cat > r.py <<'EOF'\n{SCRIPT}EOF"
         else:
             command = "python r.py" if k >= named_from else f"ls dir{k}"
-        history += [
-            Message(
-                "assistant", f"Step {k}.", (call("bash", {"command": command}, f"call_{k}"),), iteration=k
-            ),
-            Message(
-                "tool",
-                "\n".join(f"out {k} line {n}" for n in range(40)),
-                tool_call_id=f"call_{k}",
-                name="bash",
-                iteration=k,
-            ),
-        ]
+        history += _iteration(k, command, [f"out {k} line {n}" for n in range(40)])
     return history
 
 
@@ -278,18 +275,7 @@ def test_the_aging_rule_waits_while_the_note_would_eat_the_saving() -> None:
     history = [SYSTEM, TASK]
     for k in range(1, 31):
         command = f"cat > big.py <<'EOF'\n{big}EOF" if k == 1 else "python big.py"
-        history += [
-            Message(
-                "assistant", f"Step {k}.", (call("bash", {"command": command}, f"call_{k}"),), iteration=k
-            ),
-            Message(
-                "tool",
-                "\n".join(f"result {k}.{n}" for n in range(30)),
-                tool_call_id=f"call_{k}",
-                name="bash",
-                iteration=k,
-            ),
-        ]
+        history += _iteration(k, command, [f"result {k}.{n}" for n in range(30)])
 
     def first_epoch(age: Age) -> int | None:
         state = AgingState(age, counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
