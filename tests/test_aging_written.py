@@ -199,6 +199,33 @@ def test_an_edit_that_does_not_apply_leaves_only_the_hunks_and_a_delete_drops_th
     assert "b.py" not in files
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["sed -i 's/2.675/1.005/' r.py", "python gen.py > r.py", "cp other.py r.py", "rm r.py && touch r.py"],
+)
+def test_a_change_the_note_cannot_read_is_named_and_the_text_not_passed_off_as_current(command: str) -> None:
+    """After ``sed -i`` (or a program's output, a copy, a removal) the text the agent's writes left
+    is shown as that, with the iteration of the change and its retrieval, never as the current text."""
+    calls = [
+        (1, call("bash", {"command": f"cat > r.py <<'EOF'\n{SCRIPT}EOF"})),
+        (2, call("bash", {"command": command})),
+        (3, call("bash", {"command": "ls"})),
+    ]
+    file = written_files(calls)["r.py"]
+    assert (file.text, file.changed, file.last) == (SCRIPT, 2, 1)
+    groups = {k: (Message("assistant", "", (c,), iteration=k),) for k, c in calls}
+    note = written_note(groups, through=3, at=3, max_chars=8000, recent=10, retrieval=True)
+    assert note is not None and "current text" not in note.text
+    assert (
+        "=== r.py: text as your writes left it, before iteration 2 changed it by a command"
+        ' this note does not follow (context_retrieve(iteration="2")) (written in iteration 1;'
+    ) in note.text
+    rewritten = written_files([*calls, (4, call("bash", {"command": "cat > r.py <<'EOF'\nx = 1\nEOF"}))])
+    assert (rewritten["r.py"].text, rewritten["r.py"].changed) == ("x = 1\n", 0)
+    untouched = [calls[0], (2, call("bash", {"command": "python r.py > out.txt"}))]
+    assert written_files(untouched)["r.py"].changed == 0  # reading it and writing elsewhere changes nothing
+
+
 # ----------------------------------------------------------------------------- the note
 def _iteration(k: int, command: str, output: list[str]) -> list[Message]:
     """Iteration ``k``: the agent runs ``command`` in bash and gets ``output`` back."""

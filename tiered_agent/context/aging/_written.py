@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..._messages import Message, ToolCall
@@ -53,6 +53,7 @@ from .._memo import run_memo
 from .._names import retrieve_call
 from .._patches import parse_patch
 from .._shell import heredoc_lines, line_words, simple_commands
+from ..summary.memory._calls import call_facts
 
 __all__ = ["FileWrite", "WrittenFile", "call_writes", "written_files", "written_note"]
 
@@ -251,6 +252,7 @@ class WrittenFile:
     hunks: tuple[str, ...]
     last: int
     whole_at: int
+    changed: int = 0  # the newest iteration that changed it since then in a way not read here (0: none)
 
 
 def _apply(text: str | None, write: FileWrite) -> str | None:
@@ -277,12 +279,28 @@ def _insert(text: str, added: str, line: int | None) -> str | None:
     return "".join([*lines[:line], added, *lines[line:]])
 
 
+_CHANGES = frozenset({"written", "edited", "deleted"})
+
+
+def _changed_unread(call: ToolCall, files: Mapping[str, WrittenFile], read: set[str]) -> list[str]:
+    """The known files ``call`` changes in a way :func:`call_writes` cannot read (``sed -i``, a
+    redirection of a program's output, ``cp``/``mv``/``rm``, as the working memory reads a call):
+    ``read`` are the paths whose writes it did read."""
+    touches = call_facts(call).touches
+    return [t.path for t in touches if t.kind in _CHANGES and t.path in files and t.path not in read]
+
+
 def written_files(calls: Iterable[tuple[int, ToolCall]]) -> dict[str, WrittenFile]:
     """Each file the calls (``(iteration, call)``, oldest first) wrote, as they left it; a deleted
-    file is dropped."""
+    file is dropped. A file a later call changed in a way this module cannot read (``sed -i f``,
+    ``python gen.py > f``) keeps the text the agent's writes left, with that call's iteration in
+    ``changed`` (until its next whole write), so the note never passes it off as current."""
     files: dict[str, WrittenFile] = {}
     for iteration, call in calls:
-        for write in call_writes(call):
+        writes = call_writes(call)
+        for path in _changed_unread(call, files, {w.path for w in writes}) if files else ():
+            files[path] = replace(files[path], changed=iteration)
+        for write in writes:
             if write.deleted:
                 files.pop(write.path, None)
                 continue
@@ -290,10 +308,10 @@ def written_files(calls: Iterable[tuple[int, ToolCall]]) -> dict[str, WrittenFil
             text = _apply(known.text if known is not None else None, write)
             if write.whole or known is None:
                 hunks: tuple[str, ...] = () if write.whole else (write.text,)
-                whole_at = iteration if write.whole else 0
+                whole_at, changed = (iteration if write.whole else 0), 0
             else:
-                hunks, whole_at = (*known.hunks, write.text), known.whole_at
-            files[write.path] = WrittenFile(write.path, text, hunks, iteration, whole_at)
+                hunks, whole_at, changed = (*known.hunks, write.text), known.whole_at, known.changed
+            files[write.path] = WrittenFile(write.path, text, hunks, iteration, whole_at, changed)
     return files
 
 
@@ -371,6 +389,11 @@ def written_note(
 
 def _section(file: WrittenFile, shown: str, whole: bool, *, retrieval: bool) -> str:
     what = "current text" if whole else "your edits since it was last written whole"
+    if file.changed:
+        what = "text as your writes left it" if whole else what
+        what += f", before iteration {file.changed} changed it by a command this note does not follow"
+        if retrieval:
+            what += f" ({retrieve_call('iteration', str(file.changed))})"
     where = f" (written in iteration {file.last}"
     where += f"; {retrieve_call('iteration', str(file.last))})" if retrieval else ")"
     body = shown if shown.endswith("\n") else shown + "\n"
