@@ -190,7 +190,10 @@ print(" ".join(sorted(m for m in sys.modules if m.startswith(("tiered_agent.cont
 """
 
 
-def test_building_prompts_never_imports_the_working_memory_parser_or_litellm() -> None:
+def test_building_prompts_never_imports_the_working_memory_page_or_litellm() -> None:
+    """Building prompts without a summary imports none of the summary machinery (the memory's fold,
+    its reading of outputs, its page, the digest) nor litellm: only the reading of tool calls, which
+    the files note (``aging/_written``) shares with the working memory."""
     import os
     import subprocess
     import sys
@@ -201,8 +204,10 @@ def test_building_prompts_never_imports_the_working_memory_parser_or_litellm() -
         [sys.executable, "-c", _IMPORTS], capture_output=True, text=True, env=env, check=True, timeout=120
     )
     imported = set(done.stdout.split())
+    call_reader = {f"tiered_agent.context.summary.memory.{m}" for m in ("_calls", "_code", "_shell", "_text")}
     assert not {m for m in imported if m.startswith("tiered_agent.context.summary.memory._")} - {
-        "tiered_agent.context.summary.memory._sections"  # the page's sections: constants only
+        "tiered_agent.context.summary.memory._sections",  # the page's sections: constants only
+        *call_reader,
     }
     assert "tiered_agent.context.summary._digest" not in imported
     assert not {m for m in imported if m == "litellm" or m.startswith("litellm.")}
