@@ -324,21 +324,29 @@ def _calls(groups: Mapping[int, tuple[Message, ...]], upto: int) -> Iterator[tup
                     yield iteration, call
 
 
-def _named_at(path: str, groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> int:
-    """The newest iteration in ``first..last`` whose agent messages name ``path``'s file name, else 0."""
+def _agent_texts(groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> dict[int, str]:
+    """Each iteration's agent text in ``first..last`` (its assistant messages' content and call
+    arguments, one per line), read once per note for every file it asks about."""
+    out: dict[int, str] = {}
+    for iteration in range(first, last + 1):
+        parts = [
+            text
+            for message in groups.get(iteration, ())
+            if message.role == "assistant"
+            for text in (message.content or "", *(c.arguments for c in message.tool_calls))
+        ]
+        out[iteration] = "\n".join(parts)
+    return out
+
+
+def _named_at(path: str, texts: Mapping[int, str]) -> int:
+    """The newest iteration of ``texts`` (:func:`_agent_texts`) that names ``path``'s file name, else 0.
+    A name is never found across two texts: the line break between them is no part of a name."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
-    if not name:
+    if not name or "\n" in name:
         return 0
     pattern = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-])")
-    for iteration in range(last, first - 1, -1):
-        for message in groups.get(iteration, ()):
-            if message.role != "assistant":
-                continue
-            if pattern.search(message.content or "") or any(
-                pattern.search(c.arguments) for c in message.tool_calls
-            ):
-                return iteration
-    return 0
+    return next((k for k in sorted(texts, reverse=True) if name in texts[k] and pattern.search(texts[k])), 0)
 
 
 def _shown_text(file: WrittenFile, room: int) -> tuple[str, bool] | None:
@@ -369,7 +377,8 @@ def written_note(
         return None
     files = written_files(_calls(groups, at))
     low = max(1, at - recent + 1)
-    used = [(max(f.last, _named_at(f.path, groups, low, at)), f) for f in files.values() if f.last <= through]
+    texts = _agent_texts(groups, low, at)
+    used = [(max(f.last, _named_at(f.path, texts)), f) for f in files.values() if f.last <= through]
     in_play = sorted(((u, f) for u, f in used if u >= low), key=lambda item: (-item[0], item[1].path))
     parts: list[str] = []
     room = max_chars
