@@ -70,6 +70,11 @@ CANDIDATES: dict[str, Policy] = {
     "condense-6-3": _with_age("condense-6-3", condense_after=6, chunk=3),
     "condense-10-5": _with_age("condense-10-5", condense_after=10, chunk=5),
     "no-condense": _with_age("no-condense", condense_after=None),
+    "condense-12-4": _with_age("condense-12-4", condense_after=12, chunk=4),
+    "condense-20-4": _with_age("condense-20-4", condense_after=20, chunk=4),
+    "condense-12-4-novel-per-8": _with_age(
+        "condense-12-4-novel-per-8", condense_after=12, chunk=4, novel_per_lines=8
+    ),
     # what condensed iterations keep: no referred output lines; N lines naming what nothing later names
     "referred-0": _with_age("referred-0", keep_referred=0),
     "novel-0": _with_age("novel-0", keep_novel=0),
@@ -109,6 +114,13 @@ CANDIDATES: dict[str, Policy] = {
     # text in one note after the aged iterations, within N chars (Age(written_chars=N, written_recent=K);
     # the default: 8,000 chars, K = 10); none: the default before
     "no-written": _with_age("no-written", written_chars=0),
+    # the files the agent read and still works on: their newest hidden reads in a note (_read.py)
+    "read-6k": _with_age("read-6k", read_chars=6000),
+    "read-12k": _with_age("read-12k", read_chars=12000),
+    "read-24k": _with_age("read-24k", read_chars=24000),
+    "read-12k-k5": _with_age("read-12k-k5", read_chars=12000, written_recent=5),
+    "read-12k-novel-per-8": _with_age("read-12k-novel-per-8", read_chars=12000, novel_per_lines=8),
+    "read-12k-novel-per-20": _with_age("read-12k-novel-per-20", read_chars=12000, novel_per_lines=20),
     "written-4k": _with_age("written-4k", written_chars=4000),
     "written-16k": _with_age("written-16k", written_chars=16000),
     "written-8k-k5": _with_age("written-8k-k5", written_recent=5),

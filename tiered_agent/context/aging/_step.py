@@ -76,6 +76,7 @@ from ..pipeline._draft import BuildContext, Draft, summary_message
 from ._breakeven import CacheTerms
 from ._condense import NovelScale
 from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
+from ._read import read_note
 from ._reasoning import ReasoningMode
 from ._reports import Reports
 from ._schedule import AgingSchedule
@@ -127,6 +128,7 @@ class Age(Step):
     keep_max_chars: int = 50_000
     written_chars: int = 8000
     written_recent: int = 10
+    read_chars: int = 0
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -148,6 +150,7 @@ class Age(Step):
             "novel_per_lines",
             "keep_max_chars",
             "written_chars",
+            "read_chars",
         ):
             value = getattr(self, name)
             require(isinstance(value, int) and value >= 0, f"Age.{name} must be >= 0, got {value!r}")
@@ -295,7 +298,15 @@ class Age(Step):
             recent=self.written_recent,
             retrieval=retrieval,
         )
-        return (note,) if note is not None else ()
+        read = read_note(
+            groups,
+            through=through,
+            at=at,
+            max_chars=self.read_chars,
+            recent=self.written_recent,
+            retrieval=retrieval,
+        )
+        return tuple(n for n in (note, read) if n is not None)
 
     def note(
         self,

@@ -55,7 +55,15 @@ from .._patches import parse_patch
 from .._shell import heredoc_lines, line_words, simple_commands
 from ..summary.memory._calls import call_facts
 
-__all__ = ["FileWrite", "WrittenFile", "call_writes", "written_files", "written_note"]
+__all__ = [
+    "FileWrite",
+    "WrittenFile",
+    "agent_texts",
+    "call_writes",
+    "named_at",
+    "written_files",
+    "written_note",
+]
 
 _WRITE_TOOLS = frozenset({"Write", "write_file", "create_file", "write"})
 _EDIT_TOOLS = frozenset({"Edit", "edit_file", "MultiEdit", "str_replace", "replace_in_file"})
@@ -324,7 +332,7 @@ def _calls(groups: Mapping[int, tuple[Message, ...]], upto: int) -> Iterator[tup
                     yield iteration, call
 
 
-def _agent_texts(groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> dict[int, str]:
+def agent_texts(groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> dict[int, str]:
     """Each iteration's agent text in ``first..last`` (its assistant messages' content and call
     arguments, one per line), read once per note for every file it asks about."""
     out: dict[int, str] = {}
@@ -339,8 +347,8 @@ def _agent_texts(groups: Mapping[int, tuple[Message, ...]], first: int, last: in
     return out
 
 
-def _named_at(path: str, texts: Mapping[int, str]) -> int:
-    """The newest iteration of ``texts`` (:func:`_agent_texts`) that names ``path``'s file name, else 0.
+def named_at(path: str, texts: Mapping[int, str]) -> int:
+    """The newest iteration of ``texts`` (:func:`agent_texts`) that names ``path``'s file name, else 0.
     A name is never found across two texts: the line break between them is no part of a name."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
     if not name or "\n" in name:
@@ -377,8 +385,8 @@ def written_note(
         return None
     files = written_files(_calls(groups, at))
     low = max(1, at - recent + 1)
-    texts = _agent_texts(groups, low, at)
-    used = [(max(f.last, _named_at(f.path, texts)), f) for f in files.values() if f.last <= through]
+    texts = agent_texts(groups, low, at)
+    used = [(max(f.last, named_at(f.path, texts)), f) for f in files.values() if f.last <= through]
     in_play = sorted(((u, f) for u, f in used if u >= low), key=lambda item: (-item[0], item[1].path))
     parts: list[str] = []
     room = max_chars
