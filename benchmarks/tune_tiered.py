@@ -114,16 +114,13 @@ CANDIDATES: dict[str, Policy] = {
     # text in one note after the aged iterations, within N chars (Age(written_chars=N, written_recent=K);
     # the default: 8,000 chars, K = 10); none: the default before
     "no-written": _with_age("no-written", written_chars=0),
-    # the files the agent read and still works on: their newest hidden reads in a note (_read.py)
-    "read-6k": _with_age("read-6k", read_chars=6000),
-    "read-12k": _with_age("read-12k", read_chars=12000),
-    "read-24k": _with_age("read-24k", read_chars=24000),
-    "read-12k-k5": _with_age("read-12k-k5", read_chars=12000, written_recent=5),
-    "read-12k-novel-per-8": _with_age("read-12k-novel-per-8", read_chars=12000, novel_per_lines=8),
-    "read-12k-novel-per-20": _with_age("read-12k-novel-per-20", read_chars=12000, novel_per_lines=20),
     "written-4k": _with_age("written-4k", written_chars=4000),
     "written-16k": _with_age("written-16k", written_chars=16000),
     "written-8k-k5": _with_age("written-8k-k5", written_recent=5),
+    "written-16k-novel-per-8": _with_age("written-16k-novel-per-8", written_chars=16000, novel_per_lines=8),
+    "written-16k-novel-per-10": _with_age(
+        "written-16k-novel-per-10", written_chars=16000, novel_per_lines=10
+    ),
     "written-8k-k20": _with_age("written-8k-k20", written_recent=20),
     # cuts at arrival even when the cut is the first thing hidden (sends context_retrieve's schema)
     "no-defer": _with_truncate("no-defer", defer_max_chars=None),

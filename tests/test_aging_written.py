@@ -5,6 +5,7 @@ aging rule that pays for the note, the knobs, and arbitrary text (never an excep
 from __future__ import annotations
 
 import json
+import re
 
 import orjson
 import pytest
@@ -356,3 +357,50 @@ def test_arbitrary_calls_never_raise(name: str, arguments: str) -> None:
 def test_arbitrary_shell_and_patch_text_never_raises(text: str) -> None:
     list(shell_writes(text))
     list(patch_writes(text))
+
+
+# ----------------------------------------------------------------------------- patched files
+def _patch(path: str, old: str, new: str) -> str:
+    return f"*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch"
+
+
+def _patches(path: str, count: int, first: int = 1) -> dict[int, tuple[Message, ...]]:
+    """Iterations ``first..first+count-1`` each patch ``path`` (Codex's shell ``apply_patch``) with a
+    hunk naming its iteration."""
+    groups: dict[int, tuple[Message, ...]] = {}
+    for k in range(first, first + count):
+        body = _patch(path, f"old_{k} = {'x' * 200}", f"new_value_{k} = {'y' * 200}")
+        patch = call("shell", {"command": ["apply_patch", body]}, f"call_{k}")
+        groups[k] = (Message("assistant", f"Patch {k}.", (patch,), iteration=k),)
+    return groups
+
+
+def test_a_file_whose_hunks_outgrow_the_room_shows_its_newest_hunks() -> None:
+    groups = _patches("src/main.rs", 40)  # 40 hunks of ~215 chars: over 8,000 together
+    note = written_note(groups, through=38, at=40, max_chars=8000, recent=10, retrieval=False)
+    assert note is not None
+    shown = re.findall(r"new_value_\d+", note.text)
+    assert shown == [f"new_value_{k}" for k in range(5, 41)]  # the newest 36 that fit, in order
+
+
+def test_a_file_is_in_the_note_while_a_hidden_write_of_it_still_counts() -> None:
+    """The newest patch is still shown verbatim, but the earlier ones are hidden: the note shows them."""
+    groups = _patches("src/main.rs", 3)
+    note = written_note(groups, through=2, at=3, max_chars=8000, recent=10, retrieval=False)
+    assert note is not None and "new_value_1 = " in note.text and "new_value_2 = " in note.text
+
+
+def test_files_whole_first_then_the_newest_hunks_of_the_rest() -> None:
+    """A short script the agent wrote stays in the note even when a file patched more recently has
+    more hunks than the room holds."""
+    groups = {
+        1: (
+            Message(
+                "assistant", "", (call("bash", {"command": f"cat > r.py <<'EOF'\n{SCRIPT}EOF"}),), iteration=1
+            ),
+        )
+    }
+    groups |= _patches("src/main.rs", 40, first=2)
+    note = written_note(groups, through=39, at=41, max_chars=8000, recent=45, retrieval=False)
+    assert note is not None and SCRIPT in note.text and "new_value_41 = " in note.text
+    assert note.text.index("=== src/main.rs") < note.text.index("=== r.py")  # most recently used first

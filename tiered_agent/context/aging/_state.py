@@ -54,9 +54,6 @@ class AgingSettings(Protocol):
     @property
     def written_chars(self) -> int: ...
 
-    @property
-    def read_chars(self) -> int: ...
-
     def written(
         self, groups: Mapping[int, tuple[Message, ...]], through: int, at: int, retrieval: bool
     ) -> tuple[Message, ...]: ...
@@ -190,7 +187,7 @@ class AgingState:
     def _written_pays(self, last: int, limit: int, saving: int, cost: float) -> bool:
         """Whether the epoch still pays once the note of the files the agent wrote is counted: it
         grows by what the epoch hides (less saving) and is re-sent with the tail (more cost)."""
-        if self.step.written_chars <= 0 and self.step.read_chars <= 0:
+        if self.step.written_chars <= 0:
             return True
         groups = {k: tuple(v) for k, v in self._groups.items() if k <= last}
         new = self._count(self.step.written(groups, limit, last, self.retrieval))
@@ -339,7 +336,7 @@ class AgingState:
             self._counted_through = last
         self._notes = 0
         groups = {k: tuple(v) for k, v in self._groups.items()}
-        if (self.step.written_chars > 0 or self.step.read_chars > 0) and epochs:
+        if self.step.written_chars > 0 and epochs:
             at = epochs[-1].at
             upto = {k: v for k, v in groups.items() if k <= at}
             self._written = self._count(self.step.written(upto, epochs[-1].through, at, self.retrieval))

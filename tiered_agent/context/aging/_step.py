@@ -23,7 +23,7 @@ the provider's cache holds all of it. The forms:
   ``max_lines``; 0: ``keep_novel`` whatever the length);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
-* the files the agent wrote whose newest write is hidden and that its last
+* the files the agent wrote with a hidden write (since their newest whole write) that its last
   ``written_recent`` iterations still work on (write, run, read or name) are
   shown with their current text in one note after the aged iterations, up to
   ``written_chars`` characters (0: never; :mod:`._written`); the note changes
@@ -76,7 +76,6 @@ from ..pipeline._draft import BuildContext, Draft, summary_message
 from ._breakeven import CacheTerms
 from ._condense import NovelScale
 from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
-from ._read import read_note
 from ._reasoning import ReasoningMode
 from ._reports import Reports
 from ._schedule import AgingSchedule
@@ -128,7 +127,6 @@ class Age(Step):
     keep_max_chars: int = 50_000
     written_chars: int = 8000
     written_recent: int = 10
-    read_chars: int = 0
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -150,7 +148,6 @@ class Age(Step):
             "novel_per_lines",
             "keep_max_chars",
             "written_chars",
-            "read_chars",
         ):
             value = getattr(self, name)
             require(isinstance(value, int) and value >= 0, f"Age.{name} must be >= 0, got {value!r}")
@@ -298,15 +295,7 @@ class Age(Step):
             recent=self.written_recent,
             retrieval=retrieval,
         )
-        read = read_note(
-            groups,
-            through=through,
-            at=at,
-            max_chars=self.read_chars,
-            recent=self.written_recent,
-            retrieval=retrieval,
-        )
-        return tuple(n for n in (note, read) if n is not None)
+        return (note,) if note is not None else ()
 
     def note(
         self,

@@ -4,11 +4,13 @@ An agent that writes ``reproduce.py`` with a heredoc, ``str_replace``s a functio
 patch goes on to re-run, extend or rewrite that same file with the same names. Aging cuts old call
 arguments to their head and a condensed note keeps one line per call, so the only whole copy of
 the agent's own current code would be gone. :func:`written_note` keeps it in view: at each aging
-epoch, one note lists the files whose newest write is hidden (aged or condensed) and that the run
+epoch, one note lists the files with a write the epoch hid (aged or condensed; since the file's
+newest whole write: an earlier patch of a file patched again just now counts) and that the run
 still works on (written, run, read or named by the agent in its last ``recent`` iterations), each
 with its current text (the newest whole write with the later exact replacements applied) or, when
-that cannot be known, its newest hunks, within a budget of characters (the files used most
-recently first). The note changes only at epochs, which rewrite the prompt after the aged
+that cannot be known, its hunks, within a budget of characters: the files used most recently
+first, each whole (text or all its hunks) as far as the budget goes, then the newest hunks that
+fit of the files too long for that. The note changes only at epochs, which rewrite the prompt after the aged
 iterations anyway, so it costs its tokens and no extra rewrite.
 
 Writes are recognized from the call alone (:func:`call_writes`), whatever the tool:
@@ -55,20 +57,13 @@ from .._patches import parse_patch
 from .._shell import heredoc_lines, line_words, simple_commands
 from ..summary.memory._calls import call_facts
 
-__all__ = [
-    "FileWrite",
-    "WrittenFile",
-    "agent_texts",
-    "call_writes",
-    "named_at",
-    "written_files",
-    "written_note",
-]
+__all__ = ["FileWrite", "WrittenFile", "call_writes", "written_files", "written_note"]
 
 _WRITE_TOOLS = frozenset({"Write", "write_file", "create_file", "write"})
 _EDIT_TOOLS = frozenset({"Edit", "edit_file", "MultiEdit", "str_replace", "replace_in_file"})
 _EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "text_editor", "str_replace_based_edit_tool"})
 _ESCAPE = re.compile(r"\\([nt\\])")
+_GAP = "\n[...]\n"  # between two hunks of a file shown
 _MAX_ARGUMENT_CHARS = 1_000_000  # longer arguments are not read (a pathological call)
 
 
@@ -261,6 +256,7 @@ class WrittenFile:
     last: int
     whole_at: int
     changed: int = 0  # the newest iteration that changed it since then in a way not read here (0: none)
+    first: int = 0  # the iteration of the oldest write ``text`` or ``hunks`` hold (0: unknown)
 
 
 def _apply(text: str | None, write: FileWrite) -> str | None:
@@ -316,10 +312,11 @@ def written_files(calls: Iterable[tuple[int, ToolCall]]) -> dict[str, WrittenFil
             text = _apply(known.text if known is not None else None, write)
             if write.whole or known is None:
                 hunks: tuple[str, ...] = () if write.whole else (write.text,)
-                whole_at, changed = (iteration if write.whole else 0), 0
+                whole_at, changed, first = (iteration if write.whole else 0), 0, iteration
             else:
                 hunks, whole_at, changed = (*known.hunks, write.text), known.whole_at, known.changed
-            files[write.path] = WrittenFile(write.path, text, hunks, iteration, whole_at, changed)
+                first = known.first
+            files[write.path] = WrittenFile(write.path, text, hunks, iteration, whole_at, changed, first)
     return files
 
 
@@ -332,7 +329,7 @@ def _calls(groups: Mapping[int, tuple[Message, ...]], upto: int) -> Iterator[tup
                     yield iteration, call
 
 
-def agent_texts(groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> dict[int, str]:
+def _agent_texts(groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> dict[int, str]:
     """Each iteration's agent text in ``first..last`` (its assistant messages' content and call
     arguments, one per line), read once per note for every file it asks about."""
     out: dict[int, str] = {}
@@ -347,8 +344,8 @@ def agent_texts(groups: Mapping[int, tuple[Message, ...]], first: int, last: int
     return out
 
 
-def named_at(path: str, texts: Mapping[int, str]) -> int:
-    """The newest iteration of ``texts`` (:func:`agent_texts`) that names ``path``'s file name, else 0.
+def _named_at(path: str, texts: Mapping[int, str]) -> int:
+    """The newest iteration of ``texts`` (:func:`_agent_texts`) that names ``path``'s file name, else 0.
     A name is never found across two texts: the line break between them is no part of a name."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
     if not name or "\n" in name:
@@ -357,16 +354,38 @@ def named_at(path: str, texts: Mapping[int, str]) -> int:
     return next((k for k in sorted(texts, reverse=True) if name in texts[k] and pattern.search(texts[k])), 0)
 
 
-def _shown_text(file: WrittenFile, room: int) -> tuple[str, bool] | None:
-    """The file's current text (True), else its hunks since its newest whole write (False), if
+def _whole_text(file: WrittenFile, room: int) -> tuple[str, bool] | None:
+    """The file's current text (True), else all its hunks since its newest whole write (False), if
     within ``room`` characters."""
     if file.text is not None and len(file.text) <= room:
         return file.text, True
-    if file.hunks:
-        joined = "\n[...]\n".join(file.hunks)
-        if len(joined) <= room:
-            return joined, False
-    return None
+    joined = _GAP.join(file.hunks)
+    return (joined, False) if file.hunks and len(joined) <= room else None
+
+
+def _newest_hunks(file: WrittenFile, room: int) -> tuple[str, bool] | None:
+    """The newest of the file's hunks since its newest whole write that fit in ``room`` (False)."""
+    kept: list[str] = []
+    size = 0
+    for hunk in reversed(file.hunks):
+        size += len(hunk) + (len(_GAP) if kept else 0)
+        if size > room:
+            break
+        kept.append(hunk)
+    return (_GAP.join(reversed(kept)), False) if kept else None
+
+
+def _shown(in_play: list[WrittenFile], room: int) -> dict[str, tuple[str, bool]]:
+    """What the note shows of each file, by path: first each file whole (its text, or all its hunks)
+    as far as the room goes, the most recently used first; then, in the room left, the newest
+    hunks of the files too long for that."""
+    shown: dict[str, tuple[str, bool]] = {}
+    for read in (_whole_text, _newest_hunks):
+        for file in in_play:
+            if file.path not in shown and (found := read(file, room)) is not None:
+                shown[file.path] = found
+                room -= len(found[0])
+    return shown
 
 
 def written_note(
@@ -378,24 +397,19 @@ def written_note(
     recent: int,
     retrieval: bool,
 ) -> Message | None:
-    """The note of the files the agent wrote whose newest write is hidden (iteration ``<= through``)
-    and that its last ``recent`` iterations up to ``at`` still work on, within ``max_chars`` of text;
-    None when there is none."""
+    """The note of the files the agent wrote with a hidden write (iteration ``<= through``, since the
+    file's newest whole write) that its last ``recent`` iterations up to ``at`` still work on, within
+    ``max_chars`` of text (:func:`_shown`); None when there is none."""
     if max_chars <= 0 or through <= 0:
         return None
     files = written_files(_calls(groups, at))
     low = max(1, at - recent + 1)
-    texts = agent_texts(groups, low, at)
-    used = [(max(f.last, named_at(f.path, texts)), f) for f in files.values() if f.last <= through]
+    texts = _agent_texts(groups, low, at)
+    used = [(max(f.last, _named_at(f.path, texts)), f) for f in files.values() if f.first <= through]
     in_play = sorted(((u, f) for u, f in used if u >= low), key=lambda item: (-item[0], item[1].path))
-    parts: list[str] = []
-    room = max_chars
-    for _, file in in_play:
-        shown = _shown_text(file, room)
-        if shown is None:
-            continue
-        room -= len(shown[0])
-        parts.append(_section(file, *shown, retrieval=retrieval))
+    files_in_play = [file for _, file in in_play]
+    shown = _shown(files_in_play, max_chars)
+    parts = [_section(f, *shown[f.path], retrieval=retrieval) for f in files_in_play if f.path in shown]
     if not parts:
         return None
     header = (
