@@ -62,6 +62,8 @@ PREVIOUS = ContextConfig(
 
 CANDIDATES: dict[str, Policy] = {
     "previous-tiered": PREVIOUS,
+    # the default before issue 18 round 6: a fixed handful of novel lines, an 8,000-char files note
+    "round-5": _with_age("round-5", novel_per_lines=0, written_chars=8000),
     # the default before condensed lines kept novel lines: condensing from 10 iterations, 5 at a time
     "condense-10-5-novel-0": _with_age("condense-10-5-novel-0", condense_after=10, chunk=5, keep_novel=0),
     # when to condense (level 2): older than N iterations, M at a time; never

@@ -64,7 +64,8 @@ def test_the_budget_grows_with_the_length_between_the_fixed_budget_and_the_cap(
 
 
 def test_the_step_scales_up_to_its_max_lines() -> None:
-    assert Age().novel_scale() == NO_SCALE
+    assert Age().novel_scale() == NovelScale(8, 40)  # the default: one novel line per 8 lines
+    assert Age(novel_per_lines=0).novel_scale() == NO_SCALE
     assert Age(novel_per_lines=8, max_lines=30).novel_scale() == NovelScale(8, 30)
 
 
@@ -133,8 +134,9 @@ def test_the_age_step_keeps_more_of_long_reads_and_ages_alike_only_with_the_same
         manager = ContextManager(policy, counter=counter, memos=memos)
         return next(r.memo for r in manager.runtimes if isinstance(r, AgeRuntime))
 
-    assert memo(Policy("a", (Age(),))) is memo(Policy("b", (Age(novel_per_lines=0),)))
+    assert memo(Policy("a", (Age(),))) is memo(Policy("b", (Age(novel_per_lines=8),)))  # the default
     assert memo(Policy("c", (Age(novel_per_lines=10),))) is not memo(Policy("a", (Age(),)))
+    assert memo(Policy("d", (Age(novel_per_lines=0),))) is not memo(Policy("a", (Age(),)))
 
 
 # ----------------------------------------------------------------------------- the knob

@@ -120,12 +120,12 @@ class Age(Step):
     chunk: int = 2
     keep_referred: int = 8
     keep_novel: int = 5
-    novel_per_lines: int = 0
+    novel_per_lines: int = 8
     every: int | None = None
     patience: float = 1.0
     keep_tools: tuple[str, ...] = ("Task", "Agent")
     keep_max_chars: int = 50_000
-    written_chars: int = 8000
+    written_chars: int = 16000
     written_recent: int = 10
 
     def __post_init__(self) -> None:
