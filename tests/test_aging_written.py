@@ -21,6 +21,7 @@ from tiered_agent.context.aging._state import AgingState
 from tiered_agent.context.aging._step import iteration_groups
 from tiered_agent.context.aging._written import (
     FileWrite,
+    WrittenFiles,
     call_writes,
     patch_writes,
     shell_writes,
@@ -404,3 +405,48 @@ def test_files_whole_first_then_the_newest_hunks_of_the_rest() -> None:
     note = written_note(groups, through=39, at=41, max_chars=8000, recent=45, retrieval=False)
     assert note is not None and SCRIPT in note.text and "new_value_41 = " in note.text
     assert note.text.index("=== src/main.rs") < note.text.index("=== r.py")  # most recently used first
+
+
+# ----------------------------------------------------------------------------- the run's files, incrementally
+_WRITES = [
+    call("bash", {"command": "cat > a.py <<'EOF'\nx = 1\nEOF"}),
+    call("bash", {"command": "cat >> a.py <<'EOF'\ny = 2\nEOF"}),
+    call(
+        "str_replace_editor",
+        {"command": "str_replace", "path": "a.py", "old_str": "x = 1", "new_str": "x = 3"},
+    ),
+    call("bash", {"command": "sed -i 's/3/4/' a.py"}),
+    call("bash", {"command": "printf 'b\\n' > b.txt"}),
+    call("bash", {"command": "rm b.txt"}),
+    call("Write", {"file_path": "c.py", "content": "print(1)\n"}),
+    call("bash", {"command": "python gen.py > c.py"}),
+    call("bash", {"command": "ls"}),
+]
+
+
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, len(_WRITES) - 1)), max_size=12), st.data())
+def test_the_runs_files_read_incrementally_equal_the_fold_from_nothing(
+    picks: list[tuple[int, int]], data: st.DataObject
+) -> None:
+    """``WrittenFiles.of`` over call lists that grow, shrink, branch off and come back (as the aging
+    state and the step ask) equals ``written_files`` of each list read from nothing."""
+    calls = [(k + 1, _WRITES[w]) for k, w in sorted(picks)]
+    files_of = WrittenFiles(kept=2)
+    for _ in range(6):
+        cut = data.draw(st.integers(0, len(calls)))
+        asked = calls[:cut]
+        if data.draw(st.booleans()) and asked:  # another history: a different call at the end
+            asked = [*asked[:-1], (asked[-1][0], _WRITES[data.draw(st.integers(0, len(_WRITES) - 1))])]
+        assert files_of.of(iter(asked)) == written_files(asked)
+
+
+def test_the_runs_files_continue_from_the_calls_read_before() -> None:
+    """A longer list of the same calls reads only its new calls: the files of the shorter list are
+    not read again (a changed earlier call would not be noticed, by design: the same objects)."""
+    first = [(1, _WRITES[0])]
+    files_of = WrittenFiles()
+    assert files_of.of(first)["a.py"].text == "x = 1\n"
+    grown = [*first, (2, _WRITES[1])]
+    assert files_of.of(grown)["a.py"].text == "x = 1\ny = 2\n"
+    assert files_of.of(first)["a.py"].text == "x = 1\n"  # a kept result is never changed
+    assert files_of.of([(1, _WRITES[6])]) == written_files([(1, _WRITES[6])])  # another call: from nothing

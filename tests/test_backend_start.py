@@ -113,3 +113,20 @@ def test_workers_collect_garbage_at_the_bench_thresholds() -> None:
         seen = set(backend.map(_thresholds, [(1,), (2,)]))
     assert seen == {GC_THRESHOLDS}
     assert tuple(gc.get_threshold()) != GC_THRESHOLDS  # this process keeps its own
+
+
+def test_the_serial_backend_replays_under_the_workers_collector_and_restores_the_callers() -> None:
+    """The serial backend (``--workers 1``, ``replay_runs`` of one process) collects garbage as a pool
+    worker does (:data:`GC_THRESHOLDS`), and gives the caller its own thresholds back, even after an
+    error inside."""
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with open_backend(1) as backend:
+            assert list(backend.map(lambda _level, x: gc.get_threshold(), [(1,)])) == [GC_THRESHOLDS]
+        assert gc.get_threshold() == (700, 10, 10)
+        with pytest.raises(RuntimeError), open_backend(1):
+            raise RuntimeError("a replay that failed")
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)

@@ -120,6 +120,19 @@ class _Ray:
 GC_THRESHOLDS = (20_000, 20, 100)
 
 
+@contextmanager
+def collector(thresholds: tuple[int, int, int]) -> Iterator[None]:
+    """The garbage collector's ``thresholds`` while the block runs (the serial backend replays in
+    this process as a pool worker does in its own: :data:`GC_THRESHOLDS`), the caller's restored
+    after it."""
+    before = gc.get_threshold()
+    gc.set_threshold(*thresholds)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 def _worker_start() -> None:
     """A pool worker's initializer: the collector's thresholds (:data:`GC_THRESHOLDS`), and, at
     its exit, once the pool told it to stop (its results sent), its logs and output flushed and
@@ -147,7 +160,8 @@ def open_backend(workers: int, ray: RayAddress | None = None) -> Iterator[Backen
             yield _Ray(workers if workers > 0 else 2 * session.cpus)
         return
     if workers <= 1:
-        yield _Serial()
+        with collector(GC_THRESHOLDS):
+            yield _Serial()
         return
     with ExitStack() as stack:
         stack.enter_context(owned_resource_tracker())

@@ -42,6 +42,7 @@ from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
 from ._refs import Refs, line_refs, refs, text_refs
 from ._reports import NO_REPORTS, Reports
+from ._written import WrittenFiles
 
 __all__ = ["AgedStyle", "Batch", "FormsMemo", "age_batch", "condensed", "preamble"]
 
@@ -71,6 +72,8 @@ class FormsMemo:
         # The notes :func:`condensed` returned lately, by the identity of their message, with their
         # parts and, once counted, their tokens by the counter that counted them (bounded)
         self.rendered: dict[int, tuple[CondensedNote, TokenCounter | None, int]] = {}
+        # The files the agent wrote, as the calls read so far left them (:mod:`._written`)
+        self.written = WrittenFiles()
 
     def keep(self, note: CondensedNote) -> None:
         """Keep a note :func:`condensed` returns, for :meth:`note_tokens` (the oldest kept goes first)."""

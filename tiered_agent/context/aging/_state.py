@@ -55,7 +55,12 @@ class AgingSettings(Protocol):
     def written_chars(self) -> int: ...
 
     def written(
-        self, groups: Mapping[int, tuple[Message, ...]], through: int, at: int, retrieval: bool
+        self,
+        groups: Mapping[int, tuple[Message, ...]],
+        through: int,
+        at: int,
+        retrieval: bool,
+        memo: FormsMemo | None = None,
     ) -> tuple[Message, ...]: ...
 
 
@@ -190,7 +195,7 @@ class AgingState:
         if self.step.written_chars <= 0:
             return True
         groups = {k: tuple(v) for k, v in self._groups.items() if k <= last}
-        new = self._count(self.step.written(groups, limit, last, self.retrieval))
+        new = self._count(self.step.written(groups, limit, last, self.retrieval, self.memo))
         net = saving - max(new - self._written, 0)
         if net <= 0:
             return False
@@ -339,7 +344,9 @@ class AgingState:
         if self.step.written_chars > 0 and epochs:
             at = epochs[-1].at
             upto = {k: v for k, v in groups.items() if k <= at}
-            self._written = self._count(self.step.written(upto, epochs[-1].through, at, self.retrieval))
+            self._written = self._count(
+                self.step.written(upto, epochs[-1].through, at, self.retrieval, self.memo)
+            )
         for chunk in self.schedule.chunks():
             note = self.step.note(groups, chunk, self.retrieval, self.memo)
             self._notes += self.memo.note_tokens(note, self.counter) if note is not None else 0

@@ -279,14 +279,25 @@ class Age(Step):
             gone = gone | {k for k in range(chunk[0], chunk[1] + 1) if k in groups}
         kept = {k: v for k, v in forms.items() if k not in gone}
         return _Aged(
-            prefix, groups, notes, kept, gone, self.written(groups, epoch.through, epoch.at, retrieval)
+            prefix,
+            groups,
+            notes,
+            kept,
+            gone,
+            self.written(groups, epoch.through, epoch.at, retrieval, memo),
         )
 
     def written(
-        self, groups: Mapping[int, tuple[Message, ...]], through: int, at: int, retrieval: bool
+        self,
+        groups: Mapping[int, tuple[Message, ...]],
+        through: int,
+        at: int,
+        retrieval: bool,
+        memo: FormsMemo | None = None,
     ) -> tuple[Message, ...]:
         """The note of the files the agent wrote that an epoch aging through ``through`` when the
-        newest iteration was ``at`` hid, and the run still works on (:mod:`._written`)."""
+        newest iteration was ``at`` hid, and the run still works on (:mod:`._written`); ``memo``:
+        the run's (the files as the calls it read so far left them)."""
         note = written_note(
             groups,
             through=through,
@@ -294,6 +305,7 @@ class Age(Step):
             max_chars=self.written_chars,
             recent=self.written_recent,
             retrieval=retrieval,
+            files_of=memo.written if memo is not None else None,
         )
         return (note,) if note is not None else ()
 

@@ -57,7 +57,7 @@ from .._patches import parse_patch
 from .._shell import heredoc_lines, line_words, simple_commands
 from ..summary.memory._calls import call_facts
 
-__all__ = ["FileWrite", "WrittenFile", "call_writes", "written_files", "written_note"]
+__all__ = ["FileWrite", "WrittenFile", "WrittenFiles", "call_writes", "written_files", "written_note"]
 
 _WRITE_TOOLS = frozenset({"Write", "write_file", "create_file", "write"})
 _EDIT_TOOLS = frozenset({"Edit", "edit_file", "MultiEdit", "str_replace", "replace_in_file"})
@@ -300,6 +300,13 @@ def written_files(calls: Iterable[tuple[int, ToolCall]]) -> dict[str, WrittenFil
     ``python gen.py > f``) keeps the text the agent's writes left, with that call's iteration in
     ``changed`` (until its next whole write), so the note never passes it off as current."""
     files: dict[str, WrittenFile] = {}
+    _advance(files, calls)
+    return files
+
+
+def _advance(files: dict[str, WrittenFile], calls: Iterable[tuple[int, ToolCall]]) -> None:
+    """Apply ``calls`` (oldest first) to ``files``, the state the calls before them left
+    (:func:`written_files` is this fold from nothing)."""
     for iteration, call in calls:
         writes = call_writes(call)
         for path in _changed_unread(call, files, {w.path for w in writes}) if files else ():
@@ -317,7 +324,41 @@ def written_files(calls: Iterable[tuple[int, ToolCall]]) -> dict[str, WrittenFil
                 hunks, whole_at, changed = (*known.hunks, write.text), known.whole_at, known.changed
                 first = known.first
             files[write.path] = WrittenFile(write.path, text, hunks, iteration, whole_at, changed, first)
-    return files
+
+
+class WrittenFiles:
+    """:func:`written_files` of calls that mostly extend the calls asked about before (a run's
+    history only grows): the files after the longest of the last few call lists asked about that
+    begins the new one (its calls the same objects at the same iterations), advanced by the rest.
+    Owned by one run (its aging memo); never shared between runs."""
+
+    def __init__(self, kept: int = 4) -> None:
+        self._kept = kept
+        # (the calls, the files they left): the newest last; a kept dict is never changed
+        self._states: list[tuple[list[tuple[int, ToolCall]], dict[str, WrittenFile]]] = []
+
+    def of(self, calls: Iterable[tuple[int, ToolCall]]) -> Mapping[str, WrittenFile]:
+        """``written_files(calls)`` (the result is shared: do not change it)."""
+        wanted = list(calls)
+        done: list[tuple[int, ToolCall]] = []
+        files: dict[str, WrittenFile] = {}
+        for state in self._states:
+            known = state[0]
+            if len(done) < len(known) <= len(wanted) and _same_calls(wanted, known):
+                done, files = state
+        if len(done) == len(wanted):
+            return files
+        files = dict(files)
+        _advance(files, wanted[len(done) :])
+        if len(self._states) >= self._kept:
+            del self._states[0]
+        self._states.append((wanted, files))
+        return files
+
+
+def _same_calls(calls: list[tuple[int, ToolCall]], prefix: list[tuple[int, ToolCall]]) -> bool:
+    """Whether ``calls`` begins with ``prefix``: the same call objects at the same iterations."""
+    return all(a is b or (a[0] == b[0] and a[1] is b[1]) for a, b in zip(calls, prefix, strict=False))
 
 
 # --------------------------------------------------------------------------- the note
@@ -396,13 +437,16 @@ def written_note(
     max_chars: int,
     recent: int,
     retrieval: bool,
+    files_of: WrittenFiles | None = None,
 ) -> Message | None:
     """The note of the files the agent wrote with a hidden write (iteration ``<= through``, since the
     file's newest whole write) that its last ``recent`` iterations up to ``at`` still work on, within
-    ``max_chars`` of text (:func:`_shown`); None when there is none."""
+    ``max_chars`` of text (:func:`_shown`); None when there is none. ``files_of``: the run's (reads
+    only the calls it has not read yet)."""
     if max_chars <= 0 or through <= 0:
         return None
-    files = written_files(_calls(groups, at))
+    calls = _calls(groups, at)
+    files = written_files(calls) if files_of is None else files_of.of(calls)
     low = max(1, at - recent + 1)
     texts = _agent_texts(groups, low, at)
     used = [(max(f.last, _named_at(f.path, texts)), f) for f in files.values() if f.first <= through]
