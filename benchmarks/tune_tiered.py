@@ -95,6 +95,17 @@ CANDIDATES: dict[str, Policy] = {
     "arguments-400": _with_age("arguments-400", max_arg_chars=400),
     "arguments-400-novel-8": _with_age("arguments-400-novel-8", max_arg_chars=400, keep_novel=8),
     "reasoning-novel": _with_age("reasoning-novel", reasoning="novel"),
+    # issue 18: the agent's later sentences naming something not shown later, with a leaner schedule
+    "reasoning-novel-patience-0.75": _with_age(
+        "reasoning-novel-patience-0.75", reasoning="novel", patience=0.75
+    ),
+    "reasoning-novel-patience-0.6": _with_age(
+        "reasoning-novel-patience-0.6", reasoning="novel", patience=0.6
+    ),
+    "reasoning-novel-patience-0.5": _with_age(
+        "reasoning-novel-patience-0.5", reasoning="novel", patience=0.5
+    ),
+    "reasoning-novel-novel-3": _with_age("reasoning-novel-novel-3", reasoning="novel", keep_novel=3),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),
     # when to age: the break-even rule with another patience (below 1: sooner); every N iterations
@@ -141,6 +152,7 @@ COLUMNS = (
     "own",
     "peak 65+",
     "rewrites",
+    "costlier",
 )
 
 
@@ -166,7 +178,12 @@ def _row(name: str, t: Mapping[str, Any]) -> str:
         t["long_run_peak_vs_full"] if t["long_runs"] else None,
         t["prefix_rewrite_rate"],
     ]
-    return f"{name:22} " + " ".join(f"{_pct(c):>10}" for c in cells)
+    costlier = t.get("runs_costlier_than_full")
+    return (
+        f"{name:22} "
+        + " ".join(f"{_pct(c):>10}" for c in cells)
+        + f" {costlier if costlier is not None else '-':>10}"
+    )
 
 
 def print_tables(document: Mapping[str, Any]) -> None:
