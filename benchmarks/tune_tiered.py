@@ -105,6 +105,28 @@ CANDIDATES: dict[str, Policy] = {
     "reasoning-novel-patience-0.5": _with_age(
         "reasoning-novel-patience-0.5", reasoning="novel", patience=0.5
     ),
+    "reasoning-novel-patience-0.6-novel-8": _with_age(
+        "reasoning-novel-patience-0.6-novel-8", reasoning="novel", patience=0.6, keep_novel=8
+    ),
+    "reasoning-novel-patience-0.75-novel-8": _with_age(
+        "reasoning-novel-patience-0.75-novel-8", reasoning="novel", patience=0.75, keep_novel=8
+    ),
+    # issue 18: condensed iterations also keep up to N lines of what the agent wrote (reasoning after
+    # its first sentence, its calls' text) naming what it referred to afterwards or nothing names later
+    "own-0": _with_age("own-0", keep_own=0),  # the default before
+    "own-0-patience-1.25": _with_age("own-0-patience-1.25", keep_own=0, patience=1.25),
+    "own-0-patience-1.5": _with_age("own-0-patience-1.5", keep_own=0, patience=1.5),
+    "own-3": _with_age("own-3", keep_own=3),
+    "own-4": _with_age("own-4", keep_own=4),
+    "reasoning-novel-own-2": _with_age("reasoning-novel-own-2", reasoning="novel", keep_own=2),
+    "reasoning-novel-own-4": _with_age("reasoning-novel-own-4", reasoning="novel", keep_own=4),
+    "own-2-patience-0.75": _with_age("own-2-patience-0.75", keep_own=2, patience=0.75),
+    "reasoning-novel-own-2-patience-0.75": _with_age(
+        "reasoning-novel-own-2-patience-0.75", reasoning="novel", keep_own=2, patience=0.75
+    ),
+    "reasoning-novel-own-2-patience-0.6": _with_age(
+        "reasoning-novel-own-2-patience-0.6", reasoning="novel", keep_own=2, patience=0.6
+    ),
     "reasoning-novel-novel-3": _with_age("reasoning-novel-novel-3", reasoning="novel", keep_novel=3),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),
