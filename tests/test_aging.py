@@ -599,3 +599,19 @@ def test_the_agents_own_lines_leave_the_choice_of_output_lines_alone() -> None:
     without = condensed_note([older, newer], retrieval=False, later=later, referred=2).text
     assert "    value_x = 7" in with_own and "    value_x = 7" in without
     assert "    So value_x is wrong." in with_own
+
+
+def test_age_keep_own_puts_the_agents_own_lines_in_its_condensed_notes() -> None:
+    thought = "Look at the config.\nIt reads self.connection.settings_dict.get here."
+    groups = {
+        0: (SYSTEM, TASK),
+        1: tuple(step(1, thought, "ls", "a.py")),
+        2: tuple(step(2, "Done.", "ls", "b")),
+    }
+    quoted = "    It reads self.connection.settings_dict.get here."
+    with_own = Age(keep_own=2).note(groups, (1, 1, 2), retrieval=False)
+    assert with_own is not None and quoted in with_own.text.splitlines()
+    plain = Age().note(groups, (1, 1, 2), retrieval=False)
+    assert plain is not None and quoted not in plain.text.splitlines()
+    with pytest.raises(ConfigurationError):
+        Age(keep_own=-1)

@@ -18,9 +18,7 @@ PRESETS: dict[str, Policy] = {
     # their first lines and the lines naming something not shown later, reasoning its first sentence,
     # calls their arguments up to 200 chars), iterations older than 4 condensed 2 at a time into one
     # line each plus up to 8 output lines the agent referred to afterwards and up to 5 naming the most
-    # things shown nowhere later (outputs of 5 lines or fewer whole), and up to 2 lines of what the
-    # agent wrote there (its later sentences, its scripts' lines) naming what it used afterwards or
-    # nothing later names; when to age is the
+    # things shown nowhere later (outputs of 5 lines or fewer whole); when to age is the
     # break-even rule under the run's cache and price model (aging/_step.py). Outputs over 10,000
     # chars are cut when they arrive, but only past 50,000 (about 12k tokens, under a tenth of a 128k
     # window) while the cut would be the first thing hidden: it would send context_retrieve's schema,
