@@ -102,6 +102,42 @@ CANDIDATES: dict[str, Policy] = {
     "arguments-400": _with_age("arguments-400", max_arg_chars=400),
     "arguments-400-novel-8": _with_age("arguments-400-novel-8", max_arg_chars=400, keep_novel=8),
     "reasoning-novel": _with_age("reasoning-novel", reasoning="novel"),
+    # issue 18: the agent's later sentences naming something not shown later, with a leaner schedule
+    "reasoning-novel-patience-0.75": _with_age(
+        "reasoning-novel-patience-0.75", reasoning="novel", patience=0.75
+    ),
+    "reasoning-novel-patience-0.6": _with_age(
+        "reasoning-novel-patience-0.6", reasoning="novel", patience=0.6
+    ),
+    "reasoning-novel-patience-0.5": _with_age(
+        "reasoning-novel-patience-0.5", reasoning="novel", patience=0.5
+    ),
+    "reasoning-novel-patience-0.6-novel-8": _with_age(
+        "reasoning-novel-patience-0.6-novel-8", reasoning="novel", patience=0.6, keep_novel=8
+    ),
+    "reasoning-novel-patience-0.75-novel-8": _with_age(
+        "reasoning-novel-patience-0.75-novel-8", reasoning="novel", patience=0.75, keep_novel=8
+    ),
+    # issue 18: condensed iterations also keep up to N lines of what the agent wrote (reasoning after
+    # its first sentence, its calls' text) naming what it referred to afterwards or nothing names later
+    "own-0": _with_age("own-0", keep_own=0),  # the default before
+    "own-0-patience-1.25": _with_age("own-0-patience-1.25", keep_own=0, patience=1.25),
+    "own-0-patience-1.5": _with_age("own-0-patience-1.5", keep_own=0, patience=1.5),
+    "own-3": _with_age("own-3", keep_own=3),
+    "own-1": _with_age("own-1", keep_own=1),
+    "own-2-novel-8": _with_age("own-2-novel-8", keep_own=2, keep_novel=8),
+    "own-0-novel-8": _with_age("own-0-novel-8", keep_own=0, keep_novel=8),
+    "own-4": _with_age("own-4", keep_own=4),
+    "reasoning-novel-own-2": _with_age("reasoning-novel-own-2", reasoning="novel", keep_own=2),
+    "reasoning-novel-own-4": _with_age("reasoning-novel-own-4", reasoning="novel", keep_own=4),
+    "own-2-patience-0.75": _with_age("own-2-patience-0.75", keep_own=2, patience=0.75),
+    "reasoning-novel-own-2-patience-0.75": _with_age(
+        "reasoning-novel-own-2-patience-0.75", reasoning="novel", keep_own=2, patience=0.75
+    ),
+    "reasoning-novel-own-2-patience-0.6": _with_age(
+        "reasoning-novel-own-2-patience-0.6", reasoning="novel", keep_own=2, patience=0.6
+    ),
+    "reasoning-novel-novel-3": _with_age("reasoning-novel-novel-3", reasoning="novel", keep_novel=3),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),
     # when to age: the break-even rule with another patience (below 1: sooner); every N iterations
@@ -152,6 +188,7 @@ COLUMNS = (
     "own",
     "peak 65+",
     "rewrites",
+    "costlier",
 )
 
 
@@ -177,7 +214,12 @@ def _row(name: str, t: Mapping[str, Any]) -> str:
         t["long_run_peak_vs_full"] if t["long_runs"] else None,
         t["prefix_rewrite_rate"],
     ]
-    return f"{name:22} " + " ".join(f"{_pct(c):>10}" for c in cells)
+    costlier = t.get("runs_costlier_than_full")
+    return (
+        f"{name:22} "
+        + " ".join(f"{_pct(c):>10}" for c in cells)
+        + f" {costlier if costlier is not None else '-':>10}"
+    )
 
 
 def print_tables(document: Mapping[str, Any]) -> None:

@@ -570,3 +570,48 @@ async def test_the_memoized_aged_part_equals_a_render_from_scratch() -> None:
                 compared += 1
             history += [m for m in run.messages if m.iteration == k]
     assert compared >= 3 and len(manager.schedule.epochs) >= 3  # type: ignore[union-attr]
+
+
+def test_condensed_lines_keep_the_agents_own_lines_naming_what_it_used_afterwards() -> None:
+    thought = "THOUGHT: Look at the config.\nIt reads self.connection.settings_dict.get here.\nNothing else."
+    filler = "\\n".join(["# a comment line to fill the command past what its line shows"] * 3)
+    script = f"cat <<'EOF' > probe.py\\nimport os\\n{filler}\\nprobe_marker = os.environ.get(1)\\nEOF"
+    first = (1, tuple(step(1, thought, script, "<returncode>0</returncode>")))
+    later = (Message("assistant", "Call self.connection.settings_dict.get again.", iteration=2),)
+    lines = condensed_note([first], retrieval=False, later=later, own=2).text.splitlines()
+    assert lines[2:] == [
+        "    <returncode>0</returncode>",  # a short output: kept whole
+        "    It reads self.connection.settings_dict.get here.",  # named afterwards: first
+        "    probe_marker = os.environ.get(1)",  # named nowhere after it
+    ]
+    assert condensed_note([first], retrieval=False, later=later).text.count("\n") == 2  # own=0: none
+    one = condensed_note([first], retrieval=False, later=later, own=1).text.splitlines()
+    assert one[3:] == ["    It reads self.connection.settings_dict.get here."]
+
+
+def test_the_agents_own_lines_leave_the_choice_of_output_lines_alone() -> None:
+    """An own line of a newer iteration naming what an older output line names does not displace
+    that output line (only an output shows the line an output held)."""
+    older = _one_output(1, "\n".join(["value_x = 7", *(["plain words"] * 6)]))
+    newer = (2, tuple(step(2, "Check.\nSo value_x is wrong.", "ls", "\n".join(["plain"] * 7))))
+    later = (Message("assistant", "Fix value_x.", iteration=3),)
+    with_own = condensed_note([older, newer], retrieval=False, later=later, referred=2, own=2).text
+    without = condensed_note([older, newer], retrieval=False, later=later, referred=2).text
+    assert "    value_x = 7" in with_own and "    value_x = 7" in without
+    assert "    So value_x is wrong." in with_own
+
+
+def test_age_keep_own_puts_the_agents_own_lines_in_its_condensed_notes() -> None:
+    thought = "Look at the config.\nIt reads self.connection.settings_dict.get here."
+    groups = {
+        0: (SYSTEM, TASK),
+        1: tuple(step(1, thought, "ls", "a.py")),
+        2: tuple(step(2, "Done.", "ls", "b")),
+    }
+    quoted = "    It reads self.connection.settings_dict.get here."
+    with_own = Age(keep_own=2).note(groups, (1, 1, 2), retrieval=False)
+    assert with_own is not None and quoted in with_own.text.splitlines()
+    plain = Age().note(groups, (1, 1, 2), retrieval=False)
+    assert plain is not None and quoted not in plain.text.splitlines()
+    with pytest.raises(ConfigurationError):
+        Age(keep_own=-1)

@@ -18,6 +18,15 @@ are short (at most :data:`SHORT_LINES` lines: a one-line answer, a short listing
 a test summary) keeps them all: choosing among five lines spares little, and
 their lines are what the agent's next steps build on.
 
+With ``own`` > 0, up to that many lines of what the agent itself wrote in the
+iteration follow too (:func:`own_extra`): its reasoning after the first sentence and
+the lines of its calls' text (a script, a file, a patch it wrote), those naming what
+it referred to afterwards first, then those naming what nothing after them names. An
+agent re-uses its own names (a helper it defined, a setting its script set, a method
+it quoted while reasoning) long after the line that shows its call is all that is
+left of them. What they show never stops an output line from being kept: the
+agent naming a thing is not the output line that showed it.
+
 The note is a ``user`` message: the chunk's assistant and tool messages are
 gone, so no call can lose its result.
 """
@@ -40,7 +49,7 @@ from .._heuristics import error_line, looks_like_error, parse_exit_code
 from .._memo import run_memo
 from .._names import retrieve_call
 from ._jsonform import json_fields, output_lines
-from ._reasoning import first_sentence
+from ._reasoning import first_sentence, split_sentences
 from ._refs import Refs, line_refs, refs, refs_of_all, text_refs
 from ._reports import NO_REPORTS, Reports
 
@@ -328,6 +337,7 @@ class Reading:
         "_extras",
         "_kept",
         "_lines",
+        "_own",
         "actions",
         "labels",
         "messages",
@@ -352,6 +362,13 @@ class Reading:
         self._lines: dict[tuple[int, str | None], tuple[str, Refs]] = {}
         self._extras: dict[tuple[object, ...], Extra] = {}
         self._kept: dict[Reports, tuple[Message, ...]] = {}
+        self._own: Lines | None = None
+
+    def own(self) -> Lines:
+        """The agent's own lines past its line (:func:`_own_lines`), found when first asked for."""
+        if self._own is None:
+            self._own = _own_lines(self.messages)
+        return self._own
 
     def kept(self, reports: Reports) -> tuple[Message, ...]:
         """Its sub-agents' reports (:meth:`~._reports.Reports.of`), found once per ``reports``."""
@@ -410,6 +427,50 @@ def _output_refs(messages: tuple[Message, ...]) -> Lines:
                     named.append((position, line, found))
         index += len(lines)
     return _indexed(tuple(named))
+
+
+def _agent_texts(message: Message) -> list[str]:
+    """What an assistant message wrote past what its condensed line shows: the sentences of its
+    reasoning after the first, and every line of its calls' string arguments (a script, a file, a
+    patch, a long command), in order."""
+    texts = split_sentences(message.text)[1:] if message.text else []
+    for call in message.tool_calls:
+        try:
+            args = orjson.loads(call.arguments or "{}")
+        except orjson.JSONDecodeError:
+            args = call.arguments
+        stack = [args]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, str):
+                texts.extend(line for line in value.splitlines() if line.strip())
+            elif isinstance(value, dict):
+                stack.extend(reversed(list(value.values())))
+            elif isinstance(value, list):
+                stack.extend(reversed(value))
+    return texts
+
+
+@run_memo(4096)
+def _own_lines(messages: tuple[Message, ...]) -> Lines:
+    """The agent's own lines of an iteration (:func:`_agent_texts`) naming references, each cut to
+    one line, with them: what a note may keep of what the agent wrote besides its line."""
+    texts = [text for m in messages if m.role == "assistant" for text in _agent_texts(m)]
+    lines = [_one_line(text, _REFERRED_CHARS) for text in texts]
+    return _named(lines)
+
+
+def own_extra(lines: Lines, wanted: Set[str], shown: set[str], seen: Set[str], limit: int) -> str:
+    """Up to ``limit`` of the agent's own ``lines``: those naming what it referred to afterwards
+    (``wanted``) first, then those naming what nothing after them names (``seen``), neither shown by
+    a newer line of the note (``shown``, updated); in the order it wrote them."""
+    if not lines.named or limit <= 0:
+        return ""
+    chosen = _referred(lines, wanted, shown, limit)
+    if len(chosen) < limit:
+        chosen += _informative(lines, set(seen) | shown, limit - len(chosen))
+        shown.update(chain.from_iterable(lines.named[p][2] for p in chosen))
+    return "".join(f"\n    {lines.named[p][1]}" for p in sorted(chosen))
 
 
 @run_memo(8192)
@@ -502,6 +563,7 @@ class ChunkReading:
         "names",
         "notes",
         "novel",
+        "own",
         "read",
         "referred",
         "reports",
@@ -518,9 +580,11 @@ class ChunkReading:
         referred: int = 0,
         novel: int = 0,
         scale: NovelScale = NO_SCALE,
+        own: int = 0,
     ) -> None:
         self.chunk = tuple(chunk)  # kept: a memo's key is their identities
         self.reports, self.referred, self.novel, self.scale = reports, referred, novel, scale
+        self.own = own
         labels: list[str] = []
         texts = 0
         names: set[str] = set()
@@ -531,6 +595,8 @@ class ChunkReading:
             labels.extend(whole.labels)
             texts += whole.texts
             names.update(reading.names)
+            if own:
+                names.update(whole.own().where)
         self.labels, self.texts, self.names = tuple(labels), texts, frozenset(names)
         self.notes: dict[tuple[object, ...], CondensedNote] = {}  # by :meth:`inputs` (bounded by the memo)
         # what the ``later`` read so far tells (see :meth:`inputs`)
@@ -559,9 +625,9 @@ class ChunkReading:
         names = self.names
         if not names:
             return
-        if self.referred:
+        if self.referred or self.own:
             self._wanted |= _actions(messages) & names
-        if self.scale.keeps(self.novel):
+        if self.scale.keeps(self.novel) or self.own:
             self._seen |= _named_in(messages) & names
 
     def note(
@@ -582,6 +648,7 @@ class ChunkReading:
                 scale=self.scale,
                 reports=self.reports,
                 readings=readings,
+                own=self.own,
             )
             if len(self.notes) >= _NOTES:  # the oldest first (the messages after the chunk only grow)
                 del self.notes[next(iter(self.notes))]
@@ -602,6 +669,7 @@ def condensed_note(
     scale: NovelScale = NO_SCALE,
     reports: Reports = NO_REPORTS,
     readings: Readings | None = None,
+    own: int = 0,
 ) -> Message:
     """The note standing for a chunk of iterations ``(iteration, messages)``, oldest first.
 
@@ -620,7 +688,7 @@ def condensed_note(
     label = _label([*(x for _, r in read for x in r.labels), *labels], texts + sum(r.texts for _, r in read))
     # What the messages after the chunk name: with what the newer lines show (``shown``), what the
     # novel lines must not name (all a newer line names is in ``shown``, so this stays as it is).
-    seen = frozenset(_named_in(later)) if scale.keeps(novel) else frozenset()
+    seen = frozenset(_named_in(later)) if scale.keeps(novel) or own else frozenset()
     return _render_note(
         read,
         label=label,
@@ -632,6 +700,7 @@ def condensed_note(
         scale=scale,
         reports=reports,
         readings=readings,
+        own=own,
     ).message
 
 
@@ -647,6 +716,7 @@ def _render_note(
     scale: NovelScale,
     reports: Reports,
     readings: Readings | None,
+    own: int = 0,
 ) -> CondensedNote:
     """:func:`condensed_note` given what the messages after the chunk tell it: the ``label``, what
     their assistant messages name (``wanted``) and what their texts name (``seen``), either whole or
@@ -658,6 +728,7 @@ def _render_note(
     read = [(k, whole, whole.kept(reports)) for k, whole in chunk]
     named: set[str] = set(wanted)
     shown: set[str] = set()
+    mine: set[str] = set()  # what the note shows, its own lines' names too
     extra = bool(referred) or scale.keeps(novel)
     lines: list[str] = []
     for k, whole, kept in reversed(read):
@@ -678,6 +749,9 @@ def _render_note(
             )
             shown.update(kept_names)
             shown.update(novel_names)
+        if own:  # the agent's own lines: what they show leaves the choice of output lines alone
+            mine.update(shown)
+            tail += own_extra(whole.own(), named, mine, seen, own)
         if kept:  # a sub-agent's report, whole
             report = [text for message in kept for text in message.text.splitlines() if text.strip()]
             tail += "".join(f"\n    {text}" for text in report)

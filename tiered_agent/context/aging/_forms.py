@@ -431,10 +431,12 @@ def condensed(
     scale: NovelScale = NO_SCALE,
     reports: Reports = NO_REPORTS,
     memo: FormsMemo | None = None,
+    own: int = 0,
 ) -> Message:
     """The note for a chunk of condensed iterations; ``later``: the messages after the chunk up to
     the epoch that condensed it; ``scale``: how the novel lines grow with an output's length;
-    ``reports``: the outputs it keeps whole; ``memo``: the run's."""
+    ``reports``: the outputs it keeps whole; ``memo``: the run's; ``own``: the agent's own lines
+    kept under each iteration's line (:func:`~._condense.own_extra`)."""
     if memo is None:
         return condensed_note(
             chunk,
@@ -444,12 +446,13 @@ def condensed(
             novel=novel,
             scale=scale,
             reports=reports,
+            own=own,
         )
-    key = (retrieval, referred, novel, scale, reports, _identity((), chunk))
+    key = (retrieval, referred, novel, scale, reports, own, _identity((), chunk))
     read = memo.chunks.get(key)
     if read is None or read.chunk != tuple(chunk):
         read = memo.chunks[key] = ChunkReading(
-            chunk, reports, memo.readings, referred=referred, novel=novel, scale=scale
+            chunk, reports, memo.readings, referred=referred, novel=novel, scale=scale, own=own
         )
     note = read.note(read.inputs(later), retrieval, memo.readings)
     memo.keep(note)

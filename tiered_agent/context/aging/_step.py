@@ -20,7 +20,10 @@ the provider's cache holds all of it. The forms:
   referred to afterwards (when it was condensed) and up to ``keep_novel`` lines
   naming the most things shown nowhere after them (with ``novel_per_lines`` = K > 0:
   up to one per K lines of the iteration's outputs when that is more, at most
-  ``max_lines``; 0: ``keep_novel`` whatever the length);
+  ``max_lines``; 0: ``keep_novel`` whatever the length), and up to ``keep_own`` lines of
+  what the agent itself wrote there past its line (reasoning after its first sentence, the lines
+  of its calls' text: a script, a file, a patch), those naming what it referred to afterwards
+  first, then those naming what nothing after them names;
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
 * the files the agent wrote with a hidden write (since their newest whole write) that its last
@@ -121,6 +124,7 @@ class Age(Step):
     keep_referred: int = 8
     keep_novel: int = 5
     novel_per_lines: int = 8
+    keep_own: int = 0
     every: int | None = None
     patience: float = 1.0
     keep_tools: tuple[str, ...] = ("Task", "Agent")
@@ -146,6 +150,7 @@ class Age(Step):
             "keep_referred",
             "keep_novel",
             "novel_per_lines",
+            "keep_own",
             "keep_max_chars",
             "written_chars",
         ):
@@ -331,6 +336,7 @@ class Age(Step):
             scale=self.novel_scale(),
             reports=self.reports(),
             memo=memo,
+            own=self.keep_own,
         )
 
 
@@ -344,7 +350,14 @@ class AgeRuntime(StepRuntime):
         self.settings = step
         # the run's forms and notes, shared with any other policy of the run aging the same way
         self.memo = run.memos.get(
-            FormsMemo, (step.style(run.retrieval), step.keep_referred, step.keep_novel, step.novel_scale())
+            FormsMemo,
+            (
+                step.style(run.retrieval),
+                step.keep_referred,
+                step.keep_novel,
+                step.novel_scale(),
+                step.keep_own,
+            ),
         )
         self.renders = Renders(_RENDERS)
         terms = run.cache_terms if run.cache_terms is not None else CacheTerms.for_model(run.model)

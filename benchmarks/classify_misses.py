@@ -1,0 +1,230 @@
+"""Classify a policy's misses by where the missed string lived in ``full`` (issue 18).
+
+Replays each run as the bench does (``replay_prompts``), asks the line and own-writing rulers
+(``bench/_evidence.py``) and the salient and word rulers which needed strings each prompt missed,
+and files every miss under the newest earlier message that held it:
+
+* the iteration's tier in that prompt: ``window`` (verbatim), ``aged`` (level 1), ``condensed``;
+* the message part: ``reasoning:first`` / ``reasoning:later`` (the agent's text, in or after its
+  first sentence), ``args:head`` / ``args:tail`` (a call's arguments, before or after
+  ``max_arg_chars``), ``output`` (a tool result), ``user``;
+* whether the term is still in the prompt somewhere (``present``: the evidence window is not) or
+  not at all (``absent``), and whether the files note holds it (``note``).
+
+    python benchmarks/classify_misses.py [PATH ...] [--half A] [--family swe-shell] [--policy tiered]
+        [--policy-json FILE] [--examples 3] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from tiered_agent._logging import configure_logging
+from tiered_agent._messages import Message
+from tiered_agent.bench._evidence import EvidenceIndex, PromptView, TextMemo
+from tiered_agent.bench._metrics import SalienceIndex
+from tiered_agent.bench._recorded import RecordedRun
+from tiered_agent.bench._replay import ReplaySettings, policy_config, replay_prompts
+from tiered_agent.bench._rulers import WordIndex
+from tiered_agent.bench._terms import message_text, normalize
+from tiered_agent.context._policy import Policy
+from tiered_agent.context.aging._reasoning import first_sentence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tune_tiered import _runs
+
+RULERS = ("salient", "word", "line", "own")
+
+
+def _part(message: Message, term: str, max_args: int) -> str:
+    if message.role == "assistant":
+        if term in (message.content or ""):
+            return "reasoning:first" if term in first_sentence(message.content) else "reasoning:later"
+        for call in message.tool_calls:
+            at = call.arguments.find(term)
+            if at >= 0:
+                cut = "args:head" if at + len(term) <= max_args // 2 else "args:tail"
+                return f"{cut}:{_command_kind(call.arguments)}"
+        return "assistant:?"
+    return "output" if message.role == "tool" else message.role
+
+
+def _command_kind(arguments: str) -> str:
+    try:
+        data = orjson.loads(arguments)
+        command = data.get("command", "") if isinstance(data, dict) else ""
+    except orjson.JSONDecodeError:
+        command = arguments
+    head = command.lstrip()[:200]
+    if not isinstance(head, str):
+        return "?"
+    if "<<" in head.split("\n", 1)[0]:
+        first = head.split("\n", 1)[0]
+        if first.startswith(("python", "python3")):
+            return "py-heredoc"
+        return "file-heredoc" if ">" in first or "tee" in first else "other-heredoc"
+    if head.startswith(("python -c", "python3 -c")):
+        return "py-c"
+    if "sed -i" in head:
+        return "sed-i"
+    return "other"
+
+
+def _tier(iteration: int, through: int, condensed: int) -> str:
+    if iteration <= condensed:
+        return "condensed"
+    return "aged" if iteration <= through else "window"
+
+
+def _holder(message: Message) -> str:
+    text = message.text
+    if message.role == "user" and text.startswith("[Files you wrote"):
+        return "in:files-note"
+    if message.role == "user" and text.startswith("[Iterations"):
+        return "in:condensed-note"
+    if message.iteration == 0:
+        return "in:task"
+    if message.role == "tool" and text.startswith("[older output"):
+        return "in:aged-output"
+    return f"in:{message.role}"
+
+
+class _Classifier:
+    def __init__(self, run: RecordedRun, max_args: int) -> None:
+        self.run = run
+        self.evidence = EvidenceIndex(run)
+        self.salience = SalienceIndex(run)
+        self.words = WordIndex(run)
+        self.messages = [m for m in run.messages if m.iteration >= 1]
+        self.max_args = max_args
+
+    def source(self, term: str, cutoff: int, *, observed: bool, raw: bool) -> Message | None:
+        for message in reversed(self.messages[:cutoff]):
+            if observed and message.role == "assistant":
+                continue
+            text = message_text(message) if raw else normalize(message_text(message))
+            if term in text:
+                return message
+        return None
+
+    def classify(
+        self,
+        term: str,
+        cutoff: int,
+        prompt: Sequence[Message],
+        aging: tuple[int, int],
+        *,
+        observed: bool,
+        raw: bool,
+    ) -> str:
+        found = self.source(term, cutoff, observed=observed, raw=raw)
+        if found is None:
+            return "no-source"
+        tier = _tier(found.iteration, *aging)
+        part = _part(found, term, self.max_args)
+        holders = sorted({_holder(m) for m in prompt if term in normalize(message_text(m))})
+        return f"{tier}|{part}|{'+'.join(holders) or 'absent'}"
+
+
+async def _classify_run(run: RecordedRun, policy: Policy, max_args: int, examples: int) -> dict[str, Any]:
+    cls = _Classifier(run, max_args)
+    counts: dict[str, Counter[str]] = {r: Counter() for r in RULERS}
+    needed: Counter[str] = Counter()
+    samples: dict[str, list[str]] = {}
+    step = 0
+    iterations = sorted({m.iteration for m in run.messages if m.role == "assistant" and m.iteration >= 1})
+    async for prepared in replay_prompts(run, policy, ReplaySettings()):
+        iteration = iterations[step]
+        step += 1
+        prompt = prepared.built.messages
+        record = prepared.record().aging
+        aging = (record.through, record.condensed) if record is not None else (0, 0)
+        view = PromptView(prompt, TextMemo())
+        cutoff = cls.evidence.cutoff(iteration)
+        need = cls.evidence.needed(iteration)
+        joined = "\n".join(message_text(m) for m in prompt)
+        salient = cls.salience.salient(iteration)
+        words = cls.words.salient(iteration)
+        groups = {
+            "line": [
+                (t, True, False)
+                for t in need.observed
+                if not cls.evidence.shown(t, view, cutoff, observed=True)
+            ],
+            "own": [
+                (t, False, False) for t in need.own if not cls.evidence.shown(t, view, cutoff, observed=False)
+            ],
+            "salient": [(t, True, True) for t in salient if t not in joined],
+            "word": [(t, True, True) for t in words if t not in joined],
+        }
+        needed.update(line=len(need.observed), own=len(need.own), salient=len(salient), word=len(words))
+        for ruler, missed in groups.items():
+            for term, observed, raw in missed:
+                key = cls.classify(term, cutoff, prompt, aging, observed=observed, raw=raw)
+                counts[ruler][key] += 1
+                bucket = samples.setdefault(f"{ruler} {key}", [])
+                if len(bucket) < examples:
+                    bucket.append(f"{run.run_id} step {step} it {iteration}: {term}")
+    return {"counts": {r: dict(c) for r, c in counts.items()}, "needed": dict(needed), "samples": samples}
+
+
+def _job(args: tuple[RecordedRun, dict[str, Any], int, int]) -> dict[str, Any]:
+    configure_logging(level="error")
+    run, policy, max_args, examples = args
+    return anyio.run(_classify_run, run, Policy.from_dict(policy), max_args, examples)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    configure_logging(level="error")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", type=Path)
+    parser.add_argument("--half", choices=("A", "B"))
+    parser.add_argument("--family", default="swe-shell")
+    parser.add_argument("--policy", default="tiered")
+    parser.add_argument("--policy-json", type=Path)
+    parser.add_argument("--max-args", type=int, default=200)
+    parser.add_argument("--examples", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    shared = Path(__file__).resolve().parents[2] / "shared"
+    paths = args.paths or [shared / "trajectories", shared / "sessions"]
+    policy = (
+        Policy.from_dict(orjson.loads(args.policy_json.read_bytes()))
+        if args.policy_json
+        else policy_config(args.policy)
+    )
+    runs = _runs(paths, args.half, args.family)
+    jobs = [(r, policy.to_dict(), args.max_args, args.examples) for r in runs]
+    with multiprocessing.Pool(args.workers) as pool:
+        results = pool.map(_job, jobs)
+    needed: Counter[str] = Counter()
+    for result in results:
+        needed.update(result["needed"])
+    print(f"{len(runs)} runs; policy {policy.name}")
+    for ruler in RULERS:
+        total: Counter[str] = Counter()
+        for result in results:
+            total.update(result["counts"][ruler])
+        missed = sum(total.values())
+        print(f"\n== {ruler}: {missed} missed of {needed[ruler]} ({missed / max(needed[ruler], 1):.1%})")
+        for key, n in total.most_common():
+            print(f"{n:6d} {n / max(missed, 1):6.1%}  {key}")
+            shown = [s for result in results for s in result["samples"].get(f"{ruler} {key}", [])[:1]]
+            for sample in shown[: args.examples]:
+                print(f"{'':15}{sample}")
+    if args.json:
+        args.json.write_bytes(orjson.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
