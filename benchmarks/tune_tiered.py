@@ -120,11 +120,13 @@ CANDIDATES: dict[str, Policy] = {
     ),
     # issue 18: condensed iterations also keep up to N lines of what the agent wrote (reasoning after
     # its first sentence, its calls' text) naming what it referred to afterwards or nothing names later
-    "own-0": _with_age("own-0", keep_own=0),  # the default before
+    "own-0": _with_age("own-0", keep_own=0),  # the default before round 6's last change
     "own-0-patience-1.25": _with_age("own-0-patience-1.25", keep_own=0, patience=1.25),
     "own-0-patience-1.5": _with_age("own-0-patience-1.5", keep_own=0, patience=1.5),
     "own-3": _with_age("own-3", keep_own=3),
     "own-1": _with_age("own-1", keep_own=1),
+    "own-2": _with_age("own-2", keep_own=2),
+    "own-2-patience-0.8": _with_age("own-2-patience-0.8", keep_own=2, patience=0.8),
     "own-2-novel-8": _with_age("own-2-novel-8", keep_own=2, keep_novel=8),
     "own-0-novel-8": _with_age("own-0-novel-8", keep_own=0, keep_novel=8),
     "own-4": _with_age("own-4", keep_own=4),

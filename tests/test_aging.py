@@ -611,7 +611,7 @@ def test_age_keep_own_puts_the_agents_own_lines_in_its_condensed_notes() -> None
     quoted = "    It reads self.connection.settings_dict.get here."
     with_own = Age(keep_own=2).note(groups, (1, 1, 2), retrieval=False)
     assert with_own is not None and quoted in with_own.text.splitlines()
-    plain = Age().note(groups, (1, 1, 2), retrieval=False)
+    plain = Age(keep_own=0).note(groups, (1, 1, 2), retrieval=False)
     assert plain is not None and quoted not in plain.text.splitlines()
     with pytest.raises(ConfigurationError):
         Age(keep_own=-1)

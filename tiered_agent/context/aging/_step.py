@@ -124,7 +124,7 @@ class Age(Step):
     keep_referred: int = 8
     keep_novel: int = 5
     novel_per_lines: int = 8
-    keep_own: int = 0
+    keep_own: int = 2
     every: int | None = None
     patience: float = 1.0
     keep_tools: tuple[str, ...] = ("Task", "Agent")
