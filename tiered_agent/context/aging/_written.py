@@ -343,7 +343,9 @@ _OPEN = re.compile(rf"""\bopen\(\s*(?:{_LITERAL}|(\w+))\s*,\s*(?:mode\s*=\s*)?[r
 _PATH_CALL = re.compile(
     rf"""(?:\bPath\(\s*{_LITERAL}\s*\)|\b(\w+))\s*\.(?:write_text|write_bytes|open\(\s*(?:mode\s*=\s*)?['"]([rwaxbt+]+)['"])"""
 )
-_BINDING = re.compile(rf"""^[ \t]*(\w+)\s*=\s*(?:(?:pathlib\.)?Path\(\s*{_LITERAL}\s*\)|{_LITERAL})[ \t]*(?:#.*)?$""", re.M)
+_BINDING = re.compile(
+    rf"""^[ \t]*(\w+)\s*=\s*(?:(?:pathlib\.)?Path\(\s*{_LITERAL}\s*\)|{_LITERAL})[ \t]*(?:#.*)?$""", re.M
+)
 _PARAMETERS = re.compile(r"\b(?:def\s+\w+\s*\(([^)]*)\)|lambda([^:]*):)")
 _NAME = re.compile(r"\w+")
 _ASSIGNED = re.compile(r"^[ \t]*(\w+)\s*(?:=(?!=)|\+=)|\bfor\s+(\w+)\s+in\b|\bas\s+(\w+)", re.M)
