@@ -377,6 +377,51 @@ def test_the_aging_rule_waits_while_the_note_would_eat_the_saving() -> None:
     assert plain is not None and (with_note is None or with_note > plain)
 
 
+def test_a_condensing_epoch_waits_while_the_note_would_eat_its_saving() -> None:
+    """Aging keeps the big script the agent wrote whole (long arguments are not cut) and every other
+    iteration is too short to age, so only condensing saves: it drops the script to one line. But
+    the agent keeps running the script, so the note would show it again, and the condensing epoch
+    re-renders that note: counted, most of the saving is gone, so the epoch comes later or never."""
+    big = "\n".join(f"def helper_{n}(value):\n    return value * {n}" for n in range(120)) + "\n"
+    history = [SYSTEM, TASK]
+    for k in range(1, 61):
+        command = f"cat > big.py <<'EOF'\n{big}EOF" if k == 1 else "python big.py"
+        history += _iteration(k, command, [f"check {n} passed" for n in range(15)])
+
+    def first_epoch(age: Age) -> Epoch | None:
+        state = AgingState(age, counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
+        for last in range(1, 61):
+            state.update([m for m in history if m.iteration <= last], last)
+            if state.new_epoch is not None:
+                return state.new_epoch
+        return None
+
+    plain = first_epoch(Age(max_arg_chars=100_000, written_chars=0))
+    assert plain == Epoch(at=42, through=40, condensed=38)  # condensing, the write among what it hides
+    with_note = first_epoch(Age(max_arg_chars=100_000, written_chars=8000))
+    assert with_note is None or with_note.at > plain.at
+
+
+def test_condensing_counts_the_note_it_re_renders_when_the_write_first_leaves_and_after() -> None:
+    """Default aging cuts the script's heredoc and the outputs age. The epoch that first hides the
+    write grows the note by the whole script: condensing with it would save less than that, so
+    that epoch only ages (condensed 0; condensing through 24 with it when the growth is not
+    counted). Every later condensing epoch re-sends the note with the tail, so it waits for the
+    rent to cover those tokens too (iteration 49; 41 when they are not counted)."""
+    big = "\n".join(f"def helper_{n}(value):\n    return value * {n}" for n in range(120)) + "\n"
+    history = [SYSTEM, TASK]
+    for k in range(1, 81):
+        command = f"cat > big.py <<'EOF'\n{big}EOF" if k == 1 else "python big.py"
+        history += _iteration(k, command, [f"check {n} passed" for n in range(30)])
+    state = AgingState(Age(written_chars=8000), counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
+    epochs = []
+    for last in range(1, 81):
+        state.update([m for m in history if m.iteration <= last], last)
+        if state.new_epoch is not None:
+            epochs.append(state.new_epoch)
+    assert epochs == [Epoch(28, 26, 0), Epoch(49, 47, 44), Epoch(70, 68, 66)]
+
+
 # ----------------------------------------------------------------------------- knobs
 def test_the_knobs_are_validated_and_round_trip_through_json() -> None:
     policy = Policy("p", (Age(written_chars=4000, written_recent=5),))
