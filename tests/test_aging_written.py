@@ -24,6 +24,8 @@ from tiered_agent.context.aging._written import (
     WrittenFiles,
     call_writes,
     patch_writes,
+    program_writes,
+    python_written_paths,
     shell_writes,
     written_files,
     written_note,
@@ -228,6 +230,62 @@ def test_a_change_the_note_cannot_read_is_named_and_the_text_not_passed_off_as_c
     assert written_files(untouched)["r.py"].changed == 0  # reading it and writing elsewhere changes nothing
 
 
+_PY_EDIT = "text = path.read_text()\npath.write_text(text.replace('2.675', '1.005'))\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"python - <<'PY'\nfrom pathlib import Path\npath = Path('r.py')\n{_PY_EDIT}PY",
+        f'cd /x && python3 - <<EOF\nimport pathlib\npath = pathlib.Path("r.py")\n{_PY_EDIT}EOF\necho ok',
+        "python3 -c \"open('r.py', 'w').write('x = 1')\"",
+        'python -c \'import pathlib; pathlib.Path("r.py").write_text("x")\'',
+        "python - <<'PY'\nwith open('r.py', mode='a', encoding='utf-8') as f:\n    f.write('# end')\nPY",
+        "ed r.py <<EOF\n2a\nprint(1)\n.\nw\nq\nEOF",
+    ],
+)
+def test_a_program_writing_a_known_file_is_a_change_the_note_cannot_follow(command: str) -> None:
+    """A Python program (heredoc or ``-c``) or ``ed`` script that writes a file the agent wrote:
+    its text is computed, so the note keeps the text the writes left, marked as changed."""
+    calls = [
+        (1, call("bash", {"command": f"cat > r.py <<'EOF'\n{SCRIPT}EOF"})),
+        (2, call("bash", {"command": command})),
+    ]
+    assert program_writes(calls[1][1]) == ("r.py",)
+    file = written_files(calls)["r.py"]
+    assert (file.text, file.changed, file.last) == (SCRIPT, 2, 1)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 -c \"print(open('r.py').read())\"",  # reads
+        "python - <<'PY'\nprint(open('r.py', 'rb').read())\nPY",  # reads
+        "python - <<'PY'\npath = Path('r.py')\npath = Path('s.py')\npath.write_text('x')\nPY",  # bound twice
+        "python - <<'PY'\nfor name in ['r.py']:\n    open(name, 'w').write('x')\nPY",  # a computed path
+        "python - <<'PY'\npath = Path('r.py')\ndef save(path):\n    path.write_text('x')\nPY",  # a parameter
+        "python r.py",  # a script: what it writes is not in the call
+        "ssh host 'python -c \"open(1)\"'",
+    ],
+)
+def test_a_program_that_does_not_certainly_write_a_known_file_changes_nothing(command: str) -> None:
+    calls = [
+        (1, call("bash", {"command": f"cat > r.py <<'EOF'\n{SCRIPT}EOF"})),
+        (2, call("bash", {"command": command})),
+    ]
+    assert "r.py" not in program_writes(calls[1][1])
+    assert written_files(calls)["r.py"].changed == 0
+
+
+def test_python_written_paths_by_literal_only() -> None:
+    source = (
+        "import json\nout = 'out/report.json'\nwith open(out, 'w') as f:\n    json.dump({}, f)\n"
+        "open(\"log.txt\", \"a+\").write('x')\nPath('cfg.ini').write_bytes(b'')\n"
+        "Path('r.md').open('w')\nopen(f'{name}.txt', 'w')\nopen('read.txt', 'r')\n"
+    )
+    assert list(python_written_paths(source)) == ["out/report.json", "log.txt", "cfg.ini", "r.md"]
+
+
 # ----------------------------------------------------------------------------- the note
 def _iteration(k: int, command: str, output: list[str]) -> list[Message]:
     """Iteration ``k``: the agent runs ``command`` in bash and gets ``output`` back."""
@@ -319,6 +377,51 @@ def test_the_aging_rule_waits_while_the_note_would_eat_the_saving() -> None:
     assert plain is not None and (with_note is None or with_note > plain)
 
 
+def test_a_condensing_epoch_waits_while_the_note_would_eat_its_saving() -> None:
+    """Aging keeps the big script the agent wrote whole (long arguments are not cut) and every other
+    iteration is too short to age, so only condensing saves: it drops the script to one line. But
+    the agent keeps running the script, so the note would show it again, and the condensing epoch
+    re-renders that note: counted, most of the saving is gone, so the epoch comes later or never."""
+    big = "\n".join(f"def helper_{n}(value):\n    return value * {n}" for n in range(120)) + "\n"
+    history = [SYSTEM, TASK]
+    for k in range(1, 61):
+        command = f"cat > big.py <<'EOF'\n{big}EOF" if k == 1 else "python big.py"
+        history += _iteration(k, command, [f"check {n} passed" for n in range(15)])
+
+    def first_epoch(age: Age) -> Epoch | None:
+        state = AgingState(age, counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
+        for last in range(1, 61):
+            state.update([m for m in history if m.iteration <= last], last)
+            if state.new_epoch is not None:
+                return state.new_epoch
+        return None
+
+    plain = first_epoch(Age(max_arg_chars=100_000, written_chars=0))
+    assert plain == Epoch(at=42, through=40, condensed=38)  # condensing, the write among what it hides
+    with_note = first_epoch(Age(max_arg_chars=100_000, written_chars=8000))
+    assert with_note is None or with_note.at > plain.at
+
+
+def test_condensing_counts_the_note_it_re_renders_when_the_write_first_leaves_and_after() -> None:
+    """Default aging cuts the script's heredoc and the outputs age. The epoch that first hides the
+    write grows the note by the whole script: condensing with it would save less than that, so
+    that epoch only ages (condensed 0; condensing through 24 with it when the growth is not
+    counted). Every later condensing epoch re-sends the note with the tail, so it waits for the
+    rent to cover those tokens too (iteration 49; 41 when they are not counted)."""
+    big = "\n".join(f"def helper_{n}(value):\n    return value * {n}" for n in range(120)) + "\n"
+    history = [SYSTEM, TASK]
+    for k in range(1, 81):
+        command = f"cat > big.py <<'EOF'\n{big}EOF" if k == 1 else "python big.py"
+        history += _iteration(k, command, [f"check {n} passed" for n in range(30)])
+    state = AgingState(Age(written_chars=8000), counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
+    epochs = []
+    for last in range(1, 81):
+        state.update([m for m in history if m.iteration <= last], last)
+        if state.new_epoch is not None:
+            epochs.append(state.new_epoch)
+    assert epochs == [Epoch(28, 26, 0), Epoch(49, 47, 44), Epoch(70, 68, 66)]
+
+
 # ----------------------------------------------------------------------------- knobs
 def test_the_knobs_are_validated_and_round_trip_through_json() -> None:
     policy = Policy("p", (Age(written_chars=4000, written_recent=5),))
@@ -358,6 +461,14 @@ def test_arbitrary_calls_never_raise(name: str, arguments: str) -> None:
 def test_arbitrary_shell_and_patch_text_never_raises(text: str) -> None:
     list(shell_writes(text))
     list(patch_writes(text))
+    assert all(isinstance(path, str) and path for path in python_written_paths(text))
+    for command in (
+        text,
+        f"python - <<'PY'\n{text}\nPY",
+        f"python3 -c {json.dumps(text)}",
+        f"ed f <<E\n{text}",
+    ):
+        assert all(isinstance(path, str) for path in program_writes(call("bash", {"command": command})))
 
 
 # ----------------------------------------------------------------------------- patched files

@@ -194,13 +194,20 @@ class AgingState:
         grows by what the epoch hides (less saving) and is re-sent with the tail (more cost)."""
         if self.step.written_chars <= 0:
             return True
-        groups = {k: tuple(v) for k, v in self._groups.items() if k <= last}
-        new = self._count(self.step.written(groups, limit, last, self.retrieval, self.memo))
-        net = saving - max(new - self._written, 0)
+        net, new = self._written_net(last, limit, saving)
         if net <= 0:
             return False
         per_call = self.terms.rent(net)
         return self._pays(self._rent, cost + self.terms.extra * new, per_call)
+
+    def _written_net(self, last: int, through: int, saving: int) -> tuple[int, int]:
+        """(``saving`` less what the note of the files the agent wrote grows by when iterations
+        through ``through`` are hidden at ``last``, that note's tokens then); (saving, 0) when off."""
+        if self.step.written_chars <= 0:
+            return saving, 0
+        groups = {k: tuple(v) for k, v in self._groups.items() if k <= last}
+        new = self._count(self.step.written(groups, through, last, self.retrieval, self.memo))
+        return saving - max(new - self._written, 0), new
 
     def _count(self, messages: Sequence[Message]) -> int:
         return sum(self.counter.count_message(m) for m in messages)
@@ -217,17 +224,22 @@ class AgingState:
         return now - note, note
 
     def _condense_decision(self, last: int, limit: int, due: int, fixed: int, tail: int) -> Epoch | None:
+        """A condensing epoch (it also ages through ``limit``): the files note it re-renders is
+        counted too, its growth off the saving and its tokens in the re-sent tail."""
         saving, note = self._condense_saving(due, last)
+        if saving <= 0:
+            return None
+        through = max(limit, self.schedule.through)
+        saving, written = self._written_net(last, through, saving)
         if saving <= 0:
             return None
         per_call = self.terms.rent(saving)
         self._rent_condense += per_call
         after = self._shown_after(due)
         prefix = fixed + self._note_tokens() + self._notes
-        if self._pays(
-            self._rent_condense, self.terms.rewrite_cost(prefix, note + after + tail, fixed), per_call
-        ):
-            return Epoch(last, max(limit, self.schedule.through), due)
+        lost = note + after + tail + written
+        if self._pays(self._rent_condense, self.terms.rewrite_cost(prefix, lost, fixed), per_call):
+            return Epoch(last, through, due)
         return None
 
     def _condense_along(self, due: int, last: int) -> bool:

@@ -288,10 +288,105 @@ _CHANGES = frozenset({"written", "edited", "deleted"})
 
 def _changed_unread(call: ToolCall, files: Mapping[str, WrittenFile], read: set[str]) -> list[str]:
     """The known files ``call`` changes in a way :func:`call_writes` cannot read (``sed -i``, a
-    redirection of a program's output, ``cp``/``mv``/``rm``, as the working memory reads a call):
-    ``read`` are the paths whose writes it did read."""
-    touches = call_facts(call).touches
-    return [t.path for t in touches if t.kind in _CHANGES and t.path in files and t.path not in read]
+    redirection of a program's output, ``cp``/``mv``/``rm``, as the working memory reads a call; a
+    Python program's literal writes, :func:`program_writes`): ``read`` are the paths whose writes it
+    did read."""
+    touched = [t.path for t in call_facts(call).touches if t.kind in _CHANGES]
+    touched += program_writes(call)
+    return [path for path in dict.fromkeys(touched) if path in files and path not in read]
+
+
+def program_writes(call: ToolCall) -> tuple[str, ...]:
+    """The files a shell call's Python program (``python - <<EOF``, ``python -c``) or ``ed`` script
+    certainly writes, their text computed by the program: the literal paths of
+    :func:`python_written_paths`, the file ``ed`` edits; () when there is none or it cannot be read."""
+    if call.name not in SHELL_TOOLS:
+        return ()
+    return _program_writes(call.name, call.arguments)
+
+
+@run_memo(4096)
+def _program_writes(name: str, arguments: str) -> tuple[str, ...]:
+    if len(arguments) > _MAX_ARGUMENT_CHARS:
+        return ()
+    try:
+        args = call_arguments(arguments)
+        command = shell_command(args.get("action", args) if name == "local_shell" else args)
+        return tuple(dict.fromkeys(_shell_programs(command))) if command else ()
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError):  # fail open: nothing known
+        return ()
+
+
+def _shell_programs(command: str) -> Iterator[str]:
+    for line, document in heredoc_lines(command):
+        for segment in simple_commands(line_words(line)):
+            plain = _split_redirects(segment)[0]
+            program = plain[0].rsplit("/", 1)[-1] if plain else ""
+            if _PYTHON.fullmatch(program):
+                source = "\n".join(document) if document is not None and "-" in plain[1:2] else None
+                source = _python_c(plain) if source is None else source
+                yield from python_written_paths(source or "")
+            elif program in ("ed", "ex") and document is not None:
+                yield from (w for w in plain[1:] if not w.startswith("-") and _is_path(w))
+
+
+def _python_c(plain: list[str]) -> str | None:
+    """The program of ``python -c PROGRAM`` (None when the words are not that)."""
+    at = plain.index("-c") if "-c" in plain else -1
+    return plain[at + 1] if 0 < at < len(plain) - 1 else None
+
+
+_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)*)?")
+_LITERAL = r"""(?:[rRbB]?(?:'([^'\\\n]+)'|"([^"\\\n]+)"))"""
+# open(PATH, MODE) with a mode that writes; Path(PATH).write_text / write_bytes / open(MODE)
+_OPEN = re.compile(rf"""\bopen\(\s*(?:{_LITERAL}|(\w+))\s*,\s*(?:mode\s*=\s*)?[rRbB]?['"]([rwaxbt+]+)['"]""")
+_PATH_CALL = re.compile(
+    rf"""(?:\bPath\(\s*{_LITERAL}\s*\)|\b(\w+))\s*\.(?:write_text|write_bytes|open\(\s*(?:mode\s*=\s*)?['"]([rwaxbt+]+)['"])"""
+)
+_BINDING = re.compile(
+    rf"""^[ \t]*(\w+)\s*=\s*(?:(?:pathlib\.)?Path\(\s*{_LITERAL}\s*\)|{_LITERAL})[ \t]*(?:#.*)?$""", re.M
+)
+_PARAMETERS = re.compile(r"\b(?:def\s+\w+\s*\(([^)]*)\)|lambda([^:]*):)")
+_NAME = re.compile(r"\w+")
+_ASSIGNED = re.compile(r"^[ \t]*(\w+)\s*(?:=(?!=)|\+=)|\bfor\s+(\w+)\s+in\b|\bas\s+(\w+)", re.M)
+
+
+def python_written_paths(source: str) -> Iterator[str]:
+    """The files a Python program certainly writes, by literal path only: ``open(PATH, 'w'|'a'|'x'|
+    'r+')``, ``Path(PATH).write_text(...)``/``write_bytes``/``open('w')``, or the same through a name
+    bound once, to such a literal path (``path = Path('f.py')`` ... ``path.write_text(text)``); a
+    path the program computes is never guessed."""
+    if "open" not in source and "write_" not in source:
+        return
+    bound = _bound_paths(source)
+    for found in _OPEN.finditer(source):
+        path = found.group(1) or found.group(2) or bound.get(found.group(3) or "")
+        if path and _writes_mode(found.group(4)):
+            yield path
+    for found in _PATH_CALL.finditer(source):
+        path = found.group(1) or found.group(2) or bound.get(found.group(3) or "")
+        if path and (found.group(4) is None or _writes_mode(found.group(4))):
+            yield path
+
+
+def _writes_mode(mode: str) -> bool:
+    return not {"w", "a", "x", "+"}.isdisjoint(mode)
+
+
+def _bound_paths(source: str) -> dict[str, str]:
+    """Names bound exactly once in ``source``, to a literal path (``Path('f')`` or ``'f'``)."""
+    counts: dict[str, int] = {}
+    names = [found.group(1) or found.group(2) or found.group(3) for found in _ASSIGNED.finditer(source)]
+    for found in _PARAMETERS.finditer(source):
+        names += _NAME.findall(found.group(1) or found.group(2) or "")
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    bound: dict[str, str] = {}
+    for found in _BINDING.finditer(source):
+        path = next((g for g in found.groups()[1:] if g), "")
+        if counts.get(found.group(1)) == 1 and _is_path(path):
+            bound[found.group(1)] = path
+    return bound
 
 
 def written_files(calls: Iterable[tuple[int, ToolCall]]) -> dict[str, WrittenFile]:
