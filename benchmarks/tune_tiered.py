@@ -153,6 +153,8 @@ CANDIDATES: dict[str, Policy] = {
     "refresh-again-2": _with_age("refresh-again-2", refresh_chunks=True, named_again=2),
     "novel-per-6": _with_age("novel-per-6", novel_per_lines=6),
     "max-lines-60": _with_age("max-lines-60", max_lines=60),
+    "max-lines-80": _with_age("max-lines-80", max_lines=80),
+    "max-lines-60-again-2": _with_age("max-lines-60-again-2", max_lines=60, named_again=2),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),
     # when to age: the break-even rule with another patience (below 1: sooner); every N iterations

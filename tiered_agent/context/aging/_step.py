@@ -180,6 +180,10 @@ class Age(Step):
             every is None or (isinstance(every, int) and every >= 1),
             f"Age.every must be None or >= 1, got {every!r}",
         )
+        require(
+            isinstance(self.refresh_chunks, bool),
+            f"Age.refresh_chunks must be true or false, got {self.refresh_chunks!r}",
+        )
         patience = self.patience
         require(
             isinstance(patience, int | float) and not isinstance(patience, bool) and patience > 0,
