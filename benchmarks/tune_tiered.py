@@ -155,6 +155,9 @@ CANDIDATES: dict[str, Policy] = {
     "max-lines-60": _with_age("max-lines-60", max_lines=60),
     "max-lines-80": _with_age("max-lines-80", max_lines=80),
     "max-lines-60-again-2": _with_age("max-lines-60-again-2", max_lines=60, named_again=2),
+    "max-lines-60-again-2-own-3": _with_age(
+        "max-lines-60-again-2-own-3", max_lines=60, named_again=2, keep_own=3
+    ),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),
     # when to age: the break-even rule with another patience (below 1: sooner); every N iterations
