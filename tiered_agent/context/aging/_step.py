@@ -23,7 +23,12 @@ the provider's cache holds all of it. The forms:
   ``max_lines``; 0: ``keep_novel`` whatever the length), and up to ``keep_own`` lines of
   what the agent itself wrote there past its line (reasoning after its first sentence, the lines
   of its calls' text: a script, a file, a patch), those naming what it referred to afterwards
-  first, then those naming what nothing after them names;
+  first, then those naming what nothing after them names; with ``named_again`` = N > 1, an
+  iteration whose call named a file (a path, a name with an extension) the agent named again
+  afterwards keeps N times the novel lines (issue 18 candidate; 1: off); with
+  ``refresh_chunks``, every condensing epoch chooses every chunk's kept lines again, what the
+  agent referred to since counting as referred to (the epoch re-sends the earlier notes, and the
+  break-even rule counts them; issue 18 candidate; off);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
 * the files the agent wrote with a hidden write (since their newest whole write) that its last
