@@ -64,7 +64,9 @@ def _command_kind(arguments: str) -> str:
         command = data.get("command", "") if isinstance(data, dict) else ""
     except orjson.JSONDecodeError:
         command = arguments
-    head = command.lstrip()[:200]
+    if isinstance(command, list):  # Codex: ["bash", "-lc", SCRIPT]
+        command = command[-1] if command and isinstance(command[-1], str) else ""
+    head = command.lstrip()[:200] if isinstance(command, str) else ""
     if not isinstance(head, str):
         return "?"
     if "<<" in head.split("\n", 1)[0]:

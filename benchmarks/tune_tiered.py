@@ -140,6 +140,24 @@ CANDIDATES: dict[str, Policy] = {
         "reasoning-novel-own-2-patience-0.6", reasoning="novel", keep_own=2, patience=0.6
     ),
     "reasoning-novel-novel-3": _with_age("reasoning-novel-novel-3", reasoning="novel", keep_novel=3),
+    # issue 18: every condensed chunk's kept lines chosen again, at each condensing epoch, from what
+    # came after it up to then (the agent naming a file again brings its read's lines back)
+    "refresh": _with_age("refresh", refresh_chunks=True),
+    "refresh-novel-per-10": _with_age("refresh-novel-per-10", refresh_chunks=True, novel_per_lines=10),
+    "refresh-novel-per-6": _with_age("refresh-novel-per-6", refresh_chunks=True, novel_per_lines=6),
+    "refresh-referred-16": _with_age("refresh-referred-16", refresh_chunks=True, keep_referred=16),
+    # issue 18: an iteration whose call named a file the agent named again afterwards keeps N times
+    # the novel lines (Age(named_again=N))
+    "again-2": _with_age("again-2", named_again=2),
+    "again-3": _with_age("again-3", named_again=3),
+    "refresh-again-2": _with_age("refresh-again-2", refresh_chunks=True, named_again=2),
+    "novel-per-6": _with_age("novel-per-6", novel_per_lines=6),
+    "max-lines-60": _with_age("max-lines-60", max_lines=60),
+    "max-lines-80": _with_age("max-lines-80", max_lines=80),
+    "max-lines-60-again-2": _with_age("max-lines-60-again-2", max_lines=60, named_again=2),
+    "max-lines-60-again-2-own-3": _with_age(
+        "max-lines-60-again-2-own-3", max_lines=60, named_again=2, keep_own=3
+    ),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),
     # when to age: the break-even rule with another patience (below 1: sooner); every N iterations

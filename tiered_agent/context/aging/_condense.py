@@ -87,13 +87,15 @@ class NovelScale:
 
     per_lines: int = 0
     cap: int = 40
+    again: int = 1  # an iteration whose call named a file the agent named again: this many times more
 
-    def budget(self, novel: int, lines: int) -> int:
+    def budget(self, novel: int, lines: int, again: bool = False) -> int:
         """The novel lines an iteration whose outputs have ``lines`` lines keeps, given the fixed
-        budget ``novel``."""
+        budget ``novel`` (``again``: its call named a file the agent named again afterwards)."""
         if self.per_lines <= 0:
             return novel
-        return max(novel, min(math.ceil(lines / self.per_lines), self.cap))
+        share = lines * (self.again if again else 1)
+        return max(novel, min(math.ceil(share / self.per_lines), self.cap))
 
     def keeps(self, novel: int) -> bool:
         """Whether some iteration may keep novel lines (then what comes after the chunk is read)."""
@@ -310,6 +312,16 @@ def _actions(messages: Sequence[Message]) -> set[str]:
     return found
 
 
+_PATH = re.compile(r"/|\.[A-Za-z][A-Za-z0-9]{0,5}$")  # a path, or a file name with an extension
+
+
+def _paths(messages: Sequence[Message]) -> frozenset[str]:
+    """The files the iteration's calls name (the references of their arguments that look like a
+    path or a file name)."""
+    found = (refs(call.arguments) for m in messages if m.role == "assistant" for call in m.tool_calls)
+    return frozenset(name for names in found for name in names if _PATH.search(name))
+
+
 def _labels(messages: Sequence[Message]) -> tuple[tuple[str, ...], int]:
     """The format labels the assistant messages with text start with, and how many such messages."""
     texts = [m.text for m in messages if m.role == "assistant" and m.text]
@@ -342,6 +354,7 @@ class Reading:
         "labels",
         "messages",
         "names",
+        "paths",
         "short",
         "size",
         "texts",
@@ -352,6 +365,7 @@ class Reading:
         self.messages = messages  # kept: the memo's key is their identities
         self.names: KeysView[str] = _output_refs(messages).where.keys()  # a view: no copy kept
         self.actions = frozenset(_actions(messages))
+        self.paths = _paths(messages)
         self.labels, self.texts = _labels(messages)
         self.size = len(_originals(messages))  # its outputs' lines
         # outputs of at most SHORT_LINES lines are kept whole (their lines, as cut)
@@ -597,6 +611,8 @@ class ChunkReading:
             names.update(reading.names)
             if own:
                 names.update(whole.own().where)
+            if scale.again > 1:  # whether the agent named its files again counts
+                names.update(whole.paths)
         self.labels, self.texts, self.names = tuple(labels), texts, frozenset(names)
         self.notes: dict[tuple[object, ...], CondensedNote] = {}  # by :meth:`inputs` (bounded by the memo)
         # what the ``later`` read so far tells (see :meth:`inputs`)
@@ -670,6 +686,7 @@ def condensed_note(
     reports: Reports = NO_REPORTS,
     readings: Readings | None = None,
     own: int = 0,
+    since: Sequence[Message] = (),
 ) -> Message:
     """The note standing for a chunk of iterations ``(iteration, messages)``, oldest first.
 
@@ -678,7 +695,8 @@ def condensed_note(
     the messages of the iterations after it up to when it was condensed); with ``novel`` > 0, by
     up to that many more naming what nothing after them names (neither ``later`` nor a newer line
     of the note; ``scale``: more of them for an iteration with long outputs, :class:`NovelScale`).
-    Newest first, each name only once. The ``reports`` (a sub-agent's,
+    Newest first, each name only once. ``since``: messages after ``later`` whose references count
+    as referred to afterwards (a chunk chosen again at a later epoch). The ``reports`` (a sub-agent's,
     :mod:`._reports`) are kept whole under their iteration's line. ``readings``: the run's memo of
     what the note reads of each iteration (a note rendered again as its chunk grows reads only the
     new ones).
@@ -692,7 +710,7 @@ def condensed_note(
     return _render_note(
         read,
         label=label,
-        wanted=frozenset(_actions(later)),
+        wanted=frozenset(_actions((*later, *since))),
         seen=seen,
         retrieval=retrieval,
         referred=referred,
@@ -745,7 +763,7 @@ def _render_note(
             tail, kept_names, novel_names = reading.extra(
                 (frozenset(names & named), frozenset(names & shown), frozenset(names & seen)),
                 referred,
-                scale.budget(novel, reading.size),
+                scale.budget(novel, reading.size, not whole.paths.isdisjoint(named)),
             )
             shown.update(kept_names)
             shown.update(novel_names)

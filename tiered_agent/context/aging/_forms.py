@@ -432,11 +432,14 @@ def condensed(
     reports: Reports = NO_REPORTS,
     memo: FormsMemo | None = None,
     own: int = 0,
+    since: tuple[Message, ...] = (),
 ) -> Message:
     """The note for a chunk of condensed iterations; ``later``: the messages after the chunk up to
-    the epoch that condensed it; ``scale``: how the novel lines grow with an output's length;
-    ``reports``: the outputs it keeps whole; ``memo``: the run's; ``own``: the agent's own lines
-    kept under each iteration's line (:func:`~._condense.own_extra`)."""
+    the epoch that condensed it; ``since``: the messages after those up to a later epoch that
+    chose its lines again (what they refer to counts as referred to afterwards; what they name
+    does not count as shown later: they may be hidden by now); ``scale``: how the novel lines grow
+    with an output's length; ``reports``: the outputs it keeps whole; ``memo``: the run's; ``own``:
+    the agent's own lines kept under each iteration's line (:func:`~._condense.own_extra`)."""
     if memo is None:
         return condensed_note(
             chunk,
@@ -447,6 +450,7 @@ def condensed(
             scale=scale,
             reports=reports,
             own=own,
+            since=since,
         )
     key = (retrieval, referred, novel, scale, reports, own, _identity((), chunk))
     read = memo.chunks.get(key)
@@ -454,6 +458,10 @@ def condensed(
         read = memo.chunks[key] = ChunkReading(
             chunk, reports, memo.readings, referred=referred, novel=novel, scale=scale, own=own
         )
-    note = read.note(read.inputs(later), retrieval, memo.readings)
+    inputs = read.inputs(later)
+    if since:
+        label, _, seen = inputs
+        inputs = (label, read.inputs(later + since)[1], seen)
+    note = read.note(inputs, retrieval, memo.readings)
     memo.keep(note)
     return note.message

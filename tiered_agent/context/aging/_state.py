@@ -41,6 +41,9 @@ class AgingSettings(Protocol):
     @property
     def patience(self) -> float: ...
 
+    @property
+    def refresh_chunks(self) -> bool: ...
+
     def style(self, retrieval: bool) -> AgedStyle: ...
 
     def note(
@@ -235,8 +238,9 @@ class AgingState:
             return None
         per_call = self.terms.rent(saving)
         self._rent_condense += per_call
-        after = self._shown_after(due)
-        prefix = fixed + self._note_tokens() + self._notes
+        refreshed = self._refreshed()
+        after = self._shown_after(due) + refreshed
+        prefix = fixed + self._note_tokens() + self._notes - refreshed
         lost = note + after + tail + written
         if self._pays(self._rent_condense, self.terms.rewrite_cost(prefix, lost, fixed), per_call):
             return Epoch(last, through, due)
@@ -249,8 +253,12 @@ class AgingState:
         saving, note = self._condense_saving(due, last)
         if saving <= 0:
             return False
-        after = self._shown_after(due)
+        after = self._shown_after(due) + self._refreshed()
         return self._pays(self._rent_condense, self.terms.extra * (note + after), self.terms.rent(saving))
+
+    def _refreshed(self) -> int:
+        """Tokens of the earlier notes a condensing epoch re-sends (``Age.refresh_chunks``: all)."""
+        return self._notes if self.step.refresh_chunks else 0
 
     def _pays(self, rent: float, cost: float, per_call: float) -> bool:
         """The rule: the rent paid has reached the one-time cost (scaled by ``Age.patience``), the

@@ -23,7 +23,12 @@ the provider's cache holds all of it. The forms:
   ``max_lines``; 0: ``keep_novel`` whatever the length), and up to ``keep_own`` lines of
   what the agent itself wrote there past its line (reasoning after its first sentence, the lines
   of its calls' text: a script, a file, a patch), those naming what it referred to afterwards
-  first, then those naming what nothing after them names;
+  first, then those naming what nothing after them names; with ``named_again`` = N > 1, an
+  iteration whose call named a file (a path, a name with an extension) the agent named again
+  afterwards keeps N times the novel lines (issue 18 candidate; 1: off); with
+  ``refresh_chunks``, every condensing epoch chooses every chunk's kept lines again, what the
+  agent referred to since counting as referred to (the epoch re-sends the earlier notes, and the
+  break-even rule counts them; issue 18 candidate; off);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
 * the files the agent wrote with a hidden write (since their newest whole write) that its last
@@ -131,6 +136,8 @@ class Age(Step):
     keep_max_chars: int = 50_000
     written_chars: int = 16000
     written_recent: int = 10
+    refresh_chunks: bool = False
+    named_again: int = 1
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -139,7 +146,15 @@ class Age(Step):
             f"Age.keep_tools must be a list of tool names, got {tools!r}",
         )
         object.__setattr__(self, "keep_tools", tuple(tools))
-        for name in ("window", "max_lines", "line_chars", "max_arg_chars", "chunk", "written_recent"):
+        for name in (
+            "window",
+            "max_lines",
+            "line_chars",
+            "max_arg_chars",
+            "chunk",
+            "written_recent",
+            "named_again",
+        ):
             value = getattr(self, name)
             require(
                 isinstance(value, int) and value >= 1, f"Age.{name} must be a positive integer, got {value!r}"
@@ -170,6 +185,10 @@ class Age(Step):
             every is None or (isinstance(every, int) and every >= 1),
             f"Age.every must be None or >= 1, got {every!r}",
         )
+        require(
+            isinstance(self.refresh_chunks, bool),
+            f"Age.refresh_chunks must be true or false, got {self.refresh_chunks!r}",
+        )
         patience = self.patience
         require(
             isinstance(patience, int | float) and not isinstance(patience, bool) and patience > 0,
@@ -191,7 +210,7 @@ class Age(Step):
 
     def novel_scale(self) -> NovelScale:
         """How the novel lines of a condensed iteration grow with its outputs' length."""
-        return NovelScale(self.novel_per_lines, self.max_lines)
+        return NovelScale(self.novel_per_lines, self.max_lines, self.named_again)
 
     def reports(self) -> Reports:
         """The outputs kept whole (:mod:`._reports`)."""
@@ -279,8 +298,11 @@ class Age(Step):
         notes, gone = earlier.notes, earlier.gone
         if epoch.condensed > (before.condensed if before else 0):
             chunk = ((before.condensed if before else 0) + 1, epoch.condensed, epoch.at)
-            note = self.note(groups, chunk, retrieval, memo)
-            notes = (*notes, note) if note is not None else notes
+            if self.refresh_chunks:  # every chunk chosen again from what came after it up to now
+                notes = (notes[0], *self._notes(groups, schedule, retrieval, memo))
+            else:
+                note = self.note(groups, chunk, retrieval, memo)
+                notes = (*notes, note) if note is not None else notes
             gone = gone | {k for k in range(chunk[0], chunk[1] + 1) if k in groups}
         kept = {k: v for k, v in forms.items() if k not in gone}
         return _Aged(
@@ -291,6 +313,18 @@ class Age(Step):
             gone,
             self.written(groups, epoch.through, epoch.at, retrieval, memo),
         )
+
+    def _notes(
+        self,
+        groups: Mapping[int, tuple[Message, ...]],
+        schedule: AgingSchedule,
+        retrieval: bool,
+        memo: FormsMemo | None,
+    ) -> tuple[Message, ...]:
+        """The notes of every chunk ``schedule`` condensed, each as if condensed at its last epoch."""
+        now = schedule.epochs[-1].at
+        found = (self.note(groups, chunk, retrieval, memo, now=now) for chunk in schedule.chunks())
+        return tuple(note for note in found if note is not None)
 
     def written(
         self,
@@ -320,13 +354,16 @@ class Age(Step):
         chunk: tuple[int, int, int],
         retrieval: bool,
         memo: FormsMemo | None = None,
+        now: int | None = None,
     ) -> Message | None:
-        """The condensed note of iterations ``first..last``, condensed when the newest was ``at``."""
+        """The condensed note of iterations ``first..last``, condensed when the newest was ``at``
+        (its lines chosen again when the newest is ``now``: what came since counts as referred to)."""
         first, last, at = chunk
         batch = [(k, groups[k]) for k in range(first, last + 1) if k in groups]
         if not batch:
             return None
         later = tuple(m for k in range(last + 1, at + 1) for m in groups.get(k, ()))
+        since = tuple(m for k in range(at + 1, now + 1) for m in groups.get(k, ())) if now else ()
         return condensed(
             batch,
             retrieval=retrieval,
@@ -337,6 +374,7 @@ class Age(Step):
             reports=self.reports(),
             memo=memo,
             own=self.keep_own,
+            since=since,
         )
 
 
