@@ -94,11 +94,11 @@ def test_a_refreshed_chunk_keeps_what_the_agent_referred_to_since() -> None:
 
 
 def test_the_knobs_are_validated_and_round_trip_through_json() -> None:
-    policy = Policy("p", (Age(named_again=2, refresh_chunks=True),))
+    policy = Policy("p", (Age(named_again=3, refresh_chunks=True),))
     data = orjson.loads(orjson.dumps(policy.to_dict()))
-    assert data["steps"][0]["named_again"] == 2 and data["steps"][0]["refresh_chunks"] is True
+    assert data["steps"][0]["named_again"] == 3 and data["steps"][0]["refresh_chunks"] is True
     assert Policy.from_dict(data) == policy
-    assert Age().novel_scale() == NovelScale(8, 40, 1)
+    assert Age().novel_scale() == NovelScale(8, 60, 2)
     for bad in (0, -1, 1.5):
         with pytest.raises(ConfigurationError, match="named_again"):
             Age(named_again=bad)  # type: ignore[arg-type]

@@ -64,9 +64,10 @@ def test_the_budget_grows_with_the_length_between_the_fixed_budget_and_the_cap(
 
 
 def test_the_step_scales_up_to_its_max_lines() -> None:
-    assert Age().novel_scale() == NovelScale(8, 40)  # the default: one novel line per 8 lines
+    # the default: one novel line per 8 lines of output, twice as many for a file named again
+    assert Age().novel_scale() == NovelScale(8, 60, 2)
     assert Age(novel_per_lines=0).novel_scale() == NO_SCALE
-    assert Age(novel_per_lines=8, max_lines=30).novel_scale() == NovelScale(8, 30)
+    assert Age(novel_per_lines=8, max_lines=30).novel_scale() == NovelScale(8, 30, 2)
 
 
 # ----------------------------------------------------------------------------- the note
@@ -125,7 +126,7 @@ def test_the_age_step_keeps_more_of_long_reads_and_ages_alike_only_with_the_same
     history = _history(12)
     groups = iteration_groups(history)
     fixed = Age(novel_per_lines=0).note(groups, (1, 4, 12), retrieval=True)
-    scaled = Age(novel_per_lines=10).note(groups, (1, 4, 12), retrieval=True)
+    scaled = Age(novel_per_lines=10, named_again=1).note(groups, (1, 4, 12), retrieval=True)
     assert fixed is not None and scaled is not None
     assert [len(_kept(fixed, k)) for k in (1, 2, 3, 4)] == [5, 5, 5, 5]
     assert [len(_kept(scaled, k)) for k in (1, 2, 3, 4)] == [15, 5, 15, 5]  # ceil(150 / 10); 12 lines: 5

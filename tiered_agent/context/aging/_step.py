@@ -25,7 +25,7 @@ the provider's cache holds all of it. The forms:
   of its calls' text: a script, a file, a patch), those naming what it referred to afterwards
   first, then those naming what nothing after them names; with ``named_again`` = N > 1, an
   iteration whose call named a file (a path, a name with an extension) the agent named again
-  afterwards keeps N times the novel lines (issue 18 candidate; 1: off); with
+  afterwards keeps N times the novel lines (default 2; 1: off); with
   ``refresh_chunks``, every condensing epoch chooses every chunk's kept lines again, what the
   agent referred to since counting as referred to (the epoch re-sends the earlier notes, and the
   break-even rule counts them; issue 18 candidate; off);
@@ -82,7 +82,7 @@ from ..._trace import AgingRecord, ContextRecord, Event, ModelRequest
 from .._step import Run, Step, StepRuntime, Turn, require
 from ..pipeline._draft import BuildContext, Draft, summary_message
 from ._breakeven import CacheTerms
-from ._condense import NovelScale
+from ._condense import NO_SCALE, NovelScale
 from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
 from ._reasoning import ReasoningMode
 from ._reports import Reports
@@ -118,7 +118,7 @@ class Age(Step):
 
     kind: ClassVar[str] = "age"
     window: int = 2
-    max_lines: int = 40
+    max_lines: int = 60
     head_lines: int = 2
     min_chars: int = 300
     line_chars: int = 240
@@ -129,7 +129,7 @@ class Age(Step):
     keep_referred: int = 8
     keep_novel: int = 5
     novel_per_lines: int = 8
-    keep_own: int = 2
+    keep_own: int = 3
     every: int | None = None
     patience: float = 1.0
     keep_tools: tuple[str, ...] = ("Task", "Agent")
@@ -137,7 +137,7 @@ class Age(Step):
     written_chars: int = 16000
     written_recent: int = 10
     refresh_chunks: bool = False
-    named_again: int = 1
+    named_again: int = 2
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -209,7 +209,10 @@ class Age(Step):
         )
 
     def novel_scale(self) -> NovelScale:
-        """How the novel lines of a condensed iteration grow with its outputs' length."""
+        """How the novel lines of a condensed iteration grow with its outputs' length (none when
+        ``novel_per_lines`` is 0: then neither the length nor a file named again changes them)."""
+        if self.novel_per_lines <= 0:
+            return NO_SCALE
         return NovelScale(self.novel_per_lines, self.max_lines, self.named_again)
 
     def reports(self) -> Reports:
