@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from condensed_notes import kept_lines, read_iteration
 
 from tiered_agent import Message, Policy, ToolCall
 from tiered_agent._errors import ConfigurationError
@@ -17,12 +18,7 @@ from tiered_agent.context.aging._step import Age, iteration_groups
 
 
 def _read(k: int, lines: int, path: str) -> tuple[int, tuple[Message, ...]]:
-    call = ToolCall(f"call_{k}", "bash", orjson.dumps({"command": f"sed -n '1,200p' {path}"}).decode())
-    body = "\n".join(f"{i}:def handler_{k}_{i}(value):" for i in range(lines))
-    return k, (
-        Message("assistant", f"Read part {k}.", (call,), iteration=k),
-        Message("tool", body, tool_call_id=f"call_{k}", name="bash", iteration=k),
-    )
+    return read_iteration(k, lines, f"sed -n '1,200p' {path}")
 
 
 def _edit(k: int, path: str, text: str = "Now edit it.") -> tuple[int, tuple[Message, ...]]:
@@ -31,17 +27,6 @@ def _edit(k: int, path: str, text: str = "Now edit it.") -> tuple[int, tuple[Mes
         Message("assistant", text, (call,), iteration=k),
         Message("tool", "Done!", tool_call_id=f"call_{k}", name="bash", iteration=k),
     )
-
-
-def _kept(note: Message, k: int) -> list[str]:
-    lines = note.text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(f"{k}. "))
-    out = []
-    for line in lines[start + 1 :]:
-        if not line.startswith("    "):
-            break
-        out.append(line.strip())
-    return out
 
 
 @pytest.mark.parametrize(
@@ -62,13 +47,13 @@ def test_a_read_whose_file_is_named_again_keeps_more_lines() -> None:
     later = _edit(3, "src/big.py")[1]
     scale = NovelScale(8, 40, 2)
     note = condensed_note(chunk, retrieval=False, later=later, novel=5, scale=scale)
-    assert [len(_kept(note, k)) for k in (1, 2)] == [25, 13]
+    assert [len(kept_lines(note, k)) for k in (1, 2)] == [25, 13]
     off = condensed_note(chunk, retrieval=False, later=later, novel=5, scale=NovelScale(8, 40))
-    assert [len(_kept(off, k)) for k in (1, 2)] == [13, 13]
+    assert [len(kept_lines(off, k)) for k in (1, 2)] == [13, 13]
     memo = FormsMemo()
     memoized = condensed(chunk, retrieval=False, later=later, referred=8, novel=5, scale=scale, memo=memo)
     plain = condensed(chunk, retrieval=False, later=later, referred=8, novel=5, scale=scale)
-    assert memoized.text == plain.text and [len(_kept(plain, k)) for k in (1, 2)] == [25, 13]
+    assert memoized.text == plain.text and [len(kept_lines(plain, k)) for k in (1, 2)] == [25, 13]
 
 
 def test_a_refreshed_chunk_keeps_what_the_agent_referred_to_since() -> None:
@@ -85,9 +70,9 @@ def test_a_refreshed_chunk_keeps_what_the_agent_referred_to_since() -> None:
     fixed = step.note(groups, (1, 2, 6), retrieval=False)
     again = step.note(groups, (1, 2, 6), retrieval=False, now=10)
     assert fixed is not None and again is not None
-    assert not any("handler_1_90" in line for line in _kept(fixed, 1))
-    assert any("handler_1_90" in line for line in _kept(again, 1))
-    assert len(_kept(again, 1)) == len(_kept(fixed, 1)) + 1
+    assert not any("handler_1_90" in line for line in kept_lines(fixed, 1))
+    assert any("handler_1_90" in line for line in kept_lines(again, 1))
+    assert len(kept_lines(again, 1)) == len(kept_lines(fixed, 1)) + 1
     memo = FormsMemo()
     assert step.note(groups, (1, 2, 6), retrieval=False, memo=memo, now=10) == again
     assert step._notes(groups, schedule, False, memo)[0] == again  # every chunk, as of the last epoch

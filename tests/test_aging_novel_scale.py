@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from condensed_notes import kept_lines, read_iteration
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,24 +23,7 @@ from tiered_agent.context.aging._step import Age, AgeRuntime, iteration_groups
 
 def _read(k: int, lines: int, command: str = "sed -n '1600,2200p' big.py") -> tuple[int, tuple[Message, ...]]:
     """One iteration reading ``lines`` lines, each defining a name nothing else names."""
-    call = ToolCall(f"call_{k}", "bash", orjson.dumps({"command": command}).decode())
-    body = "\n".join(f"{1600 + i}:def handler_{k}_{i}(value):" for i in range(lines))
-    return k, (
-        Message("assistant", f"Read part {k}.", (call,), iteration=k),
-        Message("tool", body, tool_call_id=f"call_{k}", name="bash", iteration=k),
-    )
-
-
-def _kept(note: Message, k: int) -> list[str]:
-    """The output lines kept under iteration ``k``'s line."""
-    lines = note.text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(f"{k}. "))
-    out = []
-    for line in lines[start + 1 :]:
-        if not line.startswith("    "):
-            break
-        out.append(line.strip())
-    return out
+    return read_iteration(k, lines, command, first=1600)
 
 
 # ----------------------------------------------------------------------------- the budget
@@ -75,12 +59,12 @@ def test_a_long_read_keeps_more_novel_lines_than_a_short_one() -> None:
     chunk = [_read(1, 195), _read(2, 30)]
     fixed = condensed_note(chunk, retrieval=False, novel=5)
     scaled = condensed_note(chunk, retrieval=False, novel=5, scale=NovelScale(10, 40))
-    assert len(_kept(fixed, 1)) == 5 and len(_kept(fixed, 2)) == 5
-    assert len(_kept(scaled, 1)) == 20  # ceil(195 / 10)
-    assert _kept(scaled, 2) == _kept(fixed, 2)  # a 30-line read costs what it cost
-    numbers = [int(line.split(":")[0]) for line in _kept(scaled, 1)]
+    assert len(kept_lines(fixed, 1)) == 5 and len(kept_lines(fixed, 2)) == 5
+    assert len(kept_lines(scaled, 1)) == 20  # ceil(195 / 10)
+    assert kept_lines(scaled, 2) == kept_lines(fixed, 2)  # a 30-line read costs what it cost
+    numbers = [int(line.split(":")[0]) for line in kept_lines(scaled, 1)]
     assert numbers == sorted(numbers) and 1600 not in numbers  # in output order; the command names 1600
-    assert set(_kept(fixed, 1)) <= set(_kept(scaled, 1))
+    assert set(kept_lines(fixed, 1)) <= set(kept_lines(scaled, 1))
 
 
 def test_scaled_lines_still_leave_out_what_the_prompt_shows_later() -> None:
@@ -92,10 +76,10 @@ def test_scaled_lines_still_leave_out_what_the_prompt_shows_later() -> None:
         for i in range(0, 40, 2)
     )
     note = condensed_note(chunk, retrieval=False, later=later, novel=0, scale=NovelScale(2, 40))
-    kept = _kept(note, 1)
+    kept = kept_lines(note, 1)
     assert len(kept) == 20  # ceil(40 / 2), all of them the lines nothing later names
     assert all(int(line.split("_")[2].split("(")[0]) % 2 == 1 for line in kept)
-    assert _kept(condensed_note(chunk, retrieval=False, later=later, novel=0), 1) == []  # off: none
+    assert kept_lines(condensed_note(chunk, retrieval=False, later=later, novel=0), 1) == []  # off: none
 
 
 def test_the_runs_memo_renders_what_a_note_from_scratch_renders() -> None:
@@ -110,7 +94,7 @@ def test_the_runs_memo_renders_what_a_note_from_scratch_renders() -> None:
         )
         assert memoized.text == plain.text
     other = condensed(chunk, retrieval=True, later=later, referred=8, novel=5, memo=memo)  # same memo, off
-    assert len(_kept(other, 1)) < len(_kept(plain, 1))
+    assert len(kept_lines(other, 1)) < len(kept_lines(plain, 1))
 
 
 def _history(steps: int) -> list[Message]:
@@ -128,8 +112,8 @@ def test_the_age_step_keeps_more_of_long_reads_and_ages_alike_only_with_the_same
     fixed = Age(novel_per_lines=0).note(groups, (1, 4, 12), retrieval=True)
     scaled = Age(novel_per_lines=10, named_again=1).note(groups, (1, 4, 12), retrieval=True)
     assert fixed is not None and scaled is not None
-    assert [len(_kept(fixed, k)) for k in (1, 2, 3, 4)] == [5, 5, 5, 5]
-    assert [len(_kept(scaled, k)) for k in (1, 2, 3, 4)] == [15, 5, 15, 5]  # ceil(150 / 10); 12 lines: 5
+    assert [len(kept_lines(fixed, k)) for k in (1, 2, 3, 4)] == [5, 5, 5, 5]
+    assert [len(kept_lines(scaled, k)) for k in (1, 2, 3, 4)] == [15, 5, 15, 5]  # ceil(150 / 10); 12 lines: 5
 
     def memo(policy: Policy) -> FormsMemo:
         manager = ContextManager(policy, counter=counter, memos=memos)
@@ -178,4 +162,4 @@ def test_arbitrary_outputs_never_raise_and_never_keep_more_than_the_budget(
     assert note.text.startswith("[Iterations 1")
     bound = max(novel, cap) if per_lines else novel
     for k in range(1, len(outputs) + 1):
-        assert len(_kept(note, k)) <= max(bound, 5, len(outputs[k - 1].splitlines()))
+        assert len(kept_lines(note, k)) <= max(bound, 5, len(outputs[k - 1].splitlines()))
