@@ -355,26 +355,40 @@ def test_the_age_step_puts_the_note_after_the_aged_iterations() -> None:
     )
 
 
+_BIG = "\n".join(f"def helper_{n}(value):\n    return value * {n}" for n in range(120)) + "\n"
+
+
+def _script_run(iterations: int, outputs: list[str]) -> list[Message]:
+    """Iteration 1 writes a big script with a heredoc; every later one runs it, printing ``outputs``
+    (``{k}`` in a line: the iteration)."""
+    history = [SYSTEM, TASK]
+    for k in range(1, iterations + 1):
+        command = f"cat > big.py <<'EOF'\n{_BIG}EOF" if k == 1 else "python big.py"
+        history += _iteration(k, command, [line.format(k=k) for line in outputs])
+    return history
+
+
+def _epochs(age: Age, history: list[Message], iterations: int, first: bool = False) -> list[Epoch]:
+    """The epochs an :class:`AgingState` decides over ``history``, prompt by prompt (``first``: stop
+    at the first one)."""
+    state = AgingState(age, counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
+    epochs = []
+    for last in range(1, iterations + 1):
+        state.update([m for m in history if m.iteration <= last], last)
+        if state.new_epoch is not None:
+            epochs.append(state.new_epoch)
+            if first:
+                break
+    return epochs
+
+
 def test_the_aging_rule_waits_while_the_note_would_eat_the_saving() -> None:
     """Iterations whose outputs are short save almost nothing when they age; a big script the agent
     keeps running would join the note: that epoch does not pay, so it waits."""
-    big = "\n".join(f"def helper_{n}(value):\n    return value * {n}" for n in range(120)) + "\n"
-    history = [SYSTEM, TASK]
-    for k in range(1, 31):
-        command = f"cat > big.py <<'EOF'\n{big}EOF" if k == 1 else "python big.py"
-        history += _iteration(k, command, [f"result {k}.{n}" for n in range(30)])
-
-    def first_epoch(age: Age) -> int | None:
-        state = AgingState(age, counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
-        for last in range(1, 31):
-            state.update([m for m in history if m.iteration <= last], last)
-            if state.new_epoch is not None:
-                return last
-        return None
-
-    plain = first_epoch(Age(condense_after=None, written_chars=0))
-    with_note = first_epoch(Age(condense_after=None, written_chars=8000))
-    assert plain is not None and (with_note is None or with_note > plain)
+    history = _script_run(30, [f"result {{k}}.{n}" for n in range(30)])
+    plain = _epochs(Age(condense_after=None, written_chars=0), history, 30, first=True)
+    with_note = _epochs(Age(condense_after=None, written_chars=8000), history, 30, first=True)
+    assert plain and (not with_note or with_note[0].at > plain[0].at)
 
 
 def test_a_condensing_epoch_waits_while_the_note_would_eat_its_saving() -> None:
@@ -382,24 +396,11 @@ def test_a_condensing_epoch_waits_while_the_note_would_eat_its_saving() -> None:
     iteration is too short to age, so only condensing saves: it drops the script to one line. But
     the agent keeps running the script, so the note would show it again, and the condensing epoch
     re-renders that note: counted, most of the saving is gone, so the epoch comes later or never."""
-    big = "\n".join(f"def helper_{n}(value):\n    return value * {n}" for n in range(120)) + "\n"
-    history = [SYSTEM, TASK]
-    for k in range(1, 61):
-        command = f"cat > big.py <<'EOF'\n{big}EOF" if k == 1 else "python big.py"
-        history += _iteration(k, command, [f"check {n} passed" for n in range(15)])
-
-    def first_epoch(age: Age) -> Epoch | None:
-        state = AgingState(age, counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
-        for last in range(1, 61):
-            state.update([m for m in history if m.iteration <= last], last)
-            if state.new_epoch is not None:
-                return state.new_epoch
-        return None
-
-    plain = first_epoch(Age(max_arg_chars=100_000, written_chars=0))
-    assert plain == Epoch(at=42, through=40, condensed=38)  # condensing, the write among what it hides
-    with_note = first_epoch(Age(max_arg_chars=100_000, written_chars=8000))
-    assert with_note is None or with_note.at > plain.at
+    history = _script_run(60, [f"check {n} passed" for n in range(15)])
+    plain = _epochs(Age(max_arg_chars=100_000, written_chars=0), history, 60, first=True)
+    assert plain == [Epoch(at=42, through=40, condensed=38)]  # condensing, the write among what it hides
+    with_note = _epochs(Age(max_arg_chars=100_000, written_chars=8000), history, 60, first=True)
+    assert not with_note or with_note[0].at > plain[0].at
 
 
 def test_condensing_counts_the_note_it_re_renders_when_the_write_first_leaves_and_after() -> None:
@@ -408,17 +409,8 @@ def test_condensing_counts_the_note_it_re_renders_when_the_write_first_leaves_an
     that epoch only ages (condensed 0; condensing through 24 with it when the growth is not
     counted). Every later condensing epoch re-sends the note with the tail, so it waits for the
     rent to cover those tokens too (iteration 49; 41 when they are not counted)."""
-    big = "\n".join(f"def helper_{n}(value):\n    return value * {n}" for n in range(120)) + "\n"
-    history = [SYSTEM, TASK]
-    for k in range(1, 81):
-        command = f"cat > big.py <<'EOF'\n{big}EOF" if k == 1 else "python big.py"
-        history += _iteration(k, command, [f"check {n} passed" for n in range(30)])
-    state = AgingState(Age(written_chars=8000), counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
-    epochs = []
-    for last in range(1, 81):
-        state.update([m for m in history if m.iteration <= last], last)
-        if state.new_epoch is not None:
-            epochs.append(state.new_epoch)
+    history = _script_run(80, [f"check {n} passed" for n in range(30)])
+    epochs = _epochs(Age(written_chars=8000), history, 80)
     assert epochs == [Epoch(28, 26, 0), Epoch(49, 47, 44), Epoch(70, 68, 66)]
 
 
@@ -505,7 +497,7 @@ def test_a_file_is_in_the_note_while_a_hidden_write_of_it_still_counts() -> None
 def test_files_whole_first_then_the_newest_hunks_of_the_rest() -> None:
     """A short script the agent wrote stays in the note even when a file patched more recently has
     more hunks than the room holds."""
-    groups = {
+    groups: dict[int, tuple[Message, ...]] = {
         1: (
             Message(
                 "assistant", "", (call("bash", {"command": f"cat > r.py <<'EOF'\n{SCRIPT}EOF"}),), iteration=1
