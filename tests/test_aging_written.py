@@ -56,6 +56,7 @@ def call(name: str, arguments: object, call_id: str = "c1") -> ToolCall:
         f'cat <<"EOF" > /testbed/reproduce.py\n{SCRIPT}EOF',
         f"tee /testbed/reproduce.py <<EOF >/dev/null\n{SCRIPT}EOF",
         f"cd /testbed && cat > /testbed/reproduce.py << 'PY'\n{SCRIPT}PY\n",
+        f"cat >| /testbed/reproduce.py <<'EOF'\n{SCRIPT}EOF",
     ],
 )
 def test_a_heredoc_into_a_file_writes_the_whole_file(command: str) -> None:
