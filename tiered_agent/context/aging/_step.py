@@ -31,7 +31,7 @@ the provider's cache holds all of it. The forms:
   break-even rule counts them; issue 18 candidate; off); with ``bare_lines``, a note leaves
   out the kept lines that say nothing beyond markup or the exit code its line states, and with
   ``unique_lines`` those kept verbatim under a newer iteration of the same note
-  (:class:`~._condense.Terse`; issue 18 candidates; off);
+  (:class:`~._condense.Terse`; both on by default, issue 18);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
 * the files the agent wrote with a hidden write (since their newest whole write) that its last
@@ -141,8 +141,8 @@ class Age(Step):
     written_recent: int = 10
     refresh_chunks: bool = False
     named_again: int = 2
-    bare_lines: bool = False
-    unique_lines: bool = False
+    bare_lines: bool = True
+    unique_lines: bool = True
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
