@@ -44,6 +44,7 @@ from .._messages import Message
 
 __all__ = [
     "action_text",
+    "first_occurrence",
     "is_specific",
     "joined",
     "message_text",
@@ -113,6 +114,22 @@ def occurrences(text: str, term: str, start: int = 0, end: int | None = None) ->
         if not (before and _is_word(before)) and not (after and _is_word(after)):
             yield at
         at = text.find(term, at + 1, stop)
+
+
+def first_occurrence(text: str, term: str, start: int = 0, end: int | None = None) -> int:
+    """The first of :func:`occurrences` (-1 if none), without a generator: most searches want one."""
+    stop = len(text) if end is None else end
+    size, length = len(term), len(text)
+    at = text.find(term, start, stop)
+    while at >= 0:
+        before = text[at - 1] if at > 0 else ""
+        after = text[at + size] if at + size < length else ""
+        if not (before and (before.isalnum() or before == "_")) and not (
+            after and (after.isalnum() or after == "_")
+        ):
+            return at
+        at = text.find(term, at + 1, stop)
+    return -1
 
 
 def occurrences_backward(text: str, term: str) -> Iterator[int]:
