@@ -4,6 +4,8 @@ string (one search of the joined texts) against ``string in text`` for every tex
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +13,7 @@ from tiered_agent._messages import Message
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._rulers import RetrievalSources
-from tiered_agent.bench._terms import first_occurrence, occurrences
+from tiered_agent.bench._terms import first_occurrence, is_specific, occurrences
 
 _CHARS = "abXY019_éж" + "./-" + " \n:\"'"
 _WORDS = ("ab", "a.b", "b_1", "X19", "é1", "ab-X")
@@ -62,3 +64,29 @@ def test_retrieval_holders_of_a_string_in_several_texts_and_across_a_line_break(
     assert sources._where("x\ny") == (3,)
     assert sources._where("e\nn") == ()  # not across two texts
     assert sources._where("") == (0, 1, 2, 3)
+
+
+_INITIALS = re.compile(r"[^\W\d_](?:[./\-][^\W\d_])+")
+
+
+def _specific_as_defined(term: str) -> bool:
+    """docs/rulers.md's specific term, as first written: initials first, then code characters."""
+    if len(term) < 3 or _INITIALS.fullmatch(term):
+        return False
+    if re.search(r"[\d_./]", term):
+        return True
+    ordinary = (p.isalpha() and (p[1:] == p[1:].lower() or p == p.upper()) for p in term.split("-"))
+    return not all(ordinary)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="aZé²½Ⅻ1_./-", min_size=0, max_size=7))
+def test_is_specific_is_the_definition(term: str) -> None:
+    assert is_specific(term) == _specific_as_defined(term)
+
+
+def test_is_specific_on_names_values_and_words() -> None:
+    specific = ["405", "HAT017", "utils.py", "TIME_ZONE", "DataDocumenter", "HTTPServer", "a²b"]
+    ordinary = ["error", "Error", "read-only", "ERROR", "e.g", "i.e", "a-b-c", "²-a", "ab"]
+    assert [is_specific(t) for t in specific] == [True] * len(specific)
+    assert [is_specific(t) for t in ordinary] == [False] * len(ordinary)

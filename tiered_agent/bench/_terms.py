@@ -77,9 +77,12 @@ def _ordinary(part: str) -> bool:
 
 def is_specific(term: str) -> bool:
     """A name or a value: 3+ characters and not an ordinary word (see the module docstring)."""
-    if len(term) < _MIN_SPECIFIC or _INITIALS.fullmatch(term):
+    if len(term) < _MIN_SPECIFIC:
         return False
-    if _CODE_CHARS.search(term):
+    code = _CODE_CHARS.search(term) is not None
+    if (code or "-" in term) and _INITIALS.fullmatch(term):  # initials hold a separator: . / (code) or -
+        return False
+    if code:
         return True
     return not all(_ordinary(part) for part in term.split("-"))
 
