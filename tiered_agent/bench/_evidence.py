@@ -143,6 +143,11 @@ def _window_at(windows: Windows, text: str, at: int, size: int, cutoff: int) -> 
     return False
 
 
+def _newest_first(ids: list[int], before: int) -> Iterable[int]:
+    """``ids[:before]``, last first, without a copy."""
+    return reversed(ids) if before == len(ids) else islice(reversed(ids), len(ids) - before, None)
+
+
 def _json_fields(text: str) -> list[tuple[str, str]]:
     """``(key, normalized value)`` of every scalar field of a JSON object or array (list items take
     the key of the field holding the list); empty for anything else."""
@@ -347,12 +352,14 @@ class EvidenceIndex:
         A message that holds the term and stands in the prompt unchanged (the same object) shows it
         (all its lines are there); otherwise the part of the prompt the ruler reads is searched,
         newest message first (the run's recorded messages aside: :class:`TextMemo`)."""
-        found = self._term(term, cutoff)
+        found = self._terms.get(term)
+        if found is None or found.upto < cutoff:
+            found = self._term(term, cutoff)
         sources, ids = (
             (found.observed_sources, found.observed_ids) if observed else (found.sources, found.source_ids)
         )
         before = bisect_left(sources, cutoff)
-        if before and prompt.holds_any(islice(reversed(ids), len(ids) - before, None)):  # newest first
+        if before and prompt.holds_any(_newest_first(ids, before)):
             return True
         if "\n" not in term and term not in prompt.joined(observed=observed):
             return False  # in none of the texts searched below (each is between two line breaks)
