@@ -36,7 +36,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, islice
 from operator import itemgetter
 from typing import Any
 
@@ -46,6 +46,7 @@ from .._messages import Message
 from ._recorded import RecordedRun
 from ._series import Joined, SparseSeries
 from ._terms import (
+    first_occurrence,
     is_specific,
     joined,
     message_text,
@@ -142,6 +143,11 @@ def _window_at(windows: Windows, text: str, at: int, size: int, cutoff: int) -> 
     return False
 
 
+def _newest_first(ids: list[int], before: int) -> Iterable[int]:
+    """``ids[:before]``, last first, without a copy."""
+    return reversed(ids) if before == len(ids) else islice(reversed(ids), len(ids) - before, None)
+
+
 def _json_fields(text: str) -> list[tuple[str, str]]:
     """``(key, normalized value)`` of every scalar field of a JSON object or array (list items take
     the key of the field holding the list); empty for anything else."""
@@ -234,13 +240,13 @@ class EvidenceIndex:
 
     def _first_index(self, term: str) -> int | None:
         if term not in self._first:
-            at = next(occurrences(self._corpus, term), None)
-            self._first[term] = None if at is None else self._index_at(at)
+            at = first_occurrence(self._corpus, term)
+            self._first[term] = None if at < 0 else self._index_at(at)
         return self._first[term]
 
     def _always_has(self, term: str) -> bool:
         if term not in self._in_always:
-            self._in_always[term] = next(occurrences(self._always, term), None) is not None
+            self._in_always[term] = first_occurrence(self._always, term) >= 0
         return self._in_always[term]
 
     def cutoff(self, iteration: int) -> int:
@@ -289,8 +295,8 @@ class EvidenceIndex:
         each (the search skips to the next)."""
         starts, corpus, messages = self._starts, self._corpus, self.messages
         stop = starts[cutoff] if cutoff < len(starts) else len(corpus)
-        at = next(occurrences(corpus, term, starts[found.upto], stop), None)  # upto < cutoff <= len(starts)
-        while at is not None:
+        at = first_occurrence(corpus, term, starts[found.upto], stop)  # upto < cutoff <= len(starts)
+        while at >= 0:
             index = self._index_at(at)
             found.sources.append(index)
             found.source_ids.append(id(messages[index]))
@@ -299,7 +305,7 @@ class EvidenceIndex:
                 found.observed_ids.append(id(messages[index]))
             if index + 1 >= len(starts):
                 break
-            at = next(occurrences(corpus, term, starts[index + 1], stop), None)
+            at = first_occurrence(corpus, term, starts[index + 1], stop)
         found.upto = cutoff
 
     def _windows_of(self, found: _Term, term: str, cutoff: int) -> None:
@@ -307,17 +313,19 @@ class EvidenceIndex:
         (in order, so each window keeps the first holder it came from)."""
         sources, starts, corpus = found.sources, self._starts, self._corpus
         new = bisect_left(sources, cutoff, found.windowed)
+        size, written = len(term), found.written
         for index in sources[found.windowed : new]:  # every occurrence in each, in order
             end = starts[index + 1] - 1 if index + 1 < len(starts) else len(corpus)
+            observed = found.observed if self._observed[index] else None
             for at in occurrences(corpus, term, starts[index], end):
-                for key, window in _windows(corpus, at, len(term)):
-                    _add(found.written, key, window, index)
-                    if self._observed[index]:
-                        _add(found.observed, key, window, index)
+                for key, window in _windows(corpus, at, size):
+                    _add(written, key, window, index)
+                    if observed is not None:
+                        _add(observed, key, window, index)
         found.windowed = max(found.windowed, new)
-        observed = found.observed_sources
-        new = bisect_left(observed, cutoff, found.keyed)
-        for index in observed[found.keyed : new]:
+        holders = found.observed_sources
+        new = bisect_left(holders, cutoff, found.keyed)
+        for index in holders[found.keyed : new]:
             self._json_evidence(found, term, index)
         found.keyed = max(found.keyed, new)
 
@@ -325,8 +333,10 @@ class EvidenceIndex:
         if index not in self._fields:
             self._fields[index] = _json_fields(self.messages[index].text)
         for key, value in self._fields[index]:
-            at = next(occurrences(value, term), None)
-            if at is None:
+            if term not in value:
+                continue
+            at = first_occurrence(value, term)
+            if at < 0:
                 continue
             cut = at > CONTEXT_CHARS  # a long value: its own context stands in for the key
             if not key and not cut:
@@ -342,12 +352,14 @@ class EvidenceIndex:
         A message that holds the term and stands in the prompt unchanged (the same object) shows it
         (all its lines are there); otherwise the part of the prompt the ruler reads is searched,
         newest message first (the run's recorded messages aside: :class:`TextMemo`)."""
-        found = self._term(term, cutoff)
+        found = self._terms.get(term)
+        if found is None or found.upto < cutoff:
+            found = self._term(term, cutoff)
         sources, ids = (
             (found.observed_sources, found.observed_ids) if observed else (found.sources, found.source_ids)
         )
         before = bisect_left(sources, cutoff)
-        if before and prompt.holds_any(ids[before - 1 :: -1]):  # newest first
+        if before and prompt.holds_any(_newest_first(ids, before)):
             return True
         if "\n" not in term and term not in prompt.joined(observed=observed):
             return False  # in none of the texts searched below (each is between two line breaks)

@@ -100,6 +100,7 @@ class SalienceIndex:
         self._first: dict[str, int | None] = {}
         self._salient: dict[int, tuple[str, ...]] = {}
         self._is_salient: dict[str, bool] = {}
+        self._in_always: dict[str, bool] = {}  # whether the always-sent text holds a token, once per run
 
     def _first_index(self, token: str) -> int | None:
         """The first message of iteration 1 or later whose text holds ``token``."""
@@ -127,9 +128,15 @@ class SalienceIndex:
             first = self._first_index(token)
             if first is None or first >= index or not self._observation[first]:
                 continue
-            if token not in self._always:
+            if not self._always_has(token):
                 found.append(token)
         return tuple(sorted(found))
+
+    def _always_has(self, token: str) -> bool:
+        known = self._in_always.get(token)
+        if known is None:
+            known = self._in_always[token] = token in self._always
+        return known
 
 
 def missed_strings(salient: Sequence[str], prompt: Sequence[Message]) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ own-writing rulers (``_evidence.py``); docs/rulers.md defines them all.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence, Set
 
 import orjson
@@ -28,6 +29,7 @@ from .._tokens import TokenCounter
 from ._metrics import message_text
 from ._recorded import RecordedRun
 from ._series import IdSets, Joined, SparseSeries
+from ._terms import joined
 from ._turns import CALL_TOKENS
 from ._vocabulary import Vocabulary, words_of
 
@@ -289,14 +291,32 @@ class RetrievalSources:
         self._counter = counter
         self._occurrences: dict[str, tuple[int, ...]] = {}
         self._tokens: dict[int, int] = {}
+        self._corpus: tuple[str, list[int]] | None = None  # the texts joined, searched when first needed
 
     def _where(self, string: str) -> tuple[int, ...]:
+        """The indexes of the texts holding ``string``, ascending."""
         found = self._occurrences.get(string)
         if found is None:
-            found = self._occurrences[string] = tuple(
-                i for i, text in enumerate(self._texts) if string in text
-            )
+            found = self._occurrences[string] = self._search(string)
         return found
+
+    def _search(self, string: str) -> tuple[int, ...]:
+        """:meth:`_where` by one search of the joined texts (a string without a line break lies in one
+        text), skipping to the next text after each hit."""
+        if not string or "\n" in string:
+            return tuple(i for i, text in enumerate(self._texts) if string in text)
+        if self._corpus is None:
+            self._corpus = joined(self._texts)
+        corpus, starts = self._corpus
+        out: list[int] = []
+        at = corpus.find(string)
+        while at >= 0:
+            index = bisect_right(starts, at) - 1
+            out.append(index)
+            if index + 1 >= len(starts):
+                break
+            at = corpus.find(string, starts[index + 1])
+        return tuple(out)
 
     def page_tokens(self, index: int, page_tokens: int) -> int:
         """Tokens one retrieval of message ``index`` returns: the message, at most one page."""

@@ -44,6 +44,7 @@ from .._messages import Message
 
 __all__ = [
     "action_text",
+    "first_occurrence",
     "is_specific",
     "joined",
     "message_text",
@@ -76,9 +77,12 @@ def _ordinary(part: str) -> bool:
 
 def is_specific(term: str) -> bool:
     """A name or a value: 3+ characters and not an ordinary word (see the module docstring)."""
-    if len(term) < _MIN_SPECIFIC or _INITIALS.fullmatch(term):
+    if len(term) < _MIN_SPECIFIC:
         return False
-    if _CODE_CHARS.search(term):
+    code = _CODE_CHARS.search(term) is not None
+    if (code or "-" in term) and _INITIALS.fullmatch(term):  # initials hold a separator: . / (code) or -
+        return False
+    if code:
         return True
     return not all(_ordinary(part) for part in term.split("-"))
 
@@ -113,6 +117,22 @@ def occurrences(text: str, term: str, start: int = 0, end: int | None = None) ->
         if not (before and _is_word(before)) and not (after and _is_word(after)):
             yield at
         at = text.find(term, at + 1, stop)
+
+
+def first_occurrence(text: str, term: str, start: int = 0, end: int | None = None) -> int:
+    """The first of :func:`occurrences` (-1 if none), without a generator: most searches want one."""
+    stop = len(text) if end is None else end
+    size, length = len(term), len(text)
+    at = text.find(term, start, stop)
+    while at >= 0:
+        before = text[at - 1] if at > 0 else ""
+        after = text[at + size] if at + size < length else ""
+        if not (before and (before.isalnum() or before == "_")) and not (
+            after and (after.isalnum() or after == "_")
+        ):
+            return at
+        at = text.find(term, at + 1, stop)
+    return -1
 
 
 def occurrences_backward(text: str, term: str) -> Iterator[int]:
