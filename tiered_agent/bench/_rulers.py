@@ -19,7 +19,6 @@ own-writing rulers (``_evidence.py``); docs/rulers.md defines them all.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Iterable, Sequence, Set
 
 import orjson
@@ -29,7 +28,7 @@ from .._tokens import TokenCounter
 from ._metrics import message_text
 from ._recorded import RecordedRun
 from ._series import IdSets, Joined, SparseSeries
-from ._terms import joined
+from ._terms import joined, texts_holding
 from ._turns import CALL_TOKENS
 from ._vocabulary import Vocabulary, words_of
 
@@ -307,16 +306,7 @@ class RetrievalSources:
             return tuple(i for i, text in enumerate(self._texts) if string in text)
         if self._corpus is None:
             self._corpus = joined(self._texts)
-        corpus, starts = self._corpus
-        out: list[int] = []
-        at = corpus.find(string)
-        while at >= 0:
-            index = bisect_right(starts, at) - 1
-            out.append(index)
-            if index + 1 >= len(starts):
-                break
-            at = corpus.find(string, starts[index + 1])
-        return tuple(out)
+        return tuple(texts_holding(self._corpus, string))
 
     def page_tokens(self, index: int, page_tokens: int) -> int:
         """Tokens one retrieval of message ``index`` returns: the message, at most one page."""

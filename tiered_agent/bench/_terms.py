@@ -35,6 +35,7 @@ graph). Definitions (also in docs/rulers.md):
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -196,3 +197,18 @@ def joined(texts: Sequence[str]) -> tuple[str, list[int]]:
         starts.append(position)
         position += len(text) + 1
     return "\n".join(texts), starts
+
+
+def texts_holding(corpus: tuple[str, list[int]], string: str) -> list[int]:
+    """The indexes of the texts of a :func:`joined` ``corpus`` that hold ``string`` (one without a
+    line break, so it lies in one text), by one search that skips to the next text after each hit."""
+    text, starts = corpus
+    out: list[int] = []
+    at = text.find(string)
+    while at >= 0:
+        index = bisect_right(starts, at) - 1
+        out.append(index)
+        if index + 1 >= len(starts):
+            break
+        at = text.find(string, starts[index + 1])
+    return out

@@ -14,10 +14,9 @@ answers are exactly ``[i for i, t in enumerate(texts) if string in t]``.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Sequence
 
-from ._terms import joined
+from ._terms import joined, texts_holding
 
 __all__ = ["MIN_WORD", "Vocabulary", "words_of"]
 
@@ -61,13 +60,8 @@ class Vocabulary:
         holders = self._index()
         tokens, starts, vocabulary = self._tokens, self._starts, self._joined
         found: set[int] = set()
-        at = vocabulary.find(run)
-        while at >= 0:
-            index = bisect_right(starts, at) - 1
+        for index in texts_holding((vocabulary, starts), run):
             found.update(holders[tokens[index]])
-            if index + 1 >= len(starts):
-                break
-            at = vocabulary.find(run, starts[index + 1])
         return sorted(found)
 
     def _index(self) -> dict[str, list[int]]:
@@ -89,13 +83,4 @@ class Vocabulary:
         """:meth:`holding` by a search of every text (one hit per text is enough)."""
         if self._corpus is None:
             self._corpus = joined(self.texts)
-        corpus, starts = self._corpus
-        out: list[int] = []
-        at = corpus.find(string)
-        while at >= 0:
-            index = bisect_right(starts, at) - 1
-            out.append(index)
-            if index + 1 >= len(starts):
-                break
-            at = corpus.find(string, starts[index + 1])
-        return out
+        return texts_holding(self._corpus, string)
