@@ -350,6 +350,7 @@ class Reading:
         "_kept",
         "_lines",
         "_own",
+        "_own_extras",
         "actions",
         "labels",
         "messages",
@@ -377,6 +378,7 @@ class Reading:
         self._extras: dict[tuple[object, ...], Extra] = {}
         self._kept: dict[Reports, tuple[Message, ...]] = {}
         self._own: Lines | None = None
+        self._own_extras: dict[tuple[object, ...], tuple[str, frozenset[str]]] = {}
 
     def own(self) -> Lines:
         """The agent's own lines past its line (:func:`_own_lines`), found when first asked for."""
@@ -399,6 +401,23 @@ class Reading:
             line = condensed_line(iteration, self.messages, label)
             hit = self._lines[key] = (line, refs(line))
         return hit
+
+    def own_extra(self, wanted: Set[str], shown: set[str], seen: Set[str], limit: int) -> str:
+        """:func:`own_extra` of its own lines (``shown`` updated the same way), found once per
+        ``wanted``, ``shown`` and ``seen`` restricted to what those lines name (nothing else can
+        change the choice)."""
+        lines = self.own()
+        if not lines.named or limit <= 0:
+            return ""
+        names = lines.where.keys()
+        key = (frozenset(names & wanted), frozenset(names & shown), frozenset(names & seen), limit)
+        hit = self._own_extras.get(key)
+        if hit is None:
+            mine = set(key[1])
+            text = own_extra(lines, key[0], mine, key[2], limit)
+            hit = self._own_extras[key] = (text, frozenset(mine))
+        shown.update(hit[1])
+        return hit[0]
 
     def extra(
         self, inputs: tuple[frozenset[str], frozenset[str], frozenset[str]], referred: int, novel: int
@@ -769,7 +788,7 @@ def _render_note(
             shown.update(novel_names)
         if own:  # the agent's own lines: what they show leaves the choice of output lines alone
             mine.update(shown)
-            tail += own_extra(whole.own(), named, mine, seen, own)
+            tail += whole.own_extra(named, mine, seen, own)
         if kept:  # a sub-agent's report, whole
             report = [text for message in kept for text in message.text.splitlines() if text.strip()]
             tail += "".join(f"\n    {text}" for text in report)

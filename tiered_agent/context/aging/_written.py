@@ -439,7 +439,7 @@ class WrittenFiles:
         files: dict[str, WrittenFile] = {}
         for state in self._states:
             known = state[0]
-            if len(done) < len(known) <= len(wanted) and _same_calls(wanted, known):
+            if len(done) < len(known) <= len(wanted) and _begins(wanted, known):
                 done, files = state
         if len(done) == len(wanted):
             return files
@@ -451,18 +451,22 @@ class WrittenFiles:
         return files
 
 
-def _same_calls(calls: list[tuple[int, ToolCall]], prefix: list[tuple[int, ToolCall]]) -> bool:
-    """Whether ``calls`` begins with ``prefix``: the same call objects at the same iterations."""
-    return all(a is b or (a[0] == b[0] and a[1] is b[1]) for a, b in zip(calls, prefix, strict=False))
+def _begins(calls: list[tuple[int, ToolCall]], prefix: list[tuple[int, ToolCall]]) -> bool:
+    """Whether ``calls`` begins with ``prefix``: equal calls (the same objects, mostly) at the same
+    iterations, compared in C; the files they leave depend on nothing else."""
+    return calls[: len(prefix)] == prefix
 
 
 # --------------------------------------------------------------------------- the note
-def _calls(groups: Mapping[int, tuple[Message, ...]], upto: int) -> Iterator[tuple[int, ToolCall]]:
-    for iteration in sorted(k for k in groups if 0 < k <= upto):
-        for message in groups[iteration]:
-            if message.role == "assistant":
-                for call in message.tool_calls:
-                    yield iteration, call
+def _calls(groups: Mapping[int, tuple[Message, ...]], upto: int) -> list[tuple[int, ToolCall]]:
+    """The calls of iterations ``1..upto``, oldest first, with their iterations."""
+    return [
+        (iteration, call)
+        for iteration in sorted(k for k in groups if 0 < k <= upto)
+        for message in groups[iteration]
+        if message.role == "assistant"
+        for call in message.tool_calls
+    ]
 
 
 def _agent_texts(groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> dict[int, str]:
