@@ -403,31 +403,35 @@ class Reading:
         return hit
 
     def own_extra(self, wanted: Set[str], shown: set[str], seen: Set[str], limit: int) -> str:
-        """:func:`own_extra` of its own lines (``shown`` updated the same way), found once per
-        ``wanted``, ``shown`` and ``seen`` restricted to what those lines name (nothing else can
-        change the choice)."""
+        """:func:`own_extra` of its own lines (``shown`` updated the same way), found once per what
+        the choice depends on (:meth:`extra`'s argument: the same two sets, of the own lines' names)."""
         lines = self.own()
         if not lines.named or limit <= 0:
             return ""
         names = lines.where.keys()
-        key = (frozenset(names & wanted), frozenset(names & shown), frozenset(names & seen), limit)
+        mine = names & shown
+        key = (frozenset((names & wanted) - mine), frozenset(mine | (names & seen)), limit)
         hit = self._own_extras.get(key)
         if hit is None:
-            mine = set(key[1])
-            text = own_extra(lines, key[0], mine, key[2], limit)
-            hit = self._own_extras[key] = (text, frozenset(mine))
+            chosen: set[str] = set()
+            text = own_extra(lines, key[0], chosen, key[1], limit)
+            hit = self._own_extras[key] = (text, frozenset(chosen))
         shown.update(hit[1])
         return hit[0]
 
-    def extra(
-        self, inputs: tuple[frozenset[str], frozenset[str], frozenset[str]], referred: int, novel: int
-    ) -> Extra:
-        """The output lines kept under the line, given what they depend on: ``wanted``, ``shown`` and
-        ``seen`` restricted to what the output lines name (nothing else can change the choice)."""
+    def extra(self, inputs: tuple[frozenset[str], frozenset[str]], referred: int, novel: int) -> Extra:
+        """The output lines kept under the line, given what they depend on: of the references the
+        output lines name, those wanted and not shown yet (``wanted - shown``: what the referred
+        lines cover) and those shown or seen (``shown | seen``: what the novel lines must not name,
+        with what the referred lines show). Nothing else can change the choice, so notes whose
+        ``wanted``, ``shown`` and ``seen`` differ but give the same two sets share it."""
         key = (*inputs, referred, novel)
         hit = self._extras.get(key)
         if hit is None:
-            hit = self._extras[key] = _extra_lines(self.messages, *inputs, referred=referred, novel=novel)
+            targets, known = inputs
+            hit = self._extras[key] = _extra_lines(
+                self.messages, targets, frozenset(), known, referred=referred, novel=novel
+            )
         return hit
 
 
@@ -779,8 +783,9 @@ def _render_note(
         elif not (extra and names):  # no output line names anything: none is chosen
             tail = ""
         else:
+            here = names & shown
             tail, kept_names, novel_names = reading.extra(
-                (frozenset(names & named), frozenset(names & shown), frozenset(names & seen)),
+                (frozenset((names & named) - here), frozenset(here | (names & seen))),
                 referred,
                 scale.budget(novel, reading.size, not whole.paths.isdisjoint(named)),
             )
