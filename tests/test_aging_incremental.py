@@ -23,7 +23,7 @@ WORDS = ["plain", "words", "THOUGHT:", "Run", "it."]
 
 
 def _iteration(
-    k: int, thought: Sequence[str], script: Sequence[str], output: Sequence[Sequence[str]]
+    k: int, thought: Sequence[str], script: Sequence[Sequence[str]], output: Sequence[Sequence[str]]
 ) -> tuple[Message, ...]:
     """One iteration: reasoning of several sentences, a call whose script has lines of its own (the
     agent's own lines), and an output."""
