@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tiered_agent import Message, ToolCall
+from tiered_agent._tokens import TokenCounter
 from tiered_agent.context.aging import _condense
 from tiered_agent.context.aging._condense import Reading, condensed_note
 from tiered_agent.context.aging._forms import FormsMemo, condensed
+from tiered_agent.context.aging._written import note_tokens, written_note
 
 NAMES = ["alpha_1", "beta_2", "gamma_3", "delta_4", "eps_5", "src/a.py", "b.txt"]
 WORDS = ["plain", "words", "THOUGHT:", "Run", "it."]
@@ -127,3 +130,35 @@ def test_notes_with_own_lines_read_through_a_runs_memo_are_those_read_without(
                 chunk, retrieval=False, later=later, referred=referred, novel=novel, own=own
             )
             assert note.text == alone.text
+
+
+_FILE_LINES = st.lists(
+    st.tuples(
+        st.sampled_from(["", " ", "\t", "/", "//x", "=", "  /usr", "é", "12"]), st.sampled_from(NAMES + WORDS)
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_FILE_LINES, min_size=1, max_size=3), st.integers(1, 4), st.booleans())
+def test_the_written_notes_tokens_counted_from_its_header_and_sections_are_its_tokens(
+    files: list[list[tuple[str, str]]], through: int, retrieval: bool
+) -> None:
+    """The note of the files the agent wrote is counted as its header line plus its sections (the
+    header changes with the iteration it ages through, the sections stay): the same count as the
+    whole note's, whatever the files' lines start or end with."""
+    groups = {}
+    for k, lines in enumerate(files, 1):
+        text = "\n".join(start + word for start, word in lines)
+        arguments = orjson.dumps({"file_path": f"src/f{k}.py", "content": text}).decode()
+        groups[k] = (Message("assistant", "", (ToolCall(f"w{k}", "Write", arguments),), iteration=k),)
+    note = written_note(
+        groups, through=through, at=len(files), max_chars=8000, recent=10, retrieval=retrieval
+    )
+    assert note is not None and note.text.count("\n=== ") >= 1
+    counter = TokenCounter()
+    assert note_tokens(note, counter) == TokenCounter().count_message(note)
+    plain = Message("user", "[a header]\nno section here", iteration=0)
+    assert note_tokens(plain, counter) == TokenCounter().count_message(plain)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..._messages import Message, ToolCall
+from ..._tokens import TokenCounter
 from .._calls import (
     PATCH_PROGRAMS,
     PATCH_TOOLS,
@@ -57,7 +58,15 @@ from .._patches import parse_patch
 from .._shell import heredoc_lines, line_words, simple_commands
 from ..summary.memory._calls import call_facts
 
-__all__ = ["FileWrite", "WrittenFile", "WrittenFiles", "call_writes", "written_files", "written_note"]
+__all__ = [
+    "FileWrite",
+    "WrittenFile",
+    "WrittenFiles",
+    "call_writes",
+    "note_tokens",
+    "written_files",
+    "written_note",
+]
 
 _WRITE_TOOLS = frozenset({"Write", "write_file", "create_file", "write"})
 _EDIT_TOOLS = frozenset({"Edit", "edit_file", "MultiEdit", "str_replace", "replace_in_file"})
@@ -561,6 +570,22 @@ def written_note(
     return Message(role="user", content="\n".join([header, *parts]), iteration=0)
 
 
+def note_tokens(note: Message, counter: TokenCounter) -> int:
+    """``counter.count_message(note)`` for a note :func:`written_note` made, counted as its header
+    line and its sections: the header's line feed is followed by a section's ``=``, a visible
+    character other than ``/``, where no pre-token of the tokenizer spans (the cut of
+    :class:`~..._tokens.PieceEncoder`), so the count is the two parts' counts summed; the sections,
+    the same as long as the files shown are, are then one lookup (the header names the iteration
+    the note ages through, new at nearly every prompt)."""
+    header, _, body = note.text.partition("\n")
+    if note.role != "user" or note.tool_calls or not body.startswith(_SECTION):
+        return counter.count_message(note)
+    return counter.count_message({"role": "user", "content": header + "\n"}) + counter.count_text(body)
+
+
+_SECTION = "=== "  # how each section of the note starts
+
+
 def _section(file: WrittenFile, shown: str, whole: bool, *, retrieval: bool) -> str:
     what = "current text" if whole else "your edits since it was last written whole"
     if file.changed:
@@ -571,4 +596,4 @@ def _section(file: WrittenFile, shown: str, whole: bool, *, retrieval: bool) -> 
     where = f" (written in iteration {file.last}"
     where += f"; {retrieve_call('iteration', str(file.last))})" if retrieval else ")"
     body = shown if shown.endswith("\n") else shown + "\n"
-    return f"=== {file.path}: {what}{where}\n{body}=== end of {file.path}"
+    return f"{_SECTION}{file.path}: {what}{where}\n{body}=== end of {file.path}"
