@@ -158,6 +158,13 @@ CANDIDATES: dict[str, Policy] = {
     "max-lines-60-again-2-own-3": _with_age(
         "max-lines-60-again-2-own-3", max_lines=60, named_again=2, keep_own=3
     ),
+    # smaller condensed notes (issue 18): kept lines of nothing but markup or the stated exit code
+    # left out (Age(bare_lines)), lines kept under a newer iteration of the note not repeated
+    # (Age(unique_lines)); both are the default now, "no-terse" is the default before
+    "bare": _with_age("bare", bare_lines=True, unique_lines=False),
+    "unique": _with_age("unique", bare_lines=False, unique_lines=True),
+    "bare-unique": _with_age("bare-unique", bare_lines=True, unique_lines=True),
+    "no-terse": _with_age("no-terse", bare_lines=False, unique_lines=False),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),
     # when to age: the break-even rule with another patience (below 1: sooner); every N iterations

@@ -26,6 +26,7 @@ from tiered_agent.context.aging._written import (
     patch_writes,
     program_writes,
     python_written_paths,
+    script_writes,
     shell_writes,
     written_files,
     written_note,
@@ -55,6 +56,7 @@ def call(name: str, arguments: object, call_id: str = "c1") -> ToolCall:
         f'cat <<"EOF" > /testbed/reproduce.py\n{SCRIPT}EOF',
         f"tee /testbed/reproduce.py <<EOF >/dev/null\n{SCRIPT}EOF",
         f"cd /testbed && cat > /testbed/reproduce.py << 'PY'\n{SCRIPT}PY\n",
+        f"cat >| /testbed/reproduce.py <<'EOF'\n{SCRIPT}EOF",
     ],
 )
 def test_a_heredoc_into_a_file_writes_the_whole_file(command: str) -> None:
@@ -264,7 +266,7 @@ def test_a_program_writing_a_known_file_is_a_change_the_note_cannot_follow(comma
         "python - <<'PY'\npath = Path('r.py')\npath = Path('s.py')\npath.write_text('x')\nPY",  # bound twice
         "python - <<'PY'\nfor name in ['r.py']:\n    open(name, 'w').write('x')\nPY",  # a computed path
         "python - <<'PY'\npath = Path('r.py')\ndef save(path):\n    path.write_text('x')\nPY",  # a parameter
-        "python r.py",  # a script: what it writes is not in the call
+        "python r.py",  # r.py itself writes no file
         "ssh host 'python -c \"open(1)\"'",
     ],
 )
@@ -274,6 +276,49 @@ def test_a_program_that_does_not_certainly_write_a_known_file_changes_nothing(co
         (2, call("bash", {"command": command})),
     ]
     assert "r.py" not in program_writes(calls[1][1])
+    assert written_files(calls)["r.py"].changed == 0
+
+
+_FIXER = (
+    "from pathlib import Path\npath = Path('r.py')\npath.write_text(path.read_text().replace('1', '2'))\n"
+)
+
+
+@pytest.mark.parametrize(
+    "command", ["python fix.py", "cd /x && python3 -u ./fix.py --all", "python -W ignore fix.py > log.txt"]
+)
+def test_a_known_script_writing_a_known_file_is_a_change_the_note_cannot_follow(command: str) -> None:
+    """``python fix.py`` where the agent wrote ``fix.py``: its text is known, so its literal writes are
+    too; ``r.py`` keeps the text the writes left, marked as changed by the run of the script."""
+    calls = [
+        (1, call("bash", {"command": f"cat > r.py <<'EOF'\n{SCRIPT}EOF"})),
+        (2, call("bash", {"command": f"cat > fix.py <<'EOF'\n{_FIXER}EOF"})),
+        (3, call("bash", {"command": command})),
+    ]
+    assert script_writes(calls[2][1], written_files(calls[:2])) == ["r.py"]
+    file = written_files(calls)["r.py"]
+    assert (file.text, file.changed, file.last) == (SCRIPT, 3, 1)
+
+
+@pytest.mark.parametrize(
+    ("script", "command"),
+    [
+        ("print(open('r.py').read())\n", "python fix.py"),  # the script only reads
+        (_FIXER, "python other.py"),  # a script the agent did not write
+        (_FIXER, "python -m fix"),  # a module, not the file
+        (_FIXER, "python -c 'import fix'"),
+        (_FIXER, "cat fix.py"),
+    ],
+)
+def test_a_script_that_does_not_certainly_write_a_known_file_changes_nothing(
+    script: str, command: str
+) -> None:
+    calls = [
+        (1, call("bash", {"command": f"cat > r.py <<'EOF'\n{SCRIPT}EOF"})),
+        (2, call("bash", {"command": f"cat > fix.py <<'EOF'\n{script}EOF"})),
+        (3, call("bash", {"command": command})),
+    ]
+    assert "r.py" not in script_writes(calls[2][1], written_files(calls[:2]))
     assert written_files(calls)["r.py"].changed == 0
 
 
@@ -461,6 +506,9 @@ def test_arbitrary_shell_and_patch_text_never_raises(text: str) -> None:
         f"ed f <<E\n{text}",
     ):
         assert all(isinstance(path, str) for path in program_writes(call("bash", {"command": command})))
+    files = written_files([(1, call("bash", {"command": f"cat > f.py <<'EOF'\n{text}\nEOF"}))])
+    run = call("bash", {"command": f"python f.py {text}"})
+    assert all(isinstance(path, str) for path in script_writes(run, files))
 
 
 # ----------------------------------------------------------------------------- patched files

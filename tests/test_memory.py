@@ -428,6 +428,7 @@ def test_an_overlapping_range_folds_on_and_equals_one_pass() -> None:
         ("sed -i \"\" '12s/a/b/' src/app.py", (("src/app.py", "edited"),)),
         ('grep -n "" src/app.py', (("src/app.py", "read"),)),
         ("printf '%s' '' | tee out.log", (("out.log", "written"),)),
+        ("echo x >| notes.txt", (("notes.txt", "written"),)),  # the noclobber override, not a pipe
     ],
 )
 def test_empty_quoted_words_parse(command: str, touches: tuple[tuple[str, str], ...]) -> None:

@@ -181,7 +181,7 @@ async def test_masking_runtimes_build_what_fresh_steps_build(policy: str) -> Non
 
 # The working memory's shell words as first written: every character of a word matched one by one.
 _WORD_PER_CHAR = re.compile(
-    r"""\d*>&\d*-?|\d*>>?|<|(?:[^\s'"\\;&|()<>]|\\.|'[^']*'|"(?:\\.|[^"\\])*")+|&&|\|\||;;|\|&|[;&|()]|['"]"""
+    r"""\d*>&\d*-?|\d*>[>|]?|<|(?:[^\s'"\\;&|()<>]|\\.|'[^']*'|"(?:\\.|[^"\\])*")+|&&|\|\||;;|\|&|[;&|()]|['"]"""
 )
 _QUOTED_PER_CHAR = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)|([^'"\\]+)""")
 

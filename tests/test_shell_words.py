@@ -65,7 +65,7 @@ def _memory_unquote(word: str) -> str:
 @given(st.text(alphabet=_ALPHABET, max_size=30))
 def test_the_working_memory_keeps_double_quoted_backslashes(line: str) -> None:
     raw = re.findall(
-        r"""\d*>&\d*-?|\d*>>?|<|(?:[^\s'"\\;&|()<>]++|\\.|'[^']*'|"(?:[^"\\]++|\\.)*+")+|&&|\|\||;;|\|&|[;&|()]|['"]""",
+        r"""\d*>&\d*-?|\d*>[>|]?|<|(?:[^\s'"\\;&|()<>]++|\\.|'[^']*'|"(?:[^"\\]++|\\.)*+")+|&&|\|\||;;|\|&|[;&|()]|['"]""",
         line,
     )
     separators = {";", "&&", "||", "|", "&", "(", ")", ";;", "|&"}
@@ -87,5 +87,6 @@ def test_unquoting_at_both_strictnesses() -> None:
         ">&2",
     ]
     assert line_words("echo 'open") == ["echo", "", "open"]
+    assert line_words("echo x >| out.txt 2>|err") == ["echo", "x", ">|", "out.txt", "2>|", "err"]
     assert words("echo 'open") is None
     assert words("grep -n 'x y' a.py 2>&1") == words("grep -n x\\ y a.py 2>&1")

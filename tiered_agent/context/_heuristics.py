@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["RETURNCODE_TAG", "error_line", "looks_like_error", "parse_exit_code"]
+__all__ = ["RETURNCODE_TAG", "error_line", "exit_text", "looks_like_error", "parse_exit_code"]
 
 RETURNCODE_TAG = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _EXIT_TEXT = re.compile(
@@ -32,6 +32,11 @@ def parse_exit_code(output: str) -> int | None:
     ends = output if len(output) <= 2 * _EDGE_CHARS else f"{output[:_EDGE_CHARS]}\n{output[-_EDGE_CHARS:]}"
     texts = _EXIT_TEXT.findall(ends)
     return int(texts[-1]) if texts else None
+
+
+def exit_text(line: str) -> bool:
+    """Whether a line is nothing but an exit code in words (``exit code: 1``, ``Exit status 0``)."""
+    return _EXIT_TEXT.fullmatch(line.strip().rstrip(".")) is not None
 
 
 def looks_like_error(output: str, exit_code: int | None = None) -> bool:

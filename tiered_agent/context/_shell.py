@@ -14,7 +14,7 @@ strictnesses, because the readers must decide differently about a command a shel
   backquote outside single quotes), found in the same pass over the pieces.
 - :func:`line_words` (the working memory): one line at a time, never failing: a lone quote is a
   word of its own (its text empty), a file descriptor and its redirection are one word (``2>``,
-  ``2>&1``, ``>&-``), double-quoted text keeps its backslashes (a path never holds one), any
+  ``2>&1``, ``>&-``, ``>|``), double-quoted text keeps its backslashes (a path never holds one), any
   whitespace separates words. The working memory reads what it can of any text.
 
 Runs of plain characters are matched whole (possessively), never one character per regex
@@ -62,7 +62,7 @@ _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([\w.-]+)\1")
 # --- the lenient reading (one line; blanks are any whitespace)
 LINE_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&"})
 _LINE_WORD = re.compile(
-    r"""\d*>&\d*-?|\d*>>?|<|(?:[^\s'"\\;&|()<>]++|\\.|'[^']*'|"(?:[^"\\]++|\\.)*+")+|&&|\|\||;;|\|&|[;&|()]"""
+    r"""\d*>&\d*-?|\d*>[>|]?|<|(?:[^\s'"\\;&|()<>]++|\\.|'[^']*'|"(?:[^"\\]++|\\.)*+")+|&&|\|\||;;|\|&|[;&|()]"""
     r"""|['"]"""
 )
 

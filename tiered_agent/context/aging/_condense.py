@@ -45,7 +45,7 @@ import orjson
 
 from ..._messages import Message, ToolCall
 from ..._tokens import TokenCounter
-from .._heuristics import error_line, looks_like_error, parse_exit_code
+from .._heuristics import RETURNCODE_TAG, error_line, exit_text, looks_like_error, parse_exit_code
 from .._memo import run_memo
 from .._names import retrieve_call
 from ._jsonform import json_fields, output_lines
@@ -55,6 +55,7 @@ from ._reports import NO_REPORTS, Reports
 
 __all__ = [
     "NO_SCALE",
+    "NO_TERSE",
     "SHORT_LINES",
     "ChunkReading",
     "CondensedNote",
@@ -62,10 +63,12 @@ __all__ = [
     "NovelScale",
     "Reading",
     "Readings",
+    "Terse",
     "condensed_line",
     "condensed_note",
     "format_label",
     "informative_lines",
+    "is_bare",
     "referred_lines",
 ]
 
@@ -103,6 +106,33 @@ class NovelScale:
 
 
 NO_SCALE = NovelScale()
+
+
+@dataclass(frozen=True, slots=True)
+class Terse:
+    """What a note leaves out of the lines it keeps under an iteration's line (each off by default):
+    ``bare``, a line carrying nothing but markup (tags, brackets, punctuation) or nothing but the
+    exit code the iteration's line already states (:func:`is_bare`); ``repeats``, a line kept
+    verbatim under a newer iteration of the same note (the newest stays, so a note growing at its
+    end never changes an older line's choice of what it shows)."""
+
+    bare: bool = False
+    repeats: bool = False
+
+
+NO_TERSE = Terse()
+_TAG = re.compile(r"</?[A-Za-z][\w:.-]*/?>")
+_ALNUM = re.compile(r"[^\W_]")
+
+
+def is_bare(line: str) -> bool:
+    """Whether an output line says nothing beyond markup: once its tags (``<output>``,
+    ``</returncode>``) are gone, no letter or digit is left, or only an exit code
+    (``<returncode>0</returncode>``, ``exit code: 1``), which the iteration's line states."""
+    text = line.strip()
+    if RETURNCODE_TAG.fullmatch(text) or exit_text(text):
+        return True
+    return _ALNUM.search(_TAG.sub("", text)) is None
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -346,6 +376,7 @@ class Reading:
     format labels; its line per format label, and its extra lines per what they depend on."""
 
     __slots__ = (
+        "_bare",
         "_extras",
         "_kept",
         "_lines",
@@ -374,11 +405,22 @@ class Reading:
         self.whole = (
             "".join(f"\n    {text}" for text in _output_lines(messages) if text) if self.short else ""
         )
+        self._bare: str | None = None
         self._lines: dict[tuple[int, str | None], tuple[str, Refs]] = {}
         self._extras: dict[tuple[object, ...], Extra] = {}
         self._kept: dict[Reports, tuple[Message, ...]] = {}
         self._own: Lines | None = None
         self._own_extras: dict[tuple[object, ...], tuple[str, frozenset[str]]] = {}
+
+    def short_text(self, bare: bool) -> str:
+        """The lines of its short outputs, all of them (``whole``), or without those that say nothing
+        beyond markup (``bare``: :func:`is_bare`)."""
+        if not bare or not self.whole:
+            return self.whole
+        if self._bare is None:
+            kept = (text for text in _output_lines(self.messages) if text and not is_bare(text))
+            self._bare = "".join(f"\n    {text}" for text in kept)
+        return self._bare
 
     def own(self) -> Lines:
         """The agent's own lines past its line (:func:`_own_lines`), found when first asked for."""
@@ -538,6 +580,15 @@ def _extra_lines(
     )
 
 
+def _unrepeated(tail: str, kept: set[str]) -> str:
+    """The lines of ``tail`` (each after a line feed and an indent) not in ``kept``, which gains them."""
+    if not tail:
+        return tail
+    fresh = [line for line in tail.split("\n")[1:] if line not in kept]
+    kept.update(fresh)
+    return "".join(f"\n{line}" for line in fresh)
+
+
 Readings = dict[tuple[int, ...], Reading]  # by the identities of an iteration's messages
 READINGS = 4096  # iterations a run's memo keeps (the oldest read goes first)
 
@@ -605,6 +656,7 @@ class ChunkReading:
         "referred",
         "reports",
         "scale",
+        "terse",
         "texts",
     )
 
@@ -618,10 +670,11 @@ class ChunkReading:
         novel: int = 0,
         scale: NovelScale = NO_SCALE,
         own: int = 0,
+        terse: Terse = NO_TERSE,
     ) -> None:
         self.chunk = tuple(chunk)  # kept: a memo's key is their identities
         self.reports, self.referred, self.novel, self.scale = reports, referred, novel, scale
-        self.own = own
+        self.own, self.terse = own, terse
         labels: list[str] = []
         texts = 0
         names: set[str] = set()
@@ -688,6 +741,7 @@ class ChunkReading:
                 reports=self.reports,
                 readings=readings,
                 own=self.own,
+                terse=self.terse,
             )
             if len(self.notes) >= _NOTES:  # the oldest first (the messages after the chunk only grow)
                 del self.notes[next(iter(self.notes))]
@@ -710,6 +764,7 @@ def condensed_note(
     readings: Readings | None = None,
     own: int = 0,
     since: Sequence[Message] = (),
+    terse: Terse = NO_TERSE,
 ) -> Message:
     """The note standing for a chunk of iterations ``(iteration, messages)``, oldest first.
 
@@ -722,7 +777,7 @@ def condensed_note(
     as referred to afterwards (a chunk chosen again at a later epoch). The ``reports`` (a sub-agent's,
     :mod:`._reports`) are kept whole under their iteration's line. ``readings``: the run's memo of
     what the note reads of each iteration (a note rendered again as its chunk grows reads only the
-    new ones).
+    new ones). ``terse``: the kept lines it leaves out (:class:`Terse`).
     """
     read = [(k, _reading(messages, readings)) for k, messages in chunk]
     labels, texts = _labels(later)
@@ -742,6 +797,7 @@ def condensed_note(
         reports=reports,
         readings=readings,
         own=own,
+        terse=terse,
     ).message
 
 
@@ -758,6 +814,7 @@ def _render_note(
     reports: Reports,
     readings: Readings | None,
     own: int = 0,
+    terse: Terse = NO_TERSE,
 ) -> CondensedNote:
     """:func:`condensed_note` given what the messages after the chunk tell it: the ``label``, what
     their assistant messages name (``wanted``) and what their texts name (``seen``), either whole or
@@ -770,6 +827,7 @@ def _render_note(
     named: set[str] = set(wanted)
     shown: set[str] = set()
     mine: set[str] = set()  # what the note shows, its own lines' names too
+    kept_lines: set[str] = set()  # the lines kept under the newer iterations' lines (``terse.repeats``)
     extra = bool(referred) or scale.keeps(novel)
     lines: list[str] = []
     for k, whole, kept in reversed(read):
@@ -778,7 +836,7 @@ def _render_note(
         reading = _reading(tuple(m for m in whole.messages if m not in kept), readings) if kept else whole
         names = reading.names
         if reading.short:  # every output line is kept: what extra lines it would choose changes nothing
-            tail = reading.whole
+            tail = reading.short_text(terse.bare)
             shown.update(names)
         elif not (extra and names):  # no output line names anything: none is chosen
             tail = ""
@@ -794,6 +852,8 @@ def _render_note(
         if own:  # the agent's own lines: what they show leaves the choice of output lines alone
             mine.update(shown)
             tail += whole.own_extra(named, mine, seen, own)
+        if terse.repeats:
+            tail = _unrepeated(tail, kept_lines)
         if kept:  # a sub-agent's report, whole
             report = [text for message in kept for text in message.text.splitlines() if text.strip()]
             tail += "".join(f"\n    {text}" for text in report)

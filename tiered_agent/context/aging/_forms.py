@@ -36,7 +36,16 @@ from ..._tokens import TokenCounter
 from .._memo import run_memo
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
 from ..pipeline._draft import with_content
-from ._condense import NO_SCALE, ChunkReading, CondensedNote, NovelScale, Readings, condensed_note
+from ._condense import (
+    NO_SCALE,
+    NO_TERSE,
+    ChunkReading,
+    CondensedNote,
+    NovelScale,
+    Readings,
+    Terse,
+    condensed_note,
+)
 from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
@@ -441,13 +450,15 @@ def condensed(
     memo: FormsMemo | None = None,
     own: int = 0,
     since: tuple[Message, ...] = (),
+    terse: Terse = NO_TERSE,
 ) -> Message:
     """The note for a chunk of condensed iterations; ``later``: the messages after the chunk up to
     the epoch that condensed it; ``since``: the messages after those up to a later epoch that
     chose its lines again (what they refer to counts as referred to afterwards; what they name
     does not count as shown later: they may be hidden by now); ``scale``: how the novel lines grow
     with an output's length; ``reports``: the outputs it keeps whole; ``memo``: the run's; ``own``:
-    the agent's own lines kept under each iteration's line (:func:`~._condense.own_extra`)."""
+    the agent's own lines kept under each iteration's line (:func:`~._condense.own_extra`); ``terse``:
+    the kept lines it leaves out (:class:`~._condense.Terse`)."""
     if memo is None:
         return condensed_note(
             chunk,
@@ -459,12 +470,13 @@ def condensed(
             reports=reports,
             own=own,
             since=since,
+            terse=terse,
         )
-    key = (retrieval, referred, novel, scale, reports, own, _identity((), chunk))
+    key = (retrieval, referred, novel, scale, reports, own, terse, _identity((), chunk))
     read = memo.chunks.get(key)
     if read is None or read.chunk != tuple(chunk):
         read = memo.chunks[key] = ChunkReading(
-            chunk, reports, memo.readings, referred=referred, novel=novel, scale=scale, own=own
+            chunk, reports, memo.readings, referred=referred, novel=novel, scale=scale, own=own, terse=terse
         )
     inputs = read.inputs(later)
     if since:

@@ -28,7 +28,10 @@ the provider's cache holds all of it. The forms:
   afterwards keeps N times the novel lines (default 2; 1: off); with
   ``refresh_chunks``, every condensing epoch chooses every chunk's kept lines again, what the
   agent referred to since counting as referred to (the epoch re-sends the earlier notes, and the
-  break-even rule counts them; issue 18 candidate; off);
+  break-even rule counts them; issue 18 candidate; off); with ``bare_lines``, a note leaves
+  out the kept lines that say nothing beyond markup or the exit code its line states, and with
+  ``unique_lines`` those kept verbatim under a newer iteration of the same note
+  (:class:`~._condense.Terse`; both on by default, issue 18);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
 * the files the agent wrote with a hidden write (since their newest whole write) that its last
@@ -82,7 +85,7 @@ from ..._trace import AgingRecord, ContextRecord, Event, ModelRequest
 from .._step import Run, Step, StepRuntime, Turn, require
 from ..pipeline._draft import BuildContext, Draft, summary_message
 from ._breakeven import CacheTerms
-from ._condense import NO_SCALE, NovelScale
+from ._condense import NO_SCALE, NovelScale, Terse
 from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
 from ._reasoning import ReasoningMode
 from ._reports import Reports
@@ -138,6 +141,8 @@ class Age(Step):
     written_recent: int = 10
     refresh_chunks: bool = False
     named_again: int = 2
+    bare_lines: bool = True
+    unique_lines: bool = True
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -185,10 +190,9 @@ class Age(Step):
             every is None or (isinstance(every, int) and every >= 1),
             f"Age.every must be None or >= 1, got {every!r}",
         )
-        require(
-            isinstance(self.refresh_chunks, bool),
-            f"Age.refresh_chunks must be true or false, got {self.refresh_chunks!r}",
-        )
+        for name in ("refresh_chunks", "bare_lines", "unique_lines"):
+            value = getattr(self, name)
+            require(isinstance(value, bool), f"Age.{name} must be true or false, got {value!r}")
         patience = self.patience
         require(
             isinstance(patience, int | float) and not isinstance(patience, bool) and patience > 0,
@@ -214,6 +218,10 @@ class Age(Step):
         if self.novel_per_lines <= 0:
             return NO_SCALE
         return NovelScale(self.novel_per_lines, self.max_lines, self.named_again)
+
+    def terse(self) -> Terse:
+        """What the condensed notes leave out of the lines they keep (:class:`~._condense.Terse`)."""
+        return Terse(self.bare_lines, self.unique_lines)
 
     def reports(self) -> Reports:
         """The outputs kept whole (:mod:`._reports`)."""
@@ -378,6 +386,7 @@ class Age(Step):
             memo=memo,
             own=self.keep_own,
             since=since,
+            terse=self.terse(),
         )
 
 
@@ -398,6 +407,7 @@ class AgeRuntime(StepRuntime):
                 step.keep_novel,
                 step.novel_scale(),
                 step.keep_own,
+                step.terse(),
             ),
         )
         self.renders = Renders(_RENDERS)

@@ -299,9 +299,10 @@ def _changed_unread(call: ToolCall, files: Mapping[str, WrittenFile], read: set[
     """The known files ``call`` changes in a way :func:`call_writes` cannot read (``sed -i``, a
     redirection of a program's output, ``cp``/``mv``/``rm``, as the working memory reads a call; a
     Python program's literal writes, :func:`program_writes`): ``read`` are the paths whose writes it
-    did read."""
+    did read; a known script's literal writes, :func:`script_writes`)."""
     touched = [t.path for t in call_facts(call).touches if t.kind in _CHANGES]
     touched += program_writes(call)
+    touched += script_writes(call, files)
     return [path for path in dict.fromkeys(touched) if path in files and path not in read]
 
 
@@ -324,6 +325,56 @@ def _program_writes(name: str, arguments: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(_shell_programs(command))) if command else ()
     except (ValueError, TypeError, KeyError, IndexError, RecursionError):  # fail open: nothing known
         return ()
+
+
+def script_writes(call: ToolCall, files: Mapping[str, WrittenFile]) -> list[str]:
+    """The files a shell call's ``python SCRIPT`` certainly writes when the agent's writes left
+    SCRIPT's text known (``files``): the literal paths of :func:`python_written_paths` in that text
+    (a script not written here, or whose text is unknown, is not read)."""
+    if call.name not in SHELL_TOOLS or not files:
+        return []
+    written: list[str] = []
+    for script in _python_scripts(call.name, call.arguments):
+        known = files.get(script) or files.get(script.removeprefix("./"))
+        if known is not None and known.text is not None:
+            written += python_written_paths(known.text)
+    return written
+
+
+@run_memo(4096)
+def _python_scripts(name: str, arguments: str) -> tuple[str, ...]:
+    """The script files a shell call runs with ``python [OPTIONS] SCRIPT`` (not ``-c``, ``-m``, ``-``)."""
+    if len(arguments) > _MAX_ARGUMENT_CHARS:
+        return ()
+    try:
+        args = call_arguments(arguments)
+        command = shell_command(args.get("action", args) if name == "local_shell" else args)
+        return tuple(dict.fromkeys(_scripts_run(command))) if command else ()
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError):  # fail open: nothing known
+        return ()
+
+
+def _scripts_run(command: str) -> Iterator[str]:
+    for line, _ in heredoc_lines(command):
+        for segment in simple_commands(line_words(line)):
+            plain = _split_redirects(segment)[0]
+            if plain and _PYTHON.fullmatch(plain[0].rsplit("/", 1)[-1]):
+                script = _script_argument(plain[1:])
+                if script is not None:
+                    yield script
+
+
+def _script_argument(words: list[str]) -> str | None:
+    """The script of a Python interpreter's arguments (None: ``-c``, ``-m``, ``-``, or none)."""
+    stream = iter(words)
+    for word in stream:
+        if word in ("-c", "-m", "-"):
+            return None
+        if word in ("-W", "-X", "-Q"):
+            next(stream, None)
+        elif not word.startswith("-"):
+            return word if _is_path(word) else None
+    return None
 
 
 def _shell_programs(command: str) -> Iterator[str]:

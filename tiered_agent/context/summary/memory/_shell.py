@@ -23,7 +23,7 @@ _PATH_TOKEN = re.compile(r"[\w./~+@-]+")
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _SED_ADDRESS = re.compile(r"^(\d+)(?:,(\d+|\$))?\s*([a-zA-Z=])")
 _HEAD_COUNT = re.compile(r"^-(?:n\s*)?(\d+)$")
-_REDIRECT = re.compile(r"\d*(>>?)|(<)")
+_REDIRECT = re.compile(r"\d*(>>?|>\|)|(<)")
 _DUPLICATE = re.compile(r"\d*>&\d*-?")
 _READ_PROGS = frozenset(
     {
