@@ -381,6 +381,7 @@ class Reading:
         "_kept",
         "_lines",
         "_own",
+        "_own_extras",
         "actions",
         "labels",
         "messages",
@@ -409,6 +410,7 @@ class Reading:
         self._extras: dict[tuple[object, ...], Extra] = {}
         self._kept: dict[Reports, tuple[Message, ...]] = {}
         self._own: Lines | None = None
+        self._own_extras: dict[tuple[object, ...], tuple[str, frozenset[str]]] = {}
 
     def short_text(self, bare: bool) -> str:
         """The lines of its short outputs, all of them (``whole``), or without those that say nothing
@@ -442,15 +444,36 @@ class Reading:
             hit = self._lines[key] = (line, refs(line))
         return hit
 
-    def extra(
-        self, inputs: tuple[frozenset[str], frozenset[str], frozenset[str]], referred: int, novel: int
-    ) -> Extra:
-        """The output lines kept under the line, given what they depend on: ``wanted``, ``shown`` and
-        ``seen`` restricted to what the output lines name (nothing else can change the choice)."""
+    def own_extra(self, wanted: Set[str], shown: set[str], seen: Set[str], limit: int) -> str:
+        """:func:`own_extra` of its own lines (``shown`` updated the same way), found once per what
+        the choice depends on (:meth:`extra`'s argument: the same two sets, of the own lines' names)."""
+        lines = self.own()
+        if not lines.named or limit <= 0:
+            return ""
+        names = lines.where.keys()
+        mine = names & shown
+        key = (frozenset((names & wanted) - mine), frozenset(mine | (names & seen)), limit)
+        hit = self._own_extras.get(key)
+        if hit is None:
+            chosen: set[str] = set()
+            text = own_extra(lines, key[0], chosen, key[1], limit)
+            hit = self._own_extras[key] = (text, frozenset(chosen))
+        shown.update(hit[1])
+        return hit[0]
+
+    def extra(self, inputs: tuple[frozenset[str], frozenset[str]], referred: int, novel: int) -> Extra:
+        """The output lines kept under the line, given what they depend on: of the references the
+        output lines name, those wanted and not shown yet (``wanted - shown``: what the referred
+        lines cover) and those shown or seen (``shown | seen``: what the novel lines must not name,
+        with what the referred lines show). Nothing else can change the choice, so notes whose
+        ``wanted``, ``shown`` and ``seen`` differ but give the same two sets share it."""
         key = (*inputs, referred, novel)
         hit = self._extras.get(key)
         if hit is None:
-            hit = self._extras[key] = _extra_lines(self.messages, *inputs, referred=referred, novel=novel)
+            targets, known = inputs
+            hit = self._extras[key] = _extra_lines(
+                self.messages, targets, frozenset(), known, referred=referred, novel=novel
+            )
         return hit
 
 
@@ -818,8 +841,9 @@ def _render_note(
         elif not (extra and names):  # no output line names anything: none is chosen
             tail = ""
         else:
+            here = names & shown
             tail, kept_names, novel_names = reading.extra(
-                (frozenset(names & named), frozenset(names & shown), frozenset(names & seen)),
+                (frozenset((names & named) - here), frozenset(here | (names & seen))),
                 referred,
                 scale.budget(novel, reading.size, not whole.paths.isdisjoint(named)),
             )
@@ -827,7 +851,7 @@ def _render_note(
             shown.update(novel_names)
         if own:  # the agent's own lines: what they show leaves the choice of output lines alone
             mine.update(shown)
-            tail += own_extra(whole.own(), named, mine, seen, own)
+            tail += whole.own_extra(named, mine, seen, own)
         if terse.repeats:
             tail = _unrepeated(tail, kept_lines)
         if kept:  # a sub-agent's report, whole

@@ -83,6 +83,16 @@ class FormsMemo:
         self.rendered: dict[int, tuple[CondensedNote, TokenCounter | None, int]] = {}
         # The files the agent wrote, as the calls read so far left them (:mod:`._written`)
         self.written = WrittenFiles()
+        # What iteration 0 (the task) names, with the messages it was read from (:meth:`head_refs`)
+        self._head: tuple[tuple[Message, ...], frozenset[str]] = ((), frozenset())
+
+    def head_refs(self, head: tuple[Message, ...]) -> frozenset[str]:
+        """What ``head``'s messages name (:func:`_all_refs`), read once while the head stays."""
+        known, found = self._head
+        if head != known:  # the same messages, mostly: compared by identity first
+            found = frozenset(chain.from_iterable(map(_all_refs, head)))
+            self._head = (head, found)
+        return found
 
     def keep(self, note: CondensedNote) -> None:
         """Keep a note :func:`condensed` returns, for :meth:`note_tokens` (the oldest kept goes first)."""
@@ -182,9 +192,7 @@ def _render_batch(
     *,
     memo: FormsMemo | None = None,
 ) -> dict[int, tuple[Message, ...]]:
-    seen: set[str] = set()
-    for message in head:
-        seen.update(_all_refs(message))
+    seen = set(memo.head_refs(head)) if memo is not None else set(chain.from_iterable(map(_all_refs, head)))
     later: dict[str, list[tuple[int, str, str]]] = {}  # call key -> (iteration, output, call id)
     used: set[str] = set()  # what the agent's later messages name (its reasoning, its calls)
     forms: dict[int, tuple[Message, ...]] = {}

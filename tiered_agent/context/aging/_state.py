@@ -19,6 +19,7 @@ from ..._trace import AgingRecord, ContextRecord
 from ._breakeven import CacheTerms, IdleGaps
 from ._forms import AgedStyle, FormsMemo, age_batch, preamble
 from ._schedule import AgingSchedule, Epoch
+from ._written import note_tokens
 
 __all__ = ["AgingSettings", "AgingState", "schedule_from_records"]
 
@@ -213,7 +214,8 @@ class AgingState:
         return saving - max(new - self._written, 0), new
 
     def _count(self, messages: Sequence[Message]) -> int:
-        return sum(self.counter.count_message(m) for m in messages)
+        """Tokens of the note of the files the agent wrote (:func:`~._written.note_tokens`)."""
+        return sum(note_tokens(m, self.counter) for m in messages)
 
     def _condense_saving(self, due: int, last: int) -> tuple[int, int]:
         """(tokens condensing through ``due`` now would save, the note's tokens): the note as an

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..._messages import Message, ToolCall
+from ..._tokens import TokenCounter
 from .._calls import (
     PATCH_PROGRAMS,
     PATCH_TOOLS,
@@ -57,7 +58,15 @@ from .._patches import parse_patch
 from .._shell import heredoc_lines, line_words, simple_commands
 from ..summary.memory._calls import call_facts
 
-__all__ = ["FileWrite", "WrittenFile", "WrittenFiles", "call_writes", "written_files", "written_note"]
+__all__ = [
+    "FileWrite",
+    "WrittenFile",
+    "WrittenFiles",
+    "call_writes",
+    "note_tokens",
+    "written_files",
+    "written_note",
+]
 
 _WRITE_TOOLS = frozenset({"Write", "write_file", "create_file", "write"})
 _EDIT_TOOLS = frozenset({"Edit", "edit_file", "MultiEdit", "str_replace", "replace_in_file"})
@@ -490,7 +499,7 @@ class WrittenFiles:
         files: dict[str, WrittenFile] = {}
         for state in self._states:
             known = state[0]
-            if len(done) < len(known) <= len(wanted) and _same_calls(wanted, known):
+            if len(done) < len(known) <= len(wanted) and _begins(wanted, known):
                 done, files = state
         if len(done) == len(wanted):
             return files
@@ -502,18 +511,22 @@ class WrittenFiles:
         return files
 
 
-def _same_calls(calls: list[tuple[int, ToolCall]], prefix: list[tuple[int, ToolCall]]) -> bool:
-    """Whether ``calls`` begins with ``prefix``: the same call objects at the same iterations."""
-    return all(a is b or (a[0] == b[0] and a[1] is b[1]) for a, b in zip(calls, prefix, strict=False))
+def _begins(calls: list[tuple[int, ToolCall]], prefix: list[tuple[int, ToolCall]]) -> bool:
+    """Whether ``calls`` begins with ``prefix``: equal calls (the same objects, mostly) at the same
+    iterations, compared in C; the files they leave depend on nothing else."""
+    return calls[: len(prefix)] == prefix
 
 
 # --------------------------------------------------------------------------- the note
-def _calls(groups: Mapping[int, tuple[Message, ...]], upto: int) -> Iterator[tuple[int, ToolCall]]:
-    for iteration in sorted(k for k in groups if 0 < k <= upto):
-        for message in groups[iteration]:
-            if message.role == "assistant":
-                for call in message.tool_calls:
-                    yield iteration, call
+def _calls(groups: Mapping[int, tuple[Message, ...]], upto: int) -> list[tuple[int, ToolCall]]:
+    """The calls of iterations ``1..upto``, oldest first, with their iterations."""
+    return [
+        (iteration, call)
+        for iteration in sorted(k for k in groups if 0 < k <= upto)
+        for message in groups[iteration]
+        if message.role == "assistant"
+        for call in message.tool_calls
+    ]
 
 
 def _agent_texts(groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> dict[int, str]:
@@ -608,6 +621,22 @@ def written_note(
     return Message(role="user", content="\n".join([header, *parts]), iteration=0)
 
 
+def note_tokens(note: Message, counter: TokenCounter) -> int:
+    """``counter.count_message(note)`` for a note :func:`written_note` made, counted as its header
+    line and its sections: the header's line feed is followed by a section's ``=``, a visible
+    character other than ``/``, where no pre-token of the tokenizer spans (the cut of
+    :class:`~..._tokens.PieceEncoder`), so the count is the two parts' counts summed; the sections,
+    the same as long as the files shown are, are then one lookup (the header names the iteration
+    the note ages through, new at nearly every prompt)."""
+    header, _, body = note.text.partition("\n")
+    if note.role != "user" or note.tool_calls or not body.startswith(_SECTION):
+        return counter.count_message(note)
+    return counter.count_message({"role": "user", "content": header + "\n"}) + counter.count_text(body)
+
+
+_SECTION = "=== "  # how each section of the note starts
+
+
 def _section(file: WrittenFile, shown: str, whole: bool, *, retrieval: bool) -> str:
     what = "current text" if whole else "your edits since it was last written whole"
     if file.changed:
@@ -618,4 +647,4 @@ def _section(file: WrittenFile, shown: str, whole: bool, *, retrieval: bool) -> 
     where = f" (written in iteration {file.last}"
     where += f"; {retrieve_call('iteration', str(file.last))})" if retrieval else ")"
     body = shown if shown.endswith("\n") else shown + "\n"
-    return f"=== {file.path}: {what}{where}\n{body}=== end of {file.path}"
+    return f"{_SECTION}{file.path}: {what}{where}\n{body}=== end of {file.path}"
