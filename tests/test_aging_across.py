@@ -5,19 +5,30 @@ note agreeing, the memoized path equal to the plain one, the knob's validation a
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+from typing import Any
+
 import orjson
 import pytest
 from condensed_notes import kept_lines
 
-from tiered_agent import Message, Policy, ToolCall
+from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._tokens import TokenCounter
+from tiered_agent._tools import Tool, ToolOutcome, ToolSet
+from tiered_agent.bench._importers import load_runs
+from tiered_agent.bench._recorded import RecordedRun
+from tiered_agent.context._presets import PRESETS
 from tiered_agent.context.aging._breakeven import CacheTerms
 from tiered_agent.context.aging._condense import Terse, condensed_note, held_lines
 from tiered_agent.context.aging._forms import FormsMemo, condensed
 from tiered_agent.context.aging._schedule import AgingSchedule, Epoch
 from tiered_agent.context.aging._state import AgingState
 from tiered_agent.context.aging._step import Age, iteration_groups
+from tiered_agent.testing import FunctionModel, text
+
+pytestmark = pytest.mark.anyio
 
 UPDATED = "Updated 1 path from the index"
 
@@ -95,3 +106,66 @@ def test_the_knob_is_validated_and_round_trips() -> None:
     assert not Age().across_notes
     policy = Policy("p", [step])
     assert Policy.from_dict(policy.to_dict()).steps == (step,)
+
+
+# ----------------------------------------------------------------------------- live, resumed, replayed
+TRACES = Path(__file__).resolve().parents[1] / "traces"
+
+
+def _across() -> Policy:
+    tiered = PRESETS["tiered"]
+    steps = tuple(
+        dataclasses.replace(s, across_notes=True) if isinstance(s, Age) else s for s in tiered.steps
+    )
+    return tiered.replace(name="across", steps=steps)
+
+
+def _play(run: RecordedRun, monkeypatch: pytest.MonkeyPatch) -> list[Tool]:
+    """The run's tools; executing a call returns its recorded observation."""
+    observations = {m.tool_call_id: m.text for m in run.messages if m.role == "tool"}
+
+    async def play(self: ToolSet, call: ToolCall, *, spill_dir: Path | None = None) -> ToolOutcome:
+        return ToolOutcome(observations.get(call.id, "[no recorded observation]"))
+
+    monkeypatch.setattr(ToolSet, "execute", play)
+    names = dict.fromkeys(c.name for m in run.messages for c in m.tool_calls)
+    return [Tool(n, "recorded", {"type": "object"}, print) for n in names]
+
+
+async def test_the_resumed_prompts_are_the_live_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
+    actions = [
+        dataclasses.replace(m, iteration=0) for m in run.messages if m.role == "assistant" and m.tool_calls
+    ]
+    tools = _play(run, monkeypatch)
+    whole = FunctionModel.scripted([*actions, text("done")])
+    limits = RunLimits(max_iterations=len(actions) + 1)
+    await Agent(whole, tools=tools, context=_across(), limits=limits, trace_dir=tmp_path / "a").run(run.task)
+    stop = 30
+    first = FunctionModel.scripted(actions[:stop])
+    cut = RunLimits(max_iterations=stop)
+    stopped = await Agent(first, tools=tools, context=_across(), limits=cut, trace_dir=tmp_path / "b").run(
+        run.task
+    )
+    rest = FunctionModel.scripted([*actions[stop:], text("done")])
+    resumed = await Agent(rest, tools=tools, context=_across(), limits=limits).resume(stopped.trace_path)
+    assert resumed.output == "done"
+    # the first prompt after resuming is built from the restored schedule alone (what the run decides
+    # afterwards may differ: the rent it paid since the last epoch is not in the trace)
+    live, again = whole.requests[stop], rest.requests[0]
+    assert again.messages == live.messages
+    assert len(_held(live.messages)) >= 3 and not _repeated(_held(live.messages))
+    plain = FunctionModel.scripted(actions[: stop + 1])
+    cut = RunLimits(max_iterations=stop + 1)
+    await Agent(plain, tools=tools, context="tiered", limits=cut, trace_dir=tmp_path / "c").run(run.task)
+    assert _repeated(_held(plain.requests[stop].messages))  # what the default repeats
+
+
+def _held(messages: list[dict[str, Any]]) -> list[frozenset[str]]:
+    """The kept lines of each note of a prompt."""
+    texts = [m["content"] or "" for m in messages]
+    return [held_lines(Message("user", t)) for t in texts if t.startswith("[Iterations ")]
+
+
+def _repeated(held: list[frozenset[str]]) -> set[str]:
+    return {line for i, lines in enumerate(held) for line in lines if any(line in h for h in held[:i])}
