@@ -1,4 +1,4 @@
-"""Issue 18 candidate (``Age(across_notes=True)``, off by default): a condensed note leaves out the
+"""Issue 18 (``Age(across_notes=True)``, the default): a condensed note leaves out the
 kept lines an earlier note holds (notes never change once written, so those lines are still in the
 prompt). Which lines go and stay, the step's render and the aging state's count of the waiting
 note agreeing, the memoized path equal to the plain one, the knob's validation and JSON."""
@@ -103,7 +103,7 @@ def test_the_knob_is_validated_and_round_trips() -> None:
         Age(across_notes=1)  # type: ignore[arg-type]
     step = Age(across_notes=True)
     assert step.terse() == Terse(True, True, True)
-    assert not Age().across_notes
+    assert Age().across_notes and not Age(across_notes=False).terse().across  # on by default
     policy = Policy("p", [step])
     assert Policy.from_dict(policy.to_dict()).steps == (step,)
 
@@ -112,11 +112,10 @@ def test_the_knob_is_validated_and_round_trips() -> None:
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 
 
-def _across() -> Policy:
+def _across(on: bool = True) -> Policy:
+    """``tiered`` (the default: on) with ``Age(across_notes=on)``."""
     tiered = PRESETS["tiered"]
-    steps = tuple(
-        dataclasses.replace(s, across_notes=True) if isinstance(s, Age) else s for s in tiered.steps
-    )
+    steps = tuple(dataclasses.replace(s, across_notes=on) if isinstance(s, Age) else s for s in tiered.steps)
     return tiered.replace(name="across", steps=steps)
 
 
@@ -157,8 +156,10 @@ async def test_the_resumed_prompts_are_the_live_ones(tmp_path: Path, monkeypatch
     assert len(_held(live.messages)) >= 3 and not _repeated(_held(live.messages))
     plain = FunctionModel.scripted(actions[: stop + 1])
     cut = RunLimits(max_iterations=stop + 1)
-    await Agent(plain, tools=tools, context="tiered", limits=cut, trace_dir=tmp_path / "c").run(run.task)
-    assert _repeated(_held(plain.requests[stop].messages))  # what the default repeats
+    await Agent(plain, tools=tools, context=_across(False), limits=cut, trace_dir=tmp_path / "c").run(
+        run.task
+    )
+    assert _repeated(_held(plain.requests[stop].messages))  # what the notes repeat without it
 
 
 def _held(messages: list[dict[str, Any]]) -> list[frozenset[str]]:

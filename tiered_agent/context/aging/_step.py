@@ -33,7 +33,7 @@ the provider's cache holds all of it. The forms:
   ``unique_lines`` those kept verbatim under a newer iteration of the same note
   (:class:`~._condense.Terse`; both on by default, issue 18); with ``across_notes``, a note also
   leaves out the kept lines an earlier note holds (notes never change once written, so those
-  lines are still in the prompt; off);
+  lines are still in the prompt; on by default, issue 18);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
 * the files the agent wrote with a hidden write (since their newest whole write) that its last
@@ -146,7 +146,7 @@ class Age(Step):
     named_again: int = 2
     bare_lines: bool = True
     unique_lines: bool = True
-    across_notes: bool = False
+    across_notes: bool = True
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
