@@ -165,6 +165,10 @@ CANDIDATES: dict[str, Policy] = {
     "unique": _with_age("unique", bare_lines=False, unique_lines=True),
     "bare-unique": _with_age("bare-unique", bare_lines=True, unique_lines=True),
     "no-terse": _with_age("no-terse", bare_lines=False, unique_lines=False),
+    # issue 18: a note leaves out the kept lines an earlier note holds (notes never change once
+    # written, Age(across_notes)); the default now, "no-across" is the default before
+    "across": _with_age("across", across_notes=True),
+    "no-across": _with_age("no-across", across_notes=False),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),
     # when to age: the break-even rule with another patience (below 1: sooner); every N iterations

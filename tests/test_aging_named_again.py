@@ -75,7 +75,7 @@ def test_a_refreshed_chunk_keeps_what_the_agent_referred_to_since() -> None:
     assert len(kept_lines(again, 1)) == len(kept_lines(fixed, 1)) + 1
     memo = FormsMemo()
     assert step.note(groups, (1, 2, 6), retrieval=False, memo=memo, now=10) == again
-    assert step._notes(groups, schedule, False, memo)[0] == again  # every chunk, as of the last epoch
+    assert step._notes(groups, schedule, False, memo)[0][0] == again  # every chunk, as of the last epoch
 
 
 def test_the_knobs_are_validated_and_round_trip_through_json() -> None:

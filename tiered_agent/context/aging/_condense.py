@@ -67,6 +67,7 @@ __all__ = [
     "condensed_line",
     "condensed_note",
     "format_label",
+    "held_lines",
     "informative_lines",
     "is_bare",
     "referred_lines",
@@ -114,10 +115,13 @@ class Terse:
     ``bare``, a line carrying nothing but markup (tags, brackets, punctuation) or nothing but the
     exit code the iteration's line already states (:func:`is_bare`); ``repeats``, a line kept
     verbatim under a newer iteration of the same note (the newest stays, so a note growing at its
-    end never changes an older line's choice of what it shows)."""
+    end never changes an older line's choice of what it shows); ``across``, a line an earlier note
+    holds (the notes are fixed once written, so that line is still in the prompt: the caller passes
+    the lines the earlier notes hold, :func:`held_lines`)."""
 
     bare: bool = False
     repeats: bool = False
+    across: bool = False
 
 
 NO_TERSE = Terse()
@@ -580,6 +584,22 @@ def _extra_lines(
     )
 
 
+def held_lines(note: Message) -> frozenset[str]:
+    """The lines a condensed note keeps under its iterations' lines (each with its indent): what a
+    newer note may leave out (:attr:`Terse.across`)."""
+    return frozenset(line for line in note.text.split("\n") if line.startswith(_INDENT))
+
+
+_INDENT = "    "
+
+
+def _unshown(tail: str, before: Set[str]) -> str:
+    """The lines of ``tail`` (each after a line feed and an indent) that ``before`` does not hold."""
+    if not tail or not before:
+        return tail
+    return "".join(f"\n{line}" for line in tail.split("\n")[1:] if line not in before)
+
+
 def _unrepeated(tail: str, kept: set[str]) -> str:
     """The lines of ``tail`` (each after a line feed and an indent) not in ``kept``, which gains them."""
     if not tail:
@@ -690,7 +710,7 @@ class ChunkReading:
             if scale.again > 1:  # whether the agent named its files again counts
                 names.update(whole.paths)
         self.labels, self.texts, self.names = tuple(labels), texts, frozenset(names)
-        self.notes: dict[tuple[object, ...], CondensedNote] = {}  # by :meth:`inputs` (bounded by the memo)
+        self.notes: dict[tuple[object, ...], CondensedNote] = {}  # by :meth:`inputs` and ``before`` (bounded)
         # what the ``later`` read so far tells (see :meth:`inputs`)
         self._later: tuple[Message, ...] = ()
         self._labels: list[str] = []
@@ -723,10 +743,16 @@ class ChunkReading:
             self._seen |= _named_in(messages) & names
 
     def note(
-        self, inputs: tuple[str | None, frozenset[str], frozenset[str]], retrieval: bool, readings: Readings
+        self,
+        inputs: tuple[str | None, frozenset[str], frozenset[str]],
+        retrieval: bool,
+        readings: Readings,
+        before: frozenset[str] = frozenset(),
     ) -> CondensedNote:
-        """The chunk's note under these :meth:`inputs` (rendered once per inputs while kept)."""
-        note = self.notes.get(inputs)
+        """The chunk's note under these :meth:`inputs` (rendered once per inputs while kept), without
+        the kept lines the earlier notes hold (``before``, with :attr:`Terse.across`)."""
+        key = (*inputs, before if self.terse.across else frozenset())
+        note = self.notes.get(key)
         if note is None:
             label, wanted, seen = inputs
             note = _render_note(
@@ -742,10 +768,11 @@ class ChunkReading:
                 readings=readings,
                 own=self.own,
                 terse=self.terse,
+                before=key[3],
             )
             if len(self.notes) >= _NOTES:  # the oldest first (the messages after the chunk only grow)
                 del self.notes[next(iter(self.notes))]
-            self.notes[inputs] = note
+            self.notes[key] = note
         return note
 
 
@@ -765,6 +792,7 @@ def condensed_note(
     own: int = 0,
     since: Sequence[Message] = (),
     terse: Terse = NO_TERSE,
+    before: frozenset[str] = frozenset(),
 ) -> Message:
     """The note standing for a chunk of iterations ``(iteration, messages)``, oldest first.
 
@@ -777,7 +805,8 @@ def condensed_note(
     as referred to afterwards (a chunk chosen again at a later epoch). The ``reports`` (a sub-agent's,
     :mod:`._reports`) are kept whole under their iteration's line. ``readings``: the run's memo of
     what the note reads of each iteration (a note rendered again as its chunk grows reads only the
-    new ones). ``terse``: the kept lines it leaves out (:class:`Terse`).
+    new ones). ``terse``: the kept lines it leaves out (:class:`Terse`); ``before``: the kept lines
+    the earlier notes hold (:func:`held_lines`), left out with ``terse.across``.
     """
     read = [(k, _reading(messages, readings)) for k, messages in chunk]
     labels, texts = _labels(later)
@@ -798,6 +827,7 @@ def condensed_note(
         readings=readings,
         own=own,
         terse=terse,
+        before=before if terse.across else frozenset(),
     ).message
 
 
@@ -815,10 +845,12 @@ def _render_note(
     readings: Readings | None,
     own: int = 0,
     terse: Terse = NO_TERSE,
+    before: frozenset[str] = frozenset(),
 ) -> CondensedNote:
     """:func:`condensed_note` given what the messages after the chunk tell it: the ``label``, what
     their assistant messages name (``wanted``) and what their texts name (``seen``), either whole or
-    restricted to what the chunk's output lines name (only that is read, :class:`ChunkReading`)."""
+    restricted to what the chunk's output lines name (only that is read, :class:`ChunkReading`);
+    ``before``: the kept lines the earlier notes hold, left out (:attr:`Terse.across`)."""
     first, last = chunk[0][0], chunk[-1][0]
     span = f"{first}-{last}" if first != last else str(first)
     where = f"; full text: {retrieve_call('iteration', span)}" if retrieval else ""
@@ -854,6 +886,7 @@ def _render_note(
             tail += whole.own_extra(named, mine, seen, own)
         if terse.repeats:
             tail = _unrepeated(tail, kept_lines)
+        tail = _unshown(tail, before)
         if kept:  # a sub-agent's report, whole
             report = [text for message in kept for text in message.text.splitlines() if text.strip()]
             tail += "".join(f"\n    {text}" for text in report)

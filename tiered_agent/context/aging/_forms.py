@@ -451,6 +451,7 @@ def condensed(
     own: int = 0,
     since: tuple[Message, ...] = (),
     terse: Terse = NO_TERSE,
+    before: frozenset[str] = frozenset(),
 ) -> Message:
     """The note for a chunk of condensed iterations; ``later``: the messages after the chunk up to
     the epoch that condensed it; ``since``: the messages after those up to a later epoch that
@@ -458,7 +459,8 @@ def condensed(
     does not count as shown later: they may be hidden by now); ``scale``: how the novel lines grow
     with an output's length; ``reports``: the outputs it keeps whole; ``memo``: the run's; ``own``:
     the agent's own lines kept under each iteration's line (:func:`~._condense.own_extra`); ``terse``:
-    the kept lines it leaves out (:class:`~._condense.Terse`)."""
+    the kept lines it leaves out (:class:`~._condense.Terse`); ``before``: the kept lines the earlier
+    notes hold (:func:`~._condense.held_lines`; left out with ``terse.across``)."""
     if memo is None:
         return condensed_note(
             chunk,
@@ -471,6 +473,7 @@ def condensed(
             own=own,
             since=since,
             terse=terse,
+            before=before,
         )
     key = (retrieval, referred, novel, scale, reports, own, terse, _identity((), chunk))
     read = memo.chunks.get(key)
@@ -482,6 +485,6 @@ def condensed(
     if since:
         label, _, seen = inputs
         inputs = (label, read.inputs(later + since)[1], seen)
-    note = read.note(inputs, retrieval, memo.readings)
+    note = read.note(inputs, retrieval, memo.readings, before)
     memo.keep(note)
     return note.message

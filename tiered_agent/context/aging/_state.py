@@ -53,7 +53,11 @@ class AgingSettings(Protocol):
         chunk: tuple[int, int, int],
         retrieval: bool,
         memo: FormsMemo | None = None,
+        *,
+        before: frozenset[str] = frozenset(),
     ) -> Message | None: ...
+
+    def held(self, before: frozenset[str], note: Message | None) -> frozenset[str]: ...
 
     @property
     def written_chars(self) -> int: ...
@@ -99,6 +103,7 @@ class AgingState:
         self._pending_sums: tuple[int, int, int, int] = (-1, 0, 0, 0)
         self._newest = 0  # the newest iteration absorbed
         self._notes = 0  # tokens of the condensed notes
+        self._held: frozenset[str] = frozenset()  # the kept lines the notes hold (a newer one omits them)
         self._written = 0  # tokens of the note of the files the agent wrote (:mod:`._written`)
         self._accounted = 0  # epochs counted into _shown / _notes
         self._counted_through = 0  # aged iterations counted into _shown
@@ -224,7 +229,7 @@ class AgingState:
         chunk = [k for k in range(done + 1, due + 1) if k in self._groups]
         now = sum(self._shown.get(k, self._estimate.get(k, self._tokens(k))) for k in chunk)
         groups = {k: tuple(self._groups[k]) for k in range(done + 1, last + 1) if k in self._groups}
-        rendered = self.step.note(groups, (done + 1, due, last), self.retrieval, self.memo)
+        rendered = self.step.note(groups, (done + 1, due, last), self.retrieval, self.memo, before=self._held)
         note = self.memo.note_tokens(rendered, self.counter) if rendered is not None else 0
         return now - note, note
 
@@ -369,12 +374,15 @@ class AgingState:
             self._written = self._count(
                 self.step.written(upto, epochs[-1].through, at, self.retrieval, self.memo)
             )
+        held: frozenset[str] = frozenset()
         for chunk in self.schedule.chunks():
-            note = self.step.note(groups, chunk, self.retrieval, self.memo)
+            note = self.step.note(groups, chunk, self.retrieval, self.memo, before=held)
+            held = self.step.held(held, note)
             self._notes += self.memo.note_tokens(note, self.counter) if note is not None else 0
             for k in range(chunk[0], chunk[1] + 1):
                 self._shown.pop(k, None)
             self._shown_sums.clear()
+        self._held = held
         self._accounted = len(epochs)
 
 

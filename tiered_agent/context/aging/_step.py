@@ -31,7 +31,9 @@ the provider's cache holds all of it. The forms:
   break-even rule counts them; issue 18 candidate; off); with ``bare_lines``, a note leaves
   out the kept lines that say nothing beyond markup or the exit code its line states, and with
   ``unique_lines`` those kept verbatim under a newer iteration of the same note
-  (:class:`~._condense.Terse`; both on by default, issue 18);
+  (:class:`~._condense.Terse`; both on by default, issue 18); with ``across_notes``, a note also
+  leaves out the kept lines an earlier note holds (notes never change once written, so those
+  lines are still in the prompt; on by default, issue 18);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
 * the files the agent wrote with a hidden write (since their newest whole write) that its last
@@ -85,7 +87,7 @@ from ..._trace import AgingRecord, ContextRecord, Event, ModelRequest
 from .._step import Run, Step, StepRuntime, Turn, require
 from ..pipeline._draft import BuildContext, Draft, summary_message
 from ._breakeven import CacheTerms
-from ._condense import NO_SCALE, NovelScale, Terse
+from ._condense import NO_SCALE, NovelScale, Terse, held_lines
 from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
 from ._reasoning import ReasoningMode
 from ._reports import Reports
@@ -106,6 +108,7 @@ class _Aged:
     forms: Mapping[int, tuple[Message, ...]]
     gone: frozenset[int]
     written: tuple[Message, ...] = ()  # the files the agent wrote and still works on (:mod:`._written`)
+    held: frozenset[str] = frozenset()  # the kept lines the notes hold (``Age.across_notes``)
 
 
 # Between two epochs every prompt shows the same aged part: rendering it again would make each
@@ -143,6 +146,7 @@ class Age(Step):
     named_again: int = 2
     bare_lines: bool = True
     unique_lines: bool = True
+    across_notes: bool = True
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -190,7 +194,7 @@ class Age(Step):
             every is None or (isinstance(every, int) and every >= 1),
             f"Age.every must be None or >= 1, got {every!r}",
         )
-        for name in ("refresh_chunks", "bare_lines", "unique_lines"):
+        for name in ("refresh_chunks", "bare_lines", "unique_lines", "across_notes"):
             value = getattr(self, name)
             require(isinstance(value, bool), f"Age.{name} must be true or false, got {value!r}")
         patience = self.patience
@@ -221,7 +225,14 @@ class Age(Step):
 
     def terse(self) -> Terse:
         """What the condensed notes leave out of the lines they keep (:class:`~._condense.Terse`)."""
-        return Terse(self.bare_lines, self.unique_lines)
+        return Terse(self.bare_lines, self.unique_lines, self.across_notes)
+
+    def held(self, before: frozenset[str], note: Message | None) -> frozenset[str]:
+        """The kept lines the notes hold once ``note`` follows those holding ``before`` (what a newer
+        note leaves out with ``across_notes``; nothing when off)."""
+        if not self.across_notes or note is None:
+            return before
+        return before | held_lines(note)
 
     def reports(self) -> Reports:
         """The outputs kept whole (:mod:`._reports`)."""
@@ -306,14 +317,16 @@ class Age(Step):
             batch = [(k, groups[k]) for k in range(first, epoch.at + 1) if k in groups]
             style = self.style(retrieval)
             forms.update(age_batch(style, groups.get(0, ()), batch, first, epoch.through, memo=memo))
-        notes, gone = earlier.notes, earlier.gone
+        notes, gone, held = earlier.notes, earlier.gone, earlier.held
         if epoch.condensed > (before.condensed if before else 0):
             chunk = ((before.condensed if before else 0) + 1, epoch.condensed, epoch.at)
             if self.refresh_chunks:  # every chunk chosen again from what came after it up to now
-                notes = (notes[0], *self._notes(groups, schedule, retrieval, memo))
+                rendered, held = self._notes(groups, schedule, retrieval, memo)
+                notes = (notes[0], *rendered)
             else:
-                note = self.note(groups, chunk, retrieval, memo)
+                note = self.note(groups, chunk, retrieval, memo, before=held)
                 notes = (*notes, note) if note is not None else notes
+                held = self.held(held, note)
             gone = gone | {k for k in range(chunk[0], chunk[1] + 1) if k in groups}
         kept = {k: v for k, v in forms.items() if k not in gone}
         return _Aged(
@@ -323,6 +336,7 @@ class Age(Step):
             kept,
             gone,
             self.written(groups, epoch.through, epoch.at, retrieval, memo),
+            held,
         )
 
     def _notes(
@@ -331,11 +345,18 @@ class Age(Step):
         schedule: AgingSchedule,
         retrieval: bool,
         memo: FormsMemo | None,
-    ) -> tuple[Message, ...]:
-        """The notes of every chunk ``schedule`` condensed, each as if condensed at its last epoch."""
+    ) -> tuple[tuple[Message, ...], frozenset[str]]:
+        """The notes of every chunk ``schedule`` condensed, each as if condensed at its last epoch
+        (oldest first, each without what the ones before it hold), and the kept lines they hold."""
         now = schedule.epochs[-1].at
-        found = (self.note(groups, chunk, retrieval, memo, now=now) for chunk in schedule.chunks())
-        return tuple(note for note in found if note is not None)
+        notes: list[Message] = []
+        held: frozenset[str] = frozenset()
+        for chunk in schedule.chunks():
+            note = self.note(groups, chunk, retrieval, memo, now=now, before=held)
+            if note is not None:
+                notes.append(note)
+                held = self.held(held, note)
+        return tuple(notes), held
 
     def written(
         self,
@@ -365,10 +386,13 @@ class Age(Step):
         chunk: tuple[int, int, int],
         retrieval: bool,
         memo: FormsMemo | None = None,
+        *,
         now: int | None = None,
+        before: frozenset[str] = frozenset(),
     ) -> Message | None:
         """The condensed note of iterations ``first..last``, condensed when the newest was ``at``
-        (its lines chosen again when the newest is ``now``: what came since counts as referred to)."""
+        (its lines chosen again when the newest is ``now``: what came since counts as referred to;
+        with ``across_notes``, without the kept lines the earlier notes hold: ``before``, :meth:`held`)."""
         first, last, at = chunk
         batch = [(k, groups[k]) for k in range(first, last + 1) if k in groups]
         if not batch:
@@ -387,6 +411,7 @@ class Age(Step):
             own=self.keep_own,
             since=since,
             terse=self.terse(),
+            before=before,
         )
 
 
