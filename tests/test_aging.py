@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall
@@ -16,7 +17,7 @@ from tiered_agent._providers import CACHE_MODELS, ModelPrices
 from tiered_agent._resume import ResumeState
 from tiered_agent._tokens import TokenCounter
 from tiered_agent._tools import Tool, ToolOutcome, ToolSet
-from tiered_agent._trace import AgingRecord, ContextRecord, ModelRequest, StepRecord, read_trace
+from tiered_agent._trace import AgingCarry, AgingRecord, ContextRecord, ModelRequest, StepRecord, read_trace
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_prompts
@@ -340,6 +341,17 @@ def test_epochs_round_trip_through_trace_records() -> None:
     assert schedule_from_records(records) == AgingSchedule((Epoch(8, 6), Epoch(12, 10, 3)))
     with pytest.raises(ValueError, match="must not go back"):
         AgingSchedule((Epoch(12, 10), Epoch(13, 9)))
+
+
+def test_what_the_rule_accrued_round_trips_and_hostile_values_are_dropped() -> None:
+    carry = AgingCarry(rent=812.5, rent_condense=40.25, calls=31, last=1795753840.5, gaps=30, lost=1.0)
+    record = AgingRecord(10, 3, None, carry)
+    assert AgingRecord.from_dict(orjson.loads(orjson.dumps(record.to_dict()))) == record
+    assert AgingRecord.from_dict({"through": 4}) == AgingRecord(4)  # a record written before carries
+    for bad in ({"rent": -1}, {"calls": "3"}, {"lost": None}, {"last": True}, {"rent": 1e400}, [1]):
+        data = {**carry.to_dict(), **bad} if isinstance(bad, dict) else bad
+        assert AgingCarry.from_dict(data) is None
+    assert AgingCarry.from_dict({**carry.to_dict(), "last": None}) == dataclasses.replace(carry, last=None)
 
 
 # ----------------------------------------------------------------------------- the break-even rule

@@ -38,6 +38,7 @@ __all__ = [
     "LEGACY_STEP",
     "REDACTED",
     "SCHEMA_VERSION",
+    "AgingCarry",
     "AgingRecord",
     "ContextRecord",
     "Cut",
@@ -141,20 +142,55 @@ class Cut:
 
 
 @dataclass(frozen=True, slots=True)
+class AgingCarry:
+    """What the ``Age`` step's break-even rule has accrued since its last epochs, for resume to go
+    on deciding as the run would have: ``rent`` paid toward the next epoch, ``rent_condense`` toward
+    the next condensing, and the request times as it reads them (``calls`` prepared, the ``last``
+    known time, the ``gaps`` measured and the expected share of the cache they ``lost``)."""
+
+    rent: float = 0.0
+    rent_condense: float = 0.0
+    calls: int = 0
+    last: float | None = None
+    gaps: int = 0
+    lost: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> AgingCarry | None:
+        """The carry a record holds; None unless every value is a finite number of its kind."""
+        if not isinstance(data, Mapping):
+            return None
+        values: list[Any] = [data.get(k) for k in ("rent", "rent_condense", "lost", "calls", "gaps")]
+        last: Any = data.get("last")
+        if not all(_is_int(v) and v >= 0 for v in values) or not (last is None or _is_int(last)):
+            return None
+        rent, rent_condense, lost = (float(v) for v in values[:3])
+        calls, gaps = (_int(v) for v in values[3:])
+        return cls(rent, rent_condense, calls, None if last is None else float(last), gaps, lost)
+
+
+@dataclass(frozen=True, slots=True)
 class AgingRecord:
-    """The ``Age`` step's own record: iterations ``1..through`` aged, ``1..condensed`` condensed, and
-    the epoch decided for this prompt (``(at, through, condensed)``; resume rebuilds the schedule
-    from these)."""
+    """The ``Age`` step's own record: iterations ``1..through`` aged, ``1..condensed`` condensed, the
+    epoch decided for this prompt (``(at, through, condensed)``; resume rebuilds the schedule from
+    these) and what the rule had accrued after deciding (:class:`AgingCarry`; resume goes on from the
+    newest)."""
 
     through: int = 0
     condensed: int = 0
     epoch: tuple[int, int, int] | None = None
+    carry: AgingCarry | None = None
 
     def to_dict(self) -> dict[str, Any]:
         record: dict[str, Any] = {"through": self.through, "condensed": self.condensed}
         if self.epoch is not None:
             at, through, condensed = self.epoch
             record["epoch"] = {"at": at, "through": through, "condensed": condensed}
+        if self.carry is not None:
+            record["carry"] = self.carry.to_dict()
         return record
 
     @classmethod
@@ -165,7 +201,8 @@ class AgingRecord:
         decided = None
         if isinstance(epoch, Mapping) and all(_is_int(epoch.get(k)) for k in ("at", "through")):
             decided = (int(epoch["at"]), int(epoch["through"]), _int(epoch.get("condensed")))
-        return cls(_int(data.get("through")), _int(data.get("condensed")), decided)
+        carry = AgingCarry.from_dict(data.get("carry"))
+        return cls(_int(data.get("through")), _int(data.get("condensed")), decided, carry)
 
 
 StepState = AgingRecord | Mapping[str, Any]  # a step's own record: typed for the built-in steps

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from ..._messages import Message
 from ..._tokens import PROMPT_OVERHEAD, TokenCounter
-from ..._trace import AgingRecord, ContextRecord
+from ..._trace import AgingCarry, AgingRecord, ContextRecord
 from ._breakeven import CacheTerms, IdleGaps
 from ._forms import AgedStyle, FormsMemo, age_batch, preamble
 from ._schedule import AgingSchedule, Epoch
@@ -112,9 +112,13 @@ class AgingState:
         self.idle = IdleGaps()  # the run's request times: what a rewrite costs after a gap
         self.new_epoch: Epoch | None = None  # the epoch the last update decided, if any
 
-    def restore(self, schedule: AgingSchedule) -> None:
-        """Continue from a recorded schedule (resuming a run)."""
+    def restore(self, schedule: AgingSchedule, carry: AgingCarry | None = None) -> None:
+        """Continue from a recorded schedule and what the rule had accrued (resuming a run; without
+        ``carry``, from nothing)."""
         self.schedule = schedule
+        carry = carry or AgingCarry()
+        self._rent, self._rent_condense = carry.rent, carry.rent_condense
+        self.idle = IdleGaps(carry.calls, carry.last, carry.gaps, carry.lost)
         self._shown.clear()
         self._shown_sums.clear()
         self._notes = 0
@@ -161,7 +165,9 @@ class AgingState:
         rebuilds the schedule from these, :func:`schedule_from_records`)."""
         epoch = self.new_epoch
         decided = (epoch.at, epoch.through, epoch.condensed) if epoch is not None else None
-        return AgingRecord(self.schedule.through, self.schedule.condensed, decided)
+        idle = self.idle
+        carry = AgingCarry(self._rent, self._rent_condense, idle.calls, idle.last, idle.gaps, idle.lost)
+        return AgingRecord(self.schedule.through, self.schedule.condensed, decided, carry)
 
     # ------------------------------------------------------------------ the rule
     def _decide(

@@ -473,9 +473,11 @@ class AgeRuntime(StepRuntime):
         return self.state.record()
 
     def restore(self, events: Sequence[Event]) -> None:
-        """Continue from the epochs the trace's prompt records hold (either record format)."""
+        """Continue from the epochs the trace's prompt records hold (either record format), and
+        from what the newest of them says the rule had accrued (older traces: nothing)."""
         records = [ContextRecord.from_dict(e.context) for e in events if isinstance(e, ModelRequest)]
-        self.state.restore(schedule_from_records(records))
+        carry = next((r.aging.carry for r in reversed(records) if r.aging is not None), None)
+        self.state.restore(schedule_from_records(records), carry)
 
 
 def _same(a: tuple[Message, ...], b: tuple[Message, ...]) -> bool:
