@@ -169,8 +169,8 @@ async def _prompt_steps(
 ) -> list[bytes] | str:
     """Step through ``run`` as the replay does (same manager calls, same dispatch); one digest per
     step, or (``render`` > 0) the prompt of that step as text."""
-    manager = ContextManager(
-        config, counter=counter, context_window=window, background=False, enforce_hard_limit=False
+    manager = ContextManager(  # no clock: the records hold no wall-clock time (the replay is instant)
+        config, counter=counter, context_window=window, background=False, enforce_hard_limit=False, clock=None
     )
     kind = _tool_kinds(run)
     groups = group_by_iteration(run.messages)
