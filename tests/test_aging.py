@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from recorded_tools import recorded_tools
 
 from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall
 from tiered_agent._agent import _Run
@@ -16,10 +17,8 @@ from tiered_agent._errors import ConfigurationError
 from tiered_agent._providers import CACHE_MODELS, ModelPrices
 from tiered_agent._resume import ResumeState
 from tiered_agent._tokens import TokenCounter
-from tiered_agent._tools import Tool, ToolOutcome, ToolSet
 from tiered_agent._trace import AgingCarry, AgingRecord, ContextRecord, ModelRequest, StepRecord, read_trace
 from tiered_agent.bench._importers import load_runs
-from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_prompts
 from tiered_agent.context._manager import ContextManager
 from tiered_agent.context._presets import PRESETS
@@ -477,18 +476,6 @@ async def test_compaction_still_works_with_aging() -> None:
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 
 
-def _recorded_tools(run: RecordedRun, monkeypatch: pytest.MonkeyPatch) -> list[Tool]:
-    """The run's tools; executing a call returns its recorded observation."""
-    observations = {m.tool_call_id: m.text for m in run.messages if m.role == "tool"}
-
-    async def play(self: ToolSet, call: ToolCall, *, spill_dir: Path | None = None) -> ToolOutcome:
-        return ToolOutcome(observations.get(call.id, "[no recorded observation]"))
-
-    monkeypatch.setattr(ToolSet, "execute", play)
-    names = dict.fromkeys(c.name for m in run.messages for c in m.tool_calls)
-    return [Tool(n, "recorded", {"type": "object"}, print) for n in names]
-
-
 async def test_the_live_loop_and_the_replay_build_the_same_prompts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -501,7 +488,7 @@ async def test_the_live_loop_and_the_replay_build_the_same_prompts(
     )  # "function-model/gpt-4o": OpenAI rules, 4o prices
     agent = Agent(
         model,
-        tools=_recorded_tools(run, monkeypatch),
+        tools=recorded_tools(run, monkeypatch),
         context="tiered",
         limits=RunLimits(max_iterations=len(actions) + 1),
         trace_dir=tmp_path,
@@ -528,7 +515,7 @@ async def test_resume_rebuilds_the_schedule_from_the_trace(
     ]
     agent = Agent(
         FunctionModel.scripted(actions),
-        tools=_recorded_tools(run, monkeypatch),
+        tools=recorded_tools(run, monkeypatch),
         context="tiered",
         limits=RunLimits(max_iterations=40),  # stops before the script ends: a run to resume
         trace_dir=tmp_path,

@@ -12,13 +12,12 @@ from typing import Any
 import orjson
 import pytest
 from condensed_notes import kept_lines
+from recorded_tools import recorded_tools
 
 from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._tokens import TokenCounter
-from tiered_agent._tools import Tool, ToolOutcome, ToolSet
 from tiered_agent.bench._importers import load_runs
-from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.context._presets import PRESETS
 from tiered_agent.context.aging._breakeven import CacheTerms
 from tiered_agent.context.aging._condense import Terse, condensed_note, held_lines
@@ -119,24 +118,12 @@ def _across(on: bool = True) -> Policy:
     return tiered.replace(name="across", steps=steps)
 
 
-def _play(run: RecordedRun, monkeypatch: pytest.MonkeyPatch) -> list[Tool]:
-    """The run's tools; executing a call returns its recorded observation."""
-    observations = {m.tool_call_id: m.text for m in run.messages if m.role == "tool"}
-
-    async def play(self: ToolSet, call: ToolCall, *, spill_dir: Path | None = None) -> ToolOutcome:
-        return ToolOutcome(observations.get(call.id, "[no recorded observation]"))
-
-    monkeypatch.setattr(ToolSet, "execute", play)
-    names = dict.fromkeys(c.name for m in run.messages for c in m.tool_calls)
-    return [Tool(n, "recorded", {"type": "object"}, print) for n in names]
-
-
 async def test_the_resumed_prompts_are_the_live_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
     actions = [
         dataclasses.replace(m, iteration=0) for m in run.messages if m.role == "assistant" and m.tool_calls
     ]
-    tools = _play(run, monkeypatch)
+    tools = recorded_tools(run, monkeypatch)
     whole = FunctionModel.scripted([*actions, text("done")])
     limits = RunLimits(max_iterations=len(actions) + 1)
     await Agent(whole, tools=tools, context=_across(), limits=limits, trace_dir=tmp_path / "a").run(run.task)

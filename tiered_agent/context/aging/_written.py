@@ -34,7 +34,7 @@ calls by the same two). Arbitrary text never raises here: a call that cannot be 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -317,14 +317,7 @@ def program_writes(call: ToolCall) -> tuple[str, ...]:
 
 @run_memo(4096)
 def _program_writes(name: str, arguments: str) -> tuple[str, ...]:
-    if len(arguments) > _MAX_ARGUMENT_CHARS:
-        return ()
-    try:
-        args = call_arguments(arguments)
-        command = shell_command(args.get("action", args) if name == "local_shell" else args)
-        return tuple(dict.fromkeys(_shell_programs(command))) if command else ()
-    except (ValueError, TypeError, KeyError, IndexError, RecursionError):  # fail open: nothing known
-        return ()
+    return _read_command(name, arguments, _shell_programs)
 
 
 def script_writes(call: ToolCall, files: Mapping[str, WrittenFile]) -> list[str]:
@@ -344,13 +337,19 @@ def script_writes(call: ToolCall, files: Mapping[str, WrittenFile]) -> list[str]
 @run_memo(4096)
 def _python_scripts(name: str, arguments: str) -> tuple[str, ...]:
     """The script files a shell call runs with ``python [OPTIONS] SCRIPT`` (not ``-c``, ``-m``, ``-``)."""
+    return _read_command(name, arguments, _scripts_run)
+
+
+def _read_command(name: str, arguments: str, read: Callable[[str], Iterable[str]]) -> tuple[str, ...]:
+    """What ``read`` finds in a shell call's command, each once; () when the call cannot be read
+    (fail open: nothing known)."""
     if len(arguments) > _MAX_ARGUMENT_CHARS:
         return ()
     try:
         args = call_arguments(arguments)
         command = shell_command(args.get("action", args) if name == "local_shell" else args)
-        return tuple(dict.fromkeys(_scripts_run(command))) if command else ()
-    except (ValueError, TypeError, KeyError, IndexError, RecursionError):  # fail open: nothing known
+        return tuple(dict.fromkeys(read(command))) if command else ()
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError):
         return ()
 
 
