@@ -119,7 +119,9 @@ async def _records(policy: str, read_at_once: bool) -> list[ContextRecord]:
     history: list[Message] = [Message("system", "sys"), Message("user", "fix the bug in src/app.py")]
     kept: list[PreparedPrompt] = []
     records: list[ContextRecord] = []
-    async with ContextManager(policy, counter=counter, context_window=30_000, background=False) as manager:
+    # no clock: the two runs compared are made at different times, and the records carry request times
+    manager = ContextManager(policy, counter=counter, context_window=30_000, background=False, clock=None)
+    async with manager:
         for k in range(1, 31):
             prepared = await manager.prepare(history, [])
             if read_at_once:
