@@ -10,7 +10,7 @@ in the run's memo the step renders from too.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
 from ..._messages import Message
@@ -57,7 +57,15 @@ class AgingSettings(Protocol):
         before: frozenset[str] = frozenset(),
     ) -> Message | None: ...
 
-    def held(self, before: frozenset[str], note: Message | None) -> frozenset[str]: ...
+    def chunk_notes(
+        self,
+        groups: Mapping[int, tuple[Message, ...]],
+        schedule: AgingSchedule,
+        retrieval: bool,
+        memo: FormsMemo | None = None,
+        *,
+        now: int | None = None,
+    ) -> Iterator[tuple[tuple[int, int, int], Message | None, frozenset[str]]]: ...
 
     @property
     def written_chars(self) -> int: ...
@@ -380,15 +388,13 @@ class AgingState:
             self._written = self._count(
                 self.step.written(upto, epochs[-1].through, at, self.retrieval, self.memo)
             )
-        held: frozenset[str] = frozenset()
-        for chunk in self.schedule.chunks():
-            note = self.step.note(groups, chunk, self.retrieval, self.memo, before=held)
-            held = self.step.held(held, note)
+        self._held = frozenset()
+        for chunk, note, held in self.step.chunk_notes(groups, self.schedule, self.retrieval, self.memo):
+            self._held = held
             self._notes += self.memo.note_tokens(note, self.counter) if note is not None else 0
             for k in range(chunk[0], chunk[1] + 1):
                 self._shown.pop(k, None)
             self._shown_sums.clear()
-        self._held = held
         self._accounted = len(epochs)
 
 

@@ -75,7 +75,7 @@ iterations instead (for comparison).
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -348,15 +348,27 @@ class Age(Step):
     ) -> tuple[tuple[Message, ...], frozenset[str]]:
         """The notes of every chunk ``schedule`` condensed, each as if condensed at its last epoch
         (oldest first, each without what the ones before it hold), and the kept lines they hold."""
-        now = schedule.epochs[-1].at
-        notes: list[Message] = []
+        walked = list(self.chunk_notes(groups, schedule, retrieval, memo, now=schedule.epochs[-1].at))
+        notes = tuple(note for _, note, _ in walked if note is not None)
+        return notes, walked[-1][2] if walked else frozenset()
+
+    def chunk_notes(
+        self,
+        groups: Mapping[int, tuple[Message, ...]],
+        schedule: AgingSchedule,
+        retrieval: bool,
+        memo: FormsMemo | None = None,
+        *,
+        now: int | None = None,
+    ) -> Iterator[tuple[tuple[int, int, int], Message | None, frozenset[str]]]:
+        """Each chunk ``schedule`` condensed, oldest first, with its note (:meth:`note`, ``now`` as
+        there; each without the kept lines the ones before it hold) and the kept lines the notes
+        through it hold."""
         held: frozenset[str] = frozenset()
         for chunk in schedule.chunks():
             note = self.note(groups, chunk, retrieval, memo, now=now, before=held)
-            if note is not None:
-                notes.append(note)
-                held = self.held(held, note)
-        return tuple(notes), held
+            held = self.held(held, note)
+            yield chunk, note, held
 
     def written(
         self,
