@@ -186,6 +186,8 @@ class StepMetrics:
     own_missed: tuple[str, ...] = ()
     own_recoverable: int = 0
     turn: RetrievalTurn | None = None  # the extra model turn the recoverable misses cost
+    fixed_tokens: int = 0  # the request's fixed start: prefix, tools, opening messages (``_anatomy.py``)
+    new_tokens: int = 0  # its closing messages that no earlier request of the run sent
 
 
 @dataclass(frozen=True, slots=True)
