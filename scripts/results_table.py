@@ -73,6 +73,7 @@ ANATOMY_COLUMNS = (
     "input cost: fixed",
     "new",
     "history (reach)",
+    "tokens: history",
 )
 
 
@@ -90,6 +91,7 @@ def anatomy_row(label: str, anatomy: Mapping[str, Any] | None) -> str:
         f"${total:,.2f}" if isinstance(total, int | float) else "n/a",
         *(percent(shares.get(b), signed=False) for b in ("output", "fixed", "new", "history")),
         *(percent(units.get(b), signed=False) for b in ("fixed", "new", "history")),
+        percent(anatomy.get("reach_tokens"), signed=False),
     ]
     return "| " + " | ".join(cells) + " |"
 
@@ -119,7 +121,7 @@ def main() -> None:
             count = data["policies"]["full"]["totals"]["runs"]
             out += [f"\n{family} ({count} runs):\n", table(data["policies"], data.get("anatomy"))]
     out += [
-        "\n`full`'s cost anatomy: shares of USD, then of input cost:\n",
+        "\n`full`'s cost anatomy: shares of USD, of input cost, of prompt tokens:\n",
         anatomy_table(document, args.families),
     ]
     sys.stdout.write("\n".join(out) + "\n")

@@ -158,8 +158,13 @@ def test_reach_and_savings_over_it() -> None:
         anatomy["usd"]["history"] / anatomy["usd"]["total"], rel=1e-3
     )
     assert 0 < anatomy["reach_usd"] < 1 and 0 < anatomy["reach_input_cost"] < 1
+    history = sum(anatomy["tokens"]["history"].values())
+    prompt = document["policies"]["full"]["totals"]["prompt_tokens"]
+    assert anatomy["reach_tokens"] == pytest.approx(history / prompt, abs=1e-6)
     savings = anatomy["saving_over_reach"]
-    assert savings["full"] == {"input_cost": 0.0, "usd": 0.0}
+    assert savings["full"] == {"tokens": 0.0, "input_cost": 0.0, "usd": 0.0}
+    expected = (prompt - document["policies"]["masking"]["totals"]["input_tokens"]) / history
+    assert savings["masking"]["tokens"] == pytest.approx(expected, abs=1e-6)
     masking = document["policies"]["masking"]["totals"]
     expected = masking["input_cost_savings_vs_full"] / anatomy["reach_input_cost"]
     assert savings["masking"]["input_cost"] == pytest.approx(expected, rel=1e-4)
@@ -180,7 +185,7 @@ def test_unpriced_runs_and_runs_without_calls() -> None:
     nothing = anatomy_of(empty, Pricing(), None)
     out = anatomy_dict(nothing, {"full": totals([empty], Pricing())}, "full")
     assert out is not None and out["reach_input_cost"] is None and out["input_cost"]["total"] == 0
-    assert out["saving_over_reach"]["full"] == {"input_cost": None, "usd": None}
+    assert out["saving_over_reach"]["full"] == {"tokens": None, "input_cost": None, "usd": None}
     assert anatomy_dict(None, {}, "full") is None
 
 

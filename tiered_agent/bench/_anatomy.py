@@ -254,9 +254,12 @@ def anatomy_dict(a: Anatomy | None, policies: Mapping[str, Totals], full: str) -
         "reach_input_cost": _round(input_cost["history"] / cost) if cost else None,
         **_dollars(a),
     }
+    prompt, history = sum(a.tokens), a.bucket(a.tokens, "history")
+    out["reach_tokens"] = _round(history / prompt) if prompt else None
     history_usd = a.bucket(a.usd, "history") if a.usd is not None else None
     out["saving_over_reach"] = {
         name: {
+            "tokens": _saving(base.input_tokens, t.input_tokens, history),
             "input_cost": _saving(base.input_cost, t.input_cost, input_cost["history"]),
             "usd": _saving(_usd_of(base, base), _usd_of(t, base), history_usd),
         }

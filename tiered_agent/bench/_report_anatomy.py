@@ -18,6 +18,7 @@ _HEADERS = (
     "input cost: fixed",
     "new",
     "history (reach)",
+    "tokens: history",
 )
 
 
@@ -48,6 +49,7 @@ def _bucket_row(label: str, runs: int, a: Mapping[str, Any]) -> list[str]:
         _usd(usd.get("total")),
         *(_share(shares.get(b)) for b in ("output", "fixed", "new", "history")),
         *(_share(units.get(b)) for b in ("fixed", "new", "history")),
+        _share(a.get("reach_tokens")),
     ]
 
 
@@ -75,11 +77,11 @@ def md_anatomy(document: Mapping[str, Any], policies: Sequence[str]) -> list[str
     return [
         "## What a policy can reach",
         "",
-        "`full`'s cost split by where its tokens sit in each request: output; the fixed start (unrecorded "
-        "prefix, tool schemas, the opening system and task messages); new messages (first sent at that "
-        "call); history (earlier messages sent again). Shares of `full`'s USD (priced runs), then of its "
-        "input cost. The history share is the *reach*: the most a policy saves without hiding the "
-        "system prompt, the tools or a new message.",
+        "`full`'s cost split by where its tokens sit in each request: output; the fixed start "
+        "(unrecorded prefix, tool schemas, the opening system and task messages); new messages (first "
+        "sent at that call); history (earlier messages sent again). Shares of `full`'s USD (priced runs), "
+        "then of its input cost, then of its prompt tokens. The history share is the *reach*: the most a "
+        "policy saves without hiding the system prompt, the tools or a new message.",
         "",
         *_md(["", *_HEADERS], rows),
         "",
