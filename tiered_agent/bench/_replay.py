@@ -535,7 +535,9 @@ class _Track:
     normalized_joins: Mapping[bool, Joined]  # the normalized texts not the agent's (True), all (False)
     retrieval_active: bool  # the policy registers ``context_retrieve`` (its misses may be recovered)
     ids: IdSets  # the ids of its prompt's messages, extended from its previous prompt's
-    sent: dict[int, Message]  # every message its requests closed with so far, by identity (``_regions``)
+    # The baseline's only (None for other policies): every message its requests closed with so far, by
+    # identity, for the cost anatomy (``_regions``; a policy that copies its messages would keep them all).
+    sent: dict[int, Message] | None
 
 
 async def _replay_policy(
@@ -555,7 +557,7 @@ async def _replay_policy(
         {True: Joined(), False: Joined()},
         policy.retrieval_active,
         IdSets(),
-        {},
+        {} if name == BASELINE else None,
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
@@ -756,7 +758,9 @@ def _regions(
 ) -> tuple[int, int]:
     """(fixed, new) tokens of a request (``_anatomy.py``): its fixed start (the unrecorded prefix, the
     reply primer, the tool schemas, its opening messages of iteration 0) and its closing messages that
-    no earlier request of the track sent (counted as the prompt's tokens are)."""
+    no earlier request of the track sent (counted as the prompt's tokens are); (0, 0) off the baseline."""
+    if track.sent is None:
+        return 0, 0
     count = state.counter.count_message
     lead = next((i for i, m in enumerate(messages) if m.iteration != 0), len(messages))
     fixed = state.prefix_tokens + PROMPT_OVERHEAD + state.counter.count_tools(tools)
