@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._report_faithful import _pct, _table
+
 __all__ = ["md_anatomy"]
 
 _HEADERS = (
@@ -23,7 +25,7 @@ _HEADERS = (
 
 
 def _share(value: Any) -> str:
-    return f"{value * 100:.1f}%" if isinstance(value, int | float) else "n/a"
+    return _pct(value, signed=False) if isinstance(value, int | float) else "n/a"
 
 
 def _usd(value: Any) -> str:
@@ -59,11 +61,6 @@ def _saving_cell(saving: Mapping[str, Any] | None) -> str:
     return f"{_share(saving.get('usd'))} ({_share(saving.get('input_cost'))})"
 
 
-def _md(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows]
-
-
 def md_anatomy(document: Mapping[str, Any], policies: Sequence[str]) -> list[str]:
     """The section (empty: the document has no anatomy). ``policies``: in the order to list them."""
     groups = _groups(document)
@@ -83,10 +80,10 @@ def md_anatomy(document: Mapping[str, Any], policies: Sequence[str]) -> list[str
         "then of its input cost, then of its prompt tokens. The history share is the *reach*: the most a "
         "policy saves without hiding the system prompt, the tools or a new message.",
         "",
-        *_md(["", *_HEADERS], rows),
+        *_table(["", *_HEADERS], rows),
         "",
         "Each policy's saving over the reach: USD (input cost).",
         "",
-        *_md(["policy", *(label for label, _, _ in groups)], savings),
+        *_table(["policy", *(label for label, _, _ in groups)], savings),
         "",
     ]
