@@ -215,3 +215,19 @@ def test_many_identical_lines_cost_linear_time() -> None:
     shown = _texts(_history([line * 5000, line * 5000 + "end"]), [Tidy()])
     assert time.perf_counter() - started < 5.0
     assert shown[5].startswith("[5000 lines: the same text as iteration 1")
+
+
+def test_the_runtime_going_on_from_the_previous_prompt_builds_what_a_fresh_one_builds() -> None:
+    block = "<env>" + "y" * 250 + "</env>"
+    outputs = [SOURCE + block, "a\n" + SOURCE, block, "b", SOURCE[:400] + block, "c"]
+    history = _history(outputs)
+    policy = Policy("p", (Mask(keep=3), Tidy()))
+    run = Run(COUNTER, retrieval=policy.retrieval_active)
+    runtimes = [step.start(run) for step in policy.steps]
+    for end in range(3, len(history) + 1):
+        if history[end - 1].role == "assistant":
+            continue
+        context = BuildContext.of(history[:end], None, COUNTER, retrieval=run.retrieval)
+        going_on = assemble(context, runtimes).messages
+        fresh = assemble(context, [step.start(run) for step in policy.steps]).messages
+        assert going_on == fresh

@@ -27,17 +27,17 @@ message whose text is not a string is left as it is.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
 from ..._messages import Message
 from .._memo import run_memo
-from .._step import Step, require
+from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft, with_content
 from ._quotes import LineIndex, index_message, point_quotes
 
-__all__ = ["Tidy", "blocks_of", "unpad_numbers"]
+__all__ = ["Tidy", "TidyRuntime", "blocks_of", "unpad_numbers"]
 
 # A number padded with spaces at the start of a line, then the listing's separator (→ or a tab).
 _PADDED = re.compile(r"^ +(?=\d{1,9}(?:\u2192|\t))", re.MULTILINE)
@@ -97,24 +97,14 @@ class Tidy(Step):
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
             require(ok, f"Tidy.{name} must be a positive integer, got {value!r}")
 
+    def start(self, run: Run) -> TidyRuntime:
+        return TidyRuntime(self)
+
     def finish(self, draft: Draft, context: BuildContext) -> Draft:
-        changed = dict(self._tidied(draft))
-        return draft.point(changed, self.kind) if changed else draft
+        return TidyRuntime(self).finish(draft, context)
 
-    def _tidied(self, draft: Draft) -> Iterator[tuple[int, tuple[Message, int]]]:
-        """Position -> (the message as tidied, chars spared), for each message this step changes."""
-        seen: dict[str, str] = {}  # block text -> where the prompt shows it first ("iteration 3 (...)")
-        lines = LineIndex()  # the lines the prompt shows so far
-        untouched = draft.hidden.keys() | draft.cuts.keys() | draft.pointers.keys()
-        for index, shown in enumerate(draft.messages):
-            text = shown.content if isinstance(shown.content, str) else ""
-            tidy = bool(text) and index not in untouched and _tidiable(shown, draft.originals[index])
-            new = self._tidy(text, seen, lines) if tidy else text
-            self._remember(shown, new, seen, lines)
-            if new != text:
-                yield index, (with_content(shown, new), len(text) - len(new))
-
-    def _tidy(self, text: str, seen: dict[str, str], lines: LineIndex) -> str:
+    def tidy(self, text: str, seen: Mapping[str, str], lines: LineIndex) -> str:
+        """``text`` (a message shown verbatim) as tidied, after what the prompt shows above it."""
         base = unpad_numbers(text) if self.numbers else text
         if self.repeated_blocks and seen:
             base = _point_blocks(base, long_blocks(base, self.min_block_chars), seen)
@@ -122,7 +112,7 @@ class Tidy(Step):
             base = point_quotes(base, lines, self.min_quote_lines, self.min_quote_chars)
         return base
 
-    def _remember(self, shown: Message, text: str, seen: dict[str, str], lines: LineIndex) -> None:
+    def remember(self, shown: Message, text: str, seen: dict[str, str], lines: LineIndex) -> None:
         """File what ``shown`` shows (its content as sent: ``text``)."""
         where = _where(shown)
         if self.repeated_blocks and text:
@@ -130,6 +120,62 @@ class Tidy(Step):
                 seen.setdefault(block, where)
         if self.quoted_lines:
             index_message(lines, shown, text, where)
+
+
+class TidyRuntime(StepRuntime):
+    """Tidy over one run. A prompt is mostly the previous one plus new messages (between aging
+    epochs it only grows), and what a message becomes depends only on it and on what the prompt
+    shows above it: the runtime keeps, for the previous prompt, what each position became and the
+    index of what it showed, and goes on from the first position that is not the same message (the
+    same object, shown and original) as before; from the start when that is not past the end."""
+
+    step: Tidy
+
+    def __init__(self, step: Tidy) -> None:
+        super().__init__(step)
+        self._keys: list[tuple[Message, Message, bool]] = []  # per position: shown, original, untouched
+        self._results: list[Message | None] = []  # per position: the message as tidied (None: as shown)
+        self._seen: dict[str, str] = {}
+        self._lines = LineIndex()
+
+    def finish(self, draft: Draft, context: BuildContext) -> Draft:
+        keys = _keys(draft)
+        done = _shared(self._keys, keys)
+        if done < len(self._keys):  # not a continuation: from the start
+            self._keys, self._results, self._seen, self._lines = [], [], {}, LineIndex()
+            done = 0
+        for index in range(done, len(keys)):
+            self._results.append(self._tidied(*keys[index]))
+            self._keys.append(keys[index])
+        changed = {
+            i: (new, len(draft.messages[i].text) - len(new.text))
+            for i, new in enumerate(self._results)
+            if new is not None
+        }
+        return draft.point(changed, self.step.kind) if changed else draft
+
+    def _tidied(self, shown: Message, original: Message, untouched: bool) -> Message | None:
+        text = shown.content if isinstance(shown.content, str) else ""
+        tidy = bool(text) and untouched and _tidiable(shown, original)
+        new = self.step.tidy(text, self._seen, self._lines) if tidy else text
+        self.step.remember(shown, new, self._seen, self._lines)
+        return with_content(shown, new) if new != text else None
+
+
+def _keys(draft: Draft) -> list[tuple[Message, Message, bool]]:
+    untouched = draft.hidden.keys() | draft.cuts.keys() | draft.pointers.keys()
+    return [
+        (shown, original, index not in untouched)
+        for index, (shown, original) in enumerate(zip(draft.messages, draft.originals, strict=True))
+    ]
+
+
+def _shared(old: list[tuple[Message, Message, bool]], new: list[tuple[Message, Message, bool]]) -> int:
+    """How many leading positions ``new`` shares with ``old``: the same objects, the same state."""
+    for index, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a[0] is not b[0] or a[1] is not b[1] or a[2] != b[2]:
+            return index
+    return min(len(old), len(new))
 
 
 def _point_blocks(text: str, blocks: tuple[tuple[int, int, str, str], ...], seen: Mapping[str, str]) -> str:
