@@ -27,9 +27,12 @@ from ..._messages import Message
 from .._calls import call_arguments
 from .._memo import run_memo
 
-__all__ = ["LineIndex", "index_message", "point_quotes", "quote_lines"]
+__all__ = ["LISTING_NUMBER", "LineIndex", "index_message", "point_quotes", "quote_lines"]
 
-_NUMBER = re.compile(r"^ *(\d{1,9})(?:\u2192|\t)")
+# A listing's line number and its separator (``cat -n``, ``nl``, an editor's view: a tab; Claude Code's
+# Read: →), padded with spaces; the working memory reads the same listings (summary/memory/_code.py).
+LISTING_NUMBER = r"(\d{1,9})(?:\u2192|\t)"
+_NUMBER = re.compile(r"^ *" + LISTING_NUMBER)
 _CANDIDATES = 8  # earlier places a line is looked up in
 _INFORMATIVE = 8  # chars a line needs (after its number) to start a run
 

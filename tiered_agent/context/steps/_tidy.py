@@ -35,12 +35,12 @@ from ..._messages import Message
 from .._memo import run_memo
 from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft, with_content
-from ._quotes import LineIndex, index_message, point_quotes
+from ._quotes import LISTING_NUMBER, LineIndex, index_message, point_quotes
 
 __all__ = ["Tidy", "TidyRuntime", "blocks_of", "unpad_numbers"]
 
 # A number padded with spaces at the start of a line, then the listing's separator (→ or a tab).
-_PADDED = re.compile(r"^ +(?=\d{1,9}(?:\u2192|\t))", re.MULTILINE)
+_PADDED = re.compile(r"^ +(?=" + LISTING_NUMBER + ")", re.MULTILINE)
 # An opening or closing tag of a tagged block (names of at most 40 chars: no backtracking over text).
 _TAG = re.compile(r"<(/?)([A-Za-z][\w-]{0,39})>")
 
