@@ -56,6 +56,14 @@ def _with_tidy(name: str, **changes: Any) -> Policy:
     return DEFAULT.replace(name=name, steps=steps)
 
 
+def _schema_always(name: str, **changes: Any) -> Policy:
+    """The default sending context_retrieve's schema from the first call, its Truncate step cutting at
+    arrival (never waiting for the rewrite the schema would cost later) and changed."""
+    cut = dict(defer_max_chars=None, **changes)
+    steps = tuple(dataclasses.replace(s, **cut) if isinstance(s, Truncate) else s for s in DEFAULT.steps)
+    return DEFAULT.replace(name=name, retrieval_schema="always", steps=steps)
+
+
 # The previous default (before aging): summary every 25 iterations, outputs of all but the last
 # iteration elided, 8,000-char cuts.
 PREVIOUS = ContextConfig(
@@ -201,30 +209,9 @@ CANDIDATES: dict[str, Policy] = {
     "no-defer": _with_truncate("no-defer", defer_max_chars=None),
     # issue 18 (real sessions' dollars): context_retrieve's schema sent from the first call, so a cut at
     # arrival never waits for (and never pays) the rewrite that sending it later costs
-    "schema-always": DEFAULT.replace(
-        name="schema-always",
-        retrieval_schema="always",
-        steps=tuple(
-            dataclasses.replace(s, defer_max_chars=None) if isinstance(s, Truncate) else s
-            for s in DEFAULT.steps
-        ),
-    ),
-    "schema-always-cut-6k": DEFAULT.replace(
-        name="schema-always-cut-6k",
-        retrieval_schema="always",
-        steps=tuple(
-            dataclasses.replace(s, max_chars=6000, defer_max_chars=None) if isinstance(s, Truncate) else s
-            for s in DEFAULT.steps
-        ),
-    ),
-    "schema-always-cut-4k": DEFAULT.replace(
-        name="schema-always-cut-4k",
-        retrieval_schema="always",
-        steps=tuple(
-            dataclasses.replace(s, max_chars=4000, defer_max_chars=None) if isinstance(s, Truncate) else s
-            for s in DEFAULT.steps
-        ),
-    ),
+    "schema-always": _schema_always("schema-always"),
+    "schema-always-cut-6k": _schema_always("schema-always-cut-6k", max_chars=6000),
+    "schema-always-cut-4k": _schema_always("schema-always-cut-4k", max_chars=4000),
     # issue 18: padded line numbers unpadded and repeated tagged blocks pointed to, as outputs arrive
     # (the default now; "no-tidy" is the default before)
     "no-tidy": DEFAULT.replace(
