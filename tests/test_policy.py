@@ -135,6 +135,7 @@ def test_the_serialized_form_is_plain_and_ordered() -> None:
         "retrieval_schema": "always",
     }
     assert set(STEP_TYPES) == {
+        "tidy",
         "age",
         "dedup",
         "summarize",
@@ -205,7 +206,7 @@ def test_find_without_and_what_hides() -> None:
     assert tiered.find(Compact) == Compact(at=0.70, keep=5)
     assert tiered.find(Mask) is None and tiered.find(Summarize) is None
     lean = tiered.without("dedup", Compact)
-    assert [s.kind for s in lean.steps] == ["age", "truncate"]
+    assert [s.kind for s in lean.steps] == ["age", "truncate", "tidy"]
     assert tiered.summarizes and not lean.summarizes and not Policy("p", [Truncate()]).summarizes
     # context_retrieve comes with a step that can hide something, and only if retrieval is on
     assert not Policy("p", [Dedup(), Elide()]).retrieval_active
