@@ -77,10 +77,10 @@ def test_policies_and_ablations() -> None:
     assert set(PRESETS) <= set(names)
     assert {"tiered:truncation-only", "tiered:aging-only", "tiered:dedup-only"} <= set(names)
     kinds = {name: [s.kind for s in policy_config(f"tiered:{name}").steps] for name in ABLATIONS}
-    assert kinds == {  # Elide stays in each: without a summary it changes nothing
-        "truncation-only": ["truncate"],
-        "aging-only": ["compact", "age"],
-        "dedup-only": ["dedup"],
+    assert kinds == {  # Elide stays in each: without a summary it changes nothing; Tidy too (no tier's)
+        "truncation-only": ["truncate", "tidy"],
+        "aging-only": ["compact", "age", "tidy"],
+        "dedup-only": ["dedup", "tidy"],
     }
     assert policy_config("tiered:truncation-only").name == "tiered:truncation-only"
     tiered = PRESETS["tiered"]
