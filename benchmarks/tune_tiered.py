@@ -33,7 +33,7 @@ from tiered_agent.bench._report import build_document, write_json
 from tiered_agent.context._config import ContextConfig
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context.steps import Age, Summarize, Truncate
+from tiered_agent.context.steps import Age, Summarize, Tidy, Truncate
 
 DEFAULT = PRESETS["tiered"]
 
@@ -48,6 +48,20 @@ def _with_age(name: str, **changes: Any) -> Policy:
     """The default with its Age step changed."""
     steps = tuple(dataclasses.replace(s, **changes) if isinstance(s, Age) else s for s in DEFAULT.steps)
     return DEFAULT.replace(name=name, steps=steps)
+
+
+def _with_tidy(name: str, **changes: Any) -> Policy:
+    """The default with its Tidy step changed."""
+    steps = tuple(dataclasses.replace(s, **changes) if isinstance(s, Tidy) else s for s in DEFAULT.steps)
+    return DEFAULT.replace(name=name, steps=steps)
+
+
+def _schema_always(name: str, **changes: Any) -> Policy:
+    """The default sending context_retrieve's schema from the first call, its Truncate step cutting at
+    arrival (never waiting for the rewrite the schema would cost later) and changed."""
+    cut = dict(defer_max_chars=None, **changes)
+    steps = tuple(dataclasses.replace(s, **cut) if isinstance(s, Truncate) else s for s in DEFAULT.steps)
+    return DEFAULT.replace(name=name, retrieval_schema="always", steps=steps)
 
 
 # The previous default (before aging): summary every 25 iterations, outputs of all but the last
@@ -193,6 +207,22 @@ CANDIDATES: dict[str, Policy] = {
     "written-8k-k20": _with_age("written-8k-k20", written_recent=20),
     # cuts at arrival even when the cut is the first thing hidden (sends context_retrieve's schema)
     "no-defer": _with_truncate("no-defer", defer_max_chars=None),
+    # issue 18 (real sessions' dollars): context_retrieve's schema sent from the first call, so a cut at
+    # arrival never waits for (and never pays) the rewrite that sending it later costs
+    "schema-always": _schema_always("schema-always"),
+    "schema-always-cut-6k": _schema_always("schema-always-cut-6k", max_chars=6000),
+    "schema-always-cut-4k": _schema_always("schema-always-cut-4k", max_chars=4000),
+    # issue 18: padded line numbers unpadded and repeated tagged blocks pointed to, as outputs arrive
+    # (the default now; "no-tidy" is the default before)
+    "no-tidy": DEFAULT.replace(
+        name="no-tidy", steps=tuple(s for s in DEFAULT.steps if not isinstance(s, Tidy))
+    ),
+    "tidy-numbers": _with_tidy("tidy-numbers", repeated_blocks=False),
+    "tidy-blocks": _with_tidy("tidy-blocks", numbers=False),
+    "tidy-blocks-100": _with_tidy("tidy-blocks-100", min_block_chars=100),
+    "tidy-no-quotes": _with_tidy("tidy-no-quotes", quoted_lines=False),
+    "tidy-quotes-8": _with_tidy("tidy-quotes-8", min_quote_lines=8),
+    "tidy-quotes-3-200": _with_tidy("tidy-quotes-3-200", min_quote_lines=3, min_quote_chars=200),
     # a rolling summary (the digest) after the aged iterations, refreshed as they age
     "with-summary": DEFAULT.replace(
         name="with-summary", steps=(DEFAULT.steps[0], Summarize(every=10, keep=2), *DEFAULT.steps[1:])

@@ -84,7 +84,7 @@ def test_the_previous_default_is_still_one_flat_config_away() -> None:
 
 
 def test_presets_are_named_step_lists() -> None:
-    assert [s.kind for s in PRESETS["tiered"].steps] == ["dedup", "compact", "age", "truncate"]
+    assert [s.kind for s in PRESETS["tiered"].steps] == ["dedup", "compact", "age", "truncate", "tidy"]
     assert PRESETS["tiered"].find(Age) == Age() and PRESETS["tiered"].retrieval_schema == "when_shown"
     assert PRESETS["full"].steps == () and not PRESETS["full"].retrieval_active
     assert all(name == policy.name for name, policy in PRESETS.items())
@@ -135,6 +135,7 @@ def test_the_serialized_form_is_plain_and_ordered() -> None:
         "retrieval_schema": "always",
     }
     assert set(STEP_TYPES) == {
+        "tidy",
         "age",
         "dedup",
         "summarize",
@@ -205,7 +206,7 @@ def test_find_without_and_what_hides() -> None:
     assert tiered.find(Compact) == Compact(at=0.70, keep=5)
     assert tiered.find(Mask) is None and tiered.find(Summarize) is None
     lean = tiered.without("dedup", Compact)
-    assert [s.kind for s in lean.steps] == ["age", "truncate"]
+    assert [s.kind for s in lean.steps] == ["age", "truncate", "tidy"]
     assert tiered.summarizes and not lean.summarizes and not Policy("p", [Truncate()]).summarizes
     # context_retrieve comes with a step that can hide something, and only if retrieval is on
     assert not Policy("p", [Dedup(), Elide()]).retrieval_active

@@ -77,7 +77,7 @@ def test_policies_and_ablations() -> None:
     assert set(PRESETS) <= set(names)
     assert {"tiered:truncation-only", "tiered:aging-only", "tiered:dedup-only"} <= set(names)
     kinds = {name: [s.kind for s in policy_config(f"tiered:{name}").steps] for name in ABLATIONS}
-    assert kinds == {  # Elide stays in each: without a summary it changes nothing
+    assert kinds == {  # Elide stays in each: without a summary it changes nothing; Tidy is left out
         "truncation-only": ["truncate"],
         "aging-only": ["compact", "age"],
         "dedup-only": ["dedup"],

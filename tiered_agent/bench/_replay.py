@@ -93,9 +93,9 @@ RETRIEVE_TOOL = RETRIEVE_TOOL_NAME
 ROUTINGS = ("recorded", "sticky")
 # Each tier of ``tiered`` alone: the steps of the other tiers switched off.
 ABLATIONS: dict[str, tuple[str, ...]] = {
-    "truncation-only": ("dedup", "age", "compact"),
-    "aging-only": ("truncate", "dedup"),
-    "dedup-only": ("truncate", "age", "compact"),
+    "truncation-only": ("dedup", "age", "compact", "tidy"),
+    "aging-only": ("truncate", "dedup", "tidy"),
+    "dedup-only": ("truncate", "age", "compact", "tidy"),
 }
 
 

@@ -8,7 +8,7 @@ the trace record them as such. ``tiered-agent run --policy NAME`` and
 from __future__ import annotations
 
 from ._policy import Policy
-from .steps import Age, Clear, Compact, Dedup, Mask, Summarize, Truncate
+from .steps import Age, Clear, Compact, Dedup, Mask, Summarize, Tidy, Truncate
 
 __all__ = ["DEFAULT_PRESET", "PRESETS", "as_policy", "preset"]
 
@@ -24,7 +24,8 @@ PRESETS: dict[str, Policy] = {
     # window) while the cut would be the first thing hidden: it would send context_retrieve's schema,
     # re-sending the whole prompt, a rewrite the aging's break-even rule weighs and a cut at arrival
     # cannot; the schema is sent once something is hidden; compaction past 70% of the window stays
-    # the safety net.
+    # the safety net. Last, Tidy: the padding before a listing's line numbers goes, and a long tagged
+    # block (a harness's <system-reminder>) shown verbatim above is a one-line pointer (issue 18).
     "tiered": Policy(
         "tiered",
         (
@@ -32,6 +33,7 @@ PRESETS: dict[str, Policy] = {
             Compact(at=0.70, keep=5),
             Age(),
             Truncate(max_chars=10_000, defer_max_chars=50_000),
+            Tidy(),
         ),
         retrieval_schema="when_shown",
     ),

@@ -12,6 +12,7 @@ step            file                         what it does
 ``Truncate``    ``steps/_truncate.py``       long outputs cut to head (and tail), with the recovery call
 ``Clear``       ``steps/_clear.py``          past a token count, all outputs but the last N cleared
 ``Age``         ``aging/_step.py``           older iterations in a compressed form fixed when they aged
+``Tidy``        ``steps/_tidy.py``           padded line numbers unpadded, repeated tagged blocks pointed to
 ==============  ===========================  ====================================================
 
 A policy applies its steps in order (:func:`~..pipeline._build.build_prompt`). What a step is,
@@ -33,6 +34,7 @@ from ..summary._summarize import Summarize
 from ._clear import Clear
 from ._elide import Elide
 from ._mask import Mask
+from ._tidy import Tidy
 from ._truncate import Truncate
 from ._window import Window
 
@@ -46,13 +48,14 @@ __all__ = [
     "Mask",
     "Step",
     "Summarize",
+    "Tidy",
     "Truncate",
     "Window",
     "step_from_dict",
 ]
 
 STEP_TYPES: dict[str, type[Step]] = {
-    cls.kind: cls for cls in (Dedup, Summarize, Compact, Elide, Window, Mask, Truncate, Clear, Age)
+    cls.kind: cls for cls in (Dedup, Summarize, Compact, Elide, Window, Mask, Truncate, Clear, Age, Tidy)
 }
 
 

@@ -1,0 +1,206 @@
+"""Tidy: what a later call re-sends that nobody needs, taken out losslessly as each output arrives.
+
+Two shapes of text recur in real sessions (Claude Code, Codex) without telling the model anything
+new, and both are recognised by their structure alone, never by a tool's or a file's name:
+
+- **Padded line numbers.** A line-numbered listing (``cat -n``, Claude Code's ``Read``) pads each
+  number to a fixed width: ``     1→package main`` or ``    12\\tdef f():``. The padding says
+  nothing (the number and the text after the separator are the line); ``1→package main`` is the
+  same line. Only the spaces before a number followed by ``→`` or a tab at the start of a line are
+  dropped (``numbers=True``); every other byte stays.
+- **Repeated tagged blocks.** A block ``<name>...</name>`` of at least ``min_block_chars`` chars
+  (a harness's ``<system-reminder>`` appended to every file read, an ``<environment_context>``)
+  that is byte for byte a block the prompt already shows above is replaced by one line naming where
+  it is shown: ``[same <system-reminder> as iteration 3 (tool_call_id=toolu_1), shown above]``
+  (``repeated_blocks=True``). Like ``Dedup``'s pointers it points to text the prompt shows verbatim,
+  so nothing is hidden; the output whole stays in the history (``context_retrieve`` returns it).
+
+Only tool outputs and the user's later messages shown verbatim are tidied (an output another step
+cut, aged, hid or pointed keeps that form), in ``finish``, once every step has applied: a block
+points only to text shown in the prompt as sent. A tidied message is a pure function of itself and
+of what the prompt shows above it, so it is fixed when it arrives; it changes only when what it
+points to is hidden (an aging epoch, which re-sends everything after it anyway). Arbitrary text
+fails open: unmatched or nested tags pair as a stack would (one pass, no backtracking), and a
+message whose text is not a string is left as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..._messages import Message
+from .._memo import run_memo
+from .._step import Run, Step, StepRuntime, require
+from ..pipeline._draft import BuildContext, Draft, with_content
+from ._quotes import LISTING_NUMBER, LineIndex, index_message, point_quotes
+
+__all__ = ["Tidy", "TidyRuntime", "blocks_of", "unpad_numbers"]
+
+# A number padded with spaces at the start of a line, then the listing's separator (→ or a tab).
+_PADDED = re.compile(r"^ +(?=" + LISTING_NUMBER + ")", re.MULTILINE)
+# An opening or closing tag of a tagged block (names of at most 40 chars: no backtracking over text).
+_TAG = re.compile(r"<(/?)([A-Za-z][\w-]{0,39})>")
+
+Block = tuple[int, int, str]  # start, end (past the closing tag), the tag's name
+
+
+@run_memo(16_384)
+def unpad_numbers(text: str) -> str:
+    """``text`` with the spaces before each line's leading number and its ``→`` or tab removed."""
+    return _PADDED.sub("", text) if " " in text else text
+
+
+@run_memo(16_384)
+def blocks_of(text: str) -> tuple[Block, ...]:
+    """Every tagged block of ``text`` (``<name>`` ... the next ``</name>`` that closes it, nested
+    blocks included), by start; one pass over the tags, each closing tag pairing with the latest
+    unclosed opening tag of its name."""
+    if "</" not in text:
+        return ()
+    open_at: dict[str, list[int]] = {}
+    found: list[Block] = []
+    for match in _TAG.finditer(text):
+        closing, name = match.group(1), match.group(2)
+        if not closing:
+            open_at.setdefault(name, []).append(match.start())
+        elif starts := open_at.get(name):
+            found.append((starts.pop(), match.end(), name))
+    found.sort()
+    return tuple(found)
+
+
+@run_memo(16_384)
+def long_blocks(text: str, min_chars: int) -> tuple[tuple[int, int, str, str], ...]:
+    """The blocks of ``text`` of at least ``min_chars`` chars: start, end, name, the block's text."""
+    return tuple((s, e, name, text[s:e]) for s, e, name in blocks_of(text) if e - s >= min_chars)
+
+
+@dataclass(frozen=True, slots=True)
+class Tidy(Step):
+    """Padded line numbers unpadded, repeated tagged blocks pointed to (the module docstring)."""
+
+    kind: ClassVar[str] = "tidy"
+    hides: ClassVar[bool] = False
+    numbers: bool = True
+    repeated_blocks: bool = True
+    min_block_chars: int = 200
+    quoted_lines: bool = True
+    min_quote_lines: int = 4
+    min_quote_chars: int = 300
+
+    def __post_init__(self) -> None:
+        for name in ("min_block_chars", "min_quote_lines", "min_quote_chars"):
+            value = getattr(self, name)
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+            require(ok, f"Tidy.{name} must be a positive integer, got {value!r}")
+
+    def start(self, run: Run) -> TidyRuntime:
+        return TidyRuntime(self)
+
+    def finish(self, draft: Draft, context: BuildContext) -> Draft:
+        return TidyRuntime(self).finish(draft, context)
+
+    def tidy(self, text: str, seen: Mapping[str, str], lines: LineIndex) -> str:
+        """``text`` (a message shown verbatim) as tidied, after what the prompt shows above it."""
+        base = unpad_numbers(text) if self.numbers else text
+        if self.repeated_blocks and seen:
+            base = _point_blocks(base, long_blocks(base, self.min_block_chars), seen)
+        if self.quoted_lines:
+            base = point_quotes(base, lines, self.min_quote_lines, self.min_quote_chars)
+        return base
+
+    def remember(self, shown: Message, text: str, seen: dict[str, str], lines: LineIndex) -> None:
+        """File what ``shown`` shows (its content as sent: ``text``)."""
+        where = _where(shown)
+        if self.repeated_blocks and text:
+            for _, _, _, block in long_blocks(text, self.min_block_chars):
+                seen.setdefault(block, where)
+        if self.quoted_lines:
+            index_message(lines, shown, text, where)
+
+
+class TidyRuntime(StepRuntime):
+    """Tidy over one run. A prompt is mostly the previous one plus new messages (between aging
+    epochs it only grows), and what a message becomes depends only on it and on what the prompt
+    shows above it: the runtime keeps, for the previous prompt, what each position became and the
+    index of what it showed, and goes on from the first position that is not the same message (the
+    same object, shown and original) as before; from the start when that is not past the end."""
+
+    step: Tidy
+
+    def __init__(self, step: Tidy) -> None:
+        super().__init__(step)
+        self._keys: list[tuple[Message, Message, bool]] = []  # per position: shown, original, untouched
+        self._results: list[Message | None] = []  # per position: the message as tidied (None: as shown)
+        self._seen: dict[str, str] = {}
+        self._lines = LineIndex()
+
+    def finish(self, draft: Draft, context: BuildContext) -> Draft:
+        keys = _keys(draft)
+        done = _shared(self._keys, keys)
+        if done < len(self._keys):  # not a continuation: from the start
+            self._keys, self._results, self._seen, self._lines = [], [], {}, LineIndex()
+            done = 0
+        for index in range(done, len(keys)):
+            self._results.append(self._tidied(*keys[index]))
+            self._keys.append(keys[index])
+        changed = {
+            i: (new, len(draft.messages[i].text) - len(new.text))
+            for i, new in enumerate(self._results)
+            if new is not None
+        }
+        return draft.point(changed, self.step.kind) if changed else draft
+
+    def _tidied(self, shown: Message, original: Message, untouched: bool) -> Message | None:
+        text = shown.content if isinstance(shown.content, str) else ""
+        tidy = bool(text) and untouched and _tidiable(shown, original)
+        new = self.step.tidy(text, self._seen, self._lines) if tidy else text
+        self.step.remember(shown, new, self._seen, self._lines)
+        return with_content(shown, new) if new != text else None
+
+
+def _keys(draft: Draft) -> list[tuple[Message, Message, bool]]:
+    untouched = draft.hidden.keys() | draft.cuts.keys() | draft.pointers.keys()
+    return [
+        (shown, original, index not in untouched)
+        for index, (shown, original) in enumerate(zip(draft.messages, draft.originals, strict=True))
+    ]
+
+
+def _shared(old: list[tuple[Message, Message, bool]], new: list[tuple[Message, Message, bool]]) -> int:
+    """How many leading positions ``new`` shares with ``old``: the same objects, the same state."""
+    for index, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a[0] is not b[0] or a[1] is not b[1] or a[2] != b[2]:
+            return index
+    return min(len(old), len(new))
+
+
+def _point_blocks(text: str, blocks: tuple[tuple[int, int, str, str], ...], seen: Mapping[str, str]) -> str:
+    """``text`` with each of its ``blocks`` the prompt shows above replaced by a line naming where
+    (a block inside one replaced goes with it)."""
+    parts: list[str] = []
+    done = 0
+    for start, end, name, block in blocks:
+        where = seen.get(block) if start >= done else None
+        if where is not None:
+            parts += [text[done:start], f"[same <{name}> as {where}, shown above]"]
+            done = end
+    return "".join(parts) + text[done:] if parts else text
+
+
+def _tidiable(shown: Message, original: Message) -> bool:
+    """A tool output or a later user message, shown verbatim."""
+    if shown is not original and shown != original:
+        return False
+    return shown.role == "tool" or (shown.role == "user" and shown.iteration > 0)
+
+
+def _where(message: Message) -> str:
+    if message.role == "tool" and message.tool_call_id:
+        return f"iteration {message.iteration} (tool_call_id={message.tool_call_id})"
+    if message.role == "assistant":
+        return f"iteration {message.iteration} (your message)"
+    return f"iteration {message.iteration}"
