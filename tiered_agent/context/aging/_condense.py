@@ -117,11 +117,14 @@ class Terse:
     verbatim under a newer iteration of the same note (the newest stays, so a note growing at its
     end never changes an older line's choice of what it shows); ``across``, a line an earlier note
     holds (the notes are fixed once written, so that line is still in the prompt: the caller passes
-    the lines the earlier notes hold, :func:`held_lines`)."""
+    the lines the earlier notes hold, :func:`held_lines`); ``spare``, a line left out as a repeat
+    (``repeats``, ``across``) takes no place among the lines an iteration keeps: the choice knows
+    the lines held elsewhere, counts what they name as shown, and lets the next line in."""
 
     bare: bool = False
     repeats: bool = False
     across: bool = False
+    spare: bool = False
 
 
 NO_TERSE = Terse()
@@ -380,11 +383,13 @@ class Reading:
     format labels; its line per format label, and its extra lines per what they depend on."""
 
     __slots__ = (
+        "_at",
         "_bare",
         "_extras",
         "_kept",
         "_lines",
         "_own",
+        "_own_at",
         "_own_extras",
         "actions",
         "labels",
@@ -415,6 +420,24 @@ class Reading:
         self._kept: dict[Reports, tuple[Message, ...]] = {}
         self._own: Lines | None = None
         self._own_extras: dict[tuple[object, ...], tuple[str, frozenset[str]]] = {}
+        self._at: Mapping[str, Sequence[int]] | None = None
+        self._own_at: Mapping[str, Sequence[int]] | None = None
+
+    def held(self, held: Sequence[Set[str]]) -> frozenset[str]:
+        """What its output lines that one of the ``held`` sets holds (lines as a note shows them,
+        with their indent: :func:`held_lines`) name: a note that leaves those lines out as repeats
+        shows it anyway (:attr:`Terse.spare`)."""
+        lines = _output_refs(self.messages)
+        if self._at is None:
+            self._at = _indented(lines)
+        return _held_names(lines, self._at, held)
+
+    def own_held(self, held: Sequence[Set[str]]) -> frozenset[str]:
+        """:meth:`held` of the agent's own lines past its line (:meth:`own`)."""
+        lines = self.own()
+        if self._own_at is None:
+            self._own_at = _indented(lines)
+        return _held_names(lines, self._own_at, held)
 
     def short_text(self, bare: bool) -> str:
         """The lines of its short outputs, all of them (``whole``), or without those that say nothing
@@ -448,13 +471,19 @@ class Reading:
             hit = self._lines[key] = (line, refs(line))
         return hit
 
-    def own_extra(self, wanted: Set[str], shown: set[str], seen: Set[str], limit: int) -> str:
+    def own_extra(
+        self, wanted: Set[str], shown: set[str], seen: Set[str], limit: int, held: Sequence[Set[str]] = ()
+    ) -> str:
         """:func:`own_extra` of its own lines (``shown`` updated the same way), found once per what
-        the choice depends on (:meth:`extra`'s argument: the same two sets, of the own lines' names)."""
+        the choice depends on (:meth:`extra`'s argument: the same two sets, of the own lines' names);
+        the lines one of the ``held`` sets holds are not chosen, what they name counts as shown
+        (:attr:`Terse.spare`)."""
         lines = self.own()
         if not lines.named or limit <= 0:
             return ""
         names = lines.where.keys()
+        free = self.own_held(held) if held else frozenset()
+        shown.update(free)
         mine = names & shown
         key = (frozenset((names & wanted) - mine), frozenset(mine | (names & seen)), limit)
         hit = self._own_extras.get(key)
@@ -582,6 +611,25 @@ def _extra_lines(
         frozenset(chain.from_iterable(named[p][2] for p in kept)),
         frozenset(chain.from_iterable(named[p][2] for p in informative)),
     )
+
+
+def _indented(lines: Lines) -> Mapping[str, Sequence[int]]:
+    """The positions (indexes into ``lines.named``) of each line as a note shows it (indented)."""
+    at: dict[str, list[int]] = {}
+    for position, (_, line, _) in enumerate(lines.named):
+        at.setdefault(f"{_INDENT}{line}", []).append(position)
+    return at
+
+
+def _held_names(lines: Lines, at: Mapping[str, Sequence[int]], held: Sequence[Set[str]]) -> frozenset[str]:
+    """What the ``lines`` (``at``: :func:`_indented`) that one of the ``held`` sets holds name."""
+    found: set[int] = set()
+    for lines_held in held:
+        if len(lines_held) < len(at):
+            found.update(p for line in lines_held for p in at.get(line, ()))
+        else:
+            found.update(p for line, ps in at.items() if line in lines_held for p in ps)
+    return frozenset(chain.from_iterable(lines.named[p][2] for p in found))
 
 
 def held_lines(note: Message) -> frozenset[str]:
@@ -860,6 +908,8 @@ def _render_note(
     shown: set[str] = set()
     mine: set[str] = set()  # what the note shows, its own lines' names too
     kept_lines: set[str] = set()  # the lines kept under the newer iterations' lines (``terse.repeats``)
+    # the lines left out as repeats, which with ``terse.spare`` take no place among those kept
+    held: tuple[Set[str], ...] = (kept_lines, before) if terse.spare else ()
     extra = bool(referred) or scale.keeps(novel)
     lines: list[str] = []
     for k, whole, kept in reversed(read):
@@ -873,6 +923,7 @@ def _render_note(
         elif not (extra and names):  # no output line names anything: none is chosen
             tail = ""
         else:
+            shown.update(reading.held(held) if held else ())  # shown elsewhere: no line spent on it
             here = names & shown
             tail, kept_names, novel_names = reading.extra(
                 (frozenset((names & named) - here), frozenset(here | (names & seen))),
@@ -883,7 +934,7 @@ def _render_note(
             shown.update(novel_names)
         if own:  # the agent's own lines: what they show leaves the choice of output lines alone
             mine.update(shown)
-            tail += whole.own_extra(named, mine, seen, own)
+            tail += whole.own_extra(named, mine, seen, own, held)
         if terse.repeats:
             tail = _unrepeated(tail, kept_lines)
         tail = _unshown(tail, before)
