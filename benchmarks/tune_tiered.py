@@ -196,6 +196,27 @@ CANDIDATES: dict[str, Policy] = {
     "max-lines-80-novel-per-12": _with_age("max-lines-80-novel-per-12", max_lines=80, novel_per_lines=12),
     "window-3-patience-0.75": _with_age("window-3-patience-0.75", window=3, patience=0.75),
     "window-3-max-lines-40": _with_age("window-3-max-lines-40", window=3, max_lines=40),
+    "window-3-patience-0.6": _with_age("window-3-patience-0.6", window=3, patience=0.6),
+    "window-3-patience-0.5": _with_age("window-3-patience-0.5", window=3, patience=0.5),
+    "window-3-patience-0.75-max-lines-80": _with_age(
+        "window-3-patience-0.75-max-lines-80", window=3, patience=0.75, max_lines=80
+    ),
+    "window-3-patience-0.6-max-lines-80": _with_age(
+        "window-3-patience-0.6-max-lines-80", window=3, patience=0.6, max_lines=80
+    ),
+    "window-3-patience-0.5-max-lines-80": _with_age(
+        "window-3-patience-0.5-max-lines-80", window=3, patience=0.5, max_lines=80
+    ),
+    "window-3-patience-0.75-max-lines-100": _with_age(
+        "window-3-patience-0.75-max-lines-100", window=3, patience=0.75, max_lines=100
+    ),
+    "window-3-patience-0.6-max-lines-100": _with_age(
+        "window-3-patience-0.6-max-lines-100", window=3, patience=0.6, max_lines=100
+    ),
+    "window-4-patience-0.6": _with_age("window-4-patience-0.6", window=4, condense_after=5, patience=0.6),
+    "window-3-condense-5-patience-0.75": _with_age(
+        "window-3-condense-5-patience-0.75", window=3, condense_after=5, patience=0.75
+    ),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),
     # when to age: the break-even rule with another patience (below 1: sooner); every N iterations
