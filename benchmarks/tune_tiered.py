@@ -213,6 +213,12 @@ CANDIDATES: dict[str, Policy] = {
     "window-3-patience-0.6-max-lines-100": _with_age(
         "window-3-patience-0.6-max-lines-100", window=3, patience=0.6, max_lines=100
     ),
+    "window-3-patience-0.9": _with_age("window-3-patience-0.9", window=3, patience=0.9),
+    "window-3-patience-0.85": _with_age("window-3-patience-0.85", window=3, patience=0.85),
+    "window-3-patience-0.9-max-lines-80": _with_age(
+        "window-3-patience-0.9-max-lines-80", window=3, patience=0.9, max_lines=80
+    ),
+    "condense-4-3-patience-0.9": _with_age("condense-4-3-patience-0.9", chunk=3, patience=0.9),
     "window-4-patience-0.6": _with_age("window-4-patience-0.6", window=4, condense_after=5, patience=0.6),
     "window-3-condense-5-patience-0.75": _with_age(
         "window-3-condense-5-patience-0.75", window=3, condense_after=5, patience=0.75

@@ -33,7 +33,8 @@ the provider's cache holds all of it. The forms:
   ``unique_lines`` those kept verbatim under a newer iteration of the same note
   (:class:`~._condense.Terse`; both on by default, issue 18); with ``across_notes``, a note also
   leaves out the kept lines an earlier note holds (notes never change once written, so those
-  lines are still in the prompt; on by default, issue 18);
+  lines are still in the prompt; on by default, issue 18); with ``spare_held``, such a line
+  left out takes no place among its iteration's kept lines: the next one comes in (on by default);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
 * the files the agent wrote with a hidden write (since their newest whole write) that its last
