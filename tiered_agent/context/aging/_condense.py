@@ -655,10 +655,8 @@ def _held_at(at: Mapping[str, Sequence[int]], held: Sequence[Set[str]]) -> froze
     """The positions (``at``: :func:`_indented`) of the lines one of the ``held`` sets holds."""
     found: set[int] = set()
     for lines_held in held:
-        if len(lines_held) < len(at):
-            found.update(p for line in lines_held for p in at.get(line, ()))
-        else:
-            found.update(p for line, ps in at.items() if line in lines_held for p in ps)
+        for line in at.keys() & lines_held:  # the smaller side is walked
+            found.update(at[line])
     return frozenset(found)
 
 
