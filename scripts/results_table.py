@@ -2,8 +2,10 @@
 
 One table for all runs, then one per agent family: tokens, input cost (with the retrieval turns a
 recoverable miss costs) and dollars saved against ``full``; the share of what the next action used
-that the prompt hid, by each ruler (salient, word, line, own writing: docs/rulers.md); and the runs
-that cost more than ``full`` (how many, and by how much the worst).
+that the prompt hid, by each ruler (salient, word, line, own writing: docs/rulers.md); the runs
+that cost more than ``full`` (how many, and by how much the worst); and the dollars (input cost) saved
+over the reach, the share of ``full``'s cost that lies in re-sent history (docs/results.md, "What a
+policy can reach"). Then ``full``'s cost anatomy: all runs, and with ``--families`` each family.
 
 Usage: ``python scripts/results_table.py bench-out/bench.json [--families]``
 """
@@ -22,8 +24,8 @@ ORDER = ("tiered", "kb-labs-adr", "adk-compaction", "adk-code", "codex", "anthro
 COLUMNS = ("policy", "tokens", "input cost (w/ retrieval)", "USD", "salient", "word", "line", "own")
 HEADER = "\n".join(
     [
-        "| " + " | ".join((*COLUMNS, "costlier than full")) + " |",
-        "| " + " | ".join(["---"] * (len(COLUMNS) + 1)) + " |",
+        "| " + " | ".join((*COLUMNS, "costlier than full", "of reach: USD (input cost)")) + " |",
+        "| " + " | ".join(["---"] * (len(COLUMNS) + 2)) + " |",
     ]
 )
 
@@ -35,7 +37,7 @@ def percent(value: Any, signed: bool = True) -> str:
     return text.replace("-", "−")
 
 
-def row(name: str, totals: Mapping[str, Any]) -> str:
+def row(name: str, totals: Mapping[str, Any], reach: Mapping[str, Any] | None = None) -> str:
     label = f"**`{name}`**" if name == "tiered" else f"`{name}`"
     costlier = totals.get("runs_costlier_than_full") or 0
     worst = f" (worst {percent(totals.get('worst_excess_vs_full'))})" if costlier else ""
@@ -50,13 +52,57 @@ def row(name: str, totals: Mapping[str, Any]) -> str:
         percent(totals.get("line_miss_rate"), signed=False),
         percent(totals.get("own_miss_rate"), signed=False),
         f"{costlier} of {totals.get('runs', 0)}{worst}",
+        f"{percent((reach or {}).get('usd'))} ({percent((reach or {}).get('input_cost'))})",
     ]
     return "| " + " | ".join(cells) + " |"
 
 
-def table(policies: Mapping[str, Any]) -> str:
+def table(policies: Mapping[str, Any], anatomy: Mapping[str, Any] | None = None) -> str:
     names = [n for n in ORDER if n in policies]
-    return "\n".join([HEADER, *(row(n, policies[n]["totals"]) for n in names)])
+    reach = (anatomy or {}).get("saving_over_reach") or {}
+    return "\n".join([HEADER, *(row(n, policies[n]["totals"], reach.get(n)) for n in names)])
+
+
+ANATOMY_COLUMNS = (
+    "family (runs)",
+    "`full` USD",
+    "output",
+    "fixed",
+    "new",
+    "history (reach)",
+    "input cost: fixed",
+    "new",
+    "history (reach)",
+    "tokens: history",
+)
+
+
+def anatomy_row(label: str, anatomy: Mapping[str, Any] | None) -> str:
+    if not anatomy:
+        return f"| {label} | " + " | ".join(["n/a"] * (len(ANATOMY_COLUMNS) - 1)) + " |"
+    usd, shares, units = (
+        anatomy.get("usd") or {},
+        anatomy.get("usd_shares") or {},
+        anatomy["input_cost_shares"],
+    )
+    total = usd.get("total")
+    cells = [
+        label,
+        f"${total:,.2f}" if isinstance(total, int | float) else "n/a",
+        *(percent(shares.get(b), signed=False) for b in ("output", "fixed", "new", "history")),
+        *(percent(units.get(b), signed=False) for b in ("fixed", "new", "history")),
+        percent(anatomy.get("reach_tokens"), signed=False),
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def anatomy_table(document: Mapping[str, Any], families: bool) -> str:
+    rows = [anatomy_row(f"all ({document['inputs']['run_count']})", document.get("anatomy"))]
+    if families:
+        for family, data in sorted(document["families"].items()):
+            rows.append(anatomy_row(f"{family} ({data['runs']})", data.get("anatomy")))
+    header = "| " + " | ".join(ANATOMY_COLUMNS) + " |"
+    return "\n".join([header, "| " + " | ".join(["---"] * len(ANATOMY_COLUMNS)) + " |", *rows])
 
 
 def main() -> None:
@@ -66,11 +112,18 @@ def main() -> None:
     args = parser.parse_args()
     document = orjson.loads(args.bench_json.read_bytes())
     runs = document["policies"]["full"]["totals"]
-    out = [f"All {runs['runs']} runs ({runs['steps']:,} model calls):\n", table(document["policies"])]
+    out = [
+        f"All {runs['runs']} runs ({runs['steps']:,} model calls):\n",
+        table(document["policies"], document.get("anatomy")),
+    ]
     if args.families:
         for family, data in sorted(document["families"].items()):
             count = data["policies"]["full"]["totals"]["runs"]
-            out += [f"\n{family} ({count} runs):\n", table(data["policies"])]
+            out += [f"\n{family} ({count} runs):\n", table(data["policies"], data.get("anatomy"))]
+    out += [
+        "\n`full`'s cost anatomy: shares of USD, of input cost, of prompt tokens:\n",
+        anatomy_table(document, args.families),
+    ]
     sys.stdout.write("\n".join(out) + "\n")
 
 

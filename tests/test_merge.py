@@ -78,6 +78,22 @@ def test_merged_shards_are_the_unsharded_bench(benched: dict[str, Path], tmp_pat
     assert "shard" not in _load(merged)  # a merged document is not a shard
 
 
+def test_merged_shards_sum_the_cost_anatomy(benched: dict[str, Path], tmp_path: Path) -> None:
+    """``full``'s cost anatomy (all runs, per family, per run) is summed across shards, not taken
+    from one of them."""
+    result = _invoke("bench", "merge", benched["2"], benched["1"], benched["3"], "--out", tmp_path / "m")
+    assert result.exit_code == 0, result.output
+    merged, whole = _load(tmp_path / "m" / "bench.json"), _load(benched["whole"])
+    anatomy = whole["anatomy"]
+    assert anatomy is not None and anatomy["reach_input_cost"] is not None
+    assert merged["anatomy"] == anatomy
+    assert anatomy != _load(benched["1"])["anatomy"]
+    tokens = sum(sum(kinds.values()) for kinds in anatomy["tokens"].values())
+    assert tokens == whole["policies"]["full"]["totals"]["prompt_tokens"]
+    for family, entry in whole["families"].items():
+        assert merged["families"][family]["anatomy"] == entry["anatomy"] is not None
+
+
 def _tables_without_timing(path: Path) -> list[str]:
     """report.md without the one column that holds timings (build ms)."""
     out = []
@@ -90,7 +106,8 @@ def _tables_without_timing(path: Path) -> list[str]:
 def test_a_shard_document_carries_what_merge_needs(benched: dict[str, Path]) -> None:
     document = _load(benched["2"])
     assert document["shard"]["index"] == 2 and document["shard"]["count"] == 3
-    assert document["shard"]["state"]["version"] == 1
+    assert document["shard"]["state"]["version"] == 2  # 2: the families' sums carry the cost anatomy
+    assert all("anatomy" in sums for sums in document["shard"]["state"]["families"].values())
     whole = _load(benched["whole"])
     assert "shard" not in whole
     assert document["calibration"] == {

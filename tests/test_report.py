@@ -45,6 +45,20 @@ TOP_KEYS = {
     "pricing",
     "families",
     "recorded",
+    "anatomy",
+}
+ANATOMY_KEYS = {
+    "tokens",
+    "input_cost",
+    "input_cost_by_kind",
+    "input_cost_shares",
+    "reach_input_cost",
+    "reach_tokens",
+    "usd",
+    "usd_by_kind",
+    "usd_shares",
+    "reach_usd",
+    "saving_over_reach",
 }
 TOTALS_KEYS = {
     "runs",
@@ -190,7 +204,8 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
     assert document["policies"]["full"]["totals"]["retrieval_adjusted_input_tokens"] is None
     assert [r["run_id"] for r in document["runs"]] == ["alpha", "beta", "gamma"]
     for run in document["runs"]:
-        assert set(run) == {"run_id", "steps", "policies"}
+        assert set(run) == {"run_id", "steps", "policies", "anatomy"}
+        assert set(run["anatomy"]) == ANATOMY_KEYS
         for entry in run["policies"].values():
             assert set(entry) == RUN_POLICY_KEYS
             assert set(entry["per_step"]) == {
@@ -202,6 +217,10 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
                 "own_missed",
             }
             assert len(entry["per_step"]["prompt_tokens"]) == run["steps"]
+    assert set(document["anatomy"]) == ANATOMY_KEYS
+    for family in document["families"].values():
+        assert set(family) == {"runs", "steps", "policies", "recorded", "anatomy"}
+        assert set(family["anatomy"]) == ANATOMY_KEYS
     assert set(document["timing"]) == {"elapsed_seconds", "policies"}
     assert set(document["timing"]["policies"]["tiered"]) == {"steps", "build_ms_median", "build_ms_p99"}
 
@@ -262,7 +281,7 @@ def test_json_is_sorted_and_deterministic(document: dict[str, Any], tmp_path: Pa
 
 def test_schema_doc_names_every_key() -> None:
     text = DOCS.read_text(encoding="utf-8")
-    for key in TOP_KEYS | TOTALS_KEYS | LOSS_KEYS | RUN_POLICY_KEYS:
+    for key in TOP_KEYS | TOTALS_KEYS | LOSS_KEYS | RUN_POLICY_KEYS | ANATOMY_KEYS:
         assert f"`{key}`" in text, key
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from .._providers import model_prices, price_map_source
 from ..context._policy import Policy
+from ._anatomy import AnatomySum, anatomy_dict
 from ._calibration import ProviderCalibration
 from ._document import (
     SCHEMA_VERSION,
@@ -54,7 +55,7 @@ from ._sums import (
 
 __all__ = ["STATE_VERSION", "Aggregate", "Header"]
 
-STATE_VERSION = 1  # of ``shard.state``: a shard document is merged only by a bench that reads its state
+STATE_VERSION = 2  # of ``shard.state``: a shard document is merged only by a bench that reads its state
 _PRICING_HEADER = ("source", "unit", "price_model", "summary_model", "summary_model_priced")
 
 
@@ -130,7 +131,17 @@ class Header:
 class FamilySum:
     """Everything the document sums over a set of runs (a family; all runs)."""
 
-    __slots__ = ("caching", "calibrated", "dollars", "fidelity", "losses", "recorded", "runs", "totals")
+    __slots__ = (
+        "anatomy",
+        "caching",
+        "calibrated",
+        "dollars",
+        "fidelity",
+        "losses",
+        "recorded",
+        "runs",
+        "totals",
+    )
 
     def __init__(self, names: Iterable[str]) -> None:
         self.runs = 0
@@ -141,6 +152,7 @@ class FamilySum:
         self.dollars = DollarSum()
         self.calibrated = CalibratedSum()
         self.fidelity = FidelitySum()
+        self.anatomy = AnatomySum()
 
     def add(self, record: RunRecord) -> None:
         self.runs += 1
@@ -151,6 +163,7 @@ class FamilySum:
         self.caching.add(record.caching)
         self.dollars.add(record.dollars)
         self.calibrated.add(record.calibrated)
+        self.anatomy.add(record.anatomy)
         if record.fidelity is not None:
             f = record.fidelity
             self.fidelity.add(f.steps, f.replayed_prompt_tokens, f.recorded_prompt_tokens)
@@ -165,12 +178,15 @@ class FamilySum:
         self.dollars.merge(other.dollars)
         self.calibrated.merge(other.calibrated)
         self.fidelity.merge(other.fidelity)
+        self.anatomy.merge(other.anatomy)
 
-    def policy_totals(self) -> dict[str, dict[str, Any]]:
-        """``{name: totals dict}``, each next to ``full`` over the same runs, with its losses."""
+    def policy_totals(self) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:
+        """``{name: totals dict}``, each next to ``full`` over the same runs, with its losses; and
+        ``full``'s cost anatomy over them, with each policy's saving over its reach."""
         done = {name: total.totals() for name, total in self.totals.items()}
         full = done[BASELINE]
-        return {name: totals_dict(t, full) | self.losses[name].result() for name, t in sorted(done.items())}
+        totals = {name: totals_dict(t, full) | self.losses[name].result() for name, t in sorted(done.items())}
+        return totals, anatomy_dict(self.anatomy.result(), done, BASELINE)
 
     def state(self) -> dict[str, Any]:
         return {
@@ -182,6 +198,7 @@ class FamilySum:
             "dollars": self.dollars.state(),
             "calibrated": self.calibrated.state(),
             "fidelity": self.fidelity.state(),
+            "anatomy": self.anatomy.state(),
         }
 
     @classmethod
@@ -200,6 +217,7 @@ class FamilySum:
         out.dollars = DollarSum.from_state(data.get("dollars"), f"{what}.dollars")
         out.calibrated = CalibratedSum.from_state(data.get("calibrated"), f"{what}.calibrated")
         out.fidelity = FidelitySum.from_state(data.get("fidelity"), f"{what}.fidelity")
+        out.anatomy = AnatomySum.from_state(data.get("anatomy"), f"{what}.anatomy")
         return out
 
 
@@ -285,7 +303,7 @@ class Aggregate:
         pooled = FamilySum(self.names)
         for sums in self._families.values():
             pooled.merge(sums)
-        totals = pooled.policy_totals()
+        totals, anatomy = pooled.policy_totals()
         document = {
             "schema_version": SCHEMA_VERSION,
             "generator": "tiered-agent bench",
@@ -295,6 +313,7 @@ class Aggregate:
             "pricing": self._pricing_dict(),
             "policies": {n: dict(self.header.policies[n]) | {"totals": totals[n]} for n in self.names},
             "families": self._families_dict(),
+            "anatomy": anatomy,
             "recorded": recorded_dict(pooled.recorded.result()),
             **self._validation(pooled),
             TIMING_KEY: self._timing_dict(),
@@ -331,12 +350,13 @@ class Aggregate:
         out = {}
         for family in sorted(self._families):
             sums = self._families[family]
-            policies = sums.policy_totals()
+            policies, anatomy = sums.policy_totals()
             out[family] = {
                 "runs": sums.runs,
                 "steps": policies[BASELINE]["steps"],
                 "policies": {n: {"totals": t} for n, t in policies.items()},
                 "recorded": recorded_dict(sums.recorded.result()),
+                "anatomy": anatomy,
             }
         return out
 

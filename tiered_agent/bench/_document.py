@@ -16,6 +16,7 @@ import orjson
 from .._providers import DEFAULT_CACHE_MODEL, ModelPrices
 from .._trace import StepError
 from ..context._policy import Policy
+from ._anatomy import Anatomy, anatomy_dict
 from ._calibration import ProviderCalibration
 from ._metrics import PolicyRunMetrics, Totals
 from ._pricing import long_ttl_steps
@@ -325,9 +326,11 @@ def run_detail(
     run_id: str,
     steps: int,
     per_policy: Mapping[str, tuple[PolicyRunMetrics, Totals]],
+    anatomy: Anatomy | None = None,
 ) -> dict[str, Any]:
     """A run's entry in ``runs``: per policy its totals (without ``runs``), the strings it missed
-    and its per-step series. ``per_policy``: name -> (metrics, totals of this run)."""
+    and its per-step series; ``full``'s cost anatomy (``_anatomy.py``). ``per_policy``: name ->
+    (metrics, totals of this run)."""
     full = per_policy[BASELINE][1]
     policies = {}
     for name in sorted(per_policy):
@@ -345,7 +348,13 @@ def run_detail(
             "own_missed": [len(s.own_missed) for s in metrics.steps],
         }
         policies[name] = entry
-    return {"run_id": run_id, "steps": steps, "policies": policies}
+    totals = {name: t for name, (_, t) in per_policy.items()}
+    return {
+        "run_id": run_id,
+        "steps": steps,
+        "policies": policies,
+        "anatomy": anatomy_dict(anatomy, totals, BASELINE),
+    }
 
 
 def _missed_lists(metrics: PolicyRunMetrics) -> dict[str, list[str]]:

@@ -186,6 +186,9 @@ class StepMetrics:
     own_missed: tuple[str, ...] = ()
     own_recoverable: int = 0
     turn: RetrievalTurn | None = None  # the extra model turn the recoverable misses cost
+    # ``full``'s only (0 for other policies): the cost anatomy's places (``_anatomy.py``)
+    fixed_tokens: int = 0  # the request's fixed start: prefix, tools, opening messages, reply primer
+    new_tokens: int = 0  # its closing messages that no earlier request of the run sent
 
 
 @dataclass(frozen=True, slots=True)

@@ -189,6 +189,22 @@ class RunCosting:
             prompt * s, cached * s, written * s, self.output_tokens(step, output), written_1h=long
         )
 
+    def input_rates(self, step: int, prompt: int) -> tuple[float, float, float] | None:
+        """USD per replayed token of a step's prompt tokens read from the cache, written to it and
+        uncached, as :meth:`step_usd` prices them (None: the run is not priced)."""
+        if self.prices is None:
+            return None
+        s = self.scale
+        p = self.prices.for_prompt(prompt * s)
+        write = p.write_1h if step in self.long_steps else p.cache_write
+        return p.cache_read * s, write * s, p.input * s
+
+    def output_usd(self, step: int, prompt: int, output: int) -> float:
+        """USD of a step's output tokens, as :meth:`step_usd` prices them (0.0: not priced)."""
+        if self.prices is None:
+            return 0.0
+        return self.output_tokens(step, output) * self.prices.for_prompt(prompt * self.scale).output
+
     def recorded_usd(self, usage: Usage, writes_1h: int = 0) -> float | None:
         """USD of a recorded call at the recorded model's list prices (None: not priced there): its
         uncached input, cache reads, 5-minute and 1-hour writes, and output, as the provider billed

@@ -21,6 +21,7 @@ import orjson
 
 from .._messages import Usage
 from .._providers import model_prices, provider_of
+from ._anatomy import Anatomy, anatomy_of
 from ._calibration import ProviderCalibration, token_scale
 from ._document import inputs_entry, run_detail
 from ._losses import run_cost
@@ -61,6 +62,7 @@ class RunRecord:
     calibrated: RunCalibrated | None = None
     fidelity: RunFidelity | None = None
     timing: Mapping[str, Mapping[int, int]] = field(default_factory=dict)  # policy -> duration buckets
+    anatomy: Anatomy | None = None  # full's cost per bucket (``_anatomy.py``)
     detail: bytes | None = None  # its ``runs[]`` entry (compact JSON, keys sorted), when asked for
 
 
@@ -103,11 +105,12 @@ def record_of(
     baseline = replay.policies[BASELINE]
     priced = as_recorded(info.model, info.price_model)
     fidelities = fidelity([baseline], usage)
+    anatomy = anatomy_of(baseline, settings.pricing, costing)
     entry = None
     if detail:
         both = {name: (replay.policies[name], t) for name, t in per_run.items()}
         entry = orjson.dumps(
-            run_detail(info.run_id, len(replay.output_tokens), both), option=orjson.OPT_SORT_KEYS
+            run_detail(info.run_id, len(replay.output_tokens), both, anatomy), option=orjson.OPT_SORT_KEYS
         )
     return RunRecord(
         run_id=info.run_id,
@@ -128,6 +131,7 @@ def record_of(
         fidelity=fidelities.per_run[0] if fidelities else None,
         timing={name: _buckets(m) for name, m in replay.policies.items()},
         detail=entry,
+        anatomy=anatomy,
     )
 
 

@@ -32,7 +32,7 @@ from .._cluster import RayAddress
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
 from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
-from .._tokens import EncodedTexts, TokenCounter
+from .._tokens import PROMPT_OVERHEAD, EncodedTexts, TokenCounter
 from .._tools import ToolOutcome
 from .._trace import StepError
 from .._workers import configure_worker_logging
@@ -535,6 +535,9 @@ class _Track:
     normalized_joins: Mapping[bool, Joined]  # the normalized texts not the agent's (True), all (False)
     retrieval_active: bool  # the policy registers ``context_retrieve`` (its misses may be recovered)
     ids: IdSets  # the ids of its prompt's messages, extended from its previous prompt's
+    # The baseline's only (None for other policies): every message its requests closed with so far, by
+    # identity, for the cost anatomy (``_regions``; a policy that copies its messages would keep them all).
+    sent: dict[int, Message] | None
 
 
 async def _replay_policy(
@@ -554,6 +557,7 @@ async def _replay_policy(
         {True: Joined(), False: Joined()},
         policy.retrieval_active,
         IdSets(),
+        {} if name == BASELINE else None,
     )
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
@@ -696,6 +700,7 @@ async def _step(
         new_turn_after_reasoning=step in state.turns_after_reasoning,
     )
     cached = min(use.read, prompt_tokens)
+    fixed, new = _regions(state, track, messages, prepared.tools, prompt_tokens)
     raw = RawView(messages, state.recorded, track.raw, join=track.raw_join, id_sets=track.ids)
     view = PromptView(messages, state.memo, track.normalized, raw.ids, track.normalized_joins)
     misses = state.misses(iteration, recorded, messages, raw, view)
@@ -739,7 +744,33 @@ async def _step(
         own_missed=misses.own_missed,
         own_recoverable=lines.own_recoverable,
         turn=lines.turn,
+        fixed_tokens=fixed,
+        new_tokens=new,
     )
+
+
+def _regions(
+    state: _RunState,
+    track: _Track,
+    messages: Sequence[Message],
+    tools: Sequence[Mapping[str, Any]],
+    prompt_tokens: int,
+) -> tuple[int, int]:
+    """(fixed, new) tokens of a request (``_anatomy.py``): its fixed start (the unrecorded prefix, the
+    reply primer, the tool schemas, its opening messages of iteration 0) and its closing messages that
+    no earlier request of the track sent (counted as the prompt's tokens are); (0, 0) off the baseline."""
+    if track.sent is None:
+        return 0, 0
+    count = state.counter.count_message
+    lead = next((i for i, m in enumerate(messages) if m.iteration != 0), len(messages))
+    fixed = state.prefix_tokens + PROMPT_OVERHEAD + state.counter.count_tools(tools)
+    fixed = min(fixed + sum(count(m) for m in messages[:lead]), prompt_tokens)
+    sent, start = track.sent, len(messages)
+    while start > lead and sent.get(id(messages[start - 1])) is not messages[start - 1]:
+        start -= 1
+    closing = messages[start:]
+    sent.update((id(m), m) for m in closing)
+    return fixed, min(sum(count(m) for m in closing), prompt_tokens - fixed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from ._aggregate import Aggregate, Header
 from ._document import SCHEMA_VERSION, TIMING_KEY, dumps, strip_timing
 from ._record import record_of
 from ._replay import BASELINE, BenchResult
+from ._report_anatomy import md_anatomy
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -617,6 +618,7 @@ def render_markdown(
         lines += [f"![per-step prompt tokens and totals]({chart})", ""]
     lines += md_faithful(document, frontier)
     lines += _md_caching(document) + _md_dollars(document) + _md_families(document)
+    lines += md_anatomy(document, policies_by_cost(document))
     lines += _md_recorded(document) + _md_validation(document) + _md_highlights(highlights)
     summarizer = document["settings"]["summarizer"]
     summaries = (
