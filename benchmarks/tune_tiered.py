@@ -183,6 +183,60 @@ CANDIDATES: dict[str, Policy] = {
     # written, Age(across_notes)); the default now, "no-across" is the default before
     "across": _with_age("across", across_notes=True),
     "no-across": _with_age("no-across", across_notes=False),
+    # issue 18: a kept line left out as a repeat (held by an earlier note or a newer iteration of the
+    # note) takes no place among an iteration's kept lines (Age(spare_held)); the default now,
+    # "no-spare" is the default before
+    "no-spare": _with_age("no-spare", spare_held=False),
+    "spare": _with_age("spare", spare_held=True),
+    # issue 18, with spare_held: the budgets around the default (condensed notes' lines, own lines,
+    # a file named again, chunks, the window, the break-even rule's patience)
+    "max-lines-30": _with_age("max-lines-30", max_lines=30),
+    "max-lines-40": _with_age("max-lines-40", max_lines=40),
+    "again-1": _with_age("again-1", named_again=1),
+    "novel-4": _with_age("novel-4", keep_novel=4),
+    "novel-per-12": _with_age("novel-per-12", novel_per_lines=12),
+    "referred-4": _with_age("referred-4", keep_referred=4),
+    "referred-6": _with_age("referred-6", keep_referred=6),
+    "condense-4-3": _with_age("condense-4-3", chunk=3),
+    "condense-3-2": _with_age("condense-3-2", condense_after=3),
+    "condense-5-2": _with_age("condense-5-2", condense_after=5),
+    "patience-0.75": _with_age("patience-0.75", patience=0.75),
+    "patience-0.9": _with_age("patience-0.9", patience=0.9),
+    "window-1": _with_age("window-1", window=1),
+    # the same, two at a time: a more faithful dial (longer outputs kept, a wider window) with a leaner one
+    "max-lines-80-patience-0.9": _with_age("max-lines-80-patience-0.9", max_lines=80, patience=0.9),
+    "max-lines-80-patience-0.75": _with_age("max-lines-80-patience-0.75", max_lines=80, patience=0.75),
+    "max-lines-80-again-1": _with_age("max-lines-80-again-1", max_lines=80, named_again=1),
+    "max-lines-80-novel-per-12": _with_age("max-lines-80-novel-per-12", max_lines=80, novel_per_lines=12),
+    "window-3-patience-0.75": _with_age("window-3-patience-0.75", window=3, patience=0.75),
+    "window-3-max-lines-40": _with_age("window-3-max-lines-40", window=3, max_lines=40),
+    "window-3-patience-0.6": _with_age("window-3-patience-0.6", window=3, patience=0.6),
+    "window-3-patience-0.5": _with_age("window-3-patience-0.5", window=3, patience=0.5),
+    "window-3-patience-0.75-max-lines-80": _with_age(
+        "window-3-patience-0.75-max-lines-80", window=3, patience=0.75, max_lines=80
+    ),
+    "window-3-patience-0.6-max-lines-80": _with_age(
+        "window-3-patience-0.6-max-lines-80", window=3, patience=0.6, max_lines=80
+    ),
+    "window-3-patience-0.5-max-lines-80": _with_age(
+        "window-3-patience-0.5-max-lines-80", window=3, patience=0.5, max_lines=80
+    ),
+    "window-3-patience-0.75-max-lines-100": _with_age(
+        "window-3-patience-0.75-max-lines-100", window=3, patience=0.75, max_lines=100
+    ),
+    "window-3-patience-0.6-max-lines-100": _with_age(
+        "window-3-patience-0.6-max-lines-100", window=3, patience=0.6, max_lines=100
+    ),
+    "window-3-patience-0.9": _with_age("window-3-patience-0.9", window=3, patience=0.9),
+    "window-3-patience-0.85": _with_age("window-3-patience-0.85", window=3, patience=0.85),
+    "window-3-patience-0.9-max-lines-80": _with_age(
+        "window-3-patience-0.9-max-lines-80", window=3, patience=0.9, max_lines=80
+    ),
+    "condense-4-3-patience-0.9": _with_age("condense-4-3-patience-0.9", chunk=3, patience=0.9),
+    "window-4-patience-0.6": _with_age("window-4-patience-0.6", window=4, condense_after=5, patience=0.6),
+    "window-3-condense-5-patience-0.75": _with_age(
+        "window-3-condense-5-patience-0.75", window=3, condense_after=5, patience=0.75
+    ),
     "window-3": _with_age("window-3", window=3),
     "head-0": _with_age("head-0", head_lines=0),
     # when to age: the break-even rule with another patience (below 1: sooner); every N iterations

@@ -101,7 +101,7 @@ def test_the_knob_is_validated_and_round_trips() -> None:
     with pytest.raises(ConfigurationError, match="across_notes"):
         Age(across_notes=1)  # type: ignore[arg-type]
     step = Age(across_notes=True)
-    assert step.terse() == Terse(True, True, True)
+    assert step.terse() == Terse(True, True, True, True)
     assert Age().across_notes and not Age(across_notes=False).terse().across  # on by default
     policy = Policy("p", [step])
     assert Policy.from_dict(policy.to_dict()).steps == (step,)

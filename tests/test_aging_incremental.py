@@ -52,9 +52,9 @@ def own_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     calls: list[int] = []
     rule = _condense.own_extra
 
-    def counted(*args: object) -> str:
+    def counted(*args: object, **kwargs: object) -> str:
         calls.append(1)
-        return rule(*args)  # type: ignore[arg-type]
+        return rule(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_condense, "own_extra", counted)
     yield calls

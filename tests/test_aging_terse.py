@@ -115,7 +115,7 @@ def test_the_knobs_are_validated_and_round_trip() -> None:
     with pytest.raises(ConfigurationError, match="unique_lines"):
         Age(unique_lines="yes")  # type: ignore[arg-type]
     step = Age(bare_lines=True, unique_lines=True)
-    assert step.terse() == Terse(True, True, across=True) == Age().terse()  # the default
+    assert step.terse() == Terse(True, True, across=True, spare=True) == Age().terse()  # the default
     assert Age(bare_lines=False, unique_lines=False, across_notes=False).terse() == Terse()
     policy = Policy("p", [step])
     assert Policy.from_dict(policy.to_dict()).steps == (step,)

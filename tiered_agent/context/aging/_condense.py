@@ -117,11 +117,14 @@ class Terse:
     verbatim under a newer iteration of the same note (the newest stays, so a note growing at its
     end never changes an older line's choice of what it shows); ``across``, a line an earlier note
     holds (the notes are fixed once written, so that line is still in the prompt: the caller passes
-    the lines the earlier notes hold, :func:`held_lines`)."""
+    the lines the earlier notes hold, :func:`held_lines`); ``spare``, a line left out as a repeat
+    (``repeats``, ``across``) takes no place among the lines an iteration keeps: the choice knows
+    the lines held elsewhere, counts what they name as shown, and lets the next line in."""
 
     bare: bool = False
     repeats: bool = False
     across: bool = False
+    spare: bool = False
 
 
 NO_TERSE = Terse()
@@ -249,7 +252,12 @@ def _indexed(named: Named) -> Lines:
     return Lines(named, {name: tuple(at) for name, at in where.items()})  # kept: tuples, not lists
 
 
-def _cover(candidates: Sequence[tuple[int, str, Refs]], limit: int, seen: Set[str] = frozenset()) -> Chosen:
+def _cover(
+    candidates: Sequence[tuple[int, str, Refs]],
+    limit: int,
+    seen: Set[str] = frozenset(),
+    free: Set[int] = frozenset(),
+) -> Chosen:
     """Up to ``limit`` of the ``candidates`` (position, line, names), chosen greedily: each the line
     with the most names that neither ``seen`` holds nor a line already chosen names (ties: the
     earliest); with their positions.
@@ -262,7 +270,8 @@ def _cover(candidates: Sequence[tuple[int, str, Refs]], limit: int, seen: Set[st
     heapq.heapify(heap)
     covered: set[str] = set()
     chosen: Chosen = []
-    while heap and len(chosen) < limit:
+    spent = 0  # the chosen lines not in ``free`` (shown elsewhere: chosen without a place)
+    while heap and spent < limit:
         _, index, line, found = heapq.heappop(heap)
         key = (-sum(name not in seen and name not in covered for name in found), index)
         if heap and key > heap[0][:2]:  # another line may name more now: count it first
@@ -272,6 +281,7 @@ def _cover(candidates: Sequence[tuple[int, str, Refs]], limit: int, seen: Set[st
             break
         chosen.append((index, line))
         covered.update(found)
+        spent += index not in free
     return chosen
 
 
@@ -292,14 +302,17 @@ def _at(lines: Lines, chosen: Sequence[int]) -> Chosen:
     return [lines.named[p][:2] for p in chosen]
 
 
-def _referred(lines: Lines, wanted: Set[str], shown: set[str], limit: int) -> list[int]:
+def _referred(
+    lines: Lines, wanted: Set[str], shown: set[str], limit: int, free: Set[int] = frozenset()
+) -> list[int]:
     """:func:`referred_lines` of an output's :class:`Lines`, as indexes into ``lines.named``."""
     targets = wanted - shown
     if not targets:
         return []
     where, named = lines.where, lines.named
     naming = sorted({position for name in targets for position in where.get(name, ())})
-    out = [p for p, _ in _cover([(p, named[p][1], _within(named[p][2], targets)) for p in naming], limit)]
+    candidates = [(p, named[p][1], _within(named[p][2], targets)) for p in naming]
+    out = [p for p, _ in _cover(candidates, limit, free=free)]
     for p in out:
         shown.update(named[p][2])
     return out
@@ -313,14 +326,14 @@ def informative_lines(lines: Sequence[str], seen: set[str], limit: int) -> Chose
     return _at(named, _informative(named, seen, limit))
 
 
-def _informative(lines: Lines, seen: set[str], limit: int) -> list[int]:
+def _informative(lines: Lines, seen: set[str], limit: int, free: Set[int] = frozenset()) -> list[int]:
     """:func:`informative_lines` of an output's :class:`Lines`, as indexes into ``lines.named``.
 
     A line names something no line above it names nor ``seen`` holds exactly when it is the
     first line naming one of the references not in ``seen``."""
     where, named = lines.where, lines.named
     first = sorted({where[name][0] for name in where.keys() - seen})
-    out = [p for p, _ in _cover([(p, named[p][1], named[p][2]) for p in first], limit, seen)]
+    out = [p for p, _ in _cover([(p, named[p][1], named[p][2]) for p in first], limit, seen, free)]
     for p in out:
         seen.update(named[p][2])
     return out
@@ -380,11 +393,13 @@ class Reading:
     format labels; its line per format label, and its extra lines per what they depend on."""
 
     __slots__ = (
+        "_at",
         "_bare",
         "_extras",
         "_kept",
         "_lines",
         "_own",
+        "_own_at",
         "_own_extras",
         "actions",
         "labels",
@@ -415,6 +430,26 @@ class Reading:
         self._kept: dict[Reports, tuple[Message, ...]] = {}
         self._own: Lines | None = None
         self._own_extras: dict[tuple[object, ...], tuple[str, frozenset[str]]] = {}
+        self._at: Mapping[str, Sequence[int]] | None = None
+        self._own_at: Mapping[str, Sequence[int]] | None = None
+
+    def held(self, held: Sequence[Set[str]]) -> frozenset[int]:
+        """Which of its output lines naming references (indexes) one of the ``held`` sets holds
+        (lines as a note shows them, with their indent: :func:`held_lines`): lines a note leaves
+        out as repeats, which take no place among those it keeps (:attr:`Terse.spare`)."""
+        if not held:
+            return frozenset()
+        if self._at is None:
+            self._at = _indented(_output_refs(self.messages))
+        return _held_at(self._at, held)
+
+    def own_held(self, held: Sequence[Set[str]]) -> frozenset[int]:
+        """:meth:`held` of the agent's own lines past its line (:meth:`own`)."""
+        if not held:
+            return frozenset()
+        if self._own_at is None:
+            self._own_at = _indented(self.own())
+        return _held_at(self._own_at, held)
 
     def short_text(self, bare: bool) -> str:
         """The lines of its short outputs, all of them (``whole``), or without those that say nothing
@@ -448,35 +483,46 @@ class Reading:
             hit = self._lines[key] = (line, refs(line))
         return hit
 
-    def own_extra(self, wanted: Set[str], shown: set[str], seen: Set[str], limit: int) -> str:
+    def own_extra(
+        self, wanted: Set[str], shown: set[str], seen: Set[str], limit: int, held: Sequence[Set[str]] = ()
+    ) -> str:
         """:func:`own_extra` of its own lines (``shown`` updated the same way), found once per what
-        the choice depends on (:meth:`extra`'s argument: the same two sets, of the own lines' names)."""
+        the choice depends on (:meth:`extra`'s argument: the same two sets, of the own lines' names);
+        the lines one of the ``held`` sets holds are not chosen, what they name counts as shown
+        (:attr:`Terse.spare`)."""
         lines = self.own()
         if not lines.named or limit <= 0:
             return ""
         names = lines.where.keys()
+        free = self.own_held(held)
         mine = names & shown
-        key = (frozenset((names & wanted) - mine), frozenset(mine | (names & seen)), limit)
+        key = (frozenset((names & wanted) - mine), frozenset(mine | (names & seen)), limit, free)
         hit = self._own_extras.get(key)
         if hit is None:
             chosen: set[str] = set()
-            text = own_extra(lines, key[0], chosen, key[1], limit)
+            text = own_extra(lines, key[0], chosen, key[1], limit, free=free)
             hit = self._own_extras[key] = (text, frozenset(chosen))
         shown.update(hit[1])
         return hit[0]
 
-    def extra(self, inputs: tuple[frozenset[str], frozenset[str]], referred: int, novel: int) -> Extra:
+    def extra(
+        self,
+        inputs: tuple[frozenset[str], frozenset[str]],
+        referred: int,
+        novel: int,
+        free: frozenset[int] = frozenset(),
+    ) -> Extra:
         """The output lines kept under the line, given what they depend on: of the references the
         output lines name, those wanted and not shown yet (``wanted - shown``: what the referred
         lines cover) and those shown or seen (``shown | seen``: what the novel lines must not name,
         with what the referred lines show). Nothing else can change the choice, so notes whose
         ``wanted``, ``shown`` and ``seen`` differ but give the same two sets share it."""
-        key = (*inputs, referred, novel)
+        key = (*inputs, referred, novel, free)
         hit = self._extras.get(key)
         if hit is None:
             targets, known = inputs
             hit = self._extras[key] = _extra_lines(
-                self.messages, targets, frozenset(), known, referred=referred, novel=novel
+                self.messages, targets, frozenset(), known, referred=referred, novel=novel, free=free
             )
         return hit
 
@@ -543,17 +589,28 @@ def _own_lines(messages: tuple[Message, ...]) -> Lines:
     return _named(lines)
 
 
-def own_extra(lines: Lines, wanted: Set[str], shown: set[str], seen: Set[str], limit: int) -> str:
+def own_extra(
+    lines: Lines,
+    wanted: Set[str],
+    shown: set[str],
+    seen: Set[str],
+    limit: int,
+    *,
+    free: Set[int] = frozenset(),
+) -> str:
     """Up to ``limit`` of the agent's own ``lines``: those naming what it referred to afterwards
     (``wanted``) first, then those naming what nothing after them names (``seen``), neither shown by
-    a newer line of the note (``shown``, updated); in the order it wrote them."""
+    a newer line of the note (``shown``, updated); in the order it wrote them. The ``free`` lines
+    (indexes into ``lines.named``: shown elsewhere) are chosen as any other, without a place, and
+    not shown again."""
     if not lines.named or limit <= 0:
         return ""
-    chosen = _referred(lines, wanted, shown, limit)
-    if len(chosen) < limit:
-        chosen += _informative(lines, set(seen) | shown, limit - len(chosen))
+    chosen = _referred(lines, wanted, shown, limit, free)
+    spent = sum(p not in free for p in chosen)
+    if spent < limit:
+        chosen += _informative(lines, set(seen) | shown, limit - spent, free)
         shown.update(chain.from_iterable(lines.named[p][2] for p in chosen))
-    return "".join(f"\n    {lines.named[p][1]}" for p in sorted(chosen))
+    return "".join(f"\n    {lines.named[p][1]}" for p in sorted(chosen) if p not in free)
 
 
 @run_memo(8192)
@@ -565,23 +622,42 @@ def _extra_lines(
     *,
     referred: int,
     novel: int,
+    free: frozenset[int] = frozenset(),
 ) -> Extra:
     """The output lines the note keeps under one iteration's line: those it referred to afterwards,
     then those naming what nothing after them names, in output order; with what the first and the
     second name. Given only the references its output lines name (``wanted``, ``shown`` and ``seen``
     restricted to them: nothing else can change the choice), so that a note computed again as newer
-    iterations arrive reuses what did not change."""
+    iterations arrive reuses what did not change. The ``free`` lines (indexes into the lines naming
+    references: shown elsewhere) are chosen as any other, without a place, and not shown again."""
     lines = _output_refs(messages)
     shown_now = set(shown)
-    kept = _referred(lines, wanted, shown_now, referred) if referred else []
-    informative = _informative(lines, set(seen) | shown_now, novel) if novel else []
+    kept = _referred(lines, wanted, shown_now, referred, free) if referred else []
+    informative = _informative(lines, set(seen) | shown_now, novel, free) if novel else []
     named = lines.named
-    text = "".join(f"\n    {named[p][1]}" for p in sorted([*kept, *informative]))
+    text = "".join(f"\n    {named[p][1]}" for p in sorted([*kept, *informative]) if p not in free)
     return (
         text,
         frozenset(chain.from_iterable(named[p][2] for p in kept)),
         frozenset(chain.from_iterable(named[p][2] for p in informative)),
     )
+
+
+def _indented(lines: Lines) -> Mapping[str, Sequence[int]]:
+    """The positions (indexes into ``lines.named``) of each line as a note shows it (indented)."""
+    at: dict[str, list[int]] = {}
+    for position, (_, line, _) in enumerate(lines.named):
+        at.setdefault(f"{_INDENT}{line}", []).append(position)
+    return at
+
+
+def _held_at(at: Mapping[str, Sequence[int]], held: Sequence[Set[str]]) -> frozenset[int]:
+    """The positions (``at``: :func:`_indented`) of the lines one of the ``held`` sets holds."""
+    found: set[int] = set()
+    for lines_held in held:
+        for line in at.keys() & lines_held:  # the smaller side is walked
+            found.update(at[line])
+    return frozenset(found)
 
 
 def held_lines(note: Message) -> frozenset[str]:
@@ -860,6 +936,8 @@ def _render_note(
     shown: set[str] = set()
     mine: set[str] = set()  # what the note shows, its own lines' names too
     kept_lines: set[str] = set()  # the lines kept under the newer iterations' lines (``terse.repeats``)
+    # the lines left out as repeats, which with ``terse.spare`` take no place among those kept
+    held: tuple[Set[str], ...] = (kept_lines, before) if terse.spare else ()
     extra = bool(referred) or scale.keeps(novel)
     lines: list[str] = []
     for k, whole, kept in reversed(read):
@@ -878,12 +956,13 @@ def _render_note(
                 (frozenset((names & named) - here), frozenset(here | (names & seen))),
                 referred,
                 scale.budget(novel, reading.size, not whole.paths.isdisjoint(named)),
+                reading.held(held),  # shown elsewhere: chosen without a place
             )
             shown.update(kept_names)
             shown.update(novel_names)
         if own:  # the agent's own lines: what they show leaves the choice of output lines alone
             mine.update(shown)
-            tail += whole.own_extra(named, mine, seen, own)
+            tail += whole.own_extra(named, mine, seen, own, held)
         if terse.repeats:
             tail = _unrepeated(tail, kept_lines)
         tail = _unshown(tail, before)

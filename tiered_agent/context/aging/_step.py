@@ -33,7 +33,8 @@ the provider's cache holds all of it. The forms:
   ``unique_lines`` those kept verbatim under a newer iteration of the same note
   (:class:`~._condense.Terse`; both on by default, issue 18); with ``across_notes``, a note also
   leaves out the kept lines an earlier note holds (notes never change once written, so those
-  lines are still in the prompt; on by default, issue 18);
+  lines are still in the prompt; on by default, issue 18); with ``spare_held``, such a line
+  left out takes no place among its iteration's kept lines: the next one comes in (on by default);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
 * the files the agent wrote with a hidden write (since their newest whole write) that its last
@@ -147,6 +148,7 @@ class Age(Step):
     bare_lines: bool = True
     unique_lines: bool = True
     across_notes: bool = True
+    spare_held: bool = True
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -194,7 +196,7 @@ class Age(Step):
             every is None or (isinstance(every, int) and every >= 1),
             f"Age.every must be None or >= 1, got {every!r}",
         )
-        for name in ("refresh_chunks", "bare_lines", "unique_lines", "across_notes"):
+        for name in ("refresh_chunks", "bare_lines", "unique_lines", "across_notes", "spare_held"):
             value = getattr(self, name)
             require(isinstance(value, bool), f"Age.{name} must be true or false, got {value!r}")
         patience = self.patience
@@ -225,7 +227,10 @@ class Age(Step):
 
     def terse(self) -> Terse:
         """What the condensed notes leave out of the lines they keep (:class:`~._condense.Terse`)."""
-        return Terse(self.bare_lines, self.unique_lines, self.across_notes)
+        spare = self.spare_held and (
+            self.unique_lines or self.across_notes
+        )  # nothing left out: no place spared
+        return Terse(self.bare_lines, self.unique_lines, self.across_notes, spare)
 
     def held(self, before: frozenset[str], note: Message | None) -> frozenset[str]:
         """The kept lines the notes hold once ``note`` follows those holding ``before`` (what a newer
