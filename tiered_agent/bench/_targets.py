@@ -82,8 +82,8 @@ def targets_dict(
 
 
 def _set_entry(document: Mapping[str, Any], target_set: TargetSet, policy: str) -> dict[str, Any]:
-    entry = (document.get(target_set.kind) or {}).get(target_set.name) or {}
-    totals = ((entry.get("policies") or {}).get(policy) or {}).get("totals") or {}
+    entry = _at(_at(document, target_set.kind), target_set.name)
+    totals = _at(_at(_at(entry, "policies"), policy), "totals")
     checks = []
     for t in target_set.targets:
         value = _number(totals.get(t.key))
@@ -101,9 +101,15 @@ def _set_entry(document: Mapping[str, Any], target_set: TargetSet, policy: str) 
         "kind": target_set.kind,
         "name": target_set.name,
         "policy": policy,
-        "runs": entry.get("runs", 0),
+        "runs": runs if isinstance(runs := entry.get("runs"), int) and not isinstance(runs, bool) else 0,
         "targets": checks,
     }
+
+
+def _at(mapping: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``mapping[key]`` when it is a mapping, else empty (a document of another shape)."""
+    value = mapping.get(key)
+    return value if isinstance(value, Mapping) else {}
 
 
 def _number(value: Any) -> float | None:
