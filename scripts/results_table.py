@@ -1,11 +1,14 @@
 """Print the README's results tables (Markdown) from a bench JSON: every preset on every ruler.
 
-One table for all runs, then one per agent family: tokens, input cost (with the retrieval turns a
+One table for all runs, then (``--families``) one per agent family and one per group of families
+(``real-sessions``: the Claude Code and Codex session logs; ``tiered_agent/bench/_groups.py``):
+tokens, input cost (with the retrieval turns a
 recoverable miss costs) and dollars saved against ``full``; the share of what the next action used
 that the prompt hid, by each ruler (salient, word, line, own writing: docs/rulers.md); the runs
 that cost more than ``full`` (how many, and by how much the worst); and the dollars (input cost) saved
 over the reach, the share of ``full``'s cost that lies in re-sent history (docs/results.md, "What a
-policy can reach"). Then ``full``'s cost anatomy: all runs, and with ``--families`` each family.
+policy can reach"). Then ``full``'s cost anatomy: all runs, and with ``--families`` each family and
+group; last, issue 18's targets checked on the sets of runs it names (``tiered_agent/bench/_targets.py``).
 
 Usage: ``python scripts/results_table.py bench-out/bench.json [--families]``
 """
@@ -19,6 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this tree's tiered_agent, not an installed one
+
+from tiered_agent.bench._targets import targets_dict, targets_lines
 
 ORDER = ("tiered", "kb-labs-adr", "adk-compaction", "adk-code", "codex", "anthropic-clear", "masking", "full")
 COLUMNS = ("policy", "tokens", "input cost (w/ retrieval)", "USD", "salient", "word", "line", "own")
@@ -101,6 +108,8 @@ def anatomy_table(document: Mapping[str, Any], families: bool) -> str:
     if families:
         for family, data in sorted(document["families"].items()):
             rows.append(anatomy_row(f"{family} ({data['runs']})", data.get("anatomy")))
+        for group, data in sorted((document.get("groups") or {}).items()):
+            rows.append(anatomy_row(f"{group} (group, {data['runs']})", data.get("anatomy")))
     header = "| " + " | ".join(ANATOMY_COLUMNS) + " |"
     return "\n".join([header, "| " + " | ".join(["---"] * len(ANATOMY_COLUMNS)) + " |", *rows])
 
@@ -120,10 +129,16 @@ def main() -> None:
         for family, data in sorted(document["families"].items()):
             count = data["policies"]["full"]["totals"]["runs"]
             out += [f"\n{family} ({count} runs):\n", table(data["policies"], data.get("anatomy"))]
+        for group, data in sorted((document.get("groups") or {}).items()):
+            count = data["policies"]["full"]["totals"]["runs"]
+            out += [f"\n{group} (group, {count} runs):\n", table(data["policies"], data.get("anatomy"))]
     out += [
         "\n`full`'s cost anatomy: shares of USD, of input cost, of prompt tokens:\n",
         anatomy_table(document, args.families),
     ]
+    targets = targets_lines(document.get("targets") or targets_dict(document))
+    if targets:
+        out += ["\nIssue 18's targets:\n", *targets]
     sys.stdout.write("\n".join(out) + "\n")
 
 

@@ -94,6 +94,35 @@ def test_merged_shards_sum_the_cost_anatomy(benched: dict[str, Path], tmp_path: 
         assert merged["families"][family]["anatomy"] == entry["anatomy"] is not None
 
 
+SESSIONS = [
+    ROOT / "tests/fixtures/home/.claude/projects/-home-user-demo/5f0c1d2e-0000-4000-8000-000000000001.jsonl",
+    ROOT / "tests/fixtures/home/.claude/projects/-home-user-other/7a7a7a7a-0000-4000-8000-000000000002.jsonl",
+    *sorted((ROOT / "tests/fixtures/home/.codex/sessions").rglob("rollout-*.jsonl")),
+]
+
+
+def test_merged_shards_sum_the_real_sessions_group(tmp_path: Path) -> None:
+    """The group of session-log runs (``_groups.py``) is summed across shards like a family: the merged
+    document equals the unsharded one, and neither shard alone holds the whole group."""
+    inputs = [*SESSIONS, TRACES[0], TRACES[3]]
+
+    def bench(out: Path, *extra: str) -> Path:
+        result = _invoke("bench", *inputs, "--policies", POLICIES, "--out", out, "--workers", "1", *extra)
+        assert result.exit_code == 0, result.output
+        return out / "bench.json"
+
+    whole = _load(bench(tmp_path / "whole"))
+    shards = [bench(tmp_path / f"s{k}", "--shard", f"{k}/2", "--run-detail", "none") for k in (1, 2)]
+    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "m", "--run-detail", "none")
+    assert result.exit_code == 0, result.output
+    merged = _load(tmp_path / "m" / "bench.json")
+    group = whole["groups"]["real-sessions"]
+    sessions = sum(whole["families"][f]["runs"] for f in ("claude-code", "codex"))
+    assert group["runs"] == sessions >= 4 and whole["inputs"]["run_count"] == sessions + 2
+    assert merged["groups"] == whole["groups"] and merged["targets"] == whole["targets"]
+    assert all(0 < _load(s)["groups"]["real-sessions"]["runs"] < sessions for s in shards)
+
+
 def _tables_without_timing(path: Path) -> list[str]:
     """report.md without the one column that holds timings (build ms)."""
     out = []
@@ -106,7 +135,8 @@ def _tables_without_timing(path: Path) -> list[str]:
 def test_a_shard_document_carries_what_merge_needs(benched: dict[str, Path]) -> None:
     document = _load(benched["2"])
     assert document["shard"]["index"] == 2 and document["shard"]["count"] == 3
-    assert document["shard"]["state"]["version"] == 2  # 2: the families' sums carry the cost anatomy
+    assert document["shard"]["state"]["version"] == 3  # 3: the groups' sums too (2: the cost anatomy)
+    assert document["shard"]["state"]["groups"] == {}  # no session among TRACES
     assert all("anatomy" in sums for sums in document["shard"]["state"]["families"].values())
     whole = _load(benched["whole"])
     assert "shard" not in whole
@@ -205,6 +235,19 @@ def test_a_damaged_state_is_refused(benched: dict[str, Path], tmp_path: Path) ->
     (copy / "bench.json").write_bytes(orjson.dumps(document))
     message = _refused(benched["1"], copy / "bench.json", benched["3"], "--out", tmp_path / "m")
     assert "not a shard document this bench can merge" in message and "steps is not an integer" in message
+
+
+@pytest.mark.parametrize("groups", [None, [], {"real-sessions": {"runs": "4"}}])
+def test_a_state_without_readable_groups_is_refused(
+    benched: dict[str, Path], tmp_path: Path, groups: Any
+) -> None:
+    copy = tmp_path / "s2"
+    shutil.copytree(benched["2"].parent, copy)
+    document = _load(copy / "bench.json")
+    document["shard"]["state"]["groups"] = groups
+    (copy / "bench.json").write_bytes(orjson.dumps(document))
+    message = _refused(benched["1"], copy / "bench.json", benched["3"], "--out", tmp_path / "m")
+    assert "not a shard document this bench can merge" in message and "groups" in message
 
 
 def test_a_run_in_two_shards_is_refused(benched: dict[str, Path], tmp_path: Path) -> None:

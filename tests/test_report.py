@@ -44,6 +44,8 @@ TOP_KEYS = {
     "calibration",
     "pricing",
     "families",
+    "groups",
+    "targets",
     "recorded",
     "anatomy",
 }

@@ -1,7 +1,7 @@
 """The bench document, folded run by run: :class:`Aggregate`.
 
 Runs are added as they finish (:class:`~._record.RunRecord`), in any order; what the document
-says about them all (totals per policy and family, losses, the checks against the recorded
+says about them all (totals per policy, family and group, losses, the checks against the recorded
 usage, prices) is kept as exact sums (``_sums.py``), so the document does not depend on the
 order, and the memory it takes grows only with the small per-run lists the document holds
 (``inputs.runs``, the per-run checks). The per-run detail (``runs[]``) is not kept here: the
@@ -52,10 +52,11 @@ from ._sums import (
     StateError,
     TotalsSum,
 )
+from ._targets import targets_dict
 
 __all__ = ["STATE_VERSION", "Aggregate", "Header"]
 
-STATE_VERSION = 2  # of ``shard.state``: a shard document is merged only by a bench that reads its state
+STATE_VERSION = 3  # of ``shard.state``: a shard document is merged only by a bench that reads its state
 _PRICING_HEADER = ("source", "unit", "price_model", "summary_model", "summary_model_priced")
 
 
@@ -129,7 +130,7 @@ class Header:
 
 
 class FamilySum:
-    """Everything the document sums over a set of runs (a family; all runs)."""
+    """Everything the document sums over a set of runs (a family, a group; all runs)."""
 
     __slots__ = (
         "anatomy",
@@ -231,6 +232,7 @@ class Aggregate:
             raise ValueError(f"the bench always replays {BASELINE!r}")
         self.elapsed_seconds = 0.0
         self._families: dict[str, FamilySum] = {}
+        self._groups: dict[str, FamilySum] = {}  # ``_groups.py``: runs of several families
         self._steps = 0
         self._inputs: dict[str, Mapping[str, Any]] = {}  # run id -> its inputs.runs entry
         self._caching: dict[str, dict[str, Any]] = {}  # run id -> validation.caching.per_run entry
@@ -249,6 +251,8 @@ class Aggregate:
         if record.run_id in self._inputs:
             raise ValueError(f"run {record.run_id!r} was added twice")
         self._families.setdefault(record.family, FamilySum(self.names)).add(record)
+        for group in record.groups:
+            self._groups.setdefault(group, FamilySum(self.names)).add(record)
         self._steps += record.steps
         self._inputs[record.run_id] = record.inputs
         if record.caching is not None:
@@ -281,8 +285,9 @@ class Aggregate:
         both = self._inputs.keys() & other._inputs.keys()
         if both:
             raise ValueError(f"run {min(both)!r} is in two of the documents")
-        for family, sums in other._families.items():
-            self._families.setdefault(family, FamilySum(self.names)).merge(sums)
+        for mine, theirs in ((self._families, other._families), (self._groups, other._groups)):
+            for name, sums in theirs.items():
+                mine.setdefault(name, FamilySum(self.names)).merge(sums)
         self._steps += other._steps
         self._inputs |= other._inputs
         self._caching |= other._caching
@@ -312,12 +317,14 @@ class Aggregate:
             "calibration": self._calibration_dict(),
             "pricing": self._pricing_dict(),
             "policies": {n: dict(self.header.policies[n]) | {"totals": totals[n]} for n in self.names},
-            "families": self._families_dict(),
+            "families": self._sets_dict(self._families),
+            "groups": self._sets_dict(self._groups),
             "anatomy": anatomy,
             "recorded": recorded_dict(pooled.recorded.result()),
             **self._validation(pooled),
             TIMING_KEY: self._timing_dict(),
         }
+        document["targets"] = targets_dict(document)
         if runs is not None:
             document["runs"] = list(runs)
         return document
@@ -346,12 +353,14 @@ class Aggregate:
             "models": {key: dict(self._models[key]) for key in sorted(self._models)},
         }
 
-    def _families_dict(self) -> dict[str, Any]:
+    @staticmethod
+    def _sets_dict(sets: Mapping[str, FamilySum]) -> dict[str, Any]:
+        """``families`` or ``groups``: per set of runs, its totals per policy, recorded usage, anatomy."""
         out = {}
-        for family in sorted(self._families):
-            sums = self._families[family]
+        for name in sorted(sets):
+            sums = sets[name]
             policies, anatomy = sums.policy_totals()
-            out[family] = {
+            out[name] = {
                 "runs": sums.runs,
                 "steps": policies[BASELINE]["steps"],
                 "policies": {n: {"totals": t} for n, t in policies.items()},
@@ -403,6 +412,7 @@ class Aggregate:
         return {
             "version": STATE_VERSION,
             "families": {f: sums.state() for f, sums in sorted(self._families.items())},
+            "groups": {g: sums.state() for g, sums in sorted(self._groups.items())},
             "providers": sorted(self._providers),
             "cache_models": sorted(self._cache_models),
             "timing": {name: h.state() for name, h in self._timing.items()},
@@ -418,12 +428,8 @@ class Aggregate:
             raise StateError(
                 f"its state has version {state.get('version')!r}, this bench reads {STATE_VERSION}"
             )
-        families = state.get("families")
-        if not isinstance(families, Mapping):
-            raise StateError("its state has no families")
-        out._families = {
-            str(f): FamilySum.from_state(data, out.names, f"families.{f}") for f, data in families.items()
-        }
+        out._families = _sets_from_state(state, "families", out.names)
+        out._groups = _sets_from_state(state, "groups", out.names)
         inputs = document["inputs"]
         out._inputs = {entry["run_id"]: entry for entry in inputs["runs"]}
         out._steps = inputs["step_count"]
@@ -442,6 +448,13 @@ class Aggregate:
             raise StateError("its elapsed_seconds is not a number")
         out.elapsed_seconds = float(elapsed)
         return out
+
+
+def _sets_from_state(state: Mapping[str, Any], key: str, names: Sequence[str]) -> dict[str, FamilySum]:
+    sets = state.get(key)
+    if not isinstance(sets, Mapping):
+        raise StateError(f"its state has no {key}")
+    return {str(name): FamilySum.from_state(data, names, f"{key}.{name}") for name, data in sets.items()}
 
 
 def _strings(value: Any, what: str) -> list[str]:

@@ -18,6 +18,7 @@ from .._trace import StepError
 from ..context._policy import Policy
 from ._anatomy import Anatomy, anatomy_dict
 from ._calibration import ProviderCalibration
+from ._groups import groups_of
 from ._metrics import PolicyRunMetrics, Totals
 from ._pricing import long_ttl_steps
 from ._replay import ABLATIONS, BASELINE, ReplaySettings, RunInfo
@@ -261,6 +262,7 @@ def inputs_entry(r: RunInfo) -> dict[str, Any]:
         "recorded_usage": r.has_usage,
         "endpoints": r.endpoints,
         "family": r.family,
+        "groups": list(groups_of(r.format)),
         "cache_model": r.cache_model,
         "cache_model_source": r.cache_model_source,
         "provider": r.provider,

@@ -41,6 +41,8 @@ def _panels(document: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     panels = [(f"all runs ({document['inputs']['run_count']})", document["policies"])]
     for family, entry in sorted(document["families"].items()):
         panels.append((f"{family} ({entry['runs']} runs)", entry["policies"]))
+    for group, entry in sorted((document.get("groups") or {}).items()):
+        panels.append((f"{group} ({entry['runs']} runs, group)", entry["policies"]))
     return panels
 
 

@@ -24,6 +24,7 @@ from .._providers import model_prices, provider_of
 from ._anatomy import Anatomy, anatomy_of
 from ._calibration import ProviderCalibration, token_scale
 from ._document import inputs_entry, run_detail
+from ._groups import groups_of
 from ._losses import run_cost
 from ._metrics import PolicyRunMetrics, RunFidelity, Totals, _recorded_steps, fidelity, totals
 from ._pricing import RunCosting
@@ -64,6 +65,7 @@ class RunRecord:
     timing: Mapping[str, Mapping[int, int]] = field(default_factory=dict)  # policy -> duration buckets
     anatomy: Anatomy | None = None  # full's cost per bucket (``_anatomy.py``)
     detail: bytes | None = None  # its ``runs[]`` entry (compact JSON, keys sorted), when asked for
+    groups: tuple[str, ...] = ()  # the groups it is in besides its family (``_groups.py``)
 
 
 def run_costing(
@@ -115,6 +117,7 @@ def record_of(
     return RunRecord(
         run_id=info.run_id,
         family=info.family,
+        groups=groups_of(info.format),
         steps=info.steps,
         scale=costing.scale,
         provider=info.provider,

@@ -230,21 +230,27 @@ def render_family_table(document: Mapping[str, Any]) -> Table:
     from rich.table import Table
 
     table = Table(title="Per agent family: cost savings vs full (units / USD)", pad_edge=False)
-    families = document["families"]
     table.add_column("policy", no_wrap=True)
-    for family, entry in families.items():
+    for family, entry in run_sets(document):
         table.add_column(f"{family} ({entry['runs']})", justify="right")
     for row in _family_rows(document):
         table.add_row(*row)
     return table
 
 
+def run_sets(document: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(label, entry) of each family, then of each group (``_groups.py``): the sets of runs reported
+    alike (a group's label says so: a format may name a family anything)."""
+    groups = document.get("groups") or {}
+    return [*document["families"].items(), *((f"{g} (group)", e) for g, e in groups.items())]
+
+
 def _family_rows(document: Mapping[str, Any]) -> list[list[str]]:
-    families = document["families"]
+    families = run_sets(document)
     rows = []
     for name in policies_by_cost(document):
         cells = [name]
-        for entry in families.values():
+        for _, entry in families:
             t = entry["policies"][name]["totals"]
             usd = f" / {_pct(t['cost_usd_savings_vs_full'])}" if t["cost_usd"] is not None else ""
             cells.append(_pct(t["cost_savings_vs_full"]) + usd)
@@ -454,13 +460,14 @@ def _md_dollars(document: Mapping[str, Any]) -> list[str]:
 
 
 def _md_families(document: Mapping[str, Any]) -> list[str]:
-    families = document["families"]
-    headers = ["policy", *(f"{f} ({e['runs']} runs)" for f, e in families.items())]
+    families = run_sets(document)
+    headers = ["policy", *(f"{f} ({e['runs']} runs)" for f, e in families)]
     rows = [[f"`{r[0]}`", *r[1:]] for r in _family_rows(document)]
     return [
         "## Per agent family",
         "",
-        "Cost savings vs `full` within each family (uncached-input-token units / USD where priced):",
+        "Cost savings vs `full` within each family, then each group of families (`real-sessions`: the "
+        "Claude Code and Codex session logs; uncached-input-token units / USD where priced):",
         "",
         *_md_table(headers, rows),
         "",
@@ -607,6 +614,7 @@ def render_markdown(
 
     ``highlights``: of the document's per-run detail (default: of its ``runs``; none without them)."""
     from ._report_faithful import md_faithful
+    from ._targets import md_targets
 
     if highlights is None:
         highlights = Highlights.of(document, document.get("runs", ()))
@@ -618,7 +626,7 @@ def render_markdown(
         lines += [f"![per-step prompt tokens and totals]({chart})", ""]
     lines += md_faithful(document, frontier)
     lines += _md_caching(document) + _md_dollars(document) + _md_families(document)
-    lines += md_anatomy(document, policies_by_cost(document))
+    lines += md_anatomy(document, policies_by_cost(document)) + md_targets(document)
     lines += _md_recorded(document) + _md_validation(document) + _md_highlights(highlights)
     summarizer = document["settings"]["summarizer"]
     summaries = (

@@ -33,13 +33,14 @@ def _usd(value: Any) -> str:
 
 
 def _groups(document: Mapping[str, Any]) -> list[tuple[str, int, Mapping[str, Any]]]:
-    """(label, runs, anatomy) of all runs, then of each family (those with an anatomy)."""
+    """(label, runs, anatomy) of all runs, then of each family, then of each group (those with an anatomy)."""
     out = []
     if document.get("anatomy"):
         out.append(("all runs", document["inputs"]["run_count"], document["anatomy"]))
-    for family, entry in document.get("families", {}).items():
-        if entry.get("anatomy"):
-            out.append((family, entry["runs"], entry["anatomy"]))
+    for kind, suffix in (("families", ""), ("groups", " (group)")):
+        for name, entry in (document.get(kind) or {}).items():
+            if entry.get("anatomy"):
+                out.append((name + suffix, entry["runs"], entry["anatomy"]))
     return out
 
 

@@ -131,6 +131,10 @@ def md_faithful(document: Mapping[str, Any], frontier: str | None = None) -> lis
     sets += [
         (family, entry["policies"], entry["runs"]) for family, entry in sorted(document["families"].items())
     ]
+    sets += [
+        (f"{group} (group)", entry["policies"], entry["runs"])
+        for group, entry in sorted((document.get("groups") or {}).items())
+    ]
     for title, policies, runs in sets:
         lines += [f"**{title}** ({runs} runs)", "", *_table(FAITHFUL_HEADERS, faithful_rows(policies)), ""]
     if frontier:
