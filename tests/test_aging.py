@@ -246,8 +246,7 @@ def test_an_aged_batch_elides_outputs_supersedes_reruns_and_shortens_reasoning()
     assert listing[0] == (
         '[older output: 6 of 40 lines shown; full output: context_retrieve(tool_call_id="call_5")]'
     )
-    # the listing's numbers unpadded (as Tidy shows outputs), the lines' indentation kept
-    assert listing[1:4] == ["1\t    pass", "[... 3 lines ...]", "5\tdef helper_5(value):"]
+    assert listing[1:4] == ["   1\t    pass", "[... 3 lines ...]", "   5\tdef helper_5(value):"]
     assert forms[1][1].text.count("def helper_") == 0  # iteration 5 shows them later
     assert forms[5][0].text == "I will read cli/main.py part 5. [...]"  # not "It has helpers."
     assert forms[2] == tuple(groups[1][1])  # short: unchanged, the same objects

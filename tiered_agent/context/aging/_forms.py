@@ -33,7 +33,6 @@ from cachetools import LRUCache
 
 from ..._messages import Message, ToolCall
 from ..._tokens import TokenCounter
-from .._listing import unpad_numbers
 from .._memo import run_memo
 from .._names import RETRIEVE_TOOL_NAME, retrieve_call
 from ..pipeline._draft import with_content
@@ -428,11 +427,12 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
         )
         unit = "lines"
     header = f"[older {what}: {elided.shown} of {elided.total:,} {unit} shown{_hint(style, message)}]"
-    if len(header) + 1 + len(elided.body) >= len(text):  # as long as the output: shown whole
+    shown = f"{header}\n{elided.body}"
+    if len(shown) >= len(text):
         seen.update(text_refs(text))
         return message
     seen |= mine
-    return with_content(message, f"{header}\n{unpad_numbers(elided.body)}")  # a listing's numbers unpadded
+    return with_content(message, shown)
 
 
 # --------------------------------------------------------------------------- level 2

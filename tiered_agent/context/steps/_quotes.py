@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 
 from ..._messages import Message
 from .._calls import call_arguments
-from .._listing import LISTING_NUMBER
 from .._memo import run_memo
 
-__all__ = ["LineIndex", "index_message", "point_quotes", "quote_lines"]
+__all__ = ["LISTING_NUMBER", "LineIndex", "index_message", "point_quotes", "quote_lines"]
 
+# A listing's line number and its separator (``cat -n``, ``nl``, an editor's view: a tab; Claude Code's
+# Read: →), padded with spaces; the working memory reads the same listings (summary/memory/_code.py).
+LISTING_NUMBER = r"(\d{1,9})(?:\u2192|\t)"
 _NUMBER = re.compile(r"^ *" + LISTING_NUMBER)
 _ANY_NUMBER = re.compile(r"^ *" + LISTING_NUMBER, re.MULTILINE)
 _CANDIDATES = 8  # earlier places a line is looked up in

@@ -33,18 +33,25 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..._messages import Message
-from .._listing import unpad_numbers
 from .._memo import run_memo
 from .._step import Run, Step, StepRuntime, require
 from ..pipeline._draft import BuildContext, Draft, with_content
-from ._quotes import LineIndex, index_message, point_quotes
+from ._quotes import LISTING_NUMBER, LineIndex, index_message, point_quotes
 
 __all__ = ["Tidy", "TidyRuntime", "blocks_of", "unpad_numbers"]
 
+# A number padded with spaces at the start of a line, then the listing's separator (→ or a tab).
+_PADDED = re.compile(r"^ +(?=" + LISTING_NUMBER + ")", re.MULTILINE)
 # An opening or closing tag of a tagged block (names of at most 40 chars: no backtracking over text).
 _TAG = re.compile(r"<(/?)([A-Za-z][\w-]{0,39})>")
 
 Block = tuple[int, int, str]  # start, end (past the closing tag), the tag's name
+
+
+@run_memo(16_384)
+def unpad_numbers(text: str) -> str:
+    """``text`` with the spaces before each line's leading number and its ``→`` or tab removed."""
+    return _PADDED.sub("", text) if " " in text else text
 
 
 @run_memo(16_384)
