@@ -26,6 +26,7 @@ from tiered_agent.context.pipeline._build import assemble, validate_pairs
 from tiered_agent.context.pipeline._draft import BuildContext
 from tiered_agent.context.pipeline._types import BuiltPrompt
 from tiered_agent.context.steps import Mask, Tidy, Truncate, step_from_dict
+from tiered_agent.context.steps._quotes import quote_lines
 from tiered_agent.context.steps._tidy import blocks_of, unpad_numbers
 
 COUNTER = TokenCounter("o200k_base")
@@ -231,3 +232,37 @@ def test_the_runtime_going_on_from_the_previous_prompt_builds_what_a_fresh_one_b
         going_on = assemble(context, runtimes).messages
         fresh = assemble(context, [step.start(run) for step in policy.steps]).messages
         assert going_on == fresh
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["  12\u2192a  ", "7\tb", " x ", "", "\t9", " 3\u2192", "ab\u2192c\t", " \r"]),
+        max_size=12,
+    )
+)
+def test_lines_compare_after_their_number_and_without_trailing_spaces(parts: list[str]) -> None:
+    text = "\n".join(parts)
+    lines = quote_lines(text)
+    expected = [re.match(r"^ *(\d{1,9})(?:\u2192|\t)", raw) for raw in parts or [""]]
+    assert lines.numbers == tuple(int(m.group(1)) if m else None for m in expected)
+    assert lines.texts == tuple(
+        (raw[m.end() :] if m else raw).rstrip() for raw, m in zip(parts or [""], expected, strict=True)
+    )
+
+
+def test_a_prompt_that_goes_on_tidies_only_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    tidied: list[str] = []
+    real = Tidy.tidy
+
+    def spy(self: Tidy, text: str, *args: Any) -> str:
+        tidied.append(text)
+        return real(self, text, *args)
+
+    monkeypatch.setattr(Tidy, "tidy", spy)
+    history = _history([LISTING, "a\n" + SOURCE, "b"])
+    run = Run(COUNTER, retrieval=False)
+    runtimes = [Tidy().start(run)]
+    for end in (4, 6, 8):
+        assemble(BuildContext.of(history[:end], None, COUNTER, retrieval=False), runtimes)
+    assert tidied == [LISTING, "a\n" + SOURCE, "b"]  # each output once, as it arrives

@@ -33,27 +33,33 @@ __all__ = ["LISTING_NUMBER", "LineIndex", "index_message", "point_quotes", "quot
 # Read: →), padded with spaces; the working memory reads the same listings (summary/memory/_code.py).
 LISTING_NUMBER = r"(\d{1,9})(?:\u2192|\t)"
 _NUMBER = re.compile(r"^ *" + LISTING_NUMBER)
+_ANY_NUMBER = re.compile(r"^ *" + LISTING_NUMBER, re.MULTILINE)
 _CANDIDATES = 8  # earlier places a line is looked up in
 _INFORMATIVE = 8  # chars a line needs (after its number) to start a run
 
 
 @dataclass(frozen=True, slots=True)
-class Line:
-    """A line as compared (after its listing number, without trailing spaces) and its number."""
+class Lines:
+    """The lines of a text as compared (after their listing number, without trailing spaces) and
+    their numbers (None: a line without one), position by position."""
 
-    text: str
-    number: int | None
+    texts: tuple[str, ...]
+    numbers: tuple[int | None, ...]
 
 
 @run_memo(16_384)
-def quote_lines(text: str) -> tuple[Line, ...]:
+def quote_lines(text: str) -> Lines:
     """The lines of ``text`` as compared."""
-    out = []
-    for raw in text.split("\n"):
-        match = _NUMBER.match(raw)
-        body = raw[match.end() :] if match else raw
-        out.append(Line(body.rstrip(), int(match.group(1)) if match else None))
-    return tuple(out)
+    raw = text.split("\n")
+    if not _ANY_NUMBER.search(text):  # no listing: each line as it is, less its trailing spaces
+        return Lines(tuple(map(str.rstrip, raw)), (None,) * len(raw))
+    texts: list[str] = []
+    numbers: list[int | None] = []
+    for line in raw:
+        match = _NUMBER.match(line)
+        texts.append((line[match.end() :] if match else line).rstrip())
+        numbers.append(int(match.group(1)) if match else None)
+    return Lines(tuple(texts), tuple(numbers))
 
 
 @run_memo(4096)
@@ -72,64 +78,74 @@ class LineIndex:
     """The lines the prompt shows so far, by text: where each informative line stands (its first
     :data:`_CANDIDATES` places)."""
 
-    sources: list[tuple[str, tuple[Line, ...]]] = field(default_factory=list)  # (where, lines)
+    sources: list[tuple[str, Lines]] = field(default_factory=list)  # (where, lines)
     places: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # text -> (source, line)
 
-    def add(self, where: str, lines: tuple[Line, ...]) -> None:
+    def add(self, where: str, lines: Lines) -> None:
         source = len(self.sources)
         self.sources.append((where, lines))
-        for position, line in enumerate(lines):
-            if len(line.text) >= _INFORMATIVE:
-                places = self.places.setdefault(line.text, [])
-                if len(places) < _CANDIDATES:
-                    places.append((source, position))
+        places = self.places
+        for position, text in enumerate(lines.texts):
+            if len(text) >= _INFORMATIVE:
+                found = places.get(text)
+                if found is None:
+                    places[text] = [(source, position)]
+                elif len(found) < _CANDIDATES:
+                    found.append((source, position))
 
-    def longest(self, lines: Sequence[Line], start: int) -> tuple[int, int, int]:
-        """The longest run from ``lines[start]`` shown above: (its length, source, the source's line)."""
+    def longest(self, texts: Sequence[str], start: int) -> tuple[int, int, int]:
+        """The longest run from ``texts[start]`` shown above: (its length, source, the source's line)."""
         best = (0, -1, -1)
-        for source, at in self.places.get(lines[start].text, ()):
-            shown = self.sources[source][1]
+        for source, at in self.places.get(texts[start], ()):
+            shown = self.sources[source][1].texts
             length = 0
             while (
-                start + length < len(lines)
+                start + length < len(texts)
                 and at + length < len(shown)
-                and lines[start + length].text == shown[at + length].text
+                and texts[start + length] == shown[at + length]
             ):
                 length += 1
-            while length and not lines[start + length - 1].text:  # a run ends on a line that says something
+            while length and not texts[start + length - 1]:  # a run ends on a line that says something
                 length -= 1
-            best = max(best, (length, source, at), key=lambda b: b[0])
+            if length > best[0]:
+                best = (length, source, at)
         return best
 
 
 def point_quotes(text: str, index: LineIndex, min_lines: int, min_chars: int) -> str:
     """``text`` with each long run of lines the index shows replaced by a pointer (module docstring)."""
     lines = quote_lines(text)
-    if not index.places or len(lines) < min_lines:
+    texts, places = lines.texts, index.places
+    if not places or len(texts) < min_lines:
+        return text
+    starts = [i for i, line in enumerate(texts) if line in places]  # informative lines shown above
+    if not starts:
         return text
     raw = text.split("\n")
     out: list[str] = []
-    i = 0
-    while i < len(lines):
-        length, source, at = index.longest(lines, i) if len(lines[i].text) >= _INFORMATIVE else (0, -1, -1)
+    done = 0
+    for i in starts:
+        if i < done:
+            continue
+        length, source, at = index.longest(texts, i)
         if length >= min_lines and sum(len(r) + 1 for r in raw[i : i + length]) >= min_chars:
             where, shown = index.sources[source]
-            out.append(_pointer(lines[i : i + length], shown[at : at + length], where))
-            i += length
-        else:
-            out.append(raw[i])
-            i += 1
-    return "\n".join(out)
+            out += raw[done:i]
+            out.append(_pointer(lines, (i, i + length), shown, at, where))
+            done = i + length
+    return "\n".join(out + raw[done:]) if out else text
 
 
-def _pointer(new: Sequence[Line], old: Sequence[Line], where: str) -> str:
-    first, last = new[0].number, new[-1].number
-    span = f"lines {first}-{last}" if first is not None and last is not None else f"{len(new)} lines"
-    theirs = (old[0].number, old[-1].number)
+def _pointer(new: Lines, span: tuple[int, int], old: Lines, at: int, where: str) -> str:
+    """The line that stands for ``new``'s lines ``span`` (start, stop), shown by ``old`` from ``at``."""
+    start, stop = span
+    first, last = new.numbers[start], new.numbers[stop - 1]
+    shown = f"lines {first}-{last}" if first is not None and last is not None else f"{stop - start} lines"
+    theirs = (old.numbers[at], old.numbers[at + stop - start - 1])
     there = f", its lines {theirs[0]}-{theirs[1]}" if None not in theirs and theirs != (first, last) else ""
     if first is None:
-        there += f', from "{_clip(new[0].text.strip())}"'
-    return f"[{span}: the same text as {where} shows above{there}]"
+        there += f', from "{_clip(new.texts[start].strip())}"'
+    return f"[{shown}: the same text as {where} shows above{there}]"
 
 
 def _clip(text: str, limit: int = 60) -> str:

@@ -26,6 +26,7 @@ message whose text is not a string is left as it is.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -133,26 +134,26 @@ class TidyRuntime(StepRuntime):
 
     def __init__(self, step: Tidy) -> None:
         super().__init__(step)
-        self._keys: list[tuple[Message, Message, bool]] = []  # per position: shown, original, untouched
-        self._results: list[Message | None] = []  # per position: the message as tidied (None: as shown)
+        self._shown: tuple[Message, ...] = ()  # the previous prompt's messages, as shown to Tidy
+        self._originals: tuple[Message, ...] = ()
+        self._touched: frozenset[int] = frozenset()  # positions another step cut, hid or pointed
+        self._changed: dict[int, tuple[Message, int]] = {}  # position -> as tidied, the chars it spares
         self._seen: dict[str, str] = {}
         self._lines = LineIndex()
 
     def finish(self, draft: Draft, context: BuildContext) -> Draft:
-        keys = _keys(draft)
-        done = _shared(self._keys, keys)
-        if done < len(self._keys):  # not a continuation: from the start
-            self._keys, self._results, self._seen, self._lines = [], [], {}, LineIndex()
+        touched = frozenset(draft.hidden.keys() | draft.cuts.keys() | draft.pointers.keys())
+        done = len(self._shown)
+        if not _continues(self._shown, self._originals, self._touched, draft, touched):
+            self._changed, self._seen, self._lines = {}, {}, LineIndex()
             done = 0
-        for index in range(done, len(keys)):
-            self._results.append(self._tidied(*keys[index]))
-            self._keys.append(keys[index])
-        changed = {
-            i: (new, len(draft.messages[i].text) - len(new.text))
-            for i, new in enumerate(self._results)
-            if new is not None
-        }
-        return draft.point(changed, self.step.kind) if changed else draft
+        for index in range(done, len(draft.messages)):
+            shown, original = draft.messages[index], draft.originals[index]
+            new = self._tidied(shown, original, index not in touched)
+            if new is not None:
+                self._changed[index] = (new, len(shown.text) - len(new.text))
+        self._shown, self._originals, self._touched = draft.messages, draft.originals, touched
+        return draft.point(self._changed, self.step.kind) if self._changed else draft
 
     def _tidied(self, shown: Message, original: Message, untouched: bool) -> Message | None:
         text = shown.content if isinstance(shown.content, str) else ""
@@ -162,20 +163,22 @@ class TidyRuntime(StepRuntime):
         return with_content(shown, new) if new != text else None
 
 
-def _keys(draft: Draft) -> list[tuple[Message, Message, bool]]:
-    untouched = draft.hidden.keys() | draft.cuts.keys() | draft.pointers.keys()
-    return [
-        (shown, original, index not in untouched)
-        for index, (shown, original) in enumerate(zip(draft.messages, draft.originals, strict=True))
-    ]
-
-
-def _shared(old: list[tuple[Message, Message, bool]], new: list[tuple[Message, Message, bool]]) -> int:
-    """How many leading positions ``new`` shares with ``old``: the same objects, the same state."""
-    for index, (a, b) in enumerate(zip(old, new, strict=False)):
-        if a[0] is not b[0] or a[1] is not b[1] or a[2] != b[2]:
-            return index
-    return min(len(old), len(new))
+def _continues(
+    shown: tuple[Message, ...],
+    originals: tuple[Message, ...],
+    touched: frozenset[int],
+    draft: Draft,
+    now_touched: frozenset[int],
+) -> bool:
+    """Whether ``draft`` starts with the previous prompt: every position of it the same objects (shown
+    and original), in the same state (touched by another step or not)."""
+    count = len(shown)
+    if count > len(draft.messages):
+        return False
+    same = all(map(operator.is_, shown, draft.messages)) and all(
+        map(operator.is_, originals, draft.originals)
+    )
+    return same and {i for i in now_touched if i < count} == touched
 
 
 def _point_blocks(text: str, blocks: tuple[tuple[int, int, str, str], ...], seen: Mapping[str, str]) -> str:
