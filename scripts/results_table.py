@@ -25,6 +25,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this tree's tiered_agent, not an installed one
 
+from tiered_agent.bench._report_anatomy import ANATOMY_HEADERS
 from tiered_agent.bench._targets import targets_dict, targets_lines
 
 ORDER = ("tiered", "kb-labs-adr", "adk-compaction", "adk-code", "codex", "anthropic-clear", "masking", "full")
@@ -70,18 +71,7 @@ def table(policies: Mapping[str, Any], anatomy: Mapping[str, Any] | None = None)
     return "\n".join([HEADER, *(row(n, policies[n]["totals"], reach.get(n)) for n in names)])
 
 
-ANATOMY_COLUMNS = (
-    "family (runs)",
-    "`full` USD",
-    "output",
-    "fixed",
-    "new",
-    "history (reach)",
-    "input cost: fixed",
-    "new",
-    "history (reach)",
-    "tokens: history",
-)
+ANATOMY_COLUMNS = ("family (runs)", *ANATOMY_HEADERS[1:])
 
 
 def anatomy_row(label: str, anatomy: Mapping[str, Any] | None) -> str:

@@ -8,9 +8,9 @@ from typing import Any
 
 from ._report_faithful import _pct, _table
 
-__all__ = ["md_anatomy"]
+__all__ = ["ANATOMY_HEADERS", "md_anatomy"]
 
-_HEADERS = (
+ANATOMY_HEADERS = (  # the anatomy table's columns after its label (report.md, scripts/results_table.py)
     "runs",
     "`full` USD",
     "output",
@@ -81,7 +81,7 @@ def md_anatomy(document: Mapping[str, Any], policies: Sequence[str]) -> list[str
         "then of its input cost, then of its prompt tokens. The history share is the *reach*: the most a "
         "policy saves without hiding the system prompt, the tools or a new message.",
         "",
-        *_table(["", *_HEADERS], rows),
+        *_table(["", *ANATOMY_HEADERS], rows),
         "",
         "Each policy's saving over the reach: USD (input cost).",
         "",
