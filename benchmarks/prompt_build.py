@@ -99,12 +99,18 @@ async def time_prepare(
         runtimes = manager.runtimes
         plan = (participants(runtimes, "apply"), participants(runtimes, "finish"))  # as the manager has it
         for history in steps:
+            schema_sent = manager.schema_sent  # as prepare's build reads it
             started = time.perf_counter()
             await manager.prepare(history)
             prepare.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
-            context = BuildContext.of(
-                history, manager.summary, counter, retrieval=retrieval, schedule=manager.schedule
+            context = BuildContext.of(  # the context prepare built with (Tidy and Truncate carry state
+                history,  # from the previous build: another context would make them start over)
+                manager.summary,
+                counter,
+                retrieval=retrieval,
+                schedule=manager.schedule,
+                schema_sent=schema_sent,
             )
             assemble(context, runtimes, plan=plan)
             build.append((time.perf_counter() - started) * 1000)

@@ -211,3 +211,15 @@ def test_building_prompts_never_imports_the_working_memory_page_or_litellm() -> 
     }
     assert "tiered_agent.context.summary._digest" not in imported
     assert not {m for m in imported if m == "litellm" or m.startswith("litellm.")}
+
+
+async def test_schema_sent_says_whether_the_retrieval_schema_goes_out_already() -> None:
+    always = ContextManager(
+        PRESETS["tiered"].replace(retrieval_schema="always"), counter=COUNTER, background=False
+    )
+    assert always.schema_sent
+    manager = ContextManager(PRESETS["tiered"], counter=COUNTER, background=False)
+    async with manager:
+        assert not manager.schema_sent
+        prepared = await manager.prepare(history(3, output_chars=100))
+        assert not prepared.built.shows_retrieval and not manager.schema_sent  # no prompt named a retrieval

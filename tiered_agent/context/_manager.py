@@ -288,6 +288,12 @@ class ContextManager:
         return self.summaries.latest
 
     @property
+    def schema_sent(self) -> bool:
+        """Whether ``context_retrieve``'s schema is sent already (an earlier prompt named a retrieval
+        call, or ``retrieval_schema="always"``): the next build's ``BuildContext.schema_sent``."""
+        return self._retrieval_shown
+
+    @property
     def summary_usage(self) -> Usage:
         """Tokens the summarizer spent so far (0 for the deterministic digest)."""
         return self.summaries.usage
