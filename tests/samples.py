@@ -46,3 +46,17 @@ HAND_RUN = RecordedRun(
     ),
     read_only_tools=frozenset({"read_file", "grep"}),
 )
+
+
+def read_messages(
+    run_id: str, steps: int, *, lines: int = 60, system_repeat: int = 40
+) -> tuple[Message, ...]:
+    """A synthetic run's messages: a long system prompt, the task, then ``steps`` iterations that each read
+    a new module of ``lines`` distinct lines (``value_k line i = ...``) and name the previous one."""
+    out = [Message("system", "You are a coding agent. " * system_repeat), Message("user", f"Fix {run_id}.")]
+    for k in range(1, steps + 1):
+        call = ToolCall(f"c{k}", "read_file", f'{{"path": "src/mod_{k}.py"}}')
+        out.append(Message("assistant", f"Check value_{k - 1}", (call,), iteration=k))
+        body = "\n".join(f"value_{k} line {i} = {k * 100 + i}" for i in range(lines))
+        out.append(Message("tool", body, tool_call_id=f"c{k}", name="read_file", iteration=k))
+    return tuple(out)

@@ -11,8 +11,9 @@ from typing import Any
 
 import orjson
 import pytest
+from samples import read_messages
 
-from tiered_agent._messages import Message, ToolCall, Usage
+from tiered_agent._messages import Message, Usage
 from tiered_agent.bench._anatomy import (
     AnatomySum,
     anatomy_dict,
@@ -31,26 +32,14 @@ COUNTER = IdCounter("o200k_base")
 TOOLS = ({"type": "function", "function": {"name": "read_file"}},)
 
 
-def _messages(steps: int, start: int = 1) -> list[Message]:
-    out = []
-    for k in range(start, start + steps):
-        call = ToolCall(f"c{k}", "read_file", f'{{"path": "src/mod_{k}.py"}}')
-        out.append(Message("assistant", f"Check value_{k - 1}", (call,), iteration=k))
-        body = "\n".join(f"value_{k} line {i} = {k * 100 + i}" for i in range(60))
-        out.append(Message("tool", body, tool_call_id=f"c{k}", name="read_file", iteration=k))
-    return out
-
-
 def _run(
     run_id: str, steps: int, *, model: str | None = "gpt-4o", restarts: tuple[int, ...] = ()
 ) -> RecordedRun:
-    head = [Message("system", "You are a coding agent. " * 40), Message("user", f"Fix {run_id}.")]
-    messages = head + _messages(steps)
     return RecordedRun(
         run_id,
         f"memory:{run_id}",
         "tiered-agent",
-        tuple(messages),
+        read_messages(run_id, steps),
         tools=TOOLS,
         read_only_tools=frozenset({"read_file"}),
         model=model,

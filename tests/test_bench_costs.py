@@ -9,8 +9,9 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from samples import read_messages
 
-from tiered_agent._messages import Message, ToolCall, Usage
+from tiered_agent._messages import Usage
 from tiered_agent._providers import CACHE_MODELS, model_prices
 from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._calibration import calibrate, full_prompt_tokens
@@ -34,17 +35,11 @@ def _run(
     provider_per_replayed: float | None = 2.0,
 ) -> RecordedRun:
     """A run whose recorded prompt tokens are ``provider_per_replayed`` x the replayed ``full`` ones."""
-    messages = [Message("system", "You are a coding agent. " * 40), Message("user", f"Fix {run_id}.")]
-    for k in range(1, steps + 1):
-        call = ToolCall(f"c{k}", "read_file", f'{{"path": "src/mod_{k}.py"}}')
-        messages.append(Message("assistant", f"Check value_{k - 1}", (call,), iteration=k))
-        body = "\n".join(f"value_{k} line {i} = {k * 100 + i}" for i in range(60))
-        messages.append(Message("tool", body, tool_call_id=f"c{k}", name="read_file", iteration=k))
     run = RecordedRun(
         run_id,
         f"memory:{run_id}",
         fmt,
-        tuple(messages),
+        read_messages(run_id, steps),
         tools=({"type": "function", "function": {"name": "read_file"}},),
         read_only_tools=frozenset({"read_file"}),
         model=model,

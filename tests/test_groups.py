@@ -12,8 +12,9 @@ from typing import Any
 
 import orjson
 import pytest
+from samples import read_messages
 
-from tiered_agent._messages import Message, ToolCall, Usage
+from tiered_agent._messages import Usage
 from tiered_agent.bench._groups import REAL_SESSIONS, groups_of
 from tiered_agent.bench._importers import FORMATS, load_runs, write_run_trace
 from tiered_agent.bench._recorded import RecordedRun
@@ -38,17 +39,11 @@ ADDITIVE = (
 
 
 def _run(run_id: str, fmt: str, steps: int = 5) -> RecordedRun:
-    messages = [Message("system", "You are a coding agent. " * 30), Message("user", f"Fix {run_id}.")]
-    for k in range(1, steps + 1):
-        call = ToolCall(f"c{k}", "read_file", f'{{"path": "src/mod_{k}.py"}}')
-        messages.append(Message("assistant", f"Check value_{k - 1}", (call,), iteration=k))
-        body = "\n".join(f"value_{k} line {i} = {k * 100 + i}" for i in range(50))
-        messages.append(Message("tool", body, tool_call_id=f"c{k}", name="read_file", iteration=k))
     return RecordedRun(
         run_id,
         f"memory:{run_id}",
         fmt,
-        tuple(messages),
+        read_messages(run_id, steps, lines=50, system_repeat=30),
         tools=({"type": "function", "function": {"name": "read_file"}},),
         read_only_tools=frozenset({"read_file"}),
         model="gpt-4o",
