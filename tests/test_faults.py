@@ -229,7 +229,7 @@ async def test_a_reused_call_id_never_overwrites_a_spilled_output(
 def _gone(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or between open and read
         return True
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
