@@ -443,7 +443,7 @@ def test_a_condensing_epoch_waits_while_the_note_would_eat_its_saving() -> None:
     re-renders that note: counted, most of the saving is gone, so the epoch comes later or never."""
     history = _script_run(60, [f"check {n} passed" for n in range(15)])
     plain = _epochs(Age(max_arg_chars=100_000, written_chars=0), history, 60, first=True)
-    assert plain == [Epoch(at=42, through=40, condensed=38)]  # condensing, the write among what it hides
+    assert plain == [Epoch(at=43, through=41, condensed=38)]  # condensing, the write among what it hides
     with_note = _epochs(Age(max_arg_chars=100_000, written_chars=8000), history, 60, first=True)
     assert not with_note or with_note[0].at > plain[0].at
 
@@ -453,10 +453,36 @@ def test_condensing_counts_the_note_it_re_renders_when_the_write_first_leaves_an
     write grows the note by the whole script: condensing with it would save less than that, so
     that epoch only ages (condensed 0; condensing through 24 with it when the growth is not
     counted). Every later condensing epoch re-sends the note with the tail, so it waits for the
-    rent to cover those tokens too (iteration 49; 41 when they are not counted)."""
+    rent to cover those tokens too (iteration 50; 41 when they are not counted). The first epoch
+    waits one call more for the preamble it adds to every later prompt (28 when that was not
+    counted)."""
     history = _script_run(80, [f"check {n} passed" for n in range(30)])
     epochs = _epochs(Age(written_chars=8000), history, 80)
-    assert epochs == [Epoch(28, 26, 0), Epoch(49, 47, 44), Epoch(70, 68, 66)]
+    assert epochs == [Epoch(29, 27, 0), Epoch(50, 48, 46), Epoch(71, 69, 66)]
+
+
+def _first_epoch(history: list[Message], iterations: int, retrieve_tokens: int) -> Epoch | None:
+    """The first epoch an :class:`AgingState` decides when ageing would start sending
+    ``context_retrieve``'s schema, which adds ``retrieve_tokens`` to every later prompt (the tools
+    grow from 100 to 400 tokens either way, so re-sending the prompt costs the same)."""
+    state = AgingState(Age(written_chars=0), counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
+    for last in range(1, iterations + 1):
+        messages = [m for m in history if m.iteration <= last]
+        state.update(messages, last, tool_tokens=100, schema_tokens=400, retrieve_tokens=retrieve_tokens)
+        if state.new_epoch is not None:
+            return state.new_epoch
+    return None
+
+
+def test_the_first_epoch_pays_for_what_it_adds_to_every_prompt() -> None:
+    """The first epoch adds the aged part's preamble and ``context_retrieve``'s schema to every
+    later prompt: the rent it accrues is the saving net of them, so the more the schema adds, the
+    later the first epoch, and one that adds more than aging can save never comes."""
+    history = _script_run(40, [f"check {n} passed at step {{k}}" for n in range(6)])
+    nothing = _first_epoch(history, 40, retrieve_tokens=0)
+    some = _first_epoch(history, 40, retrieve_tokens=300)
+    assert nothing is not None and some is not None and some.at > nothing.at
+    assert _first_epoch(history, 40, retrieve_tokens=20_000) is None
 
 
 # ----------------------------------------------------------------------------- knobs

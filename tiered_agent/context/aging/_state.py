@@ -142,13 +142,15 @@ class AgingState:
         tool_tokens: int = 0,
         summary_tokens: int = 0,
         schema_tokens: int = 0,
+        retrieve_tokens: int = 0,
         at: float | None = None,
     ) -> AgingSchedule:
         """Decide for the prompt after iteration ``last``; the schedule to build it with.
 
         ``tool_tokens``: the tool schemas sent now; ``schema_tokens`` > 0: ageing would also
         start sending ``context_retrieve``'s schema (the tools grow to that many tokens), so the
-        whole prompt would be re-sent. ``at``: when the prompt will be sent (None: unknown).
+        whole prompt would be re-sent; ``retrieve_tokens``: what that schema adds to every later
+        prompt. ``at``: when the prompt will be sent (None: unknown).
         """
         self.idle.observe(at, self.terms)
         self._absorb(history)
@@ -158,7 +160,8 @@ class AgingState:
         if limit < 1:
             return self.schedule
         self._estimate_pending(limit, last)
-        epoch = self._decide(last, limit, tool_tokens, summary_tokens, schema_tokens)
+        added = self._first_overhead(retrieve_tokens if schema_tokens else 0)
+        epoch = self._decide(last, limit, tool_tokens, summary_tokens, schema_tokens, added)
         if epoch is not None:
             if epoch.condensed > self.schedule.condensed:
                 self._rent_condense = 0.0
@@ -179,7 +182,7 @@ class AgingState:
 
     # ------------------------------------------------------------------ the rule
     def _decide(
-        self, last: int, limit: int, tool_tokens: int, summary_tokens: int, schema_tokens: int
+        self, last: int, limit: int, tool_tokens: int, summary_tokens: int, schema_tokens: int, added: int
     ) -> Epoch | None:
         through, done = self.schedule.through, self.schedule.condensed
         due = self._condense_due(last, done)
@@ -192,15 +195,16 @@ class AgingState:
                 return Epoch(last, max(limit, through), due)
             return None
         saving, estimated = self._pending(through, limit)
+        saving -= added
         window = sum(self._tokens(k) for k in range(limit + 1, last) if k in self._groups)
         notes = self._note_tokens() if self.schedule.epochs else 0
         tail = estimated + window + summary_tokens
         aged = self._shown_after(None)
         if due > done:
-            epoch = self._condense_decision(last, limit, due, fixed, tail)
+            epoch = self._condense_decision(last, limit, due, fixed, tail, added)
             if epoch is not None:
                 return epoch
-        per_call = self.terms.rent(saving)
+        per_call = self.terms.rent(max(saving, 0))
         self._rent += per_call
         prefix = fixed + notes + self._notes + aged
         cost = self.terms.rewrite_cost(prefix, tail + (0 if notes else self._note_tokens()), fixed)
@@ -247,10 +251,25 @@ class AgingState:
         note = self.memo.note_tokens(rendered, self.counter) if rendered is not None else 0
         return now - note, note
 
-    def _condense_decision(self, last: int, limit: int, due: int, fixed: int, tail: int) -> Epoch | None:
+    def _first_overhead(self, schema: int) -> int:
+        """Tokens the first epoch adds to every later prompt: the aged part's preamble and
+        ``schema``, what ``context_retrieve``'s schema adds when ageing starts sending it (0 once
+        an epoch was decided).
+
+        Invariant: an epoch's per-call saving is what the prompt loses net of this, so a first
+        epoch whose aged iterations shrink by less than it adds is never decided."""
+        if self.schedule.epochs:
+            return 0
+        return self._note_tokens() + max(schema, 0)
+
+    def _condense_decision(
+        self, last: int, limit: int, due: int, fixed: int, tail: int, added: int
+    ) -> Epoch | None:
         """A condensing epoch (it also ages through ``limit``): the files note it re-renders is
-        counted too, its growth off the saving and its tokens in the re-sent tail."""
+        counted too, its growth off the saving and its tokens in the re-sent tail; ``added``: what
+        a first epoch adds to every prompt (:meth:`_first_overhead`), off the saving."""
         saving, note = self._condense_saving(due, last)
+        saving -= added
         if saving <= 0:
             return None
         through = max(limit, self.schedule.through)

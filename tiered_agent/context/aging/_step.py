@@ -468,17 +468,18 @@ class AgeRuntime(StepRuntime):
         counter = self.counter
         summary = self.summaries.latest
         sent = turn.tools
+        tool_tokens = counter.count_tools(sent)
+        offered = tool_tokens if len(sent) == len(turn.offered) else counter.count_tools(turn.offered)
         longer = self.state.terms.longer
         if longer is not None and long_ttl_requested(self.model, current_affinity()):
             self.state.terms = longer  # the live requests now write the cache's longer lifetime
         turn.schedule = self.state.update(
             turn.history,
             turn.last,
-            tool_tokens=counter.count_tools(sent),
+            tool_tokens=tool_tokens,
             summary_tokens=counter.count_text(summary.text) if summary is not None else 0,
-            schema_tokens=0
-            if len(sent) == len(turn.offered)
-            else counter.count_tools(turn.offered) + self.unrecorded,
+            schema_tokens=0 if offered == tool_tokens else offered + self.unrecorded,
+            retrieve_tokens=offered - tool_tokens,
             at=turn.at,
         )
 
