@@ -73,3 +73,31 @@ def test_answers_do_not_depend_on_the_steps_asked_before(seed: int) -> None:
         args = {"observed": observed, "ids": ids, "ranges": ((3, 9),)}
         assert shared.source(term, cutoff, **args) == whole.source(term, cutoff, **args)
     assert 10 < sum(answers) < 140  # the premise: both answers are asked about
+
+
+def test_each_ruler_builds_only_its_own_windows() -> None:
+    """A term is needed by one ruler for the whole run (where it first occurred tells which), so the
+    line ruler's search builds the windows on observation lines only, the own-writing ruler's the
+    windows on any line only; either answer is the same as with both built."""
+    run = RecordedRun(
+        "r",
+        "t",
+        "tiered-agent",
+        (
+            Message("user", "Fix it."),
+            Message("assistant", "look at src/app.py line 4", iteration=1),
+            Message("tool", "error in src/app.py: line 4", tool_call_id="c1", iteration=1),
+            Message("assistant", "done", iteration=2),
+        ),
+    )
+    index = EvidenceIndex(run)
+    cutoff = index.cutoff(2)
+    foreign = [Message("user", "note: error in src/app.py: line 4")]
+    assert index.shown("src/app.py", PromptView(foreign, TextMemo()), cutoff, observed=True)
+    term = index._terms["src/app.py"]
+    assert term.observed == {(9, 0): {"error in src/app.py": 1}, (0, 8): {"src/app.py: line 4": 1}}
+    assert not term.written  # the own-writing ruler's windows were not built
+    own = [Message("user", "look at src/app.py line 4")]
+    assert index.shown("src/app.py", PromptView(own, TextMemo()), cutoff, observed=False)
+    assert not index.shown("src/app.py", PromptView(own, TextMemo()), cutoff, observed=True)
+    assert set(term.written) == {(8, 0), (9, 0), (0, 8)} and len(term.observed) == 2  # observed unchanged

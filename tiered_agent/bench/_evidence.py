@@ -83,6 +83,7 @@ class _Term:
         "observed",
         "observed_ids",
         "observed_sources",
+        "observed_windowed",
         "source_ids",
         "sources",
         "upto",
@@ -97,11 +98,14 @@ class _Term:
         self.observed_ids: list[int] = []  # the ids of those messages (the run's objects), in that order
         self.source_ids: list[int] = []
         # filled when first searched for (most terms stand in the prompt in an unchanged message), for
-        # the first ``windowed`` sources and the first ``keyed`` observed sources:
+        # the first ``observed_windowed`` observed sources, the first ``windowed`` sources and the first
+        # ``keyed`` observed sources; each ruler's windows only when that ruler searches (a term is
+        # needed by one of them: where it first occurred tells which, for the whole run):
+        self.observed_windowed = 0
         self.windowed = 0
         self.keyed = 0
-        self.observed: Windows = {}  # windows on observation lines
-        self.written: Windows = {}  # windows on any line
+        self.observed: Windows = {}  # windows on observation lines (the line ruler's)
+        self.written: Windows = {}  # windows on any line (the own-writing ruler's)
         self.keys: dict[tuple[str, str], int] = {}  # JSON (key, value up to the term) -> first index
 
 
@@ -308,21 +312,31 @@ class EvidenceIndex:
             at = first_occurrence(corpus, term, starts[index + 1], stop)
         found.upto = cutoff
 
-    def _windows_of(self, found: _Term, term: str, cutoff: int) -> None:
-        """Add to ``found`` the windows and JSON fields of its holders before ``cutoff`` not read yet
-        (in order, so each window keeps the first holder it came from)."""
-        sources, starts, corpus = found.sources, self._starts, self._corpus
-        new = bisect_left(sources, cutoff, found.windowed)
-        size, written = len(term), found.written
-        for index in sources[found.windowed : new]:  # every occurrence in each, in order
+    def _windows_of(self, found: _Term, term: str, cutoff: int, *, observed: bool) -> Windows:
+        """Add to ``found`` the windows (``observed``: on observation lines, else on any line) and the
+        JSON fields of its holders before ``cutoff`` not read yet (in order, so each window keeps the
+        first holder it came from); return those windows."""
+        if observed:
+            sources, done, windows = found.observed_sources, found.observed_windowed, found.observed
+        else:
+            sources, done, windows = found.sources, found.windowed, found.written
+        starts, corpus = self._starts, self._corpus
+        new = bisect_left(sources, cutoff, done)
+        size = len(term)
+        for index in sources[done:new]:  # every occurrence in each, in order
             end = starts[index + 1] - 1 if index + 1 < len(starts) else len(corpus)
-            observed = found.observed if self._observed[index] else None
             for at in occurrences(corpus, term, starts[index], end):
                 for key, window in _windows(corpus, at, size):
-                    _add(written, key, window, index)
-                    if observed is not None:
-                        _add(observed, key, window, index)
-        found.windowed = max(found.windowed, new)
+                    _add(windows, key, window, index)
+        if observed:
+            found.observed_windowed = max(done, new)
+        else:
+            found.windowed = max(done, new)
+        self._keys_of(found, term, cutoff)
+        return windows
+
+    def _keys_of(self, found: _Term, term: str, cutoff: int) -> None:
+        """Add to ``found`` the JSON fields of its observed holders before ``cutoff`` not read yet."""
         holders = found.observed_sources
         new = bisect_left(holders, cutoff, found.keyed)
         for index in holders[found.keyed : new]:
@@ -369,8 +383,7 @@ class EvidenceIndex:
             if term not in text:
                 continue
             if windows is None:
-                self._windows_of(found, term, cutoff)
-                windows = found.observed if observed else found.written
+                windows = self._windows_of(found, term, cutoff, observed=observed)
             for at in occurrences_backward(text, term):
                 if _window_at(windows, text, at, size, cutoff):
                     return True
