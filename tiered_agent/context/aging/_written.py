@@ -524,9 +524,11 @@ class WrittenFiles:
 
     def texts(self, groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> dict[int, str]:
         """:func:`_agent_texts`, each iteration's text joined once while its messages stay the same
-        tuple."""
+        tuple (the texts of iterations before ``first`` go once they outnumber those asked for)."""
         out: dict[int, str] = {}
         known = self._texts
+        if len(known) > 2 * (last - first + 1) + 8:
+            known = self._texts = {k: hit for k, hit in known.items() if k >= first}
         for iteration in range(first, last + 1):
             messages = groups.get(iteration, ())
             hit = known.get(iteration)
