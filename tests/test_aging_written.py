@@ -627,3 +627,63 @@ def test_the_runs_files_continue_from_the_calls_read_before() -> None:
     assert files_of.of(grown)["a.py"].text == "x = 1\ny = 2\n"
     assert files_of.of(first)["a.py"].text == "x = 1\n"  # a kept result is never changed
     assert files_of.of([(1, _WRITES[6])]) == written_files([(1, _WRITES[6])])  # another call: from nothing
+
+
+# ----------------------------------------------------------------------------- read once per run
+def test_the_files_note_reads_each_iteration_once_while_its_messages_stay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Through a run's :class:`WrittenFiles`, a note asked again with one more iteration reads only
+    that iteration's calls and text (an iteration whose messages are a new tuple is read again), and
+    asks whether a text names a file once per name and text; the notes are those read from nothing."""
+    from tiered_agent.context.aging import _written
+
+    read: list[tuple[int, ...]] = []
+    calls, texts = _written._calls, _written._agent_texts
+    monkeypatch.setattr(
+        _written, "_calls", lambda groups, upto: read.append(tuple(groups)) or calls(groups, upto)
+    )
+    monkeypatch.setattr(
+        _written,
+        "_agent_texts",
+        lambda groups, first, last: read.append(tuple(groups)) or texts(groups, first, last),
+    )
+    searched: list[str] = []
+    holds = _written._holds
+    monkeypatch.setattr(_written, "_holds", lambda name, text: searched.append(name) or holds(name, text))
+    history = _run(14)
+    files_of = WrittenFiles()
+    groups = iteration_groups([m for m in history if m.iteration <= 12])
+    note = written_note(
+        groups, through=9, at=12, max_chars=8000, recent=10, retrieval=True, files_of=files_of
+    )
+    assert len(read) == 12 + 10 and len(searched) == 1  # iterations 1-12's calls, 3-12's texts; r.py in 12
+    read.clear()
+    searched.clear()
+    grown = {**groups, **iteration_groups([m for m in history if m.iteration == 13])}
+    again = written_note(
+        grown, through=10, at=13, max_chars=8000, recent=10, retrieval=True, files_of=files_of
+    )
+    assert read == [(13,), (13,)] and searched == ["r.py"]  # only iteration 13, whose text names r.py
+    read.clear()
+    changed = {**grown, 12: (*grown[12], Message("user", "and again", iteration=12))}  # 12 gains a message
+    written_note(changed, through=10, at=13, max_chars=8000, recent=10, retrieval=True, files_of=files_of)
+    assert read == [(12,), (12,)]
+    monkeypatch.undo()
+    assert note == written_note(groups, through=9, at=12, max_chars=8000, recent=10, retrieval=True)
+    assert again == written_note(grown, through=10, at=13, max_chars=8000, recent=10, retrieval=True)
+
+
+def test_the_aging_state_keeps_each_iterations_tuple_until_it_gains_a_message() -> None:
+    """The aging state hands its renderers the same tuple of an iteration's messages from one prompt
+    to the next (the run's memos compare it by identity first), and a new one once it changed."""
+    history = _run(8)
+    state = AgingState(Age(), counter=COUNTER, terms=CacheTerms(read=0.1), retrieval=True)
+    state.update([m for m in history if m.iteration <= 6], 6)
+    before = dict(state._tuples)
+    state.update([m for m in history if m.iteration <= 7], 7)
+    assert all(state._tuples[k] is before[k] for k in before)
+    assert state._tuples[7] == tuple(m for m in history if m.iteration == 7)
+    extra = Message("user", "one more", iteration=7)
+    state.update([*(m for m in history if m.iteration <= 7), extra], 7)
+    assert state._tuples[7][-1] is extra and state._tuples[6] is before[6]

@@ -101,6 +101,9 @@ class AgingState:
         self.style = step.style(retrieval)
         self.schedule = AgingSchedule()
         self._groups: dict[int, list[Message]] = {}
+        # each iteration's messages as a tuple, made again only when the iteration gains a message:
+        # the same object from one prompt to the next (the memos' keys compare it first by identity)
+        self._tuples: dict[int, tuple[Message, ...]] = {}
         self._absorbed = 0
         self._verbatim: dict[int, int] = {}  # tokens per complete iteration, as in the history
         self._estimate: dict[int, int] = {}  # estimated tokens of iterations waiting to age, once aged
@@ -232,7 +235,7 @@ class AgingState:
         through ``through`` are hidden at ``last``, that note's tokens then); (saving, 0) when off."""
         if self.step.written_chars <= 0:
             return saving, 0
-        groups = {k: tuple(v) for k, v in self._groups.items() if k <= last}
+        groups = {k: v for k, v in self._tuples.items() if k <= last}
         new = self._count(self.step.written(groups, through, last, self.retrieval, self.memo))
         return saving - max(new - self._written, 0), new
 
@@ -246,7 +249,8 @@ class AgingState:
         done = self.schedule.condensed
         chunk = [k for k in range(done + 1, due + 1) if k in self._groups]
         now = sum(self._shown.get(k, self._estimate.get(k, self._tokens(k))) for k in chunk)
-        groups = {k: tuple(self._groups[k]) for k in range(done + 1, last + 1) if k in self._groups}
+        tuples = self._tuples
+        groups = {k: tuples[k] for k in range(done + 1, last + 1) if k in tuples}
         rendered = self.step.note(groups, (done + 1, due, last), self.retrieval, self.memo, before=self._held)
         note = self.memo.note_tokens(rendered, self.counter) if rendered is not None else 0
         return now - note, note
@@ -324,16 +328,21 @@ class AgingState:
     def _absorb(self, history: Sequence[Message]) -> None:
         if len(history) < self._absorbed:  # another history: start over
             self._groups.clear()
+            self._tuples.clear()
             self._verbatim.clear()
             self._estimate.clear()
             self._absorbed = 0
             self._newest = 0
             self._pending_sums = (-1, 0, 0, 0)
+        touched: dict[int, None] = {}  # in order of first appearance, as ``_groups`` gains them
         for message in history[self._absorbed :]:
             self._groups.setdefault(message.iteration, []).append(message)
+            touched[message.iteration] = None
             if message.iteration < self._newest:  # an older iteration changed: sum the waiting ones again
                 self._pending_sums = (-1, 0, 0, 0)
             self._newest = max(self._newest, message.iteration)
+        for iteration in touched:
+            self._tuples[iteration] = tuple(self._groups[iteration])
         self._absorbed = len(history)
 
     def _pending(self, through: int, limit: int) -> tuple[int, int]:
@@ -370,10 +379,11 @@ class AgingState:
         return tokens
 
     def _batch(self, first: int, last: int) -> list[tuple[int, tuple[Message, ...]]]:
-        return [(k, tuple(self._groups[k])) for k in range(first, last + 1) if k in self._groups]
+        tuples = self._tuples
+        return [(k, tuples[k]) for k in range(first, last + 1) if k in tuples]
 
     def _head(self) -> tuple[Message, ...]:
-        return tuple(self._groups.get(0, ()))
+        return self._tuples.get(0, ())
 
     def _estimate_pending(self, limit: int, last: int) -> None:
         """Estimated aged size of each iteration that left the window, computed once, as it left."""
@@ -400,7 +410,7 @@ class AgingState:
             self._shown_sums.clear()
             self._counted_through = last
         self._notes = 0
-        groups = {k: tuple(v) for k, v in self._groups.items()}
+        groups = dict(self._tuples)
         if self.step.written_chars > 0 and epochs:
             at = epochs[-1].at
             upto = {k: v for k, v in groups.items() if k <= at}

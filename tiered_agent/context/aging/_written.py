@@ -34,7 +34,7 @@ calls by the same two). Arbitrary text never raises here: a call that cannot be 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -480,6 +480,9 @@ def _advance(files: dict[str, WrittenFile], calls: Iterable[tuple[int, ToolCall]
             files[write.path] = WrittenFile(write.path, text, hunks, iteration, whole_at, changed, first)
 
 
+_HOLDS = 4096  # (name, text) pairs a run's :class:`WrittenFiles` remembers whether the text names
+
+
 class WrittenFiles:
     """:func:`written_files` of calls that mostly extend the calls asked about before (a run's
     history only grows): the files after the longest of the last few call lists asked about that
@@ -490,6 +493,52 @@ class WrittenFiles:
         self._kept = kept
         # (the calls, the files they left): the newest last; a kept dict is never changed
         self._states: list[tuple[list[tuple[int, ToolCall]], dict[str, WrittenFile]]] = []
+        # by iteration: (its messages, what :func:`_calls` / :func:`_agent_texts` read of them)
+        self._calls: dict[int, tuple[tuple[Message, ...], list[tuple[int, ToolCall]]]] = {}
+        self._texts: dict[int, tuple[tuple[Message, ...], str]] = {}
+        self._holds: dict[tuple[str, str], bool] = {}  # :func:`_holds` by (name, text), bounded
+
+    def holds(self, name: str, text: str) -> bool:
+        """:func:`_holds`, once per name and text (the texts of :meth:`texts` are the same objects
+        from one note to the next, so their hashes are computed once)."""
+        key = (name, text)
+        found = self._holds.get(key)
+        if found is None:
+            if len(self._holds) >= _HOLDS:
+                self._holds.clear()
+            found = self._holds[key] = _holds(name, text)
+        return found
+
+    def calls(self, groups: Mapping[int, tuple[Message, ...]], upto: int) -> list[tuple[int, ToolCall]]:
+        """:func:`_calls`, each iteration's calls read once while its messages stay the same tuple
+        (a tuple's messages never change, so the same object is the same calls)."""
+        out: list[tuple[int, ToolCall]] = []
+        known = self._calls
+        for iteration in sorted(k for k in groups if 0 < k <= upto):
+            messages = groups[iteration]
+            hit = known.get(iteration)
+            if hit is None or hit[0] is not messages:
+                hit = known[iteration] = (messages, _calls({iteration: messages}, iteration))
+            out.extend(hit[1])
+        return out
+
+    def texts(self, groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> dict[int, str]:
+        """:func:`_agent_texts`, each iteration's text joined once while its messages stay the same
+        tuple (the texts of iterations before ``first`` go once they outnumber those asked for)."""
+        out: dict[int, str] = {}
+        known = self._texts
+        if len(known) > 2 * (last - first + 1) + 8:
+            known = self._texts = {k: hit for k, hit in known.items() if k >= first}
+        for iteration in range(first, last + 1):
+            messages = groups.get(iteration, ())
+            hit = known.get(iteration)
+            if hit is None or hit[0] is not messages:
+                hit = known[iteration] = (
+                    messages,
+                    _agent_texts({iteration: messages}, iteration, iteration)[iteration],
+                )
+            out[iteration] = hit[1]
+        return out
 
     def of(self, calls: Iterable[tuple[int, ToolCall]]) -> Mapping[str, WrittenFile]:
         """``written_files(calls)`` (the result is shared: do not change it)."""
@@ -543,14 +592,22 @@ def _agent_texts(groups: Mapping[int, tuple[Message, ...]], first: int, last: in
     return out
 
 
-def _named_at(path: str, texts: Mapping[int, str]) -> int:
-    """The newest iteration of ``texts`` (:func:`_agent_texts`) that names ``path``'s file name, else 0.
-    A name is never found across two texts: the line break between them is no part of a name."""
+def _named_at(
+    path: str, newest: Sequence[tuple[int, str]], holds: Callable[[str, str], bool] | None = None
+) -> int:
+    """The newest iteration of ``newest`` (:func:`_agent_texts`' items, newest first) that names
+    ``path``'s file name, else 0 (``holds``: :func:`_holds`, or a memo of it). A name is never found
+    across two texts: the line break between them is no part of a name."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
     if not name or "\n" in name:
         return 0
-    pattern = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-])")
-    return next((k for k in sorted(texts, reverse=True) if name in texts[k] and pattern.search(texts[k])), 0)
+    holds = _holds if holds is None else holds
+    return next((k for k, text in newest if holds(name, text)), 0)
+
+
+def _holds(name: str, text: str) -> bool:
+    """Whether ``text`` names the file name ``name`` (not as part of a longer name)."""
+    return name in text and re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text) is not None
 
 
 def _whole_text(file: WrittenFile, room: int) -> tuple[str, bool] | None:
@@ -603,11 +660,15 @@ def written_note(
     only the calls it has not read yet)."""
     if max_chars <= 0 or through <= 0:
         return None
-    calls = _calls(groups, at)
-    files = written_files(calls) if files_of is None else files_of.of(calls)
     low = max(1, at - recent + 1)
-    texts = _agent_texts(groups, low, at)
-    used = [(max(f.last, _named_at(f.path, texts)), f) for f in files.values() if f.first <= through]
+    files: Mapping[str, WrittenFile]
+    if files_of is None:
+        files, texts, holds = written_files(_calls(groups, at)), _agent_texts(groups, low, at), None
+    else:  # each call, each iteration's text and each file name in it read once per run
+        files, texts = files_of.of(files_of.calls(groups, at)), files_of.texts(groups, low, at)
+        holds = files_of.holds
+    newest = sorted(texts.items(), reverse=True)
+    used = [(max(f.last, _named_at(f.path, newest, holds)), f) for f in files.values() if f.first <= through]
     in_play = sorted(((u, f) for u, f in used if u >= low), key=lambda item: (-item[0], item[1].path))
     files_in_play = [file for _, file in in_play]
     shown = _shown(files_in_play, max_chars)
