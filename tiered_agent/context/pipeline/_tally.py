@@ -66,7 +66,8 @@ class PrefixSums(Generic[_T]):
         previous = self._previous
         shared = common_prefix(previous, items)
         try:
-            self._total = self._replaced(previous, items, shared) + self._resized(len(previous), items)
+            total = self._total if shared >= len(previous) else self._replaced(previous, items, shared)
+            self._total = total + self._resized(len(previous), items)
         except BaseException:  # the values no longer match the previous sequence: start afresh next time
             self._previous, self._values, self._total = (), [], 0
             raise
