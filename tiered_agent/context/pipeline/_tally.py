@@ -46,32 +46,62 @@ def common_prefix(old: Sequence[_T], new: Sequence[_T]) -> int:
 
 
 class PrefixSums(Generic[_T]):
-    """The sum of ``value(item)`` over successive sequences, reusing the sums over the prefix a
-    sequence shares with the previous one (:func:`common_prefix`): ``value`` must depend only on
-    an item's value, and is called only for the items past that prefix."""
+    """The sum of ``value(item)`` over successive sequences, reusing each value of the previous
+    sequence at every position where the new sequence holds the same item: past the prefix they
+    share (:func:`common_prefix`, by identity or equal), positions are compared by identity in C,
+    so a sequence that only replaced a few items (an output hidden or cut) calls ``value`` for
+    those and for what it appended. ``value`` must depend only on an item's value.
+
+    Invariant: ``_values[i] == value(_previous[i])`` and ``_total == sum(_values)``."""
 
     def __init__(self, value: Callable[[_T], int]) -> None:
         self._value = value
         self._previous: tuple[_T, ...] = ()
-        self._sums: list[int] = [0]  # _sums[i]: the sum over the previous sequence's first i items
+        self._values: list[int] = []
+        self._total = 0
 
     def total(self, items: Sequence[_T]) -> int:
-        """``sum(map(value, items))``, computing only what changed (the sums past the shared prefix
-        are dropped in place, and a tuple is kept as it is: no copy of either per call)."""
-        shared = common_prefix(self._previous, items)
-        sums = self._sums
-        del sums[shared + 1 :]
-        total = sums[-1]
-        value = self._value
+        """``sum(map(value, items))``, computing only what changed (the values are updated in place,
+        and a tuple is kept as it is: no copy of either per call)."""
+        previous = self._previous
+        shared = common_prefix(previous, items)
         try:
-            for index in range(shared, len(items)):
-                total += value(items[index])
-                sums.append(total)
-        except BaseException:  # the sums no longer match the previous sequence: start afresh next time
-            self._previous, self._sums = (), [0]
+            total = self._total if shared >= len(previous) else self._replaced(previous, items, shared)
+            self._total = total + self._resized(len(previous), items)
+        except BaseException:  # the values no longer match the previous sequence: start afresh next time
+            self._previous, self._values, self._total = (), [], 0
             raise
         self._previous = items if type(items) is tuple else tuple(items)
+        return self._total
+
+    def _replaced(self, previous: Sequence[_T], items: Sequence[_T], shared: int) -> int:
+        """The total with the values of the positions both sequences hold, past ``shared``, that
+        hold another item now (``previous[shared]`` is not ``items[shared]``)."""
+        total, values, value = self._total, self._values, self._value
+        both = min(len(previous), len(items))
+        if shared >= both:
+            return total
+        differs = map(operator.is_not, previous[shared + 1 : both], items[shared + 1 : both])
+        for index in (shared, *compress(count(shared + 1), differs)):
+            new = value(items[index])
+            total += new - values[index]
+            values[index] = new
         return total
+
+    def _resized(self, before: int, items: Sequence[_T]) -> int:
+        """What the positions past the previous sequence's end add (or, when it is shorter, its
+        dropped positions take away); the values are resized to ``items``."""
+        values, value = self._values, self._value
+        if len(items) <= before:
+            dropped = sum(values[len(items) :])
+            del values[len(items) :]
+            return -dropped
+        added = 0
+        for index in range(before, len(items)):
+            new = value(items[index])
+            values.append(new)
+            added += new
+        return added
 
 
 class HistoryTally:
