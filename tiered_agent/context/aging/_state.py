@@ -164,7 +164,9 @@ class AgingState:
             return self.schedule
         self._estimate_pending(limit, last)
         added = self._first_overhead(retrieve_tokens if schema_tokens else 0)
-        epoch = self._decide(last, limit, tool_tokens, summary_tokens, schema_tokens, added)
+        epoch = self._decide(
+            last, limit, tool_tokens, summary_tokens, schema_tokens=schema_tokens, added=added
+        )
         if epoch is not None:
             if epoch.condensed > self.schedule.condensed:
                 self._rent_condense = 0.0
@@ -185,7 +187,7 @@ class AgingState:
 
     # ------------------------------------------------------------------ the rule
     def _decide(
-        self, last: int, limit: int, tool_tokens: int, summary_tokens: int, schema_tokens: int, added: int
+        self, last: int, limit: int, tool_tokens: int, summary_tokens: int, *, schema_tokens: int, added: int
     ) -> Epoch | None:
         through, done = self.schedule.through, self.schedule.condensed
         due = self._condense_due(last, done)
@@ -204,7 +206,7 @@ class AgingState:
         tail = estimated + window + summary_tokens
         aged = self._shown_after(None)
         if due > done:
-            epoch = self._condense_decision(last, limit, due, fixed, tail, added)
+            epoch = self._condense_decision(last, limit, due, fixed, tail, added=added)
             if epoch is not None:
                 return epoch
         per_call = self.terms.rent(max(saving, 0))
@@ -267,7 +269,7 @@ class AgingState:
         return self._note_tokens() + max(schema, 0)
 
     def _condense_decision(
-        self, last: int, limit: int, due: int, fixed: int, tail: int, added: int
+        self, last: int, limit: int, due: int, fixed: int, tail: int, *, added: int
     ) -> Epoch | None:
         """A condensing epoch (it also ages through ``limit``): the files note it re-renders is
         counted too, its growth off the saving and its tokens in the re-sent tail; ``added``: what
