@@ -57,7 +57,9 @@ def test_prefix_sums_equal_the_plain_sum_as_tuples_and_after_a_failure(
         previous = items
 
 
-def test_prefix_sums_count_only_past_the_shared_prefix_of_a_kept_tuple() -> None:
+def _counting() -> tuple[PrefixSums[tuple[int]], list[int], tuple[tuple[int], ...]]:
+    """Prefix sums whose values are the items' numbers, the list of items counted, and a first
+    prompt of ten items already summed (the list cleared)."""
     calls: list[int] = []
 
     def value(item: tuple[int]) -> int:
@@ -68,9 +70,25 @@ def test_prefix_sums_count_only_past_the_shared_prefix_of_a_kept_tuple() -> None
     first = tuple((n,) for n in range(10))
     assert sums.total(first) == 45 and len(calls) == 10
     calls.clear()
+    return sums, calls, first
+
+
+def test_prefix_sums_count_only_past_the_shared_prefix_of_a_kept_tuple() -> None:
+    sums, calls, first = _counting()
     assert sums.total((*first[:6], (100,))) == 115 and calls == [100]
     calls.clear()
     assert sums.total((*first[:6], (100,), (7,))) == 122 and calls == [7]
+
+
+def test_prefix_sums_recount_only_the_replaced_and_the_appended_items() -> None:
+    """A prompt that hides or cuts an output in the middle (the same length, one item replaced) costs
+    one ``value`` call for it and one per item appended, not one per item past it."""
+    sums, calls, first = _counting()
+    second = (*first[:3], (100,), *first[4:8], (200,), first[9], (11,))
+    assert sums.total(second) == 45 - 3 + 100 - 8 + 200 + 11
+    assert calls == [100, 200, 11]
+    calls.clear()
+    assert sums.total(list(second[:5])) == 0 + 1 + 2 + 100 + 4 and calls == []  # shorter: no call
 
 
 def test_truncate_runtime_reads_afresh_after_a_cut_that_raised(monkeypatch: pytest.MonkeyPatch) -> None:
