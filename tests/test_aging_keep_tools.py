@@ -75,3 +75,38 @@ def test_a_report_over_the_size_limit_ages_like_any_output() -> None:
     assert len(note.splitlines()) == 2
     with pytest.raises(ConfigurationError, match=r"Age\.keep_max_chars must be >= 0"):
         Age(keep_max_chars=-1)
+
+
+_KEEP = (f"Keep loader_{n}.py as it is; only fix the cache in cache_{n}.py." for n in range(8))
+STEER = "\n".join(["Stop: do not touch the public API.", *_KEEP])
+
+
+def _steered(k: int, text: str) -> tuple[int, tuple[Message, ...]]:
+    """Iteration ``k``: a person's message, then the agent's call and its output."""
+    _, messages = _iteration(k, "Bash", "ok")
+    return k, (Message("user", text, iteration=k), *messages)
+
+
+def test_a_persons_later_message_stays_whole_at_both_levels_up_to_its_limit() -> None:
+    """The human steering the session (a later ``user`` message) is the task as it changes: aged or
+    condensed, a message of at most ``keep_user_chars`` stays whole; a longer one (a pasted log)
+    ages like an output."""
+    batch = [_steered(1, STEER), _later(2)]
+    keep = Reports(user_max_chars=len(STEER))
+    aged = age_batch(
+        AgedStyle(max_lines=3, head_lines=1, min_chars=100, reports=keep), (SYSTEM, TASK), batch, 1, 1
+    )
+    assert aged[1][0].text == STEER
+    note = condensed_note(batch[:1], retrieval=False, reports=keep).text.splitlines()
+    assert note[3 : 3 + 9] == [f"    {line}" for line in STEER.splitlines()]  # after the output's line
+    short = Reports(user_max_chars=len(STEER) - 1)
+    cut = age_batch(
+        AgedStyle(max_lines=3, head_lines=1, min_chars=100, reports=short), (SYSTEM, TASK), batch, 1, 1
+    )
+    assert (
+        cut[1][0].text != STEER
+        and "cache_7.py" not in condensed_note(batch[:1], retrieval=False, reports=short).text
+    )
+    assert Age().reports().user_max_chars == 0 and Age(keep_user_chars=2_000).reports().user_max_chars == 2_000
+    with pytest.raises(ConfigurationError, match=r"Age\.keep_user_chars must be >= 0"):
+        Age(keep_user_chars=-1)

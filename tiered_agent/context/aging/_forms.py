@@ -337,6 +337,9 @@ def _age_iteration(
                 out.append(message)
                 continue
             out.append(_age_output(style, message, seen, _superseded_by(call, message, later)))
+        elif style.reports.keeps_user(message):  # a person's later message: kept whole
+            seen.update(text_refs(message.text))
+            out.append(message)
         else:
             out.append(_age_output(style, message, seen, None))
     return tuple(reversed(out))

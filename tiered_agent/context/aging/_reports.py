@@ -10,6 +10,15 @@ was ever shown whole). On the shared Claude Code sessions the few long
 reports (13-37k characters) held most of what the agent later used: a 12,000
 cap gave back 1.3 of the 1.8 points of dollars keeping reports costs, and
 almost all of what it gained (salient misses 2.9% -> 4.9%, 5.1% without).
+
+A person's later message (a ``user`` message after the task: the human steering
+a Claude Code or Codex session, or a harness's own note) is kept whole too when
+it has at most ``user_max_chars`` characters (``Age(keep_user_chars=...)``):
+it is the task's specification as it changes, and the agents' own compaction
+keeps it (Codex's and Claude Code's summaries carry every user message). Off
+in ``tiered``: with 2,000 every ruler of every family fell 0.1-0.3 points, but
+tokens saved fell 0.3 (swe-shell 0.6: mini-swe-agent's repeated 459-char
+format reminder is a ``user`` message too) and dollars 0.1-0.4.
 """
 
 from __future__ import annotations
@@ -27,6 +36,12 @@ class Reports:
 
     tools: frozenset[str] = frozenset()
     max_chars: int = 0
+    user_max_chars: int = 0  # a later user message of at most this many characters: kept whole
+
+    def keeps_user(self, message: Message) -> bool:
+        """Whether ``message`` is a person's later message aging keeps whole."""
+        later = message.role == "user" and message.iteration > 0
+        return later and 0 < len(message.text) <= self.user_max_chars
 
     def keeps(self, call: ToolCall | None, output: Message) -> bool:
         """Whether ``output`` (the result of ``call``) is a report aging keeps whole."""
@@ -35,12 +50,14 @@ class Reports:
     def of(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
         """The reports among one iteration's messages."""
         called = {c.id for m in messages for c in m.tool_calls if c.name in self.tools}
-        if not called:  # the common case: no report tool ran in this iteration
+        users = self.user_max_chars > 0 and any(m.role == "user" for m in messages)
+        if not called and not users:  # the common case: no report tool ran, no person wrote
             return ()
         return tuple(
             m
             for m in messages
-            if m.role == "tool" and m.tool_call_id in called and len(m.text) <= self.max_chars
+            if (m.role == "tool" and m.tool_call_id in called and len(m.text) <= self.max_chars)
+            or self.keeps_user(m)
         )
 
 

@@ -36,7 +36,9 @@ the provider's cache holds all of it. The forms:
   lines are still in the prompt; on by default, issue 18); with ``spare_held``, such a line
   left out takes no place among its iteration's kept lines: the next one comes in (on by default);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
-  levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`);
+  levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`); so do the later
+  ``user`` messages of at most ``keep_user_chars`` characters (a person steering the session;
+  0, the default: aged like outputs);
 * the files the agent wrote with a hidden write (since their newest whole write) that its last
   ``written_recent`` iterations still work on (write, run, read or name) are
   shown with their current text in one note after the aged iterations, up to
@@ -141,6 +143,7 @@ class Age(Step):
     patience: float = 1.0
     keep_tools: tuple[str, ...] = ("Task", "Agent")
     keep_max_chars: int = 50_000
+    keep_user_chars: int = 0
     written_chars: int = 16000
     written_recent: int = 10
     refresh_chunks: bool = False
@@ -178,6 +181,7 @@ class Age(Step):
             "novel_per_lines",
             "keep_own",
             "keep_max_chars",
+            "keep_user_chars",
             "written_chars",
         ):
             value = getattr(self, name)
@@ -241,7 +245,7 @@ class Age(Step):
 
     def reports(self) -> Reports:
         """The outputs kept whole (:mod:`._reports`)."""
-        return Reports(frozenset(self.keep_tools), self.keep_max_chars)
+        return Reports(frozenset(self.keep_tools), self.keep_max_chars, self.keep_user_chars)
 
     def start(self, run: Run) -> AgeRuntime:
         return AgeRuntime(self, run)
