@@ -52,7 +52,8 @@ class CacheTerms:
     bill no writes); ``miss_rate``: expected share of cacheable tokens not served;
     ``min_tokens`` and ``block``: the smallest cached prefix and the granularity of
     hits, in local tokens; ``explicit``: cached only at breakpoints (Anthropic), so
-    a rewrite re-writes everything after the system prompt.
+    a rewrite re-writes everything after the last breakpoint it leaves intact (the system
+    prompt's, or one on the prompt's stable prefix: :meth:`lost`).
     """
 
     read: float = DEFAULT_READ_PRICE

@@ -58,7 +58,8 @@ prompt after ``P`` tokens, re-sending ``T`` tokens::
     carry = read x (1 - miss) + miss            # price per call of a cached token
     extra = write - carry                       # a re-sent token on top of keeping it
     lost  = T + P - block_floor(P)              # implicit caches (0 cached below min_tokens)
-          = T + P - fixed                       # explicit caches (Anthropic): all after tools + system
+          = T + P - kept                        # explicit caches (Anthropic): all after the notes'
+                                                #   breakpoint (before any: after tools + system)
     rent += carry x D                           # every call the dead weight is carried
     age when rent >= extra x lost               # then rent = 0
 
