@@ -199,7 +199,7 @@ class ContextManager:
         self._served = 0  # tool calls a step served instead of running them (dedup hits)
         self._sent: SentPrompt | None = None
         self._stable: tuple[int, ...] = ()  # the stable prefixes the policy reported for the last prompt
-        self._rotation = 0  # prompts prepared: which stable prefix comes first (:meth:`_carry_stable`)
+        self._rotation = 0  # prompts prepared: which stable prefix comes first (:meth:`_order_stable`)
         self._skipped: set[int] = set()  # runtimes that raised while the prompt was prepared
         self._history = HistoryTally(counter)  # the counterfactual, counted once per message
         self._prompts = PromptTally(counter)
@@ -364,11 +364,11 @@ class ContextManager:
                 f"{limit:.0%} of the {self.context_window:,}-token context window, "
                 "even after compaction; refusing to send it"
             )
-        prepared = self._carry_stable(prepared)
+        prepared = self._order_stable(prepared)
         self._sent = SentPrompt(prepared.built.messages, prepared.tools, self.model)
         return prepared
 
-    def _carry_stable(self, prepared: PreparedPrompt) -> PreparedPrompt:
+    def _order_stable(self, prepared: PreparedPrompt) -> PreparedPrompt:
         """The prompt with its stable prefixes in the order to mark them: when they changed (an
         epoch), the longest one the last prompt reported that this one still starts with first
         (the cache entry written there is read: a breakpoint finds an earlier entry only a few
