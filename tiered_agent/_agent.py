@@ -35,6 +35,7 @@ from ._model import (
     Model,
     ModelReply,
     RetryPolicy,
+    stable_prefix,
 )
 from ._result import IterationStats, RunResult, StopReason
 from ._resume import INTERRUPTED, ResumeState, describe_notes
@@ -399,14 +400,18 @@ class _Run:
         """One model call; a context-window error compacts once and retries."""
         self.record_request(iteration, prepared)
         try:
-            return await self.agent.model.complete(
-                prepared.messages, [dict(t) for t in prepared.tools]
-            ), prepared
+            return await self.send(prepared), prepared
         except ContextWindowExceeded as exc:
             self.emit(ErrorEvent(iteration, "ContextWindowExceeded", f"{exc}; compacting and retrying once"))
         prepared = await self.manager.prepare(self.history, self.tools.schemas(), force_compact=True)
         self.record_request(iteration, prepared)
-        return await self.agent.model.complete(prepared.messages, [dict(t) for t in prepared.tools]), prepared
+        return await self.send(prepared), prepared
+
+    async def send(self, prepared: PreparedPrompt) -> ModelReply:
+        """The request: the prompt, its tools and the stable prefixes a model with explicit cache
+        breakpoints marks (:func:`~._model.stable_prefix`)."""
+        with stable_prefix(prepared.built.stable):
+            return await self.agent.model.complete(prepared.messages, [dict(t) for t in prepared.tools])
 
     def record_request(self, iteration: int, prepared: PreparedPrompt) -> None:
         context = prepared.record().to_dict()

@@ -16,7 +16,9 @@ import random
 import re
 import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import ModuleType
@@ -48,6 +50,8 @@ __all__ = [
     "SleepFn",
     "map_usage",
     "retry_after_s",
+    "stable_breakpoints",
+    "stable_prefix",
 ]
 
 SleepFn = Callable[[float], Awaitable[None]]
@@ -366,7 +370,7 @@ class LiteLLMModel:
             kwargs["max_tokens"] = self.max_tokens
         points = None
         if self.cache_breakpoints and needs_cache_breakpoints(self.name):
-            points = kwargs["cache_control_injection_points"] = [dict(point) for point in CACHE_BREAKPOINTS]
+            points = kwargs["cache_control_injection_points"] = _points(len(messages), _STABLE.get())
         if self.cache_affinity:
             kwargs.update(affinity_fields(self.name, messages, affinity, points))
         return _with_extra(kwargs, self.extra_kwargs)
@@ -504,6 +508,44 @@ CACHE_BREAKPOINTS: tuple[dict[str, Any], ...] = (
     {"location": "message", "index": -1},
 )
 _EXPLICIT_CACHE_PROVIDERS = ("anthropic/", "bedrock/", "vertex_ai/", "azure_ai/")
+MAX_BREAKPOINTS = 4  # Anthropic's limit per request
+# The prompt's stable prefixes the context policy reports for the request being sent (message
+# counts, preferred first: ``BuiltPrompt.stable``); the agent loop sets them around its call.
+_STABLE: ContextVar[tuple[int, ...]] = ContextVar("tiered_agent_stable_prefix", default=())
+
+
+@contextmanager
+def stable_prefix(stable: Sequence[int]) -> Iterator[None]:
+    """Within this block, requests mark the cache breakpoints of these stable prefixes (message
+    counts, preferred first) besides :data:`CACHE_BREAKPOINTS` (:func:`stable_breakpoints`)."""
+    token = _STABLE.set(tuple(stable))
+    try:
+        yield
+    finally:
+        _STABLE.reset(token)
+
+
+def stable_breakpoints(stable: Sequence[int], messages: int, spare: int) -> tuple[int, ...]:
+    """The stable prefixes to mark when ``spare`` breakpoints are left (message counts): the first
+    ``spare`` of ``stable`` (preferred first) that end before the newest message, each once.
+
+    One definition for the live requests and the bench's cache simulation: the breakpoint of a
+    prefix of ``k`` messages is on message ``k - 1``."""
+    chosen: list[int] = []
+    for count in stable:
+        if len(chosen) >= spare:
+            break
+        if 0 < count < messages and count not in chosen:
+            chosen.append(count)
+    return tuple(chosen)
+
+
+def _points(messages: int, stable: Sequence[int]) -> list[dict[str, Any]]:
+    """litellm's injection points: :data:`CACHE_BREAKPOINTS`, then the stable prefixes that fit."""
+    points = [dict(point) for point in CACHE_BREAKPOINTS]
+    spare = MAX_BREAKPOINTS - len(points)
+    points += [{"location": "message", "index": k - 1} for k in stable_breakpoints(stable, messages, spare)]
+    return points
 
 
 def _with_extra(kwargs: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

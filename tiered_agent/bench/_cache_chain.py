@@ -89,6 +89,7 @@ class CacheTrack:
         at: float | None = None,
         long_ttl: bool = False,
         new_turn_after_reasoning: bool = False,
+        stable: tuple[int, ...] = (),
     ) -> CacheUse:
         """As :meth:`CacheSimulator.request`; ``key``: the request's messages as other policies' requests
         would have the same key only for the same messages (None: messages of the policy's own)."""
@@ -103,6 +104,7 @@ class CacheTrack:
                 at,
                 long_ttl,
                 new_turn_after_reasoning,
+                stable,
             )
             found = self._chains.get(chained)
             if found is not None:
@@ -116,6 +118,7 @@ class CacheTrack:
             at=at,
             long_ttl=long_ttl,
             new_turn_after_reasoning=new_turn_after_reasoning,
+            stable=stable,
         )
         self._simulator, self.rewrote = simulator, simulator.rewrote
         if chained is None:

@@ -29,6 +29,7 @@ import orjson
 
 from .._errors import ConfigurationError
 from .._messages import Message
+from .._model import stable_breakpoints
 from .._providers import CACHE_MODELS, CacheModel
 from .._tokens import PROMPT_OVERHEAD, EncodedTexts, TokenCounter, remember
 from ._series import Series, identical_prefix
@@ -261,8 +262,8 @@ class CacheUse:
 
 
 # Where tiered_agent/_model.py puts Claude's breakpoints (CACHE_BREAKPOINTS): the system prompt
-# and the newest message.
-BREAKPOINTS = ("system", "newest message")
+# and the newest message, then the policy's stable prefixes (``stable_breakpoints``).
+BREAKPOINTS = ("system", "newest message", "stable prefix")
 _NEVER = float("inf")  # the expiry of entries when a recording has no times
 
 
@@ -381,6 +382,7 @@ class CacheSimulator:
         at: float | None = None,
         long_ttl: bool = False,
         new_turn_after_reasoning: bool = False,
+        stable: Sequence[int] = (),
     ) -> CacheUse:
         """Record a request; return what the provider would bill as read from (and written to) its cache.
 
@@ -388,7 +390,8 @@ class CacheSimulator:
         its own cache; ``ideal`` ignores routes). ``at``: when it was sent (POSIX seconds; None:
         unknown, nothing expires). ``long_ttl``: its writes have the model's longer lifetime.
         ``new_turn_after_reasoning``: it starts a user turn after a turn whose responses reasoned
-        (models that drop that reasoning match only up to the turn's first response).
+        (models that drop that reasoning match only up to the turn's first response). ``stable``:
+        the prompt's stable prefixes (``BuiltPrompt.stable``), marked where breakpoints are left.
         """
         current = [*self._prefix, self.encoder.tools(schemas), *self._segments(messages)]
         same = identical_prefix(self._previous, current)  # the segments it shares, as objects
@@ -397,7 +400,7 @@ class CacheSimulator:
         common = _common_after(self._previous, current, same, sums[same]) if self._previous else 0
         self.rewrote = bool(self._previous) and common < self._sums[-1]
         if self.model.explicit:
-            use = self._explicit(current, sums, same, messages, at=at, long_ttl=long_ttl)
+            use = self._explicit(current, sums, same, messages, at=at, long_ttl=long_ttl, stable=stable)
         else:
             cap = self._turn_cap(current, messages) if new_turn_after_reasoning else None
             use = CacheUse(self._implicit(current, common, route, at, cap))
@@ -467,12 +470,13 @@ class CacheSimulator:
         *,
         at: float | None,
         long_ttl: bool,
+        stable: Sequence[int] = (),
     ) -> CacheUse:
         chain = self._hash_chain(current, same)
         positions = sums[1:]  # tokens up to the end of each segment
         skip = len(self._prefix)  # segments before the tool schemas
         blocks = [0] * (skip + 1) + self._blocks(messages)
-        points = self._breakpoints(messages, skip)
+        points = self._breakpoints(messages, skip, stable)
         now = at if at is not None else 0.0
         found = [self._lookup(chain, blocks, b, now) for b in points]
         read_at = max((f for f in found if f >= 0), default=-1)
@@ -491,8 +495,9 @@ class CacheSimulator:
         self._renew(chain, [*live, *(f for f in found if f >= 0)], fresh, at, long_ttl)
         return CacheUse(round(read + warm - lost), max(round(written - warm + lost), 0))
 
-    def _breakpoints(self, messages: Sequence[Message], skip: int) -> list[int]:
-        """Segment indexes of the breakpoints (segments: the prefix's, the tool schemas, the messages)."""
+    def _breakpoints(self, messages: Sequence[Message], skip: int, stable: Sequence[int] = ()) -> list[int]:
+        """Segment indexes of the breakpoints (segments: the prefix's, the tool schemas, the messages):
+        the prefix's, then the stable prefixes in the breakpoints left (:func:`stable_breakpoints`)."""
         leading_system = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
         points = {skip + len(messages)}  # the newest message
         if leading_system:
@@ -502,6 +507,8 @@ class CacheSimulator:
         points.discard(0)
         if self._shared:
             points.add(0)  # the part of the unrecorded prefix that sessions share
+        spare = self.model.max_breakpoints - len(points)
+        points.update(skip + k for k in stable_breakpoints(stable, len(messages), spare))
         return sorted(points)[-self.model.max_breakpoints :]
 
     def _valid(self, key: int, now: float) -> bool:

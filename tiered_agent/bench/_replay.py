@@ -698,6 +698,7 @@ async def _step(
         at=state.run.time(step),
         long_ttl=step in state.long_steps,
         new_turn_after_reasoning=step in state.turns_after_reasoning,
+        stable=prepared.built.stable,
     )
     cached = min(use.read, prompt_tokens)
     fixed, new = _regions(state, track, messages, prepared.tools, prompt_tokens)

@@ -25,6 +25,7 @@ prompt is what the other steps build, and the run goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import time
@@ -197,6 +198,8 @@ class ContextManager:
         self.schedule: AgingSchedule | None = None  # the aging schedule of the last prompt (None: no aging)
         self._served = 0  # tool calls a step served instead of running them (dedup hits)
         self._sent: SentPrompt | None = None
+        self._stable: tuple[int, ...] = ()  # the stable prefixes the policy reported for the last prompt
+        self._rotation = 0  # prompts prepared: which stable prefix comes first (:meth:`_order_stable`)
         self._skipped: set[int] = set()  # runtimes that raised while the prompt was prepared
         self._history = HistoryTally(counter)  # the counterfactual, counted once per message
         self._prompts = PromptTally(counter)
@@ -361,8 +364,31 @@ class ContextManager:
                 f"{limit:.0%} of the {self.context_window:,}-token context window, "
                 "even after compaction; refusing to send it"
             )
+        prepared = self._order_stable(prepared)
         self._sent = SentPrompt(prepared.built.messages, prepared.tools, self.model)
         return prepared
+
+    def _order_stable(self, prepared: PreparedPrompt) -> PreparedPrompt:
+        """The prompt with its stable prefixes in the order to mark them: when they changed (an
+        epoch), the longest one the last prompt reported that this one still starts with first
+        (the cache entry written there is read: a breakpoint finds an earlier entry only a few
+        content blocks back; the new ones are written from the next prompt on); otherwise the
+        policy's order, rotated by one each prompt, so that a request with a single breakpoint to
+        spare keeps every entry alive."""
+        built, before, sent = prepared.built, self._stable, self._sent
+        self._stable, self._rotation = built.stable, self._rotation + 1
+        if not built.stable:
+            return prepared
+        if before and sent is not None and not set(before) <= set(built.stable):
+            kept = _kept_prefix(sent.messages, built.messages, before)
+            if kept is not None:
+                stable = (kept, *(k for k in built.stable if k != kept))
+                return dataclasses.replace(prepared, built=dataclasses.replace(built, stable=stable))
+        turn = self._rotation % len(built.stable)
+        if not turn:
+            return prepared
+        stable = built.stable[turn:] + built.stable[:turn]
+        return dataclasses.replace(prepared, built=dataclasses.replace(built, stable=stable))
 
     def _decide(self, turn: Turn) -> None:
         for position, runtime in self._hooks["decide"]:
@@ -535,3 +561,15 @@ class SparedTokens:
 def _is_retrieve(schema: Mapping[str, Any]) -> bool:
     function = schema.get("function")
     return isinstance(function, Mapping) and function.get("name") == RETRIEVE_TOOL_NAME
+
+
+def _kept_prefix(
+    previous: Sequence[Message], current: Sequence[Message], counts: Sequence[int]
+) -> int | None:
+    """The longest of ``counts`` whose prefix ``current`` shares with ``previous`` (None: none)."""
+    for count in sorted(counts, reverse=True):
+        if count <= min(len(previous), len(current)) and all(
+            a is b or a == b for a, b in zip(previous[:count], current[:count], strict=True)
+        ):
+            return count
+    return None

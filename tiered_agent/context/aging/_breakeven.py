@@ -52,7 +52,8 @@ class CacheTerms:
     bill no writes); ``miss_rate``: expected share of cacheable tokens not served;
     ``min_tokens`` and ``block``: the smallest cached prefix and the granularity of
     hits, in local tokens; ``explicit``: cached only at breakpoints (Anthropic), so
-    a rewrite re-writes everything after the system prompt.
+    a rewrite re-writes everything after the last breakpoint it leaves intact (the system
+    prompt's, or one on the prompt's stable prefix: :meth:`lost`).
     """
 
     read: float = DEFAULT_READ_PRICE
@@ -141,21 +142,22 @@ class CacheTerms:
             return 1.0
         return next((share for limit, share in self.idle_survival if idle_s <= limit), 0.0)
 
-    def lost(self, prefix: int, tail: int, fixed: int) -> int:
+    def lost(self, prefix: int, tail: int, fixed: int, stable: int = 0) -> int:
         """Tokens that lose the cache when a prompt changes after ``prefix`` tokens, ``tail`` after.
 
         Implicit caches keep the prefix up to its last whole block (nothing below the
-        minimum); explicit ones only the ``fixed`` part (tools and system prompt) at its
-        breakpoint, since no entry survives at a later message.
+        minimum); explicit ones the ``fixed`` part (tools and system prompt) at its
+        breakpoint, or the first ``stable`` tokens when a breakpoint on the prompt's stable
+        prefix ends there (``BuiltPrompt.stable``; the request after the change marks it again).
         """
         if self.explicit:
-            return max(prefix - fixed, 0) + tail
+            return max(prefix - max(fixed, stable), 0) + tail
         kept = 0 if prefix < max(self.min_tokens, 1) else prefix // self.block * self.block
         return prefix - kept + tail
 
-    def rewrite_cost(self, prefix: int, tail: int, fixed: int) -> float:
+    def rewrite_cost(self, prefix: int, tail: int, fixed: int, stable: int = 0) -> float:
         """``extra x lost``: the one-time cost of changing the prompt there."""
-        return self.extra * self.lost(prefix, tail, fixed)
+        return self.extra * self.lost(prefix, tail, fixed, stable)
 
     def rent(self, dead_tokens: int) -> float:
         """``carry x dead``: what carrying ``dead_tokens`` costs for one call."""

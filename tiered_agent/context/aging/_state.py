@@ -212,7 +212,9 @@ class AgingState:
         per_call = self.terms.rent(max(saving, 0))
         self._rent += per_call
         prefix = fixed + notes + self._notes + aged
-        cost = self.terms.rewrite_cost(prefix, tail + (0 if notes else self._note_tokens()), fixed)
+        # what the notes' breakpoint keeps (pricing the aged part's breakpoint too aged more, saved no more)
+        kept = fixed + notes + self._notes if notes else 0
+        cost = self.terms.rewrite_cost(prefix, tail + (0 if notes else self._note_tokens()), fixed, kept)
         if (
             saving > 0
             and self._pays(self._rent, cost, per_call)
@@ -288,7 +290,8 @@ class AgingState:
         after = self._shown_after(due) + refreshed
         prefix = fixed + self._note_tokens() + self._notes - refreshed
         lost = note + after + tail + written
-        if self._pays(self._rent_condense, self.terms.rewrite_cost(prefix, lost, fixed), per_call):
+        kept = prefix if self.schedule.epochs and not refreshed else 0  # the notes' breakpoint
+        if self._pays(self._rent_condense, self.terms.rewrite_cost(prefix, lost, fixed, kept), per_call):
             return Epoch(last, through, due)
         return None
 

@@ -58,7 +58,8 @@ prompt after ``P`` tokens, re-sending ``T`` tokens::
     carry = read x (1 - miss) + miss            # price per call of a cached token
     extra = write - carry                       # a re-sent token on top of keeping it
     lost  = T + P - block_floor(P)              # implicit caches (0 cached below min_tokens)
-          = T + P - fixed                       # explicit caches (Anthropic): all after tools + system
+          = T + P - kept                        # explicit caches (Anthropic): all after the notes'
+                                                #   breakpoint (before any: after tools + system)
     rent += carry x D                           # every call the dead weight is carried
     age when rent >= extra x lost               # then rent = 0
 
@@ -541,6 +542,7 @@ def _assemble(
     ]
     messages = [draft.messages[i] for i in head] + list(notes)
     originals = [draft.originals[i] for i in head] + list(notes)
+    notes_end = len(messages)
     hidden: dict[int, int] = {}  # the aged outputs shown shorter
     for k in sorted(forms):
         for shown, original in zip(forms[k], groups[k], strict=True):
@@ -548,6 +550,7 @@ def _assemble(
                 hidden[len(messages)] = max(len(original.text) - len(shown.text), 0)
             messages.append(shown)
             originals.append(original)
+    stable = _stable(notes_end, len(messages))
     messages.extend(written)
     originals.extend(written)
     if stand_in is not None and summary is not None:
@@ -569,4 +572,12 @@ def _assemble(
         dropped_by={**draft.dropped_by, Age.kind: draft.dropped_by.get(Age.kind, frozenset()) | gone},
         shows_summary=draft.shows_summary or stand_in is not None,
         names_retrieval=True,  # aged forms and the note before them name their retrieval calls
+        stable=stable,
     )
+
+
+def _stable(notes_end: int, aged_end: int) -> tuple[int, ...]:
+    """The prompt's stable prefixes: through the aged iterations (an epoch that only ages more
+    changes the prompt after them) and through the condensed notes (a condensing epoch changes it
+    after them). The files note after the aged iterations changes at every epoch."""
+    return (aged_end, notes_end) if aged_end != notes_end else (aged_end,)

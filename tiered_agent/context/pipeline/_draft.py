@@ -155,6 +155,7 @@ class Draft:
     shows_summary: bool = False  # the summary is shown although every iteration it covers is too (aged)
     names_retrieval: bool = False  # a step shows retrieval calls in forms it does not record as hidden
     owners: Mapping[int, str] = field(default_factory=dict)  # position hidden, cut or pointed -> by
+    stable: tuple[int, ...] = ()  # the prompt's stable prefixes (``BuiltPrompt.stable``)
 
     @property
     def names_any_retrieval(self) -> bool:
@@ -281,14 +282,27 @@ class Draft:
         )
         cut = self._pairs(order)
         effects = _Effects(self, (truncations, cut)) if self.owners or self.dropped else _NO_EFFECTS
-        return BuiltPrompt(self.messages, stats, cut, names_retrieval=self.names_retrieval, effects=effects)
+        return BuiltPrompt(
+            self.messages,
+            stats,
+            cut,
+            names_retrieval=self.names_retrieval,
+            effects=effects,
+            stable=self.stable,
+        )
 
     def _untouched(self, summary: Summary | None, iterations: tuple[int, ...]) -> BuiltPrompt:
         """:meth:`built` of a draft no step decided anything about (most prompts of most policies):
         every iteration shown, nothing cut, hidden or pointed, no effects."""
         shown = (summary.first, summary.last) if summary is not None and self.shows_summary else None
         stats = ContextStats(summary_range=shown, shown_iterations=iterations)
-        return BuiltPrompt(self.messages, stats, names_retrieval=self.names_retrieval, effects=_NO_EFFECTS)
+        return BuiltPrompt(
+            self.messages,
+            stats,
+            names_retrieval=self.names_retrieval,
+            effects=_NO_EFFECTS,
+            stable=self.stable,
+        )
 
     def _pairs(self, positions: Sequence[int]) -> tuple[tuple[Message, Message], ...]:
         """(original, as shown) at each of ``positions``."""

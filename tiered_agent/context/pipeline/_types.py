@@ -114,6 +114,10 @@ class BuiltPrompt:
     failures: tuple[StepFailure, ...] = ()  # steps skipped because they raised
     names_retrieval: bool = False  # shows a retrieval call besides its cuts, placeholders and notes
     effects: Mapping[str, StepEffects] = field(default_factory=dict)  # by step kind: what each did
+    # Message counts k, preferred first, whose first k messages the next prompts repeat until the
+    # policy changes them again (aging's next epoch): where an explicit cache breakpoint keeps what
+    # that change leaves intact (``_model.stable_breakpoints``; empty: the policy knows none).
+    stable: tuple[int, ...] = ()
 
     @property
     def shows_retrieval(self) -> bool:
