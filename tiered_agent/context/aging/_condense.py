@@ -29,6 +29,11 @@ agent naming a thing is not the output line that showed it.
 
 The note is a ``user`` message: the chunk's assistant and tool messages are
 gone, so no call can lose its result.
+
+A note condensed long enough ago fades (level 3, :func:`faded_note`): its
+iteration lines stay, and of the lines kept under them only those naming what the
+agent named since the note was written; its head still names the chunk's
+retrieval call.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import heapq
 import math
 import re
 from collections import Counter
-from collections.abc import KeysView, Mapping, Sequence, Set
+from collections.abc import Iterable, KeysView, Mapping, Sequence, Set
 from dataclasses import dataclass
 from itertools import chain
 
@@ -66,10 +71,12 @@ __all__ = [
     "Terse",
     "condensed_line",
     "condensed_note",
+    "faded_note",
     "format_label",
     "held_lines",
     "informative_lines",
     "is_bare",
+    "named_by",
     "referred_lines",
 ]
 
@@ -974,3 +981,32 @@ def _render_note(
         named.update(reading.actions)
     parts = (f"{head}\n", *(f"{line}\n" for line in reversed(lines[1:])), lines[0])
     return CondensedNote(Message(role="user", content="".join(parts), iteration=first), parts)
+
+
+_PART = re.compile(r"\n(?=[^ ])")  # a line feed before an iteration's line (kept lines are indented)
+_NUMBER = re.compile(r"(\d+)\. ")
+_EACH = ", one line each"
+FADED = ", one line each, faded (most kept lines dropped)"  # a faded note's head says so
+
+
+def faded_note(note: Message, since: Set[str], *, keep: int, whole: Set[int] = frozenset()) -> CondensedNote:
+    """Level 3: ``note`` (a chunk's condensed note) with, under each iteration's line, only the kept
+    lines naming something the agent named since the note was written (``since``), at most ``keep``
+    per iteration, in their order; the iterations in ``whole`` (a sub-agent's report) keep theirs.
+    Its head names the chunk's retrieval call as before, marked faded."""
+    text = note.text
+    head, *rest = _PART.split(text) if text else [""]
+    parts = [head.replace(_EACH, FADED, 1) + ("\n" if rest else "")]
+    for index, part in enumerate(rest):
+        line, *kept = part.split("\n")
+        number = _NUMBER.match(line)
+        if not (number and int(number.group(1)) in whole):
+            kept = [k for k in kept if not since.isdisjoint(refs(k))][:keep]
+        parts.append("\n".join((line, *kept)) + ("\n" if index < len(rest) - 1 else ""))
+    return CondensedNote(Message(role="user", content="".join(parts), iteration=note.iteration), tuple(parts))
+
+
+def named_by(iterations: Iterable[tuple[Message, ...]], readings: Readings | None) -> frozenset[str]:
+    """What the agent's messages in ``iterations`` name (each iteration read once per run with
+    ``readings``, the run's memo)."""
+    return frozenset(chain.from_iterable(_reading(messages, readings).actions for messages in iterations))
