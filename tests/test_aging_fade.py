@@ -22,7 +22,7 @@ from tiered_agent._trace import AgingCarry, AgingRecord, ContextRecord
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.context._presets import PRESETS
 from tiered_agent.context.aging._breakeven import CacheTerms
-from tiered_agent.context.aging._condense import faded_note
+from tiered_agent.context.aging._condense import call_line, faded_note
 from tiered_agent.context.aging._forms import FormsMemo
 from tiered_agent.context.aging._schedule import AgingSchedule, Epoch
 from tiered_agent.context.aging._state import AgingState, schedule_from_records
@@ -62,6 +62,26 @@ def test_a_faded_note_keeps_its_lines_and_what_was_named_since() -> None:
     whole = faded_note(note, set(), keep=0, whole={2}).message
     assert kept_lines(whole, 2) == ["File a.py, line 3, in parse_args", "report_line_1"]
     assert kept_lines(whole, 1) == []
+
+
+def test_a_faded_note_may_keep_any_line_or_those_naming_what_no_newer_output_shows() -> None:
+    note = Message("user", NOTE, iteration=1)
+    first = faded_note(note, None, keep=1).message  # any kept line, up to 1 per iteration
+    assert [kept_lines(first, k) for k in (1, 2)] == [
+        ["def parse_args(argv):"],
+        ["File a.py, line 3, in parse_args"],
+    ]
+    unseen = faded_note(note, None, keep=8, shown={"parse_args", "argv", "a.py", "report_line_1"}).message
+    assert [kept_lines(unseen, k) for k in (1, 2)] == [["MAX_DEPTH = 12", "def other_helper():"], []]
+    # its lines may stand for the iterations' own (the calls alone, :func:`call_line`)
+    calls = faded_note(note, set(), keep=0, lines={1: "1. bash: cat a.py → exit 0, 40 lines"}).message
+    assert calls.text.splitlines()[1:] == ["1. bash: cat a.py → exit 0, 40 lines", NOTE.splitlines()[5]]
+
+
+def test_a_line_without_reasoning_is_the_calls_and_what_came_back() -> None:
+    assert (
+        call_line(3, _run(3, "mod")) == "3. bash: cat mod_3.py → 30 lines"
+    )  # no reasoning; no exit code recorded
 
 
 def test_the_parts_of_a_faded_note_count_as_its_text() -> None:
@@ -183,7 +203,11 @@ def test_the_knobs_are_validated_and_round_trip() -> None:
         Age(fade_keep=-1)
     with pytest.raises(ConfigurationError, match="refresh_chunks"):
         Age(fade_after=4, refresh_chunks=True)
-    step = Age(fade_after=10, fade_keep=1)
+    with pytest.raises(ConfigurationError, match="fade_named"):
+        Age(fade_named="never")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="fade_reasoning"):
+        Age(fade_reasoning=0)  # type: ignore[arg-type]
+    step = Age(fade_after=10, fade_keep=1, fade_named="unseen", fade_reasoning=False)
     assert Policy.from_dict(Policy("p", [step]).to_dict()).steps == (step,)
     assert Age().fade_after is None
 

@@ -85,7 +85,7 @@ class FormsMemo:
         self.written = WrittenFiles()
         # The faded notes (level 3), by the identity of the note, when it faded and the lines it
         # keeps per iteration, with the note
-        self.faded: LRUCache[tuple[int, int, int, bool], tuple[Message, Message]] = LRUCache(chunks)
+        self.faded: LRUCache[tuple[object, ...], tuple[Message, Message]] = LRUCache(chunks)
         # What iteration 0 (the task) names, with the messages it was read from (:meth:`head_refs`)
         self._head: tuple[tuple[Message, ...], frozenset[str]] = ((), frozenset())
 

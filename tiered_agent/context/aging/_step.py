@@ -39,9 +39,12 @@ the provider's cache holds all of it. The forms:
   behind the condensed boundary fades (level 3, :func:`~._condense.faded_note`): its note keeps
   its iteration lines and, under each, at most ``fade_keep`` of its kept lines, those naming
   what the agent named since the chunk was condensed (``fade_named="since"``; ``"after"``: since
-  the chunk's last iteration, so the lines it kept as referred to stay); the head still names the chunk's
-  retrieval call. A fade rewrites the prompt from the first faded note, so it only goes along
-  with an epoch that rewrites anyway, when its own rent covers what it adds to that rewrite;
+  the chunk's last iteration, so the lines it kept as referred to stay; ``"all"``: any;
+  ``"unseen"``: those naming something no output after the chunk shows); with
+  ``fade_reasoning=False`` its lines also lose the agent's reasoning; the head still names the
+  chunk's retrieval call. A fade rewrites the prompt from the first faded note, so it only goes
+  along with an epoch that rewrites anyway, when its own rent covers what it adds to that rewrite
+  (issue 18; off: every variant measured lost more on the rulers than it saved, docs/policies.md);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`); so do the later
   ``user`` messages of at most ``keep_user_chars`` characters (a person steering the session;
@@ -97,7 +100,16 @@ from ..._trace import AgingRecord, ContextRecord, Event, ModelRequest
 from .._step import Run, Step, StepRuntime, Turn, require
 from ..pipeline._draft import BuildContext, Draft, summary_message
 from ._breakeven import CacheTerms
-from ._condense import NO_SCALE, NovelScale, Terse, faded_note, held_lines, named_by
+from ._condense import (
+    NO_SCALE,
+    NovelScale,
+    Terse,
+    call_line,
+    faded_note,
+    held_lines,
+    named_by,
+    shown_by,
+)
 from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
 from ._reasoning import ReasoningMode
 from ._reports import Reports
@@ -107,9 +119,10 @@ from ._written import written_note
 
 __all__ = ["Age", "AgeRuntime", "FadeNamed", "iteration_groups"]
 
-# Whose names a faded note's kept lines must name: the agent's since the chunk was condensed, or
-# since its last iteration (:meth:`Age.fade`)
-FadeNamed = Literal["since", "after"]
+# Which kept lines a faded note keeps (:meth:`Age.fade`): those naming what the agent named since
+# the chunk was condensed, or since its last iteration; any; those naming what no output after the
+# chunk shows
+FadeNamed = Literal["since", "after", "all", "unseen"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +179,7 @@ class Age(Step):
     fade_after: int | None = None
     fade_keep: int = 2
     fade_named: FadeNamed = "since"
+    fade_reasoning: bool = True
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -211,8 +225,8 @@ class Age(Step):
             f"Age.condense_after must be None or more than the window, got {after!r}",
         )
         require(
-            self.fade_named in ("since", "after"),
-            f"Age.fade_named must be 'since' or 'after', got {self.fade_named!r}",
+            self.fade_named in ("since", "after", "all", "unseen"),
+            f"Age.fade_named must be 'since', 'after', 'all' or 'unseen', got {self.fade_named!r}",
         )
         fade = self.fade_after
         require(
@@ -228,7 +242,14 @@ class Age(Step):
             every is None or (isinstance(every, int) and every >= 1),
             f"Age.every must be None or >= 1, got {every!r}",
         )
-        for name in ("refresh_chunks", "bare_lines", "unique_lines", "across_notes", "spare_held"):
+        for name in (
+            "refresh_chunks",
+            "bare_lines",
+            "unique_lines",
+            "across_notes",
+            "spare_held",
+            "fade_reasoning",
+        ):
             value = getattr(self, name)
             require(isinstance(value, bool), f"Age.{name} must be true or false, got {value!r}")
         patience = self.patience
@@ -408,17 +429,24 @@ class Age(Step):
         condensed), faded when the newest iteration was ``at`` (once per note and ``at`` with the
         run's ``memo``)."""
         # the run's memo is shared by the policies aging alike
-        key = (id(note), at, self.fade_keep, self.fade_named == "after")
+        key = (id(note), at, self.fade_keep, self.fade_named, self.fade_reasoning)
         hit = memo.faded.get(key) if memo is not None else None
         if hit is not None and hit[0] is note:
             return hit[1]
         first, last, condensed_at = chunk
         readings = memo.readings if memo is not None else None
         start = condensed_at + 1 if self.fade_named == "since" else last + 1
-        since = named_by((groups[k] for k in range(start, at + 1) if k in groups), readings)
+        since = shown = None
+        after = [groups[k] for k in range(start, at + 1) if k in groups]
+        if self.fade_named == "unseen":
+            shown = shown_by(after)
+        elif self.fade_named != "all":
+            since = named_by(after, readings)
         reports = self.reports()
-        whole = {k for k in range(first, last + 1) if k in groups and reports.of(groups[k])}
-        faded = faded_note(note, since, keep=self.fade_keep, whole=whole)
+        chunk_groups = [(k, groups[k]) for k in range(first, last + 1) if k in groups]
+        whole = {k for k, messages in chunk_groups if reports.of(messages)}
+        lines = None if self.fade_reasoning else {k: call_line(k, m) for k, m in chunk_groups}
+        faded = faded_note(note, since, keep=self.fade_keep, whole=whole, lines=lines, shown=shown)
         if memo is not None:
             memo.keep(faded)
             memo.faded[key] = (note, faded.message)
