@@ -188,6 +188,40 @@ CANDIDATES: dict[str, Policy] = {
     # "no-spare" is the default before
     "no-spare": _with_age("no-spare", spare_held=False),
     "spare": _with_age("spare", spare_held=True),
+    # issue 18: a third level, old condensed notes fade to their iteration lines plus the kept lines
+    # naming what the agent named since (Age(fade_after=N, fade_keep=K)), along with an epoch
+    **{
+        f"fade-{n}-{k}": _with_age(f"fade-{n}-{k}", fade_after=n, fade_keep=k)
+        for n in (0, 10, 20, 40)
+        for k in (0, 1, 2, 4, 8)
+    },
+    **{
+        f"fade-after-{n}-{k}": _with_age(f"fade-after-{n}-{k}", fade_after=n, fade_keep=k, fade_named="after")
+        for n in (0, 10, 20, 40)
+        for k in (1, 2, 4, 8)
+    },
+    # every kept line staying, up to k per iteration (a long read's many novel lines go)
+    **{
+        f"fade-all-{n}-{k}": _with_age(f"fade-all-{n}-{k}", fade_after=n, fade_keep=k, fade_named="all")
+        for n in (0, 10)
+        for k in (4, 8, 16)
+    },
+    # the kept lines naming something no newer output (since the chunk was condensed) shows
+    **{
+        f"fade-unseen-{n}-{k}": _with_age(
+            f"fade-unseen-{n}-{k}", fade_after=n, fade_keep=k, fade_named="unseen"
+        )
+        for n in (0, 10)
+        for k in (8, 60)
+    },
+    # the lines without their reasoning, every kept line staying (or up to k)
+    **{
+        f"fade-calls-{n}-{k}": _with_age(
+            f"fade-calls-{n}-{k}", fade_after=n, fade_keep=k, fade_named="all", fade_reasoning=False
+        )
+        for n in (0, 10, 20)
+        for k in (2, 8, 60)
+    },
     # issue 18, with spare_held: the budgets around the default (condensed notes' lines, own lines,
     # a file named again, chunks, the window, the break-even rule's patience)
     "max-lines-30": _with_age("max-lines-30", max_lines=30),

@@ -146,7 +146,8 @@ class AgingCarry:
     """What the ``Age`` step's break-even rule has accrued since its last epochs, for resume to go
     on deciding as the run would have: ``rent`` paid toward the next epoch, ``rent_condense`` toward
     the next condensing, and the request times as it reads them (``calls`` prepared, the ``last``
-    known time, the ``gaps`` measured and the expected share of the cache they ``lost``)."""
+    known time, the ``gaps`` measured and the expected share of the cache they ``lost``), and
+    ``rent_fade`` toward the next fading of old notes (``Age(fade_after=)``)."""
 
     rent: float = 0.0
     rent_condense: float = 0.0
@@ -154,9 +155,14 @@ class AgingCarry:
     last: float | None = None
     gaps: int = 0
     lost: float = 0.0
+    rent_fade: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Every field (``rent_fade`` only when some was paid: records without fading have none)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if not self.rent_fade:
+            del fields["rent_fade"]
+        return fields
 
     @classmethod
     def from_dict(cls, data: Any) -> AgingCarry | None:
@@ -169,7 +175,10 @@ class AgingCarry:
             return None
         rent, rent_condense, lost = (float(v) for v in values[:3])
         calls, gaps = (_int(v) for v in values[3:])
-        return cls(rent, rent_condense, calls, None if last is None else float(last), gaps, lost)
+        fade: Any = data.get("rent_fade", 0.0)
+        if not (_is_int(fade) and fade >= 0):
+            return None
+        return cls(rent, rent_condense, calls, None if last is None else float(last), gaps, lost, float(fade))
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,15 +186,19 @@ class AgingRecord:
     """The ``Age`` step's own record: iterations ``1..through`` aged, ``1..condensed`` condensed, the
     epoch decided for this prompt (``(at, through, condensed)``; resume rebuilds the schedule from
     these) and what the rule had accrued after deciding (:class:`AgingCarry`; resume goes on from the
-    newest)."""
+    newest); ``faded``: the condensed notes through that iteration are faded (``Age(fade_after=)``;
+    an epoch decided here faded that far)."""
 
     through: int = 0
     condensed: int = 0
     epoch: tuple[int, int, int] | None = None
     carry: AgingCarry | None = None
+    faded: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         record: dict[str, Any] = {"through": self.through, "condensed": self.condensed}
+        if self.faded:
+            record["faded"] = self.faded
         if self.epoch is not None:
             at, through, condensed = self.epoch
             record["epoch"] = {"at": at, "through": through, "condensed": condensed}
@@ -202,7 +215,8 @@ class AgingRecord:
         if isinstance(epoch, Mapping) and all(_is_int(epoch.get(k)) for k in ("at", "through")):
             decided = (int(epoch["at"]), int(epoch["through"]), _int(epoch.get("condensed")))
         carry = AgingCarry.from_dict(data.get("carry"))
-        return cls(_int(data.get("through")), _int(data.get("condensed")), decided, carry)
+        through, condensed, faded = (_int(data.get(k)) for k in ("through", "condensed", "faded"))
+        return cls(through, condensed, decided, carry, faded)
 
 
 StepState = AgingRecord | Mapping[str, Any]  # a step's own record: typed for the built-in steps

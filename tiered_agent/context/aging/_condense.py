@@ -29,6 +29,11 @@ agent naming a thing is not the output line that showed it.
 
 The note is a ``user`` message: the chunk's assistant and tool messages are
 gone, so no call can lose its result.
+
+A note condensed long enough ago fades (level 3, :func:`faded_note`): its
+iteration lines stay, and of the lines kept under them only those naming what the
+agent named since the note was written; its head still names the chunk's
+retrieval call.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import heapq
 import math
 import re
 from collections import Counter
-from collections.abc import KeysView, Mapping, Sequence, Set
+from collections.abc import Iterable, KeysView, Mapping, Sequence, Set
 from dataclasses import dataclass
 from itertools import chain
 
@@ -64,13 +69,17 @@ __all__ = [
     "Reading",
     "Readings",
     "Terse",
+    "call_line",
     "condensed_line",
     "condensed_note",
+    "faded_note",
     "format_label",
     "held_lines",
     "informative_lines",
     "is_bare",
+    "named_by",
     "referred_lines",
+    "shown_by",
 ]
 
 _SENTENCE_CHARS = 160
@@ -184,6 +193,20 @@ def format_label(messages: Sequence[Message]) -> str | None:
     """The label the agent's format puts before its reasoning (``THOUGHT:``), if nearly every one of
     at least 3 assistant messages starts with the same one: repeated on every line, it says nothing."""
     return _label(*_labels(messages))
+
+
+@run_memo(4096)
+def call_line(iteration: int, messages: tuple[Message, ...]) -> str:
+    """An iteration's line without the agent's reasoning (a faded note's): its calls with what came
+    back, and a person's messages."""
+    outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
+    parts: list[str] = []
+    for message in messages:
+        if message.role == "assistant":
+            parts.extend(f"{_call(c)}{_ARROW}{_outcome(outputs.get(c.id, ''))}" for c in message.tool_calls)
+        elif message.role == "user":
+            parts.append(f"user: {first_sentence(message.text, _SENTENCE_CHARS)}")
+    return f"{iteration}. {_ARROW.join(parts) if parts else '(nothing)'}"
 
 
 @run_memo(8192)
@@ -974,3 +997,54 @@ def _render_note(
         named.update(reading.actions)
     parts = (f"{head}\n", *(f"{line}\n" for line in reversed(lines[1:])), lines[0])
     return CondensedNote(Message(role="user", content="".join(parts), iteration=first), parts)
+
+
+_PART = re.compile(r"\n(?=[^ ])")  # a line feed before an iteration's line (kept lines are indented)
+_NUMBER = re.compile(r"(\d+)\. ")
+_EACH = ", one line each"
+FADED = ", one line each, faded (most kept lines dropped)"  # a faded note's head says so
+
+
+def faded_note(
+    note: Message,
+    since: Set[str] | None,
+    *,
+    keep: int,
+    whole: Set[int] = frozenset(),
+    lines: Mapping[int, str] | None = None,
+    shown: Set[str] | None = None,
+) -> CondensedNote:
+    """Level 3: ``note`` (a chunk's condensed note) with, under each iteration's line, only the kept
+    lines naming something the agent named since the note was written (``since``; None: any line),
+    at most ``keep`` per iteration, in their order; the iterations in ``whole`` (a sub-agent's
+    report) keep theirs. ``lines``: an iteration's line to show instead of its own (:func:`call_line`);
+    ``shown``: what the newer outputs show (a line naming nothing else goes).
+    Its head names the chunk's retrieval call as before, marked faded."""
+    text = note.text
+    head, *rest = _PART.split(text) if text else [""]
+    parts = [head.replace(_EACH, FADED, 1) + ("\n" if rest else "")]
+    for index, part in enumerate(rest):
+        line, *kept = part.split("\n")
+        number = _NUMBER.match(line)
+        k = int(number.group(1)) if number else -1
+        if k not in whole:
+            kept = [x for x in kept if since is None or not since.isdisjoint(refs(x))]
+            kept = [x for x in kept if shown is None or not all(r in shown for r in refs(x))][:keep]
+        line = lines.get(k, line) if lines is not None else line
+        parts.append("\n".join((line, *kept)) + ("\n" if index < len(rest) - 1 else ""))
+    return CondensedNote(Message(role="user", content="".join(parts), iteration=note.iteration), tuple(parts))
+
+
+def shown_by(iterations: Iterable[tuple[Message, ...]]) -> frozenset[str]:
+    """What the outputs and other messages than the agent's in ``iterations`` name."""
+    return frozenset(
+        chain.from_iterable(
+            text_refs(m.text) for messages in iterations for m in messages if m.role != "assistant"
+        )
+    )
+
+
+def named_by(iterations: Iterable[tuple[Message, ...]], readings: Readings | None) -> frozenset[str]:
+    """What the agent's messages in ``iterations`` name (each iteration read once per run with
+    ``readings``, the run's memo)."""
+    return frozenset(chain.from_iterable(_reading(messages, readings).actions for messages in iterations))

@@ -83,6 +83,9 @@ class FormsMemo:
         self.rendered: dict[int, tuple[CondensedNote, TokenCounter | None, int]] = {}
         # The files the agent wrote, as the calls read so far left them (:mod:`._written`)
         self.written = WrittenFiles()
+        # The faded notes (level 3), by the identity of the note, when it faded and the lines it
+        # keeps per iteration, with the note
+        self.faded: LRUCache[tuple[object, ...], tuple[Message, Message]] = LRUCache(chunks)
         # What iteration 0 (the task) names, with the messages it was read from (:meth:`head_refs`)
         self._head: tuple[tuple[Message, ...], frozenset[str]] = ((), frozenset())
 

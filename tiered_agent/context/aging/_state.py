@@ -45,6 +45,18 @@ class AgingSettings(Protocol):
     @property
     def refresh_chunks(self) -> bool: ...
 
+    @property
+    def fade_after(self) -> int | None: ...
+
+    def fade(
+        self,
+        groups: Mapping[int, tuple[Message, ...]],
+        chunk: tuple[int, int, int],
+        at: int,
+        note: Message,
+        memo: FormsMemo | None = None,
+    ) -> Message: ...
+
     def style(self, retrieval: bool) -> AgedStyle: ...
 
     def note(
@@ -120,6 +132,10 @@ class AgingState:
         self._counted_through = 0  # aged iterations counted into _shown
         self._rent = 0.0
         self._rent_condense = 0.0
+        self._rent_fade = 0.0
+        # each condensed chunk with its note as written and the tokens of its note as shown
+        self._chunks: list[tuple[tuple[int, int, int], Message | None, int]] = []
+        self._fade_estimates: dict[int, int] = {}  # tokens fading a chunk (by its last) would save
         self.idle = IdleGaps()  # the run's request times: what a rewrite costs after a gap
         self.new_epoch: Epoch | None = None  # the epoch the last update decided, if any
 
@@ -128,7 +144,8 @@ class AgingState:
         ``carry``, from nothing)."""
         self.schedule = schedule
         carry = carry or AgingCarry()
-        self._rent, self._rent_condense = carry.rent, carry.rent_condense
+        self._rent, self._rent_condense, self._rent_fade = carry.rent, carry.rent_condense, carry.rent_fade
+        self._fade_estimates.clear()
         self.idle = IdleGaps(carry.calls, carry.last, carry.gaps, carry.lost)
         self._shown.clear()
         self._shown_sums.clear()
@@ -167,9 +184,13 @@ class AgingState:
         epoch = self._decide(
             last, limit, tool_tokens, summary_tokens, schema_tokens=schema_tokens, added=added
         )
+        self._accrue_fade(last)
         if epoch is not None:
+            epoch = self._fade_along(epoch, last)
             if epoch.condensed > self.schedule.condensed:
                 self._rent_condense = 0.0
+            if epoch.faded > self.schedule.faded:
+                self._rent_fade = 0.0
             self.schedule = self.schedule.then(epoch)
             self.new_epoch = epoch
             self._rent = 0.0
@@ -182,8 +203,11 @@ class AgingState:
         epoch = self.new_epoch
         decided = (epoch.at, epoch.through, epoch.condensed) if epoch is not None else None
         idle = self.idle
-        carry = AgingCarry(self._rent, self._rent_condense, idle.calls, idle.last, idle.gaps, idle.lost)
-        return AgingRecord(self.schedule.through, self.schedule.condensed, decided, carry)
+        carry = AgingCarry(
+            self._rent, self._rent_condense, idle.calls, idle.last, idle.gaps, idle.lost, self._rent_fade
+        )
+        schedule = self.schedule
+        return AgingRecord(schedule.through, schedule.condensed, decided, carry, schedule.faded)
 
     # ------------------------------------------------------------------ the rule
     def _decide(
@@ -305,6 +329,51 @@ class AgingState:
         after = self._shown_after(due) + self._refreshed()
         return self._pays(self._rent_condense, self.terms.extra * (note + after), self.terms.rent(saving))
 
+    # ------------------------------------------------------------------ level 3
+    def _fade_pending(self) -> list[tuple[tuple[int, int, int], Message, int]]:
+        """The chunks due to fade and not faded yet (``Age.fade_after``: those whose last iteration
+        is that far behind the condensed boundary), each with its note and the note's tokens."""
+        after = self.step.fade_after
+        if after is None:
+            return []
+        faded, bound = self.schedule.faded, self.schedule.condensed - after
+        return [(c, n, t) for c, n, t in self._chunks if faded < c[1] <= bound and n is not None]
+
+    def _faded_tokens(self, chunk: tuple[int, int, int], note: Message, at: int) -> int:
+        """Tokens of ``chunk``'s note faded when the newest iteration is ``at``."""
+        faded = self.step.fade(self._tuples, chunk, at, note, self.memo)
+        return self.memo.note_tokens(faded, self.counter)
+
+    def _accrue_fade(self, last: int) -> None:
+        """The rent fading the due chunks would save this call (each chunk's saving estimated once,
+        as it first fell due)."""
+        saving = 0
+        for chunk, note, tokens in self._fade_pending():
+            estimate = self._fade_estimates.get(chunk[1])
+            if estimate is None:
+                estimate = self._fade_estimates[chunk[1]] = tokens - self._faded_tokens(chunk, note, last)
+            saving += estimate
+        if saving > 0:
+            self._rent_fade += self.terms.rent(saving)
+
+    def _fade_along(self, epoch: Epoch, last: int) -> Epoch:
+        """``epoch`` fading the due chunks too when their rent covers what that adds to its rewrite
+        (from the first faded note to where ``epoch`` rewrites: the end of the notes when it
+        condenses, else the end of the aged iterations); else ``epoch`` keeping what faded."""
+        faded = self.schedule.faded
+        pending = self._fade_pending()
+        if pending:
+            new = sum(self._faded_tokens(c, n, last) for c, n, _ in pending)
+            saving = sum(t for _, _, t in pending) - new
+            due = pending[-1][0][1]
+            newer = sum(t for c, _, t in self._chunks if c[1] > due)
+            aged = 0 if epoch.condensed > self.schedule.condensed else self._shown_after(None)
+            per_call = self.terms.rent(max(saving, 0))
+            cost = self.terms.extra * (new + newer + aged)
+            if saving > 0 and self._pays(self._rent_fade, cost, per_call):
+                faded = due
+        return Epoch(epoch.at, epoch.through, epoch.condensed, faded)
+
     def _refreshed(self) -> int:
         """Tokens of the earlier notes a condensing epoch re-sends (``Age.refresh_chunks``: all)."""
         return self._notes if self.step.refresh_chunks else 0
@@ -423,9 +492,12 @@ class AgingState:
                 self.step.written(upto, epochs[-1].through, at, self.retrieval, self.memo)
             )
         self._held = frozenset()
+        self._chunks = []
         for chunk, note, held in self.step.chunk_notes(groups, self.schedule, self.retrieval, self.memo):
             self._held = held
-            self._notes += self.memo.note_tokens(note, self.counter) if note is not None else 0
+            tokens = self.memo.note_tokens(note, self.counter) if note is not None else 0
+            self._notes += tokens
+            self._chunks.append((chunk, note, tokens))
             for k in range(chunk[0], chunk[1] + 1):
                 self._shown.pop(k, None)
             self._shown_sums.clear()
@@ -442,7 +514,7 @@ def schedule_from_records(records: Sequence[ContextRecord]) -> AgingSchedule:
             continue
         at, through, condensed = aging.epoch
         try:
-            epoch = Epoch(at, through, condensed)
+            epoch = Epoch(at, through, condensed, aging.faded)
             if not epochs or epoch != epochs[-1]:
                 AgingSchedule((*epochs[-1:], epoch))  # checks that it does not go back
                 epochs.append(epoch)

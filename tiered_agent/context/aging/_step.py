@@ -35,6 +35,16 @@ the provider's cache holds all of it. The forms:
   leaves out the kept lines an earlier note holds (notes never change once written, so those
   lines are still in the prompt; on by default, issue 18); with ``spare_held``, such a line
   left out takes no place among its iteration's kept lines: the next one comes in (on by default);
+* with ``fade_after`` = N (None: never), a condensed chunk whose last iteration is at least N
+  behind the condensed boundary fades (level 3, :func:`~._condense.faded_note`): its note keeps
+  its iteration lines and, under each, at most ``fade_keep`` of its kept lines, those naming
+  what the agent named since the chunk was condensed (``fade_named="since"``; ``"after"``: since
+  the chunk's last iteration, so the lines it kept as referred to stay; ``"all"``: any;
+  ``"unseen"``: those naming something no output after the chunk shows); with
+  ``fade_reasoning=False`` its lines also lose the agent's reasoning; the head still names the
+  chunk's retrieval call. A fade rewrites the prompt from the first faded note, so it only goes
+  along with an epoch that rewrites anyway, when its own rent covers what it adds to that rewrite
+  (issue 18; off: every variant measured lost more on the rulers than it saved, docs/policies.md);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`); so do the later
   ``user`` messages of at most ``keep_user_chars`` characters (a person steering the session;
@@ -81,7 +91,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from cachetools import LRUCache
 
@@ -91,7 +101,16 @@ from ..._trace import AgingRecord, ContextRecord, Event, ModelRequest
 from .._step import Run, Step, StepRuntime, Turn, require
 from ..pipeline._draft import BuildContext, Draft, summary_message
 from ._breakeven import CacheTerms
-from ._condense import NO_SCALE, NovelScale, Terse, held_lines
+from ._condense import (
+    NO_SCALE,
+    NovelScale,
+    Terse,
+    call_line,
+    faded_note,
+    held_lines,
+    named_by,
+    shown_by,
+)
 from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
 from ._reasoning import ReasoningMode
 from ._reports import Reports
@@ -99,7 +118,12 @@ from ._schedule import AgingSchedule
 from ._state import AgingState, schedule_from_records
 from ._written import written_note
 
-__all__ = ["Age", "AgeRuntime", "iteration_groups"]
+__all__ = ["Age", "AgeRuntime", "FadeNamed", "iteration_groups"]
+
+# Which kept lines a faded note keeps (:meth:`Age.fade`): those naming what the agent named since
+# the chunk was condensed, or since its last iteration; any; those naming what no output after the
+# chunk shows
+FadeNamed = Literal["since", "after", "all", "unseen"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +177,10 @@ class Age(Step):
     unique_lines: bool = True
     across_notes: bool = True
     spare_held: bool = True
+    fade_after: int | None = None
+    fade_keep: int = 2
+    fade_named: FadeNamed = "since"
+    fade_reasoning: bool = True
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -184,6 +212,7 @@ class Age(Step):
             "keep_max_chars",
             "keep_user_chars",
             "written_chars",
+            "fade_keep",
         ):
             value = getattr(self, name)
             require(isinstance(value, int) and value >= 0, f"Age.{name} must be >= 0, got {value!r}")
@@ -196,12 +225,32 @@ class Age(Step):
             after is None or (isinstance(after, int) and after > self.window),
             f"Age.condense_after must be None or more than the window, got {after!r}",
         )
+        require(
+            self.fade_named in ("since", "after", "all", "unseen"),
+            f"Age.fade_named must be 'since', 'after', 'all' or 'unseen', got {self.fade_named!r}",
+        )
+        fade = self.fade_after
+        require(
+            fade is None or (isinstance(fade, int) and not isinstance(fade, bool) and fade >= 0),
+            f"Age.fade_after must be None or >= 0, got {fade!r}",
+        )
+        require(
+            fade is None or not self.refresh_chunks,
+            "Age.fade_after and Age.refresh_chunks do not go together (a refresh re-renders faded notes)",
+        )
         every = self.every
         require(
             every is None or (isinstance(every, int) and every >= 1),
             f"Age.every must be None or >= 1, got {every!r}",
         )
-        for name in ("refresh_chunks", "bare_lines", "unique_lines", "across_notes", "spare_held"):
+        for name in (
+            "refresh_chunks",
+            "bare_lines",
+            "unique_lines",
+            "across_notes",
+            "spare_held",
+            "fade_reasoning",
+        ):
             value = getattr(self, name)
             require(isinstance(value, bool), f"Age.{name} must be true or false, got {value!r}")
         patience = self.patience
@@ -338,6 +387,8 @@ class Age(Step):
                 notes = (*notes, note) if note is not None else notes
                 held = self.held(held, note)
             gone = gone | {k for k in range(chunk[0], chunk[1] + 1) if k in groups}
+        if epoch.faded > (before.faded if before else 0):
+            notes = self._fade(notes, groups, schedule, memo)
         kept = {k: v for k, v in forms.items() if k not in gone}
         return _Aged(
             prefix,
@@ -348,6 +399,59 @@ class Age(Step):
             self.written(groups, epoch.through, epoch.at, retrieval, memo),
             held,
         )
+
+    def _fade(
+        self,
+        notes: tuple[Message, ...],
+        groups: Mapping[int, tuple[Message, ...]],
+        schedule: AgingSchedule,
+        memo: FormsMemo | None,
+    ) -> tuple[Message, ...]:
+        """``notes`` with those of the chunks ``schedule``'s last epoch faded in their faded form."""
+        before = schedule.epochs[-2].faded if len(schedule.epochs) > 1 else 0
+        at = schedule.epochs[-1].at
+        chunks = [c for c in schedule.chunks() if before < c[1] <= schedule.faded]
+        out = list(notes)
+        for index, note in enumerate(notes):
+            chunk = next((c for c in chunks if c[0] <= note.iteration <= c[1]), None)
+            if chunk is not None:
+                out[index] = self.fade(groups, chunk, at, note, memo)
+        return tuple(out)
+
+    def fade(
+        self,
+        groups: Mapping[int, tuple[Message, ...]],
+        chunk: tuple[int, int, int],
+        at: int,
+        note: Message,
+        memo: FormsMemo | None = None,
+    ) -> Message:
+        """The faded form (level 3) of ``note``, the note of ``chunk`` (``first, last, at`` it was
+        condensed), faded when the newest iteration was ``at`` (once per note and ``at`` with the
+        run's ``memo``)."""
+        # the run's memo is shared by the policies aging alike
+        key = (id(note), at, self.fade_keep, self.fade_named, self.fade_reasoning)
+        hit = memo.faded.get(key) if memo is not None else None
+        if hit is not None and hit[0] is note:
+            return hit[1]
+        first, last, condensed_at = chunk
+        readings = memo.readings if memo is not None else None
+        start = condensed_at + 1 if self.fade_named == "since" else last + 1
+        since = shown = None
+        after = [groups[k] for k in range(start, at + 1) if k in groups]
+        if self.fade_named == "unseen":
+            shown = shown_by(after)
+        elif self.fade_named != "all":
+            since = named_by(after, readings)
+        reports = self.reports()
+        chunk_groups = [(k, groups[k]) for k in range(first, last + 1) if k in groups]
+        whole = {k for k, messages in chunk_groups if reports.of(messages)}
+        lines = None if self.fade_reasoning else {k: call_line(k, m) for k, m in chunk_groups}
+        faded = faded_note(note, since, keep=self.fade_keep, whole=whole, lines=lines, shown=shown)
+        if memo is not None:
+            memo.keep(faded)
+            memo.faded[key] = (note, faded.message)
+        return faded.message
 
     def _notes(
         self,
@@ -373,12 +477,18 @@ class Age(Step):
     ) -> Iterator[tuple[tuple[int, int, int], Message | None, frozenset[str]]]:
         """Each chunk ``schedule`` condensed, oldest first, with its note (:meth:`note`, ``now`` as
         there; each without the kept lines the ones before it hold) and the kept lines the notes
-        through it hold."""
+        through it hold (as written; a chunk the schedule faded comes with its faded note, :meth:`fade`)."""
         held: frozenset[str] = frozenset()
+        fades = dict(schedule.fades())
         for chunk in schedule.chunks():
             note = self.note(groups, chunk, retrieval, memo, now=now, before=held)
-            held = self.held(held, note)
-            yield chunk, note, held
+            held = self.held(held, note)  # the note as written: the newer notes were chosen under it
+            at = fades.get(chunk[1])
+            yield (
+                chunk,
+                note if note is None or at is None else self.fade(groups, chunk, at, note, memo),
+                held,
+            )
 
     def written(
         self,
