@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tiered_agent import Message, ToolCall
 from tiered_agent._errors import ConfigurationError
 from tiered_agent.context.aging._condense import condensed_note
-from tiered_agent.context.aging._forms import AgedStyle, age_batch
+from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch, condensed
 from tiered_agent.context.aging._reports import Reports
 from tiered_agent.context.steps import Age, step_from_dict
 
@@ -130,3 +132,23 @@ def test_a_later_user_message_repeating_an_earlier_one_word_for_word_is_not_kept
     assert note.count("    Stop: do not touch the public API.") == 1
     assert note.count("    Keep loader_7.py as it is; only fix the cache in cache_7.py.") == 2  # 1 and 3
     assert note.count("    Wait: do not touch the public API.") == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([None, STEER, STEER.upper(), "ok"]), min_size=3, max_size=9))
+def test_repeats_are_decided_the_same_through_a_runs_memo_as_without(users: list[str | None]) -> None:
+    """Aged forms and notes with person's messages (repeated or not) read through a run's memo, as
+    the batch or chunk grows and moves, are those rendered without one: the memo's keys hold what
+    the decision reads."""
+    batch = [_steered(k, text) if text else _later(k) for k, text in enumerate(users, 1)]
+    keep = Reports(user_max_chars=len(STEER))
+    style = AgedStyle(max_lines=3, head_lines=1, min_chars=100, reports=keep)
+    memo = FormsMemo()
+    for first in range(1, len(batch)):
+        for at in range(first + 1, len(batch) + 1):
+            part = batch[first - 1 : at]
+            assert age_batch(style, (SYSTEM, TASK), part, first, at - 1, memo=memo) == age_batch(
+                style, (SYSTEM, TASK), part, first, at - 1
+            )
+            note = condensed(part[:-1], retrieval=False, later=part[-1][1], reports=keep, memo=memo)
+            assert note == condensed_note(part[:-1], retrieval=False, later=part[-1][1], reports=keep)
