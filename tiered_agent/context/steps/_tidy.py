@@ -15,7 +15,7 @@ new, and both are recognised by their structure alone, never by a tool's or a fi
   (``repeated_blocks=True``). Like ``Dedup``'s pointers it points to text the prompt shows verbatim,
   so nothing is hidden; the output whole stays in the history (``context_retrieve`` returns it).
 - **Repeated user messages.** A later ``user`` message of at least ``min_quote_chars`` chars that is
-  word for word a ``user`` message the prompt already shows (a harness's reminder sent again:
+  word for word a ``user`` message (or a block) the prompt already shows (a harness's reminder sent again:
   mini-swe-agent's "Please always provide EXACTLY ONE action ...") becomes one line
   ``[same message as iteration 9, shown above]`` (``quoted_lines=True``); a part of one is pointed
   to by the next rule, as in an output.
@@ -50,7 +50,6 @@ _PADDED = re.compile(r"^ +(?=" + LISTING_NUMBER + ")", re.MULTILINE)
 # An opening or closing tag of a tagged block (names of at most 40 chars: no backtracking over text).
 _TAG = re.compile(r"<(/?)([A-Za-z][\w-]{0,39})>")
 
-_USER = "\x00user\x00"  # the key a whole user message is filed under among the blocks shown
 Block = tuple[int, int, str]  # start, end (past the closing tag), the tag's name
 
 
@@ -125,13 +124,13 @@ class Tidy(Step):
     def _repeated(self, text: str, seen: Mapping[str, str]) -> str | None:
         """Where the prompt shows a user message that is ``text`` word for word, if it does."""
         long = self.quoted_lines and len(text) >= self.min_quote_chars
-        return seen.get(_USER + text) if long else None
+        return seen.get(text) if long else None
 
     def remember(self, shown: Message, text: str, seen: dict[str, str], lines: LineIndex) -> None:
         """File what ``shown`` shows (its content as sent: ``text``)."""
         where = _where(shown)
         if shown.role == "user" and self.quoted_lines and len(text) >= self.min_quote_chars:
-            seen.setdefault(_USER + text, where)  # a user message whole, apart from the blocks
+            seen.setdefault(text, where)  # a user message whole, filed like a block
         if self.repeated_blocks and text:
             for _, _, _, block in long_blocks(text, self.min_block_chars):
                 seen.setdefault(block, where)
