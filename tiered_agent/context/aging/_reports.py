@@ -19,8 +19,9 @@ keeps it (Codex's and Claude Code's summaries carry every user message). A later
 message that repeats word for word a user message of an earlier iteration is a harness's
 boilerplate, not a person's words (mini-swe-agent's format reminder, sent again whenever the model
 answers with 0 or 2+ actions): it ages like an output. What "earlier" covers is what the decision
-is given (``earlier``: the user messages of the task and of the older iterations that age or are
-condensed with it), so it is fixed when its iteration ages, and the same on resume and in replay. Off
+is given (``earlier``: the user messages of the task and of the older iterations of the batch it
+ages with; of the older iterations of the chunk it is condensed with), so it is fixed when its
+iteration ages, and the same on resume and in replay. Off
 in ``tiered``: with 2,000 every ruler of every family fell 0.1-0.3 points, but
 tokens saved fell 0.3 (swe-shell 0.6: mini-swe-agent's repeated 459-char
 format reminder is a ``user`` message too) and dollars 0.1-0.4.
