@@ -311,6 +311,11 @@ CANDIDATES: dict[str, Policy] = {
     "tidy-no-quotes": _with_tidy("tidy-no-quotes", quoted_lines=False),
     "tidy-quotes-8": _with_tidy("tidy-quotes-8", min_quote_lines=8),
     "tidy-quotes-3-200": _with_tidy("tidy-quotes-3-200", min_quote_lines=3, min_quote_chars=200),
+    # a person's later user message of at most N chars kept whole when its iteration ages or is
+    # condensed (Age(keep_user_chars=N); 0, off, is the default)
+    "keep-user-2000": _with_age("keep-user-2000", keep_user_chars=2000),
+    "keep-user-500": _with_age("keep-user-500", keep_user_chars=500),
+    "keep-user-200": _with_age("keep-user-200", keep_user_chars=200),
     # a rolling summary (the digest) after the aged iterations, refreshed as they age
     "with-summary": DEFAULT.replace(
         name="with-summary", steps=(DEFAULT.steps[0], Summarize(every=10, keep=2), *DEFAULT.steps[1:])

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tiered_agent import Message, ToolCall
 from tiered_agent._errors import ConfigurationError
 from tiered_agent.context.aging._condense import condensed_note
-from tiered_agent.context.aging._forms import AgedStyle, age_batch
+from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch, condensed
 from tiered_agent.context.aging._reports import Reports
 from tiered_agent.context.steps import Age, step_from_dict
 
@@ -111,3 +113,42 @@ def test_a_persons_later_message_stays_whole_at_both_levels_up_to_its_limit() ->
     assert Age(keep_user_chars=2_000).reports().user_max_chars == 2_000
     with pytest.raises(ConfigurationError, match=r"Age\.keep_user_chars must be >= 0"):
         Age(keep_user_chars=-1)
+
+
+def test_a_later_user_message_repeating_an_earlier_one_word_for_word_is_not_kept_again() -> None:
+    """A harness's boilerplate (mini-swe-agent's format reminder, sent again as a user message) is
+    not a person's words: the copy after the first ages like an output at both levels; a message
+    that differs stays whole. "Earlier" is what the decision is given (the task, the older
+    iterations of the batch or chunk), so it is fixed when the iteration ages."""
+    other = STEER.replace("Stop:", "Wait:")
+    batch = [_steered(1, STEER), _steered(2, STEER), _steered(3, other), _later(4)]
+    keep = Reports(user_max_chars=len(STEER))
+    style = AgedStyle(max_lines=3, head_lines=1, min_chars=100, reports=keep)
+    aged = age_batch(style, (SYSTEM, TASK), batch, 1, 3)
+    assert aged[1][0].text == STEER and aged[3][0].text == other
+    assert aged[2][0].text.startswith("[older message: ") and "cache_7.py" not in aged[2][0].text
+    assert age_batch(style, (SYSTEM, TASK), batch[1:], 2, 3)[2][0].text == STEER  # its source not given
+    note = condensed_note(batch[:3], retrieval=False, reports=keep).text.splitlines()
+    assert note.count("    Stop: do not touch the public API.") == 1
+    assert note.count("    Keep loader_7.py as it is; only fix the cache in cache_7.py.") == 2  # 1 and 3
+    assert note.count("    Wait: do not touch the public API.") == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([None, STEER, STEER.upper(), "ok"]), min_size=3, max_size=9))
+def test_repeats_are_decided_the_same_through_a_runs_memo_as_without(users: list[str | None]) -> None:
+    """Aged forms and notes with person's messages (repeated or not) read through a run's memo, as
+    the batch or chunk grows and moves, are those rendered without one: the memo's keys hold what
+    the decision reads."""
+    batch = [_steered(k, text) if text else _later(k) for k, text in enumerate(users, 1)]
+    keep = Reports(user_max_chars=len(STEER))
+    style = AgedStyle(max_lines=3, head_lines=1, min_chars=100, reports=keep)
+    memo = FormsMemo()
+    for first in range(1, len(batch)):
+        for at in range(first + 1, len(batch) + 1):
+            part = batch[first - 1 : at]
+            assert age_batch(style, (SYSTEM, TASK), part, first, at - 1, memo=memo) == age_batch(
+                style, (SYSTEM, TASK), part, first, at - 1
+            )
+            note = condensed(part[:-1], retrieval=False, later=part[-1][1], reports=keep, memo=memo)
+            assert note == condensed_note(part[:-1], retrieval=False, later=part[-1][1], reports=keep)

@@ -11,7 +11,8 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -21,9 +22,9 @@ from tiered_agent._messages import Message, ToolCall
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.context._step import Run
+from tiered_agent.context._step import Run, Step
 from tiered_agent.context.pipeline._build import assemble, validate_pairs
-from tiered_agent.context.pipeline._draft import BuildContext
+from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.context.pipeline._types import BuiltPrompt
 from tiered_agent.context.steps import Mask, Tidy, Truncate, step_from_dict
 from tiered_agent.context.steps._quotes import quote_lines
@@ -255,9 +256,9 @@ def test_a_prompt_that_goes_on_tidies_only_its_new_messages(monkeypatch: pytest.
     tidied: list[str] = []
     real = Tidy.tidy
 
-    def spy(self: Tidy, text: str, *args: Any) -> str:
+    def spy(self: Tidy, text: str, *args: Any, **kwargs: Any) -> str:
         tidied.append(text)
-        return real(self, text, *args)
+        return real(self, text, *args, **kwargs)
 
     monkeypatch.setattr(Tidy, "tidy", spy)
     history = _history([LISTING, "a\n" + SOURCE, "b"])
@@ -266,3 +267,57 @@ def test_a_prompt_that_goes_on_tidies_only_its_new_messages(monkeypatch: pytest.
     for end in (4, 6, 8):
         assemble(BuildContext.of(history[:end], None, COUNTER, retrieval=False), runtimes)
     assert tidied == [LISTING, "a\n" + SOURCE, "b"]  # each output once, as it arrives
+
+
+# ----------------------------------------------------------------------------- repeated user messages
+NUDGE = (
+    "Please always provide EXACTLY ONE action in triple backticks.\n\n<response_example>\n"
+    "Here are some thoughts about why you want to perform the action.\n\n```bash\n<action>\n```\n"
+    "</response_example>\n\nIf you have completed your assignment, please consult the first message "
+    "about how to submit your solution (you will not be able to continue working on this task after that)."
+)
+
+
+def _nudged(texts: Sequence[str]) -> list[Message]:
+    """Iteration k: the agent's message without a call, then ``texts[k - 1]`` as a user message."""
+    history = [Message("system", "s"), Message("user", "task")]
+    for k, text in enumerate(texts, start=1):
+        history += [Message("assistant", f"thinking {k}", iteration=k), Message("user", text, iteration=k)]
+    return history
+
+
+def test_a_later_user_message_shown_above_word_for_word_is_one_line_naming_where() -> None:
+    """mini-swe-agent's format reminder sent again (a user message): one line naming the copy the
+    prompt shows; one that differs in a line keeps that line and points to the rest; a short one
+    (under min_quote_chars) and the agent's own text stay as they are."""
+    other = NUDGE.replace("EXACTLY ONE action", "EXACTLY ONE action, found 2")
+    history = _nudged([NUDGE, "ok", NUDGE, other, "ok", NUDGE])
+    shown = [m.text for m in _built(history, [Tidy()]).messages]
+    pointer = "[same message as iteration 1, shown above]"
+    assert shown[3] == NUDGE and shown[5] == shown[11] == "ok"
+    assert shown[7] == shown[13] == pointer
+    assert shown[9] == (
+        "Please always provide EXACTLY ONE action, found 2 in triple backticks.\n\n"
+        '[9 lines: the same text as iteration 1 shows above, from "<response_example>"]'
+    )
+    assert _texts(history, [Tidy(min_quote_chars=len(NUDGE) + 10)])[7] == NUDGE
+    assert _texts(history, [Tidy(quoted_lines=False)])[7] == NUDGE
+
+
+@dataclass(frozen=True, slots=True)
+class _HideFirstNudge(Step):
+    """Hides the first later user message (as aging would), for the test below."""
+
+    kind: ClassVar[str] = "hide-first-nudge"
+
+    def apply(self, draft: Draft, context: BuildContext) -> Draft:
+        at = next(i for i, m in enumerate(draft.messages) if m.role == "user" and m.iteration)
+        placeholder = Message("user", "[hidden]", iteration=draft.messages[at].iteration)
+        return draft.hide({at: (placeholder, len(NUDGE))}, self.kind)
+
+
+def test_a_repeated_user_message_follows_its_source_when_hidden() -> None:
+    """The copy a pointer names hidden by another step: the next copy shown whole stands for it."""
+    history = _nudged([NUDGE, NUDGE, "ok", NUDGE])
+    shown = [m.text for m in _built(history, [_HideFirstNudge(), Tidy()]).messages]
+    assert shown[3::2] == ["[hidden]", NUDGE, "ok", "[same message as iteration 2, shown above]"]

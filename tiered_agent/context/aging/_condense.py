@@ -56,7 +56,7 @@ from .._names import retrieve_call
 from ._jsonform import json_fields, output_lines
 from ._reasoning import first_sentence, split_sentences
 from ._refs import Refs, line_refs, refs, refs_of_all, text_refs
-from ._reports import NO_REPORTS, Reports
+from ._reports import NO_REPORTS, Reports, user_texts
 
 __all__ = [
     "NO_SCALE",
@@ -450,7 +450,7 @@ class Reading:
         self._bare: str | None = None
         self._lines: dict[tuple[int, str | None], tuple[str, Refs]] = {}
         self._extras: dict[tuple[object, ...], Extra] = {}
-        self._kept: dict[Reports, tuple[Message, ...]] = {}
+        self._kept: dict[tuple[Reports, frozenset[str]], tuple[Message, ...]] = {}
         self._own: Lines | None = None
         self._own_extras: dict[tuple[object, ...], tuple[str, frozenset[str]]] = {}
         self._at: Mapping[str, Sequence[int]] | None = None
@@ -490,11 +490,13 @@ class Reading:
             self._own = _own_lines(self.messages)
         return self._own
 
-    def kept(self, reports: Reports) -> tuple[Message, ...]:
-        """Its sub-agents' reports (:meth:`~._reports.Reports.of`), found once per ``reports``."""
-        hit = self._kept.get(reports)
+    def kept(self, reports: Reports, earlier: frozenset[str] = frozenset()) -> tuple[Message, ...]:
+        """Its sub-agents' reports (:meth:`~._reports.Reports.of`; ``earlier``: the texts of the user
+        messages before it), found once per ``reports`` and ``earlier``."""
+        key = (reports, earlier)
+        hit = self._kept.get(key)
         if hit is None:
-            hit = self._kept[reports] = reports.of(self.messages)
+            hit = self._kept[key] = reports.of(self.messages, earlier)
         return hit
 
     def line(self, iteration: int, label: str | None) -> tuple[str, Refs]:
@@ -708,6 +710,18 @@ def _unrepeated(tail: str, kept: set[str]) -> str:
     return "".join(f"\n{line}" for line in fresh)
 
 
+def kept_reports(chunk: Sequence[tuple[int, Reading]], reports: Reports) -> list[tuple[Message, ...]]:
+    """What each iteration of ``chunk`` (oldest first) keeps whole (:meth:`Reading.kept`): a user
+    message repeating one of an older iteration of the chunk is not kept again."""
+    earlier: frozenset[str] = frozenset()
+    kept: list[tuple[Message, ...]] = []
+    for _, whole in chunk:
+        kept.append(whole.kept(reports, earlier))
+        if reports.user_max_chars:
+            earlier |= user_texts(whole.messages)
+    return kept
+
+
 Readings = dict[tuple[int, ...], Reading]  # by the identities of an iteration's messages
 READINGS = 4096  # iterations a run's memo keeps (the oldest read goes first)
 
@@ -798,8 +812,9 @@ class ChunkReading:
         texts = 0
         names: set[str] = set()
         self.read = tuple((k, _reading(messages, readings)) for k, messages in self.chunk)
-        for (_, messages), (_, whole) in zip(self.chunk, self.read, strict=True):
-            kept = whole.kept(reports)
+        for (_, messages), (_, whole), kept in zip(
+            self.chunk, self.read, kept_reports(self.read, reports), strict=True
+        ):
             reading = _reading(tuple(m for m in messages if m not in kept), readings) if kept else whole
             labels.extend(whole.labels)
             texts += whole.texts
@@ -954,7 +969,7 @@ def _render_note(
     span = f"{first}-{last}" if first != last else str(first)
     where = f"; full text: {retrieve_call('iteration', span)}" if retrieval else ""
     head = f"[Iterations {span}, one line each{where}]"
-    read = [(k, whole, whole.kept(reports)) for k, whole in chunk]
+    read = [(k, whole, kept) for (k, whole), kept in zip(chunk, kept_reports(chunk, reports), strict=True)]
     named: set[str] = set(wanted)
     shown: set[str] = set()
     mine: set[str] = set()  # what the note shows, its own lines' names too

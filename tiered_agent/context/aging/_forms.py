@@ -50,7 +50,7 @@ from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
 from ._refs import Refs, line_refs, refs, text_refs
-from ._reports import NO_REPORTS, Reports
+from ._reports import NO_REPORTS, Reports, user_texts
 from ._written import WrittenFiles
 
 __all__ = ["AgedStyle", "Batch", "FormsMemo", "age_batch", "condensed", "preamble"]
@@ -199,16 +199,31 @@ def _render_batch(
     later: dict[str, list[tuple[int, str, str]]] = {}  # call key -> (iteration, output, call id)
     used: set[str] = set()  # what the agent's later messages name (its reasoning, its calls)
     forms: dict[int, tuple[Message, ...]] = {}
+    users = _users_before(head, batch) if style.reports.user_max_chars else {}
     for iteration, messages in reversed(batch):
         told = _told(messages, memo)
         if iteration > last:
             seen.update(told.lasting(style))
         elif iteration >= first:
-            forms[iteration] = _age_iteration(style, messages, seen, later, frozenset(used), told=told)
+            earlier = users.get(iteration, frozenset())
+            forms[iteration] = _age_iteration(
+                style, messages, seen, later, frozenset(used), told=told, earlier=earlier
+            )
         for key, output, call_id in told.calls:
             later.setdefault(key, []).append((iteration, output, call_id))
         used.update(told.actions)
     return forms
+
+
+def _users_before(head: tuple[Message, ...], batch: Batch) -> dict[int, frozenset[str]]:
+    """For each iteration of ``batch``, the texts of the user messages of the task and of the
+    batch's older iterations (a later user message repeating one is not kept whole: :mod:`._reports`)."""
+    texts = user_texts(head)
+    before: dict[int, frozenset[str]] = {}
+    for iteration, messages in batch:
+        before[iteration] = texts
+        texts = texts | user_texts(messages)
+    return before
 
 
 class _Told:
@@ -324,9 +339,11 @@ def _age_iteration(
     used: frozenset[str] = frozenset(),
     *,
     told: _Told | None = None,
+    earlier: frozenset[str] = frozenset(),
 ) -> tuple[Message, ...]:
     """``told``: what the run's memo found of these messages (their shortened reasoning and cut
-    arguments, shared with what newer iterations read of them)."""
+    arguments, shared with what newer iterations read of them); ``earlier``: the texts of the user
+    messages before them (:meth:`~._reports.Reports.keeps_user`)."""
     told = told if told is not None else _Told(messages)
     calls = {c.id: c for m in messages for c in m.tool_calls}
     out: list[Message] = []
@@ -340,7 +357,7 @@ def _age_iteration(
                 out.append(message)
                 continue
             out.append(_age_output(style, message, seen, _superseded_by(call, message, later)))
-        elif style.reports.keeps_user(message):  # a person's later message: kept whole
+        elif style.reports.keeps_user(message, earlier):  # a person's later message: kept whole
             seen.update(text_refs(message.text))
             out.append(message)
         else:

@@ -15,7 +15,13 @@ A person's later message (a ``user`` message after the task: the human steering
 a Claude Code or Codex session, or a harness's own note) is kept whole too when
 it has at most ``user_max_chars`` characters (``Age(keep_user_chars=...)``):
 it is the task's specification as it changes, and the agents' own compaction
-keeps it (Codex's and Claude Code's summaries carry every user message). Off
+keeps it (Codex's and Claude Code's summaries carry every user message). A later
+message that repeats word for word a user message of an earlier iteration is a harness's
+boilerplate, not a person's words (mini-swe-agent's format reminder, sent again whenever the model
+answers with 0 or 2+ actions): it ages like an output. What "earlier" covers is what the decision
+is given (``earlier``: the user messages of the task and of the older iterations of the batch it
+ages with; of the older iterations of the chunk it is condensed with), so it is fixed when its
+iteration ages, and the same on resume and in replay. Off
 in ``tiered``: with 2,000 every ruler of every family fell 0.1-0.3 points, but
 tokens saved fell 0.3 (swe-shell 0.6: mini-swe-agent's repeated 459-char
 format reminder is a ``user`` message too) and dollars 0.1-0.4.
@@ -23,11 +29,12 @@ format reminder is a ``user`` message too) and dollars 0.1-0.4.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
 
 from ..._messages import Message, ToolCall
 
-__all__ = ["NO_REPORTS", "Reports"]
+__all__ = ["NO_REPORTS", "Reports", "user_texts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +45,18 @@ class Reports:
     max_chars: int = 0
     user_max_chars: int = 0  # a later user message of at most this many characters: kept whole
 
-    def keeps_user(self, message: Message) -> bool:
-        """Whether ``message`` is a person's later message aging keeps whole."""
+    def keeps_user(self, message: Message, earlier: Set[str] = frozenset()) -> bool:
+        """Whether ``message`` is a person's later message aging keeps whole (``earlier``: the texts
+        of the earlier user messages; one it repeats word for word is not)."""
         later = message.role == "user" and message.iteration > 0
-        return later and 0 < len(message.text) <= self.user_max_chars
+        return later and 0 < len(message.text) <= self.user_max_chars and message.text not in earlier
 
     def keeps(self, call: ToolCall | None, output: Message) -> bool:
         """Whether ``output`` (the result of ``call``) is a report aging keeps whole."""
         return call is not None and call.name in self.tools and len(output.text) <= self.max_chars
 
-    def of(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
-        """The reports among one iteration's messages."""
+    def of(self, messages: tuple[Message, ...], earlier: Set[str] = frozenset()) -> tuple[Message, ...]:
+        """The reports among one iteration's messages (``earlier``: :meth:`keeps_user`'s)."""
         called = {c.id for m in messages for c in m.tool_calls if c.name in self.tools}
         users = self.user_max_chars > 0 and any(m.role == "user" for m in messages)
         if not called and not users:  # the common case: no report tool ran, no person wrote
@@ -57,8 +65,13 @@ class Reports:
             m
             for m in messages
             if (m.role == "tool" and m.tool_call_id in called and len(m.text) <= self.max_chars)
-            or self.keeps_user(m)
+            or self.keeps_user(m, earlier)
         )
+
+
+def user_texts(messages: Iterable[Message]) -> frozenset[str]:
+    """The texts of the user messages among ``messages``."""
+    return frozenset(m.text for m in messages if m.role == "user")
 
 
 NO_REPORTS = Reports()  # nothing kept whole

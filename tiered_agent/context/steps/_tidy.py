@@ -14,6 +14,11 @@ new, and both are recognised by their structure alone, never by a tool's or a fi
   it is shown: ``[same <system-reminder> as iteration 3 (tool_call_id=toolu_1), shown above]``
   (``repeated_blocks=True``). Like ``Dedup``'s pointers it points to text the prompt shows verbatim,
   so nothing is hidden; the output whole stays in the history (``context_retrieve`` returns it).
+- **Repeated user messages.** A later ``user`` message of at least ``min_quote_chars`` chars that is
+  word for word a ``user`` message (or a block) the prompt already shows (a harness's reminder sent again:
+  mini-swe-agent's "Please always provide EXACTLY ONE action ...") becomes one line
+  ``[same message as iteration 9, shown above]`` (``quoted_lines=True``); a part of one is pointed
+  to by the next rule, as in an output.
 
 Only tool outputs and the user's later messages shown verbatim are tidied (an output another step
 cut, aged, hid or pointed keeps that form), in ``finish``, once every step has applied: a block
@@ -104,8 +109,11 @@ class Tidy(Step):
     def finish(self, draft: Draft, context: BuildContext) -> Draft:
         return TidyRuntime(self).finish(draft, context)
 
-    def tidy(self, text: str, seen: Mapping[str, str], lines: LineIndex) -> str:
-        """``text`` (a message shown verbatim) as tidied, after what the prompt shows above it."""
+    def tidy(self, text: str, seen: Mapping[str, str], lines: LineIndex, *, user: bool = False) -> str:
+        """``text`` (a message shown verbatim; ``user``: a later user message) as tidied, after what
+        the prompt shows above it."""
+        if user and (where := self._repeated(text, seen)) is not None:
+            return f"[same message as {where}, shown above]"
         base = unpad_numbers(text) if self.numbers else text
         if self.repeated_blocks and seen:
             base = _point_blocks(base, long_blocks(base, self.min_block_chars), seen)
@@ -113,9 +121,16 @@ class Tidy(Step):
             base = point_quotes(base, lines, self.min_quote_lines, self.min_quote_chars)
         return base
 
+    def _repeated(self, text: str, seen: Mapping[str, str]) -> str | None:
+        """Where the prompt shows a user message that is ``text`` word for word, if it does."""
+        long = self.quoted_lines and len(text) >= self.min_quote_chars
+        return seen.get(text) if long else None
+
     def remember(self, shown: Message, text: str, seen: dict[str, str], lines: LineIndex) -> None:
         """File what ``shown`` shows (its content as sent: ``text``)."""
         where = _where(shown)
+        if shown.role == "user" and self.quoted_lines and len(text) >= self.min_quote_chars:
+            seen.setdefault(text, where)  # a user message whole, filed like a block
         if self.repeated_blocks and text:
             for _, _, _, block in long_blocks(text, self.min_block_chars):
                 seen.setdefault(block, where)
@@ -158,7 +173,7 @@ class TidyRuntime(StepRuntime):
     def _tidied(self, shown: Message, original: Message, untouched: bool) -> Message | None:
         text = shown.content if isinstance(shown.content, str) else ""
         tidy = bool(text) and untouched and _tidiable(shown, original)
-        new = self.step.tidy(text, self._seen, self._lines) if tidy else text
+        new = self.step.tidy(text, self._seen, self._lines, user=shown.role == "user") if tidy else text
         self.step.remember(shown, new, self._seen, self._lines)
         return with_content(shown, new) if new != text else None
 
