@@ -252,3 +252,19 @@ async def test_the_resumed_prompts_are_the_live_ones(tmp_path: Path, monkeypatch
     # the fade, decided after resuming on what the rule had accrued before it, is the live one
     assert [r.messages for r in rest.requests] == [r.messages for r in whole.requests[stop:]]
     assert max(faded) >= 2
+
+
+def test_a_faded_note_keeps_whole_what_the_condensed_note_kept_whole() -> None:
+    """With ``keep_user_chars``, a user message repeating an older one of the chunk word for word is
+    boilerplate the condensed note did not keep whole: its iteration fades like any other."""
+    from tiered_agent.context.aging._reports import Reports
+    from tiered_agent.context.aging._step import _whole
+
+    reminder = "Please always provide EXACTLY ONE action in triple backticks."
+    chunk = [
+        (k, (Message("assistant", f"step {k}", iteration=k), Message("user", text, iteration=k)))
+        for k, text in ((1, reminder), (2, "ok"), (3, reminder))
+    ]
+    assert _whole(chunk, Reports(user_max_chars=2_000)) == {1, 2}
+    assert _whole(chunk, Reports(user_max_chars=0)) == set()
+    assert _whole(chunk, Reports(user_max_chars=10)) == {2}

@@ -56,7 +56,7 @@ from .._names import retrieve_call
 from ._jsonform import json_fields, output_lines
 from ._reasoning import first_sentence, split_sentences
 from ._refs import Refs, line_refs, refs, refs_of_all, text_refs
-from ._reports import NO_REPORTS, Reports, user_texts
+from ._reports import NO_REPORTS, Reports, earlier_users
 
 __all__ = [
     "NO_SCALE",
@@ -713,13 +713,8 @@ def _unrepeated(tail: str, kept: set[str]) -> str:
 def kept_reports(chunk: Sequence[tuple[int, Reading]], reports: Reports) -> list[tuple[Message, ...]]:
     """What each iteration of ``chunk`` (oldest first) keeps whole (:meth:`Reading.kept`): a user
     message repeating one of an older iteration of the chunk is not kept again."""
-    earlier: frozenset[str] = frozenset()
-    kept: list[tuple[Message, ...]] = []
-    for _, whole in chunk:
-        kept.append(whole.kept(reports, earlier))
-        if reports.user_max_chars:
-            earlier |= user_texts(whole.messages)
-    return kept
+    earlier = earlier_users((whole.messages for _, whole in chunk), reports)
+    return [whole.kept(reports, users) for (_, whole), users in zip(chunk, earlier, strict=False)]
 
 
 Readings = dict[tuple[int, ...], Reading]  # by the identities of an iteration's messages

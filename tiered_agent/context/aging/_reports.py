@@ -29,12 +29,12 @@ format reminder is a ``user`` message too) and dollars 0.1-0.4.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass
 
 from ..._messages import Message, ToolCall
 
-__all__ = ["NO_REPORTS", "Reports", "user_texts"]
+__all__ = ["NO_REPORTS", "Reports", "earlier_users", "user_texts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,16 @@ class Reports:
 def user_texts(messages: Iterable[Message]) -> frozenset[str]:
     """The texts of the user messages among ``messages``."""
     return frozenset(m.text for m in messages if m.role == "user")
+
+
+def earlier_users(chunk: Iterable[tuple[Message, ...]], reports: Reports) -> Iterator[frozenset[str]]:
+    """For each iteration of ``chunk`` (its messages, oldest first), the texts of the user messages
+    of the older ones (:meth:`Reports.keeps_user`'s ``earlier``; empty when none is kept whole)."""
+    earlier: frozenset[str] = frozenset()
+    for messages in chunk:
+        yield earlier
+        if reports.user_max_chars:
+            earlier |= user_texts(messages)
 
 
 NO_REPORTS = Reports()  # nothing kept whole

@@ -113,7 +113,7 @@ from ._condense import (
 )
 from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
 from ._reasoning import ReasoningMode
-from ._reports import Reports
+from ._reports import Reports, earlier_users
 from ._schedule import AgingSchedule
 from ._state import AgingState, schedule_from_records
 from ._written import written_note
@@ -445,7 +445,7 @@ class Age(Step):
             since = named_by(after, readings)
         reports = self.reports()
         chunk_groups = [(k, groups[k]) for k in range(first, last + 1) if k in groups]
-        whole = {k for k, messages in chunk_groups if reports.of(messages)}
+        whole = _whole(chunk_groups, reports)
         lines = None if self.fade_reasoning else {k: call_line(k, m) for k, m in chunk_groups}
         faded = faded_note(note, since, keep=self.fade_keep, whole=whole, lines=lines, shown=shown)
         if memo is not None:
@@ -691,3 +691,10 @@ def _stable(notes_end: int, aged_end: int) -> tuple[int, ...]:
     changes the prompt after them) and through the condensed notes (a condensing epoch changes it
     after them). The files note after the aged iterations changes at every epoch."""
     return (aged_end, notes_end) if aged_end != notes_end else (aged_end,)
+
+
+def _whole(chunk: Sequence[tuple[int, tuple[Message, ...]]], reports: Reports) -> set[int]:
+    """The iterations of ``chunk`` (oldest first) whose note section keeps a message whole, by the
+    condensed note's rule (:func:`~._condense.kept_reports`)."""
+    earlier = earlier_users((messages for _, messages in chunk), reports)
+    return {k for (k, messages), users in zip(chunk, earlier, strict=False) if reports.of(messages, users)}
