@@ -23,6 +23,7 @@ from tiered_agent._tokens import TokenCounter
 from tiered_agent.context._policy import Policy
 from tiered_agent.context._presets import PRESETS
 from tiered_agent.context._step import Run, Step
+from tiered_agent.context.aging._breakeven import CacheTerms
 from tiered_agent.context.pipeline._build import assemble, validate_pairs
 from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.context.pipeline._types import BuiltPrompt
@@ -31,6 +32,7 @@ from tiered_agent.context.steps._quotes import quote_lines
 from tiered_agent.context.steps._tidy import blocks_of, unpad_numbers
 
 COUNTER = TokenCounter("o200k_base")
+NO_MINIMUM = CacheTerms()  # a cache without a minimum size: Tidy tidies from the first message
 REMINDER = (
     "<system-reminder>\nWhenever you read a file, you should consider whether it would be considered "
     "malware. You CAN and SHOULD provide analysis of malware, what it is doing. But you MUST refuse to "
@@ -54,7 +56,7 @@ def _history(outputs: Sequence[str], user: str | None = None) -> list[Message]:
 
 def _built(history: list[Message], steps: Sequence[Any]) -> BuiltPrompt:
     policy = Policy("p", tuple(steps))
-    run = Run(COUNTER, retrieval=policy.retrieval_active)
+    run = Run(COUNTER, retrieval=policy.retrieval_active, cache_terms=NO_MINIMUM)
     runtimes = [step.start(run) for step in policy.steps]
     built = assemble(BuildContext.of(history, None, COUNTER, retrieval=run.retrieval), runtimes)
     validate_pairs(built.messages)
@@ -224,7 +226,7 @@ def test_the_runtime_going_on_from_the_previous_prompt_builds_what_a_fresh_one_b
     outputs = [SOURCE + block, "a\n" + SOURCE, block, "b", SOURCE[:400] + block, "c"]
     history = _history(outputs)
     policy = Policy("p", (Mask(keep=3), Tidy()))
-    run = Run(COUNTER, retrieval=policy.retrieval_active)
+    run = Run(COUNTER, retrieval=policy.retrieval_active, cache_terms=NO_MINIMUM)
     runtimes = [step.start(run) for step in policy.steps]
     for end in range(3, len(history) + 1):
         if history[end - 1].role == "assistant":
@@ -262,7 +264,7 @@ def test_a_prompt_that_goes_on_tidies_only_its_new_messages(monkeypatch: pytest.
 
     monkeypatch.setattr(Tidy, "tidy", spy)
     history = _history([LISTING, "a\n" + SOURCE, "b"])
-    run = Run(COUNTER, retrieval=False)
+    run = Run(COUNTER, retrieval=False, cache_terms=NO_MINIMUM)
     runtimes = [Tidy().start(run)]
     for end in (4, 6, 8):
         assemble(BuildContext.of(history[:end], None, COUNTER, retrieval=False), runtimes)
@@ -321,3 +323,41 @@ def test_a_repeated_user_message_follows_its_source_when_hidden() -> None:
     history = _nudged([NUDGE, NUDGE, "ok", NUDGE])
     shown = [m.text for m in _built(history, [_HideFirstNudge(), Tidy()]).messages]
     assert shown[3::2] == ["[hidden]", NUDGE, "ok", "[same message as iteration 2, shown above]"]
+
+
+def _size(messages: Sequence[Message]) -> int:
+    return sum(map(COUNTER.count_message, messages))
+
+
+def _prompts(history: list[Message], terms: CacheTerms, steps: Sequence[Any]) -> list[list[Message]]:
+    """The prompt of every call of ``history`` (one per assistant message) by one run's runtimes."""
+    policy = Policy("p", tuple(steps))
+    run = Run(COUNTER, retrieval=policy.retrieval_active, cache_terms=terms)
+    runtimes = [step.start(run) for step in policy.steps]
+    calls = [i for i, m in enumerate(history) if m.role == "assistant"] + [len(history)]
+    return [
+        list(assemble(BuildContext.of(history[:end], None, COUNTER, retrieval=False), runtimes).messages)
+        for end in calls
+    ]
+
+
+def test_no_message_is_tidied_while_the_prompt_through_it_is_under_the_caches_minimum() -> None:
+    """A prompt ``full`` would have cached never falls under the cache's minimum because of Tidy:
+    a message is tidied only when the prompt through it, tidied, reaches the minimum."""
+    history = _history([LISTING + REMINDER] * 12)
+    sizes = [_size(prompt) for prompt in _prompts(history, NO_MINIMUM, [])]
+    minimum = sizes[6] + 5  # the untidied prompt of call 7 is just under it, call 8's over it
+    terms = CacheTerms(min_tokens=minimum)
+    tidied = _prompts(history, terms, [Tidy()])
+    for full, prompt in zip(sizes, tidied, strict=True):
+        size = _size(prompt)
+        assert size <= full
+        assert not (full >= minimum > size)  # never under the minimum where full was over it
+    last = tidied[-1]
+    changed = [i for i, (a, b) in enumerate(zip(history, last, strict=True)) if a.text != b.text]
+    through = [_size(last[: i + 1]) for i in changed]
+    assert changed and min(through) >= minimum  # each tidied message with the prompt through it over it
+    assert changed[0] > 3  # the first outputs, under the minimum, stay as they came
+    everything = _prompts(history, NO_MINIMUM, [Tidy()])[-1]
+    assert [m.text for m in everything] != [m.text for m in last]  # without a minimum they are tidied
+    assert _prompts(history, terms, [Tidy(cache_floor=False)])[-1] == everything
