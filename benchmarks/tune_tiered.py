@@ -200,6 +200,12 @@ CANDIDATES: dict[str, Policy] = {
         for n in (0, 10, 20, 40)
         for k in (1, 2, 4, 8)
     },
+    # the same, only on a request that finds nothing cached (after an idle gap: a free rewrite)
+    **{
+        f"fade-cold-{n}-{k}": _with_age(f"fade-cold-{n}-{k}", fade_after=n, fade_keep=k, fade_cold=True)
+        for n in (0, 5, 10, 20)
+        for k in (0, 2, 4, 8)
+    },
     # every kept line staying, up to k per iteration (a long read's many novel lines go)
     **{
         f"fade-all-{n}-{k}": _with_age(f"fade-all-{n}-{k}", fade_after=n, fade_keep=k, fade_named="all")

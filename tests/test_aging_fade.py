@@ -196,6 +196,35 @@ def test_a_fade_goes_along_with_an_epoch_once_its_rent_covers_the_notes_it_re_se
     assert later._fade_along(epoch, 22) == Epoch(22, 20, 16, 4)
 
 
+def test_a_cold_only_fade_waits_for_a_request_that_finds_nothing_cached() -> None:
+    """``fade_cold``: the fade goes along only with a request after an idle gap past the cache's
+    lifetime (the whole prompt is written again anyway), never on a warm one, whatever was paid."""
+    step = Age(fade_after=0, fade_keep=2, fade_cold=True)
+    terms = CacheTerms(read=0.1, write=1.25, explicit=True, ttl_s=300.0)
+    history = _history(24)
+    schedule = AgingSchedule((Epoch(10, 8, 4), Epoch(16, 14, 10)))
+    epoch = Epoch(22, 20, 16)
+    state = AgingState(step, counter=TokenCounter(), terms=terms, retrieval=False)
+    state.restore(schedule, AgingCarry(calls=30, rent_fade=1e9))
+    state._absorb(history)
+    state._account()
+    state.idle.observe(1_000.0, terms)
+    state.idle.observe(1_060.0, terms)  # a minute after the previous request: warm
+    assert state._fade_along(epoch, 22) == epoch
+    state.idle.observe(2_000.0, terms)  # 940 s later: the cache expired
+    assert state._fade_along(epoch, 22) == Epoch(22, 20, 16, 10)
+    # without fade_cold the warm request fades as well
+    warm = AgingState(
+        dataclasses.replace(step, fade_cold=False), counter=TokenCounter(), terms=terms, retrieval=False
+    )
+    warm.restore(schedule, AgingCarry(calls=30, rent_fade=1e9))
+    warm._absorb(history)
+    warm._account()
+    warm.idle.observe(1_000.0, terms)
+    warm.idle.observe(1_060.0, terms)
+    assert warm._fade_along(epoch, 22) == Epoch(22, 20, 16, 10)
+
+
 def test_the_knobs_are_validated_and_round_trip() -> None:
     with pytest.raises(ConfigurationError, match="fade_after"):
         Age(fade_after=-1)
@@ -207,7 +236,9 @@ def test_the_knobs_are_validated_and_round_trip() -> None:
         Age(fade_named="never")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="fade_reasoning"):
         Age(fade_reasoning=0)  # type: ignore[arg-type]
-    step = Age(fade_after=10, fade_keep=1, fade_named="unseen", fade_reasoning=False)
+    with pytest.raises(ConfigurationError, match="fade_cold"):
+        Age(fade_cold=1)  # type: ignore[arg-type]
+    step = Age(fade_after=10, fade_keep=1, fade_named="unseen", fade_reasoning=False, fade_cold=True)
     assert Policy.from_dict(Policy("p", [step]).to_dict()).steps == (step,)
     assert Age().fade_after is None
 
@@ -219,7 +250,8 @@ TRACES = Path(__file__).resolve().parents[1] / "traces"
 def _fading() -> Policy:
     tiered = PRESETS["tiered"]
     steps = tuple(
-        dataclasses.replace(s, fade_after=0, fade_keep=1) if isinstance(s, Age) else s for s in tiered.steps
+        dataclasses.replace(s, fade_after=0, fade_keep=1, fade_cold=False) if isinstance(s, Age) else s
+        for s in tiered.steps
     )
     return tiered.replace(name="fade", steps=steps)
 

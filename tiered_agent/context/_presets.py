@@ -26,12 +26,15 @@ PRESETS: dict[str, Policy] = {
     # cannot; the schema is sent once something is hidden; compaction past 70% of the window stays
     # the safety net. Last, Tidy: the padding before a listing's line numbers goes, and a long tagged
     # block (a harness's <system-reminder>) shown verbatim above is a one-line pointer (issue 18).
+    # On a request that finds nothing cached (after an idle gap past the cache's lifetime, when
+    # the whole prompt is written again anyway), condensed chunks 5+ iterations behind the condensed
+    # boundary fade to their iteration lines and up to 4 kept lines naming what the agent named since.
     "tiered": Policy(
         "tiered",
         (
             Dedup(),
             Compact(at=0.70, keep=5),
-            Age(),
+            Age(fade_after=5, fade_keep=4, fade_cold=True),
             Truncate(max_chars=10_000, defer_max_chars=50_000),
             Tidy(),
         ),

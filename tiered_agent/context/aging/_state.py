@@ -48,6 +48,9 @@ class AgingSettings(Protocol):
     @property
     def fade_after(self) -> int | None: ...
 
+    @property
+    def fade_cold(self) -> bool: ...
+
     def fade(
         self,
         groups: Mapping[int, tuple[Message, ...]],
@@ -359,9 +362,10 @@ class AgingState:
     def _fade_along(self, epoch: Epoch, last: int) -> Epoch:
         """``epoch`` fading the due chunks too when their rent covers what that adds to its rewrite
         (from the first faded note to where ``epoch`` rewrites: the end of the notes when it
-        condenses, else the end of the aged iterations); else ``epoch`` keeping what faded."""
+        condenses, else the end of the aged iterations; ``Age.fade_cold``: only on a request that
+        finds nothing cached); else ``epoch`` keeping what faded."""
         faded = self.schedule.faded
-        pending = self._fade_pending()
+        pending = self._fade_pending() if self.idle.survival == 0 or not self.step.fade_cold else []
         if pending:
             new = sum(self._faded_tokens(c, n, last) for c, n, _ in pending)
             saving = sum(t for _, _, t in pending) - new

@@ -45,6 +45,8 @@ the provider's cache holds all of it. The forms:
   chunk's retrieval call. A fade rewrites the prompt from the first faded note, so it only goes
   along with an epoch that rewrites anyway, when its own rent covers what it adds to that rewrite
   (issue 18; off: every variant measured lost more on the rulers than it saved, docs/policies.md);
+  with ``fade_cold``, only on a request that finds nothing cached (after an idle gap past the
+  cache's lifetime: the whole prompt is written again whatever it holds);
 * the outputs of ``keep_tools`` up to ``keep_max_chars`` stay whole at both
   levels: a sub-agent's report (Claude Code's ``Task``; :mod:`._reports`); so do the later
   ``user`` messages of at most ``keep_user_chars`` characters (a person steering the session;
@@ -181,6 +183,7 @@ class Age(Step):
     fade_keep: int = 2
     fade_named: FadeNamed = "since"
     fade_reasoning: bool = True
+    fade_cold: bool = False
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -250,6 +253,7 @@ class Age(Step):
             "across_notes",
             "spare_held",
             "fade_reasoning",
+            "fade_cold",
         ):
             value = getattr(self, name)
             require(isinstance(value, bool), f"Age.{name} must be true or false, got {value!r}")
