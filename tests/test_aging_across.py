@@ -12,9 +12,9 @@ from typing import Any
 import orjson
 import pytest
 from condensed_notes import kept_lines
-from recorded_tools import recorded_tools
+from scripted_runs import ScriptedRun
 
-from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall
+from tiered_agent import Message, Policy, ToolCall
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._importers import load_runs
@@ -25,7 +25,6 @@ from tiered_agent.context.aging._forms import FormsMemo, condensed
 from tiered_agent.context.aging._schedule import AgingSchedule, Epoch
 from tiered_agent.context.aging._state import AgingState
 from tiered_agent.context.aging._step import Age, iteration_groups
-from tiered_agent.testing import FunctionModel, text
 
 pytestmark = pytest.mark.anyio
 
@@ -120,32 +119,16 @@ def _across(on: bool = True) -> Policy:
 
 async def test_the_resumed_prompts_are_the_live_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
-    actions = [
-        dataclasses.replace(m, iteration=0) for m in run.messages if m.role == "assistant" and m.tool_calls
-    ]
-    tools = recorded_tools(run, monkeypatch)
-    whole = FunctionModel.scripted([*actions, text("done")])
-    limits = RunLimits(max_iterations=len(actions) + 1)
-    await Agent(whole, tools=tools, context=_across(), limits=limits, trace_dir=tmp_path / "a").run(run.task)
+    scripted = ScriptedRun.of(run, _across(), monkeypatch)
+    whole = await scripted.whole(tmp_path / "a")
     stop = 30
-    first = FunctionModel.scripted(actions[:stop])
-    cut = RunLimits(max_iterations=stop)
-    stopped = await Agent(first, tools=tools, context=_across(), limits=cut, trace_dir=tmp_path / "b").run(
-        run.task
-    )
-    rest = FunctionModel.scripted([*actions[stop:], text("done")])
-    resumed = await Agent(rest, tools=tools, context=_across(), limits=limits).resume(stopped.trace_path)
-    assert resumed.output == "done"
+    rest = await scripted.resumed(stop, tmp_path / "b")
     # every prompt after resuming is the live one: the schedule and what the rule had accrued come
     # back from the trace's records
     assert [r.messages for r in rest.requests] == [r.messages for r in whole.requests[stop:]]
     live = whole.requests[stop]
     assert len(_held(live.messages)) >= 3 and not _repeated(_held(live.messages))
-    plain = FunctionModel.scripted(actions[: stop + 1])
-    cut = RunLimits(max_iterations=stop + 1)
-    await Agent(plain, tools=tools, context=_across(False), limits=cut, trace_dir=tmp_path / "c").run(
-        run.task
-    )
+    plain = await scripted.whole(tmp_path / "c", policy=_across(False), calls=stop + 1)
     assert _repeated(_held(plain.requests[stop].messages))  # what the notes repeat without it
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 from condensed_notes import kept_lines
-from recorded_tools import recorded_tools
+from scripted_runs import ScriptedRun
 
-from tiered_agent import Agent, Message, Policy, RunLimits, ToolCall
+from tiered_agent import Message, Policy, ToolCall
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._tokens import TokenCounter
 from tiered_agent._trace import AgingCarry, AgingRecord, ContextRecord
@@ -27,7 +27,6 @@ from tiered_agent.context.aging._forms import FormsMemo
 from tiered_agent.context.aging._schedule import AgingSchedule, Epoch
 from tiered_agent.context.aging._state import AgingState, schedule_from_records
 from tiered_agent.context.aging._step import Age
-from tiered_agent.testing import FunctionModel, text
 
 pytestmark = pytest.mark.anyio
 
@@ -264,23 +263,11 @@ def _faded(messages: list[dict[str, object]]) -> int:
 
 async def test_the_resumed_prompts_are_the_live_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
-    actions = [
-        dataclasses.replace(m, iteration=0) for m in run.messages if m.role == "assistant" and m.tool_calls
-    ]
-    tools = recorded_tools(run, monkeypatch)
-    whole = FunctionModel.scripted([*actions, text("done")])
-    limits = RunLimits(max_iterations=len(actions) + 1)
-    await Agent(whole, tools=tools, context=_fading(), limits=limits, trace_dir=tmp_path / "a").run(run.task)
+    scripted = ScriptedRun.of(run, _fading(), monkeypatch)
+    whole = await scripted.whole(tmp_path / "a")
     faded = [_faded(r.messages) for r in whole.requests]
     stop = next(i for i, n in enumerate(faded) if n) - 1  # stop right before the first fade
-    first = FunctionModel.scripted(actions[:stop])
-    cut = RunLimits(max_iterations=stop)
-    stopped = await Agent(first, tools=tools, context=_fading(), limits=cut, trace_dir=tmp_path / "b").run(
-        run.task
-    )
-    rest = FunctionModel.scripted([*actions[stop:], text("done")])
-    resumed = await Agent(rest, tools=tools, context=_fading(), limits=limits).resume(stopped.trace_path)
-    assert resumed.output == "done"
+    rest = await scripted.resumed(stop, tmp_path / "b")
     # the fade, decided after resuming on what the rule had accrued before it, is the live one
     assert [r.messages for r in rest.requests] == [r.messages for r in whole.requests[stop:]]
     assert max(faded) >= 2
