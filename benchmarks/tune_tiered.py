@@ -45,7 +45,10 @@ def _with_truncate(name: str, **changes: Any) -> Policy:
 
 
 def _with_age(name: str, **changes: Any) -> Policy:
-    """The default with its Age step changed."""
+    """The default with its Age step changed (``refresh_chunks=True`` without the default's fade:
+    the two do not go together)."""
+    if changes.get("refresh_chunks"):
+        changes.setdefault("fade_after", None)
     steps = tuple(dataclasses.replace(s, **changes) if isinstance(s, Age) else s for s in DEFAULT.steps)
     return DEFAULT.replace(name=name, steps=steps)
 
@@ -191,16 +194,20 @@ CANDIDATES: dict[str, Policy] = {
     # issue 18: a third level, old condensed notes fade to their iteration lines plus the kept lines
     # naming what the agent named since (Age(fade_after=N, fade_keep=K)), along with an epoch
     **{
-        f"fade-{n}-{k}": _with_age(f"fade-{n}-{k}", fade_after=n, fade_keep=k)
+        f"fade-{n}-{k}": _with_age(f"fade-{n}-{k}", fade_after=n, fade_keep=k, fade_cold=False)
         for n in (0, 10, 20, 40)
         for k in (0, 1, 2, 4, 8)
     },
     **{
-        f"fade-after-{n}-{k}": _with_age(f"fade-after-{n}-{k}", fade_after=n, fade_keep=k, fade_named="after")
+        f"fade-after-{n}-{k}": _with_age(
+            f"fade-after-{n}-{k}", fade_after=n, fade_keep=k, fade_named="after", fade_cold=False
+        )
         for n in (0, 10, 20, 40)
         for k in (1, 2, 4, 8)
     },
-    # the same, only on a request that finds nothing cached (after an idle gap: a free rewrite)
+    # the same, only on a request that finds nothing cached (after an idle gap: a free rewrite); the
+    # default since round 10 is fade-cold-5-4, "no-fade" the default before it
+    "no-fade": _with_age("no-fade", fade_after=None, fade_cold=False),
     **{
         f"fade-cold-{n}-{k}": _with_age(f"fade-cold-{n}-{k}", fade_after=n, fade_keep=k, fade_cold=True)
         for n in (0, 5, 10, 20)
@@ -208,14 +215,16 @@ CANDIDATES: dict[str, Policy] = {
     },
     # every kept line staying, up to k per iteration (a long read's many novel lines go)
     **{
-        f"fade-all-{n}-{k}": _with_age(f"fade-all-{n}-{k}", fade_after=n, fade_keep=k, fade_named="all")
+        f"fade-all-{n}-{k}": _with_age(
+            f"fade-all-{n}-{k}", fade_after=n, fade_keep=k, fade_named="all", fade_cold=False
+        )
         for n in (0, 10)
         for k in (4, 8, 16)
     },
     # the kept lines naming something no newer output (since the chunk was condensed) shows
     **{
         f"fade-unseen-{n}-{k}": _with_age(
-            f"fade-unseen-{n}-{k}", fade_after=n, fade_keep=k, fade_named="unseen"
+            f"fade-unseen-{n}-{k}", fade_after=n, fade_keep=k, fade_named="unseen", fade_cold=False
         )
         for n in (0, 10)
         for k in (8, 60)
@@ -223,7 +232,12 @@ CANDIDATES: dict[str, Policy] = {
     # the lines without their reasoning, every kept line staying (or up to k)
     **{
         f"fade-calls-{n}-{k}": _with_age(
-            f"fade-calls-{n}-{k}", fade_after=n, fade_keep=k, fade_named="all", fade_reasoning=False
+            f"fade-calls-{n}-{k}",
+            fade_after=n,
+            fade_keep=k,
+            fade_named="all",
+            fade_reasoning=False,
+            fade_cold=False,
         )
         for n in (0, 10, 20)
         for k in (2, 8, 60)
