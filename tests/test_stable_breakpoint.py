@@ -4,14 +4,13 @@ by the bench's cache simulation from the same definition (``_model.stable_breakp
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes import fake_anthropic
-from recorded_tools import recorded_tools
+from scripted_runs import ScriptedRun
 
 from tiered_agent import Agent, LiteLLMModel, Policy, RunLimits, ToolCall, _model
 from tiered_agent._messages import Message
@@ -180,9 +179,8 @@ async def test_the_live_loop_marks_what_the_replay_simulates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = load_runs([TRACES / "mini-swe-agent" / "matplotlib__matplotlib-26466.jsonl"]).runs[0]
-    actions = [
-        dataclasses.replace(m, iteration=0) for m in run.messages if m.role == "assistant" and m.tool_calls
-    ]
+    scripted = ScriptedRun.of(run, PRESETS["tiered"], monkeypatch)
+    actions = list(scripted.actions)
     seen: list[tuple[int, ...]] = []
 
     def reply(request: AgentRequest) -> Message:
@@ -191,7 +189,7 @@ async def test_the_live_loop_marks_what_the_replay_simulates(
 
     agent = Agent(
         FunctionModel(reply),
-        tools=recorded_tools(run, monkeypatch),
+        tools=list(scripted.tools),
         context="tiered",
         limits=RunLimits(max_iterations=len(actions) + 1),
         trace_dir=tmp_path,

@@ -349,7 +349,10 @@ class AgingState:
 
     def _accrue_fade(self, last: int) -> None:
         """The rent fading the due chunks would save this call (each chunk's saving estimated once,
-        as it first fell due)."""
+        as it first fell due). None with ``Age.fade_cold``: a fade then waits for a request that
+        finds nothing cached, where its cost is nothing and no rent is needed."""
+        if self.step.fade_cold:
+            return
         saving = 0
         for chunk, note, tokens in self._fade_pending():
             estimate = self._fade_estimates.get(chunk[1])
