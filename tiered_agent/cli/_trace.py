@@ -28,10 +28,11 @@ def trace() -> None:
 
 
 def _consoles() -> tuple[Console, Console]:
-    """stdout and stderr consoles that print a trace's control characters as escapes."""
+    """stdout and stderr consoles that print a trace's control characters as escapes; a warning on
+    stderr is never cut into lines (it names a file, whatever its length)."""
     from .._terminal import TerminalConsole
 
-    return TerminalConsole(highlight=False), TerminalConsole(stderr=True, highlight=False)
+    return TerminalConsole(highlight=False), TerminalConsole.for_cli(stderr=True)
 
 
 def _newest(folder: Path) -> Path:
