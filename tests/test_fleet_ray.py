@@ -23,6 +23,7 @@ from ray_cluster import RayCluster, ray_executable, two_node_cluster
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(ray_executable() is None, reason="Ray is not installed (the ray extra)"),
+    pytest.mark.xdist_group("ray"),  # one pytest-xdist worker runs them, one cluster at a time
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
