@@ -147,7 +147,7 @@ def test_trace_show_stats_and_html_print_one_warning_and_no_traceback(case: str,
     line, edit, reason = MALFORMED[case]
     path = _edited(sample, line, edit)
     for args in (["show", str(path)], ["stats", str(path)], ["html", str(path), "-o", str(path) + ".html"]):
-        result = CliRunner().invoke(cli, ["trace", *args], env={"COLUMNS": "200"})
+        result = CliRunner().invoke(cli, ["trace", *args], env={"COLUMNS": "60"})  # the warning: one line
         assert result.exit_code == 0, (args, result.output, result.exception)
         assert result.exception is None or isinstance(result.exception, SystemExit)
         assert result.stderr.count("warning:") == 1 and f"line {line}: {reason}" in result.stderr
