@@ -59,10 +59,18 @@ def step_split(step: StepMetrics) -> Split:
     written = min(max(step.cache_write_tokens, 0), prompt - read)
     primer = min(PROMPT_OVERHEAD, fixed)  # the reply primer closes the request (no cache reads it)
     start, end = fixed - primer, prompt - primer  # the fixed start; where the messages end
-    spans = (((0, start), (end, prompt)), ((start, end - new),), ((end - new, end),))
-    kinds = ((0, read), (read, read + written), (read + written, prompt))
-    a, b, c = (tuple(sum(_overlap(*span, *kind) for span in place) for kind in kinds) for place in spans)
-    return (a[0], a[1], a[2]), (b[0], b[1], b[2]), (c[0], c[1], c[2])
+    # The request is fixed [0, start), history [start, end - new), new [end - new, end), fixed
+    # [end, prompt); the kinds are [0, read), [read, read + written), [read + written, prompt). A
+    # bucket's tokens in a kind are its tokens before the kind's end less those before its start.
+    cut = (read, read + written, prompt)
+    fixed_at = [min(x, start) + max(x - end, 0) for x in cut]
+    history_at = [min(max(x, start), end - new) - start for x in cut]
+    new_at = [min(max(x, end - new), end) - (end - new) for x in cut]
+    return (
+        (fixed_at[0], fixed_at[1] - fixed_at[0], fixed_at[2] - fixed_at[1]),
+        (history_at[0], history_at[1] - history_at[0], history_at[2] - history_at[1]),
+        (new_at[0], new_at[1] - new_at[0], new_at[2] - new_at[1]),
+    )
 
 
 CELLS = len(BUCKETS) * len(KINDS)  # a flat grid: cell ``bucket * 3 + kind``

@@ -769,6 +769,7 @@ class ChunkReading:
     of the new one; else it reads the new one afresh)."""
 
     __slots__ = (
+        "_inputs",
         "_label_texts",
         "_labels",
         "_later",
@@ -788,6 +789,12 @@ class ChunkReading:
         "texts",
     )
 
+    # what it read of its chunk (a longer chunk's reading takes these over: :meth:`begins`)
+    read: tuple[tuple[int, Reading], ...]
+    labels: tuple[str, ...]
+    texts: int
+    names: frozenset[str]
+
     def __init__(
         self,
         chunk: Sequence[tuple[int, tuple[Message, ...]]],
@@ -799,6 +806,7 @@ class ChunkReading:
         scale: NovelScale = NO_SCALE,
         own: int = 0,
         terse: Terse = NO_TERSE,
+        prefix: ChunkReading | None = None,
     ) -> None:
         self.chunk = tuple(chunk)  # kept: a memo's key is their identities
         self.reports, self.referred, self.novel, self.scale = reports, referred, novel, scale
@@ -806,9 +814,15 @@ class ChunkReading:
         labels: list[str] = []
         texts = 0
         names: set[str] = set()
-        self.read = tuple((k, _reading(messages, readings)) for k, messages in self.chunk)
+        start = 0  # the iterations read here: those after the prefix's
+        read: tuple[tuple[int, Reading], ...] = ()
+        if prefix is not None and prefix.begins(self.chunk, reports, (referred, novel, scale, own, terse)):
+            start, read = len(prefix.chunk), prefix.read
+            labels, texts, names = list(prefix.labels), prefix.texts, set(prefix.names)
+        self.read = read + tuple((k, _reading(messages, readings)) for k, messages in self.chunk[start:])
+        kept_all = kept_reports(self.read, reports)  # an iteration's depend only on the older ones
         for (_, messages), (_, whole), kept in zip(
-            self.chunk, self.read, kept_reports(self.read, reports), strict=True
+            self.chunk[start:], self.read[start:], kept_all[start:], strict=True
         ):
             reading = _reading(tuple(m for m in messages if m not in kept), readings) if kept else whole
             labels.extend(whole.labels)
@@ -826,6 +840,24 @@ class ChunkReading:
         self._label_texts = 0
         self._wanted: set[str] = set()
         self._seen: set[str] = set()
+        self._inputs: tuple[str | None, frozenset[str], frozenset[str]] | None = None  # the last answer
+
+    def begins(
+        self,
+        chunk: tuple[tuple[int, tuple[Message, ...]], ...],
+        reports: Reports,
+        settings: tuple[object, ...],
+    ) -> bool:
+        """Whether this reading's chunk is a shorter prefix of ``chunk`` (the same iterations, the same
+        messages) read with the same ``reports`` and ``settings`` (referred, novel, scale, own, terse):
+        what it found of those iterations (their readings, labels, texts and names) is then what a
+        reading of ``chunk`` finds of them (a waiting chunk grows at its newest end, and what an
+        iteration keeps whole depends only on the older ones)."""
+        mine = (self.referred, self.novel, self.scale, self.own, self.terse)
+        size = len(self.chunk)
+        return (
+            size < len(chunk) and reports == self.reports and settings == mine and chunk[:size] == self.chunk
+        )
 
     def inputs(self, later: tuple[Message, ...]) -> tuple[str | None, frozenset[str], frozenset[str]]:
         """What of ``later`` the chunk's note depends on (see the class): its label, and ``wanted``
@@ -834,10 +866,25 @@ class ChunkReading:
         if len(later) < read or later[:read] != self._later:  # not a continuation: read it afresh
             self._labels, self._label_texts, read = [], 0, 0
             self._wanted, self._seen = set(), set()
-        self._read(later[read:])
+            self._inputs = None
+        new = later[read:]
         self._later = later
-        label = _label([*self.labels, *self._labels], self.texts + self._label_texts)
-        return label, frozenset(self._wanted), frozenset(self._seen)
+        last = self._inputs
+        if last is not None and not new:  # nothing read since: the same inputs
+            return last
+        labels, texts = len(self._labels), self._label_texts
+        self._read(new)
+        if last is None or len(self._labels) != labels or self._label_texts != texts:
+            label = _label([*self.labels, *self._labels], self.texts + self._label_texts)
+        else:
+            label = last[0]
+        # the sets only grow until read afresh: one of the same size is the same set (its hash kept)
+        wanted = (
+            last[1] if last is not None and len(last[1]) == len(self._wanted) else frozenset(self._wanted)
+        )
+        seen = last[2] if last is not None and len(last[2]) == len(self._seen) else frozenset(self._seen)
+        self._inputs = (label, wanted, seen)
+        return self._inputs
 
     def _read(self, messages: Sequence[Message]) -> None:
         labels, texts = _labels(messages)

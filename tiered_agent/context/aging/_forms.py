@@ -74,6 +74,9 @@ class FormsMemo:
         # What a note reads of its chunk alone, with the chunk's notes by what the later messages
         # tell it (:class:`~._condense.ChunkReading`)
         self.chunks: LRUCache[tuple[object, ...], ChunkReading] = LRUCache(chunks)
+        # The chunk read last, per way of reading: a waiting chunk grows at its newest end, and the
+        # reading of the grown chunk takes over what this one read (:class:`~._condense.ChunkReading`)
+        self.growing: dict[tuple[object, ...], ChunkReading] = {}
         # What each iteration tells the forms of older ones (:class:`_Told`; bounded there)
         self.told: dict[tuple[int, ...], _Told] = {}
         # What a condensed note reads of each iteration (:class:`~._condense.Reading`; bounded there)
@@ -498,12 +501,22 @@ def condensed(
             terse=terse,
             before=before,
         )
-    key = (retrieval, referred, novel, scale, reports, own, terse, _identity((), chunk))
+    settings = (retrieval, referred, novel, scale, reports, own, terse)
+    key = (*settings, _identity((), chunk))
     read = memo.chunks.get(key)
     if read is None or read.chunk != tuple(chunk):
         read = memo.chunks[key] = ChunkReading(
-            chunk, reports, memo.readings, referred=referred, novel=novel, scale=scale, own=own, terse=terse
+            chunk,
+            reports,
+            memo.readings,
+            referred=referred,
+            novel=novel,
+            scale=scale,
+            own=own,
+            terse=terse,
+            prefix=memo.growing.get(settings),  # the waiting chunk, before it grew (if it is)
         )
+        memo.growing[settings] = read
     inputs = read.inputs(later)
     if since:
         label, _, seen = inputs

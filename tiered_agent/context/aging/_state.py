@@ -266,7 +266,8 @@ class AgingState:
         through ``through`` are hidden at ``last``, that note's tokens then); (saving, 0) when off."""
         if self.step.written_chars <= 0:
             return saving, 0
-        groups = {k: v for k, v in self._tuples.items() if k <= last}
+        tuples = self._tuples  # read, not kept: those through ``last`` (all of them, mostly)
+        groups = tuples if self._newest <= last else {k: v for k, v in tuples.items() if k <= last}
         new = self._count(self.step.written(groups, through, last, self.retrieval, self.memo))
         return saving - max(new - self._written, 0), new
 

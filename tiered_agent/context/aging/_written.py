@@ -34,6 +34,7 @@ calls by the same two). Arbitrary text never raises here: a call that cannot be 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -497,6 +498,8 @@ class WrittenFiles:
         self._calls: dict[int, tuple[tuple[Message, ...], list[tuple[int, ToolCall]]]] = {}
         self._texts: dict[int, tuple[tuple[Message, ...], str]] = {}
         self._holds: dict[tuple[str, str], bool] = {}  # :func:`_holds` by (name, text), bounded
+        # the last answer of :meth:`calls`: the iterations it read, their tuples, the calls (not changed)
+        self._last: tuple[list[int], list[tuple[Message, ...]], list[tuple[int, ToolCall]]] = ([], [], [])
 
     def holds(self, name: str, text: str) -> bool:
         """:func:`_holds`, once per name and text (the texts of :meth:`texts` are the same objects
@@ -511,15 +514,25 @@ class WrittenFiles:
 
     def calls(self, groups: Mapping[int, tuple[Message, ...]], upto: int) -> list[tuple[int, ToolCall]]:
         """:func:`_calls`, each iteration's calls read once while its messages stay the same tuple
-        (a tuple's messages never change, so the same object is the same calls)."""
-        out: list[tuple[int, ToolCall]] = []
+        (a tuple's messages never change, so the same object is the same calls); the calls of the
+        iterations the previous answer read, when they are the same tuples (compared in C), are that
+        answer's (a run's history mostly grows at its newest end)."""
+        keys = sorted(groups)
+        keys = keys[bisect_right(keys, 0) : bisect_right(keys, upto)]
+        tuples = list(map(groups.__getitem__, keys))
+        last_keys, last_tuples, last_out = self._last
+        done = len(last_keys)
+        if done <= len(keys) and keys[:done] == last_keys and tuples[:done] == last_tuples:
+            out = list(last_out)
+        else:
+            out, done = [], 0
         known = self._calls
-        for iteration in sorted(k for k in groups if 0 < k <= upto):
-            messages = groups[iteration]
+        for iteration, messages in zip(keys[done:], tuples[done:], strict=True):
             hit = known.get(iteration)
             if hit is None or hit[0] is not messages:
                 hit = known[iteration] = (messages, _calls({iteration: messages}, iteration))
             out.extend(hit[1])
+        self._last = (keys, tuples, out)
         return out
 
     def texts(self, groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> dict[int, str]:
