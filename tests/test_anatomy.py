@@ -11,9 +11,12 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from samples import read_messages
 
 from tiered_agent._messages import Message, Usage
+from tiered_agent._tokens import PROMPT_OVERHEAD
 from tiered_agent.bench._anatomy import (
     AnatomySum,
     anatomy_dict,
@@ -80,6 +83,38 @@ def test_a_step_splits_by_place_and_by_what_the_cache_billed() -> None:
     # hostile counts are clamped into the prompt: the buckets still hold every token once
     assert step_split(_step(10, 50, 50, fixed=-3, new=99)) == ((0, 0, 0), (0, 0, 0), (10, 0, 0))
     assert step_split(_step(0, 0, 0, fixed=5, new=5)) == ((0, 0, 0), (0, 0, 0), (0, 0, 0))
+
+
+def _overlap(start: int, end: int, low: int, high: int) -> int:
+    return max(0, min(end, high) - max(start, low))
+
+
+def _split_by_overlaps(step: StepMetrics) -> tuple[tuple[int, ...], ...]:
+    """The split as first written: each cell the overlap of a bucket's spans with a kind's span."""
+    prompt = step.prompt_tokens
+    fixed = min(max(step.fixed_tokens, 0), prompt)
+    new = min(max(step.new_tokens, 0), prompt - fixed)
+    read = min(max(step.cached_tokens, 0), prompt)
+    written = min(max(step.cache_write_tokens, 0), prompt - read)
+    primer = min(PROMPT_OVERHEAD, fixed)
+    start, end = fixed - primer, prompt - primer
+    spans = (((0, start), (end, prompt)), ((start, end - new),), ((end - new, end),))
+    kinds = ((0, read), (read, read + written), (read + written, prompt))
+    return tuple(tuple(sum(_overlap(*span, *kind) for span in place) for kind in kinds) for place in spans)
+
+
+_tokens = st.one_of(st.integers(-5, 12), st.integers(0, 5000))
+
+
+@settings(max_examples=400)
+@given(_tokens, _tokens, _tokens, _tokens, _tokens)
+def test_a_steps_split_is_the_overlap_of_places_and_kinds(
+    prompt: int, cached: int, written: int, fixed: int, new: int
+) -> None:
+    step = _step(max(prompt, 0), cached, written, fixed, new)
+    split = step_split(step)
+    assert split == _split_by_overlaps(step)
+    assert sum(map(sum, split)) == step.prompt_tokens
 
 
 def _sums_to_full(anatomy: dict[str, Any], full: dict[str, Any]) -> None:

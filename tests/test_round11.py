@@ -1,8 +1,8 @@
-"""Round 11's shortcuts in the aging decision and the cost anatomy give what computing from scratch
-gives, and take the shortcut: a waiting chunk that grew is read from the reading of the chunk it
-was (only its new iterations read), a chunk's inputs asked again with nothing new read are the same
-objects, the files note's calls after more iterations read only those, and a step's split of its
-tokens by place and kind is the overlap of the two splits."""
+"""Round 11's shortcuts in the aging decision give what computing from scratch gives, and take the
+shortcut: a waiting chunk that grew is read from the reading of the chunk it was (only its new
+iterations read), a chunk's inputs asked again with nothing new read are the same objects, and the
+files note's calls after more iterations read only those (the cost anatomy's split by cut points:
+tests/test_anatomy.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tiered_agent import Message, ToolCall
-from tiered_agent._tokens import PROMPT_OVERHEAD
-from tiered_agent.bench._anatomy import step_split
-from tiered_agent.bench._metrics import StepMetrics
 from tiered_agent.context.aging import _condense
 from tiered_agent.context.aging._condense import ChunkReading, condensed_note
 from tiered_agent.context.aging._forms import FormsMemo, condensed
@@ -182,55 +179,3 @@ def test_the_files_notes_calls_after_more_iterations_look_up_only_those() -> Non
     lookups.asked.clear()
     assert files_of.calls(history, 3) == _calls(history, 3)
     assert lookups.asked == [1, 2, 3]
-
-
-def _step(prompt: int, cached: int, written: int, fixed: int, new: int) -> StepMetrics:
-    return StepMetrics(
-        step=1,
-        prompt_tokens=prompt,
-        cached_tokens=cached,
-        output_tokens=0,
-        salient=0,
-        missed=(),
-        retrieval_tokens=0,
-        rewrote_prefix=False,
-        compacted=False,
-        over_hard_limit=False,
-        truncated_chars=0,
-        build_seconds=0.0,
-        cache_write_tokens=written,
-        fixed_tokens=fixed,
-        new_tokens=new,
-    )
-
-
-def _overlap(start: int, end: int, low: int, high: int) -> int:
-    return max(0, min(end, high) - max(start, low))
-
-
-def _split_by_overlaps(step: StepMetrics) -> tuple[tuple[int, ...], ...]:
-    """The split as first written: each cell the overlap of a bucket's spans with a kind's span."""
-    prompt = step.prompt_tokens
-    fixed = min(max(step.fixed_tokens, 0), prompt)
-    new = min(max(step.new_tokens, 0), prompt - fixed)
-    read = min(max(step.cached_tokens, 0), prompt)
-    written = min(max(step.cache_write_tokens, 0), prompt - read)
-    primer = min(PROMPT_OVERHEAD, fixed)
-    start, end = fixed - primer, prompt - primer
-    spans = (((0, start), (end, prompt)), ((start, end - new),), ((end - new, end),))
-    kinds = ((0, read), (read, read + written), (read + written, prompt))
-    return tuple(tuple(sum(_overlap(*span, *kind) for span in place) for kind in kinds) for place in spans)
-
-
-_tokens = st.one_of(st.integers(-5, 12), st.integers(0, 5000))
-
-
-@settings(max_examples=400)
-@given(_tokens, _tokens, _tokens, _tokens, _tokens)
-def test_a_steps_split_is_the_overlap_of_places_and_kinds(
-    prompt: int, cached: int, written: int, fixed: int, new: int
-) -> None:
-    step = _step(max(prompt, 0), cached, written, fixed, new)
-    split = step_split(step)
-    assert split == _split_by_overlaps(step)
-    assert sum(map(sum, split)) == step.prompt_tokens
