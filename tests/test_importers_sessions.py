@@ -514,6 +514,16 @@ def test_codex_older_flat_rollout() -> None:
     assert (run.model, run.usage) == (None, (None, None))
 
 
+def test_codex_flat_rollout_ignores_a_record_type_it_does_not_know(tmp_path: Path) -> None:
+    lines = (FIXTURES / ".codex/sessions/2025/06/01" / f"{CODEX_FLAT}.jsonl").read_text().splitlines()
+    lines.insert(3, json.dumps({"type": "ghost_snapshot", "commit": "abc"}))
+    path = tmp_path / "rollout-flat.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    [run] = _load(path)
+    assert run.messages == _codex_runs()[f"codex/{CODEX_FLAT}"].messages
+    assert run.run_id == "codex/rollout-flat"
+
+
 def test_codex_read_only_tools() -> None:
     assert [codex_read_only(n) for n in ("read_file", "list_dir", "grep_files", "view_image")] == [True] * 4
     assert [codex_read_only(n) for n in ("shell", "exec_command", "apply_patch", "update_plan")] == [

@@ -89,9 +89,9 @@ def matches(records: list[Any]) -> bool:
         return False
     if any(_is_envelope(r) for r in dicts):
         return True
-    return _flat_meta(dicts[0]) and all(
-        r.get("record_type") is not None or kind_of(r) in ITEM_TYPES for r in dicts[1:]
-    )
+    # An older flat rollout: its session line first, then items; a record of a type this reader does
+    # not know (a newer CLI's, a wrapper's) is ignored as in enveloped rollouts, not the whole file.
+    return _flat_meta(dicts[0]) and any(kind_of(r) in ITEM_TYPES for r in dicts[1:])
 
 
 def _is_envelope(record: dict[str, Any]) -> bool:
