@@ -1049,14 +1049,12 @@ def _render_note(
     showing = (shown, mine) if own else (shown,)
     for k, whole, kept in reversed(read):
         line, names_line = whole.line(k, label)
-        for into in showing:
-            into.update(names_line)
+        _show(showing, names_line)
         reading = _reading(tuple(m for m in whole.messages if m not in kept), readings) if kept else whole
         names = reading.names
         if reading.short:  # every output line is kept: what extra lines it would choose changes nothing
             tail = reading.short_text(terse.bare)
-            for into in showing:
-                into.update(names)
+            _show(showing, names)
         elif not (extra and names):  # no output line names anything: none is chosen
             tail = ""
         else:
@@ -1067,9 +1065,8 @@ def _render_note(
                 scale.budget(novel, reading.size, not whole.paths.isdisjoint(named)),
                 reading.held(held),  # shown elsewhere: chosen without a place
             )
-            for into in showing:
-                into.update(kept_names)
-                into.update(novel_names)
+            _show(showing, kept_names)
+            _show(showing, novel_names)
         if own:  # the agent's own lines: what they show leaves the choice of output lines alone
             tail += whole.own_extra(named, mine, seen, own, held)
         if terse.repeats:
@@ -1078,12 +1075,17 @@ def _render_note(
         if kept:  # a sub-agent's report, whole
             report = [text for message in kept for text in message.text.splitlines() if text.strip()]
             tail += "".join(f"\n    {text}" for text in report)
-            for into in showing:
-                into.update(refs_of_all(report))
+            _show(showing, refs_of_all(report))
         lines.append(line + tail)
         named.update(reading.actions)
     parts = (f"{head}\n", *(f"{line}\n" for line in reversed(lines[1:])), lines[0])
     return CondensedNote(Message(role="user", content="".join(parts), iteration=first), parts)
+
+
+def _show(showing: tuple[set[str], ...], names: Iterable[str]) -> None:
+    """Each of ``showing`` (what the note shows; with own lines, what they show too) gains ``names``."""
+    for into in showing:
+        into.update(names)
 
 
 _PART = re.compile(r"\n(?=[^ ])")  # a line feed before an iteration's line (kept lines are indented)
