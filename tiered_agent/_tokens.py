@@ -321,6 +321,21 @@ class TokenCounter:
         """Tokens of a text not in the memo (subclasses that keep ids count them instead)."""
         return self._pieces.count(text)
 
+    def count_part(self, text: str) -> int:
+        """:meth:`count_text` of a part of a message's text that is never sent alone (a condensed
+        note's line, a note's sections): counted and remembered, its ids not kept whole."""
+        if not text:
+            return 0
+        cached = self._cache.get(text)
+        if cached is None:
+            cached = remember(self._cache, text, self._count_part(text), self._cache_size)
+        return cached
+
+    def _count_part(self, text: str) -> int:
+        """Tokens of a part not in the memo: :meth:`_count_new` here (a subclass that keeps the ids
+        of whole texts counts a part from its pieces' ids)."""
+        return self._count_new(text)
+
     def export(self, texts: Sequence[str]) -> EncodedTexts:
         """The ids of ``texts`` for another counter of this encoding to adopt
         (:meth:`PieceEncoder.export`); their counts are memoized here too."""

@@ -122,6 +122,9 @@ class IdCounter(TokenCounter):
     def _count_new(self, text: str) -> int:
         return len(self.ids(text))  # the ids are kept: the cache simulation asks for them next
 
+    def _count_part(self, text: str) -> int:
+        return self._pieces.length(text)  # its pieces' ids are kept (the whole text's are asked for)
+
     def adopt(self, texts: Sequence[str], encoded: EncodedTexts) -> int:
         """Take the ids another counter exported for ``texts`` (:meth:`TokenCounter.export`): they are
         not encoded again. Returns how many texts were taken (0: ids of other texts or another

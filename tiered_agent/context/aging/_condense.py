@@ -44,7 +44,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable, KeysView, Mapping, Sequence, Set
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, repeat
+from operator import itemgetter
 
 import orjson
 
@@ -55,7 +56,7 @@ from .._memo import run_memo
 from .._names import retrieve_call
 from ._jsonform import json_fields, output_lines
 from ._reasoning import first_sentence, split_sentences
-from ._refs import Refs, line_refs, refs, refs_of_all, text_refs
+from ._refs import Refs, line_refs, lines_refs, refs, refs_of_all, text_refs
 from ._reports import NO_REPORTS, Reports, earlier_users
 
 __all__ = [
@@ -280,10 +281,13 @@ def _cover(
     limit: int,
     seen: Set[str] = frozenset(),
     free: Set[int] = frozenset(),
+    *,
+    into: set[str] | None = None,
 ) -> Chosen:
     """Up to ``limit`` of the ``candidates`` (position, line, names), chosen greedily: each the line
     with the most names that neither ``seen`` holds nor a line already chosen names (ties: the
-    earliest); with their positions.
+    earliest); with their positions. ``into``: a set of the caller's that stands for ``seen`` and
+    gains what the chosen lines name (no copy of ``seen`` made).
 
     Lazily: a line's count only falls as lines are chosen, so a line whose count, counted again,
     still leads every other line's last count leads their counts now (the choice counting every
@@ -291,12 +295,13 @@ def _cover(
     fewer than it counts), so lines that cannot lead are never counted against ``seen``."""
     heap = [(-len(found), index, line, found) for index, line, found in candidates]
     heapq.heapify(heap)
-    covered: set[str] = set()
+    covered = set(seen) if into is None else into  # what a count leaves out
+    known = covered.__contains__
     chosen: Chosen = []
     spent = 0  # the chosen lines not in ``free`` (shown elsewhere: chosen without a place)
     while heap and spent < limit:
         _, index, line, found = heapq.heappop(heap)
-        key = (-sum(name not in seen and name not in covered for name in found), index)
+        key = (sum(map(known, found)) - len(found), index)  # a line's names are distinct
         if heap and key > heap[0][:2]:  # another line may name more now: count it first
             heapq.heappush(heap, (*key, line, found))
             continue
@@ -317,7 +322,7 @@ def referred_lines(lines: Sequence[str], wanted: set[str], shown: set[str], limi
 
 
 def _within(names: Refs, targets: Set[str]) -> Refs:
-    return tuple(name for name in names if name in targets)
+    return tuple(filter(targets.__contains__, names))
 
 
 def _at(lines: Lines, chosen: Sequence[int]) -> Chosen:
@@ -333,7 +338,7 @@ def _referred(
     if not targets:
         return []
     where, named = lines.where, lines.named
-    naming = sorted({position for name in targets for position in where.get(name, ())})
+    naming = sorted(set(chain.from_iterable(map(where.get, targets, repeat(())))))
     candidates = [(p, named[p][1], _within(named[p][2], targets)) for p in naming]
     out = [p for p, _ in _cover(candidates, limit, free=free)]
     for p in out:
@@ -355,11 +360,12 @@ def _informative(lines: Lines, seen: set[str], limit: int, free: Set[int] = froz
     A line names something no line above it names nor ``seen`` holds exactly when it is the
     first line naming one of the references not in ``seen``."""
     where, named = lines.where, lines.named
-    first = sorted({where[name][0] for name in where.keys() - seen})
-    out = [p for p, _ in _cover([(p, named[p][1], named[p][2]) for p in first], limit, seen, free)]
-    for p in out:
-        seen.update(named[p][2])
-    return out
+    first = sorted(set(map(_FIRST, map(where.__getitem__, where.keys() - seen))))
+    candidates = [(p, named[p][1], named[p][2]) for p in first]
+    return [p for p, _ in _cover(candidates, limit, free=free, into=seen)]  # ``seen`` gains theirs
+
+
+_FIRST = itemgetter(0)
 
 
 def _named_in(messages: Sequence[Message]) -> set[str]:
@@ -611,7 +617,14 @@ def _own_lines(messages: tuple[Message, ...]) -> Lines:
     one line, with them: what a note may keep of what the agent wrote besides its line."""
     texts = [text for m in messages if m.role == "assistant" for text in _agent_texts(m)]
     lines = [_one_line(text, _REFERRED_CHARS) for text in texts]
-    return _named(lines)
+    found = lines_refs(lines)  # each scanned once: an agent's own lines are read once per run
+    return _indexed(
+        tuple(
+            (index, line, names)
+            for index, (line, names) in enumerate(zip(lines, found, strict=True))
+            if names
+        )
+    )
 
 
 def own_extra(
@@ -678,11 +691,17 @@ def _indented(lines: Lines) -> Mapping[str, Sequence[int]]:
 
 def _held_at(at: Mapping[str, Sequence[int]], held: Sequence[Set[str]]) -> frozenset[int]:
     """The positions (``at``: :func:`_indented`) of the lines one of the ``held`` sets holds."""
+    lines = at.keys()
+    if all(map(lines.isdisjoint, held)):  # mostly: none (the smaller side is walked, in C)
+        return _NONE_HELD
     found: set[int] = set()
     for lines_held in held:
-        for line in at.keys() & lines_held:  # the smaller side is walked
+        for line in lines & lines_held:
             found.update(at[line])
     return frozenset(found)
+
+
+_NONE_HELD: frozenset[int] = frozenset()
 
 
 def held_lines(note: Message) -> frozenset[str]:
@@ -749,7 +768,7 @@ class CondensedNote:
         """``counter.count_message(self.message)``, from its parts' counts (a part the run counted
         before, the line of an iteration with the same extra lines, is a lookup)."""
         head = counter.count_message({"role": "user", "content": self.parts[0]})
-        return head + sum(map(counter.count_text, self.parts[1:]))
+        return head + sum(map(counter.count_part, self.parts[1:]))
 
 
 class ChunkReading:
@@ -776,6 +795,7 @@ class ChunkReading:
         "_seen",
         "_wanted",
         "chunk",
+        "kept",
         "labels",
         "names",
         "notes",
@@ -821,6 +841,7 @@ class ChunkReading:
             labels, texts, names = list(prefix.labels), prefix.texts, set(prefix.names)
         self.read = read + tuple((k, _reading(messages, readings)) for k, messages in self.chunk[start:])
         kept_all = kept_reports(self.read, reports)  # an iteration's depend only on the older ones
+        self.kept = tuple(kept_all)  # what each keeps whole, for its notes
         for (_, messages), (_, whole), kept in zip(
             self.chunk[start:], self.read[start:], kept_all[start:], strict=True
         ):
@@ -925,6 +946,7 @@ class ChunkReading:
                 own=self.own,
                 terse=self.terse,
                 before=key[3],
+                reported=self.kept,
             )
             if len(self.notes) >= _NOTES:  # the oldest first (the messages after the chunk only grow)
                 del self.notes[next(iter(self.notes))]
@@ -1002,32 +1024,37 @@ def _render_note(
     own: int = 0,
     terse: Terse = NO_TERSE,
     before: frozenset[str] = frozenset(),
+    reported: Sequence[tuple[Message, ...]] | None = None,
 ) -> CondensedNote:
     """:func:`condensed_note` given what the messages after the chunk tell it: the ``label``, what
     their assistant messages name (``wanted``) and what their texts name (``seen``), either whole or
     restricted to what the chunk's output lines name (only that is read, :class:`ChunkReading`);
-    ``before``: the kept lines the earlier notes hold, left out (:attr:`Terse.across`)."""
+    ``before``: the kept lines the earlier notes hold, left out (:attr:`Terse.across`); ``reported``:
+    :func:`kept_reports` of the chunk, when the caller has it."""
     first, last = chunk[0][0], chunk[-1][0]
     span = f"{first}-{last}" if first != last else str(first)
     where = f"; full text: {retrieve_call('iteration', span)}" if retrieval else ""
     head = f"[Iterations {span}, one line each{where}]"
-    read = [(k, whole, kept) for (k, whole), kept in zip(chunk, kept_reports(chunk, reports), strict=True)]
+    kept_all = kept_reports(chunk, reports) if reported is None else reported
+    read = [(k, whole, kept) for (k, whole), kept in zip(chunk, kept_all, strict=True)]
     named: set[str] = set(wanted)
     shown: set[str] = set()
-    mine: set[str] = set()  # what the note shows, its own lines' names too
+    # what the note shows, its own lines' names too (gains what ``shown`` gains as it gains it)
+    mine: set[str] = set()
     kept_lines: set[str] = set()  # the lines kept under the newer iterations' lines (``terse.repeats``)
     # the lines left out as repeats, which with ``terse.spare`` take no place among those kept
     held: tuple[Set[str], ...] = (kept_lines, before) if terse.spare else ()
     extra = bool(referred) or scale.keeps(novel)
     lines: list[str] = []
+    showing = (shown, mine) if own else (shown,)
     for k, whole, kept in reversed(read):
         line, names_line = whole.line(k, label)
-        shown.update(names_line)
+        _show(showing, names_line)
         reading = _reading(tuple(m for m in whole.messages if m not in kept), readings) if kept else whole
         names = reading.names
         if reading.short:  # every output line is kept: what extra lines it would choose changes nothing
             tail = reading.short_text(terse.bare)
-            shown.update(names)
+            _show(showing, names)
         elif not (extra and names):  # no output line names anything: none is chosen
             tail = ""
         else:
@@ -1038,10 +1065,9 @@ def _render_note(
                 scale.budget(novel, reading.size, not whole.paths.isdisjoint(named)),
                 reading.held(held),  # shown elsewhere: chosen without a place
             )
-            shown.update(kept_names)
-            shown.update(novel_names)
+            _show(showing, kept_names)
+            _show(showing, novel_names)
         if own:  # the agent's own lines: what they show leaves the choice of output lines alone
-            mine.update(shown)
             tail += whole.own_extra(named, mine, seen, own, held)
         if terse.repeats:
             tail = _unrepeated(tail, kept_lines)
@@ -1049,11 +1075,17 @@ def _render_note(
         if kept:  # a sub-agent's report, whole
             report = [text for message in kept for text in message.text.splitlines() if text.strip()]
             tail += "".join(f"\n    {text}" for text in report)
-            shown.update(refs_of_all(report))
+            _show(showing, refs_of_all(report))
         lines.append(line + tail)
         named.update(reading.actions)
     parts = (f"{head}\n", *(f"{line}\n" for line in reversed(lines[1:])), lines[0])
     return CondensedNote(Message(role="user", content="".join(parts), iteration=first), parts)
+
+
+def _show(showing: tuple[set[str], ...], names: Iterable[str]) -> None:
+    """Each of ``showing`` (what the note shows; with own lines, what they show too) gains ``names``."""
+    for into in showing:
+        into.update(names)
 
 
 _PART = re.compile(r"\n(?=[^ ])")  # a line feed before an iteration's line (kept lines are indented)

@@ -24,7 +24,7 @@ from itertools import chain
 
 from .._memo import run_memo
 
-__all__ = ["Refs", "line_refs", "message_refs", "refs", "refs_of_all", "text_refs"]
+__all__ = ["Refs", "line_refs", "lines_refs", "message_refs", "refs", "refs_of_all", "text_refs"]
 
 # Tokens of 4+ characters (first and last a letter, digit or ``_``). A token is code-like when it
 # holds ``/``, ``_``, ``.`` or a digit (what is left once its hyphens are gone is not all letters)
@@ -67,9 +67,14 @@ def line_refs(text: str) -> tuple[Refs, ...]:
     note's reading), most naming nothing: one entry per output, instead of one per line (the line
     itself, its key, its slot) and a scan again of every line naming nothing. A reference named by
     several of its lines is one string."""
+    return lines_refs(text.splitlines())
+
+
+def lines_refs(lines: Iterable[str]) -> tuple[Refs, ...]:
+    """``refs`` of each of ``lines``, in order, scanned here (not remembered: :func:`line_refs`)."""
     strings: dict[str, str] = {}
     out: list[Refs] = []
-    for line in text.splitlines():
+    for line in lines:
         found = _TOKEN.findall(line)
         if found:
             names = [strings.setdefault(t, t) for t in _code_like(found)]

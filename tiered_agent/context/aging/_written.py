@@ -704,7 +704,7 @@ def note_tokens(note: Message, counter: TokenCounter) -> int:
     header, _, body = note.text.partition("\n")
     if note.role != "user" or note.tool_calls or not body.startswith(_SECTION):
         return counter.count_message(note)
-    return counter.count_message({"role": "user", "content": header + "\n"}) + counter.count_text(body)
+    return counter.count_message({"role": "user", "content": header + "\n"}) + counter.count_part(body)
 
 
 _SECTION = "=== "  # how each section of the note starts

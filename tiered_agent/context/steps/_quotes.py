@@ -116,7 +116,7 @@ def point_quotes(text: str, index: LineIndex, min_lines: int, min_chars: int) ->
     """``text`` with each long run of lines the index shows replaced by a pointer (module docstring)."""
     lines = quote_lines(text)
     texts, places = lines.texts, index.places
-    if not places or len(texts) < min_lines:
+    if not places or len(texts) < min_lines or places.keys().isdisjoint(texts):  # no line shown above
         return text
     starts = [i for i, line in enumerate(texts) if line in places]  # informative lines shown above
     if not starts:
