@@ -13,7 +13,7 @@ import operator
 import os
 import re
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import repeat
@@ -310,12 +310,7 @@ class TokenCounter:
         return self._pieces.ids(text)
 
     def count_text(self, text: str) -> int:
-        if not text:
-            return 0
-        cached = self._cache.get(text)
-        if cached is None:
-            cached = remember(self._cache, text, self._count_new(text), self._cache_size)
-        return cached
+        return self._remembered(text, self._count_new)
 
     def _count_new(self, text: str) -> int:
         """Tokens of a text not in the memo (subclasses that keep ids count them instead)."""
@@ -324,11 +319,15 @@ class TokenCounter:
     def count_part(self, text: str) -> int:
         """:meth:`count_text` of a part of a message's text that is never sent alone (a condensed
         note's line, a note's sections): counted and remembered, its ids not kept whole."""
+        return self._remembered(text, self._count_part)
+
+    def _remembered(self, text: str, count: Callable[[str], int]) -> int:
+        """The memo's count of ``text``, else ``count(text)``, remembered."""
         if not text:
             return 0
         cached = self._cache.get(text)
         if cached is None:
-            cached = remember(self._cache, text, self._count_part(text), self._cache_size)
+            cached = remember(self._cache, text, count(text), self._cache_size)
         return cached
 
     def _count_part(self, text: str) -> int:
