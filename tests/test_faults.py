@@ -31,6 +31,7 @@ from fake_openai_server import (
     server_error_response,
 )
 from fakes import USER, SleepRecorder, make_usage, text_reply, tool_reply
+from processes import process_gone, still_running
 
 from tiered_agent import Agent, ContextConfig, LiteLLMModel, RetryPolicy, RunLimits, StopReason, Workspace
 from tiered_agent import workspace_tools as ws_tools
@@ -226,14 +227,6 @@ async def test_a_reused_call_id_never_overwrites_a_spilled_output(
         assert full.startswith(f"{name} (lines 1-2000 of 2000)") and full.count(letter * 700) == 2000
 
 
-def _gone(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or between open and read
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
 @pytest.mark.anyio
 async def test_setsid_descendants_of_run_shell_do_not_survive_the_run(
     server: FakeOpenAIServer, workspace: Path, tmp_path: Path
@@ -251,9 +244,9 @@ async def test_setsid_descendants_of_run_shell_do_not_survive_the_run(
     assert result.output == "done"
     pids = [int((workspace / name).read_text()) for name in ("d1.pid", "d2.pid")]
     with anyio.move_on_after(10):
-        while not all(_gone(pid) for pid in pids):
+        while not all(process_gone(pid) for pid in pids):
             await anyio.sleep(0.02)
-    assert [pid for pid in pids if not _gone(pid)] == []
+    assert [pid for pid in pids if not process_gone(pid)] == []
 
 
 # ================================================================ kill -9 and SIGTERM, then resume
@@ -334,7 +327,7 @@ def _cleanup_shell(workspace: Path) -> None:
     pid_file = workspace / "shell.pid"
     if pid_file.exists() and pid_file.read_text().strip():
         pid = int(pid_file.read_text())
-        if not _gone(pid):
+        if not process_gone(pid):
             os.kill(pid, signal.SIGKILL)
         waiter = threading.Event()
         with contextlib.suppress(ChildProcessError):  # not ours to reap (init or the forkserver is)
@@ -403,21 +396,12 @@ def test_sigterm_at_a_random_iteration_then_resume(
         assert set(texts) == {f"c{k}a", f"c{k}"} and "interrupted" in texts[f"c{k}"]
         # (the read finished or was interrupted, by timing; test_agent checks a finished one is kept)
         shell = int((workspace / "shell.pid").read_text())
-        assert _gone(shell) or _wait_gone(shell)  # its process group was killed
+        assert still_running([shell]) == []  # its process group was killed
 
     _resume(script, server, trace, tmp_path)
     events = read_trace(trace)
     assert isinstance(events[-1], RunEnded) and events[-1].stop_reason == "answered"
     assert load_history(events)[: len(history)] == history
-
-
-def _wait_gone(pid: int) -> bool:
-    waiter = threading.Event()
-    for _ in range(500):
-        if _gone(pid):
-            return True
-        waiter.wait(0.01)
-    return _gone(pid)
 
 
 # ================================================================ a full disk

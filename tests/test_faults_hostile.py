@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from fake_openai_server import FakeOpenAIServer, Hang, RawReply
 from fakes import make_usage, text_reply, tool_reply
 from hostile_traces import provider_problems, sample_lines, write_lines, write_sample_trace
+from processes import still_running
 
 from tiered_agent import Agent, ToolSet, tool
 from tiered_agent._instructions import load_instructions
@@ -56,24 +57,6 @@ def _run_args(server: FakeOpenAIServer, workspace: Path, tmp_path: Path, task: s
         "--trace-dir",
         str(tmp_path / "traces"),
     ]
-
-
-def _gone(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
-def _wait_gone(pids: list[int], seconds: float = 10) -> list[int]:
-    """The pids still alive after up to ``seconds`` (a hang guard, not a timing assertion)."""
-    waiter = threading.Event()
-    for _ in range(int(seconds / 0.02)):
-        if all(_gone(pid) for pid in pids):
-            return []
-        waiter.wait(0.02)
-    return [pid for pid in pids if not _gone(pid)]
 
 
 def _wait_for(path: Path, seconds: float = 30) -> None:
@@ -235,7 +218,7 @@ async def test_setsid_env_i_descendants_do_not_survive_the_command(tmp_path: Pat
     outcome = await tools.execute(call)
     assert outcome.content == "started\nexit code: 0"
     pids = [int((tmp_path / name).read_text()) for name in ("one.pid", "two.pid")]
-    assert _wait_gone(pids) == []  # was: both left running, their environment marker cleared
+    assert still_running(pids) == []  # was: both left running, their environment marker cleared
 
 
 def test_kill_9_during_run_shell_leaves_nothing_running(
@@ -248,7 +231,7 @@ def test_kill_9_during_run_shell_leaves_nothing_running(
     child.send(signal.SIGKILL)
     assert child.wait(30).code == -signal.SIGKILL
     pids = [int((workspace / name).read_text()) for name in ("shell.pid", "daemon.pid")]
-    assert _wait_gone(pids) == []  # was: the group and the daemon ran on, resume did not clean up
+    assert still_running(pids) == []  # was: the group and the daemon ran on, resume did not clean up
     trace = _trace_of(tmp_path)
     resumed = run_cli(
         ["resume", str(trace), "--api-base", server.base_url, "--workspace", str(workspace)],

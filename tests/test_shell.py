@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import orjson
 import pytest
+from processes import process_gone
 
 from tiered_agent._errors import ConfigurationError, ToolError
 from tiered_agent._messages import ToolCall
@@ -17,20 +18,11 @@ from tiered_agent._tools import ToolSet, ToolTimeout
 pytestmark = pytest.mark.anyio
 
 
-def _gone(pid: int) -> bool:
-    """True once the process no longer runs (absent, or a zombie waiting to be reaped)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
 async def _wait_gone(pid: int) -> bool:
     with anyio.move_on_after(10):
-        while not _gone(pid):
+        while not process_gone(pid):
             await anyio.sleep(0.02)
-    return _gone(pid)
+    return process_gone(pid)
 
 
 async def test_exit_code_and_combined_output(tmp_path: Path) -> None:
