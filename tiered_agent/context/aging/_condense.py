@@ -42,7 +42,7 @@ import heapq
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, KeysView, Mapping, Sequence, Set
+from collections.abc import Collection, Iterable, KeysView, Mapping, Sequence, Set
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import itemgetter
@@ -259,10 +259,13 @@ class Lines:
 def _named(lines: Sequence[str], sources: Sequence[str] | None = None) -> Lines:
     """``sources[i]``: a text with the references of ``lines[i]`` (default: the line itself)."""
     texts = lines if sources is None else sources
+    return _naming(lines, map(refs, texts))
+
+
+def _naming(lines: Sequence[str], found: Iterable[Refs]) -> Lines:
+    """:func:`_indexed` of the ``lines`` whose references (``found``, one per line) are not empty."""
     named = tuple(
-        (index, line, found)
-        for index, (line, text) in enumerate(zip(lines, texts, strict=True))
-        if (found := refs(text))
+        (index, line, names) for index, (line, names) in enumerate(zip(lines, found, strict=True)) if names
     )
     return _indexed(named)
 
@@ -617,14 +620,7 @@ def _own_lines(messages: tuple[Message, ...]) -> Lines:
     one line, with them: what a note may keep of what the agent wrote besides its line."""
     texts = [text for m in messages if m.role == "assistant" for text in _agent_texts(m)]
     lines = [_one_line(text, _REFERRED_CHARS) for text in texts]
-    found = lines_refs(lines)  # each scanned once: an agent's own lines are read once per run
-    return _indexed(
-        tuple(
-            (index, line, names)
-            for index, (line, names) in enumerate(zip(lines, found, strict=True))
-            if names
-        )
-    )
+    return _naming(lines, lines_refs(lines))  # each scanned once: an agent's own lines are read once per run
 
 
 def own_extra(
@@ -1082,7 +1078,7 @@ def _render_note(
     return CondensedNote(Message(role="user", content="".join(parts), iteration=first), parts)
 
 
-def _show(showing: tuple[set[str], ...], names: Iterable[str]) -> None:
+def _show(showing: tuple[set[str], ...], names: Collection[str]) -> None:
     """Each of ``showing`` (what the note shows; with own lines, what they show too) gains ``names``."""
     for into in showing:
         into.update(names)
