@@ -17,13 +17,14 @@ import dataclasses
 import statistics
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 
-from tiered_agent._messages import Message
+from tiered_agent._messages import Message, Usage
 from tiered_agent._providers import CacheModel, model_prices
 from tiered_agent.bench._caching import CacheSimulator, IdCounter, PromptEncoder
 from tiered_agent.bench._calibration import Calibration, fit
@@ -150,50 +151,59 @@ def recorded_facts(runs: Sequence[RecordedRun], calibration: Calibration) -> Non
     """The recorded numbers the fitted constants in tiered_agent/_providers.py come from."""
     claude = [r for r in runs if r.format == "claude-code" and r.usage and r.usage[0] is not None]
     if claude:
-        scale = calibration.providers["anthropic"].scale if "anthropic" in calibration.providers else 1.0
-        shares = [
-            first.cached_tokens / (calibration.prefix(r.run_id).tokens * scale)
-            for r in claude
-            if (first := r.usage[0]) is not None
-            and first.cached_tokens
-            and calibration.prefix(r.run_id).tokens
-        ]
-        print(
-            f"Claude Code first requests: {len(claude)}; shared_warm = {len(shares)}/{len(claude)} = "
-            f"{len(shares) / len(claude):.3f} read a shared prefix; shared_share = median read / calibrated "
-            f"prefix = {statistics.median(shares or [0.0]):.3f}"
-        )
-        live = broken = 0
-        for run in claude:
-            for k in range(1, run.steps):
-                use, now, before = run.usage[k], run.time(k + 1), run.time(k)
-                if (
-                    use is None
-                    or not use.prompt_tokens
-                    or now is None
-                    or before is None
-                    or now - before > 300
-                ):
-                    continue
-                live += 1
-                broken += use.cached_tokens * 2 <= use.prompt_tokens
-        rate = broken / max(live, 1)
-        print(f"  rewrite_rate = {broken}/{live} = {rate:.4f} (read <= half the prompt, gap <= 5 min)")
-        gaps: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for run in claude:
-            long = "1h" if any(run.cache_writes_1h) else "5m"
-            for k in range(1, run.steps):
-                use, now, before = run.usage[k], run.time(k + 1), run.time(k)
-                if use is None or not use.prompt_tokens or now is None or before is None:
-                    continue
-                gap = now - before
-                bucket = "<5m" if gap <= 300 else "5-60m" if gap <= 3600 else ">1h"
-                gaps[(long, bucket)].append(use.cached_tokens / use.prompt_tokens)
-        for (ttl, bucket), shares in sorted(gaps.items()):
-            mean = statistics.mean(shares)
-            print(f"  {ttl} writes, gap {bucket:>5}: {len(shares):4d} steps, read share {mean:.3f}")
+        shared_prefix_facts(claude, calibration)
+        rewrite_facts(claude)
+        gap_facts(claude)
     for run in (r for r in runs if r.format == "codex"):
         codex_facts(run)
+
+
+def _timed_steps(run: RecordedRun) -> Iterator[tuple[Usage, float]]:
+    """Each request after the first with recorded usage and time: its usage and the gap before it."""
+    for k in range(1, run.steps):
+        use, now, before = run.usage[k], run.time(k + 1), run.time(k)
+        if use is not None and use.prompt_tokens and now is not None and before is not None:
+            yield use, now - before
+
+
+def shared_prefix_facts(claude: Sequence[RecordedRun], calibration: Calibration) -> None:
+    """Claude Code's first requests: how often and how much of the calibrated prefix they read."""
+    scale = calibration.providers["anthropic"].scale if "anthropic" in calibration.providers else 1.0
+    shares = []
+    for run in claude:
+        first, prefix = run.usage[0], calibration.prefix(run.run_id).tokens
+        if first is not None and first.cached_tokens and prefix:
+            shares.append(first.cached_tokens / (prefix * scale))
+    print(
+        f"Claude Code first requests: {len(claude)}; shared_warm = {len(shares)}/{len(claude)} = "
+        f"{len(shares) / len(claude):.3f} read a shared prefix; shared_share = median read / calibrated "
+        f"prefix = {statistics.median(shares or [0.0]):.3f}"
+    )
+
+
+def rewrite_facts(claude: Sequence[RecordedRun]) -> None:
+    """How often a request within 5 minutes of the previous one read at most half its prompt."""
+    live = broken = 0
+    for run in claude:
+        for use, gap in _timed_steps(run):
+            if gap <= 300:
+                live += 1
+                broken += use.cached_tokens * 2 <= use.prompt_tokens
+    rate = broken / max(live, 1)
+    print(f"  rewrite_rate = {broken}/{live} = {rate:.4f} (read <= half the prompt, gap <= 5 min)")
+
+
+def gap_facts(claude: Sequence[RecordedRun]) -> None:
+    """The share of the prompt read from the cache by idle gap and by the lifetime the run writes."""
+    gaps: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for run in claude:
+        long = "1h" if any(run.cache_writes_1h) else "5m"
+        for use, gap in _timed_steps(run):
+            bucket = "<5m" if gap <= 300 else "5-60m" if gap <= 3600 else ">1h"
+            gaps[(long, bucket)].append(use.cached_tokens / use.prompt_tokens)
+    for (ttl, bucket), shares in sorted(gaps.items()):
+        mean = statistics.mean(shares)
+        print(f"  {ttl} writes, gap {bucket:>5}: {len(shares):4d} steps, read share {mean:.3f}")
 
 
 def codex_facts(run: RecordedRun) -> None:
@@ -238,7 +248,7 @@ def search(prompts: Sequence[Prompts], counter: IdCounter, calibration: Calibrat
 
     anthropic = CACHE_MODELS["anthropic"]
     claude = [p for p in prompts if p.run.format == "claude-code"]
-    sweeps = {
+    sweeps: dict[str, tuple[Any, ...]] = {
         "shared_share": (0.5, 0.6, 0.7, 0.8),
         "shared_warm": (0.4, 0.5, 0.59, 0.7),
         "ttl_s": (300.0, 330.0, 360.0),

@@ -402,15 +402,9 @@ def build_run(
     """
     steps = sum(1 for m in messages if m.role == "assistant")
     recorded = tuple(usage) if usage is not None else (None,) * steps
-    if len(recorded) != steps:
-        raise ShapeError(f"{len(recorded)} usage records for {steps} steps")
-    if routes and len(routes) != steps:
-        raise ShapeError(f"{len(routes)} routes for {steps} steps")
-    compact_json(list(tools), "tools")  # the replay writes and hashes them: they must be valid JSON
     timing = timing or StepTiming()
-    for name, values in (("timestamps", timing.timestamps), ("cache_writes_1h", timing.cache_writes_1h)):
-        if values and len(values) != steps:
-            raise ShapeError(f"{len(values)} {name} for {steps} steps")
+    _check_shape(steps, recorded, routes, timing)
+    compact_json(list(tools), "tools")  # the replay writes and hashes them: they must be valid JSON
     names = _tool_names(messages, tools)
     return RecordedRun(
         run_id=run_id,
@@ -423,13 +417,33 @@ def build_run(
         model=model,
         metadata=dict(metadata or {}),
         read_only_calls=frozenset(read_only_calls),
-        routes=tuple(routes) if any(r is not None for r in routes) else (),
-        timestamps=tuple(timing.timestamps) if any(t is not None for t in timing.timestamps) else (),
+        routes=_recorded_any(routes),
+        timestamps=_recorded_any(timing.timestamps),
         cache_writes_1h=tuple(timing.cache_writes_1h) if any(timing.cache_writes_1h) else (),
         restarts=tuple(sorted(set(timing.restarts))),
         prompt_complete=timing.prompt_complete,
         reasoning_steps=frozenset(s for s in timing.reasoning_steps if 0 < s <= steps),
     )
+
+
+def _check_shape(
+    steps: int, usage: Sequence[Usage | None], routes: Sequence[str | None], timing: StepTiming
+) -> None:
+    """Every per-step sequence the log gave has one entry per step (:class:`ShapeError` otherwise)."""
+    per_step = (
+        ("usage records", usage),
+        ("routes", routes),
+        ("timestamps", timing.timestamps),
+        ("cache_writes_1h", timing.cache_writes_1h),
+    )
+    for name, values in per_step:
+        if (values or name == "usage records") and len(values) != steps:
+            raise ShapeError(f"{len(values)} {name} for {steps} steps")
+
+
+def _recorded_any(values: Sequence[T | None]) -> tuple[T | None, ...]:
+    """``values`` as a tuple, or empty when none was recorded."""
+    return tuple(values) if any(v is not None for v in values) else ()
 
 
 def tool_call(call_id: str, name: str, command: str) -> ToolCall:

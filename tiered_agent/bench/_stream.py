@@ -152,36 +152,56 @@ def stream_bench(
         counts = early.results()
         folder = None if backend.remote else parked  # workers elsewhere cannot read this machine's files
         calibration = _calibrate(backend, spool, scan.entries, (settings.tokenizer, folder), counts)
-        header = Header.of(
-            settings,
-            policies,
-            calibration.providers,
-            paths=[str(p) for p in inputs],
-            skipped=[s.to_dict() for s in scan.skipped],
-            skipped_lines=[s.to_dict() for s in scan.skipped_lines],
-        )
-        aggregate = Aggregate(header)
+        aggregate = Aggregate(_header(settings, policies, calibration, inputs, scan))
+        if on_start is not None:
+            on_start(steps)
+        items = _replay_items(backend, spool, chosen, settings, (calibration, counts))
+        job = ReplayJob(dict(policies), settings, dict(calibration.providers), detail)
         details = DetailSpool(detail_dir) if detail else None
-        try:
-            if on_start is not None:
-                on_start(steps)
-            items = _replay_items(backend, spool, chosen, settings, (calibration, counts))
-            job = ReplayJob(dict(policies), settings, dict(calibration.providers), detail)
-            for record in backend.map(record_unit, items, (job,)):
-                aggregate.add(record)
-                if details is not None and record.detail is not None:
-                    details.add(record.run_id, record.detail)
-                if on_run is not None:
-                    on_run(record.steps)
-        except BaseException:
-            if details is not None:
-                details.close()
-            raise
+        _fold(backend.map(record_unit, items, (job,)), aggregate, details, on_run)
     aggregate.elapsed_seconds = time.perf_counter() - started
     note = None
     if shard is not None:
         note = f"shard {shard}: {len(chosen)} of {len(scan.entries)} runs ({steps} model calls)"
     return Streamed(aggregate, details, note)
+
+
+def _header(
+    settings: ReplaySettings,
+    policies: Mapping[str, Policy],
+    calibration: Calibration,
+    inputs: Sequence[Path],
+    scan: _Scan,
+) -> Header:
+    return Header.of(
+        settings,
+        policies,
+        calibration.providers,
+        paths=[str(p) for p in inputs],
+        skipped=[s.to_dict() for s in scan.skipped],
+        skipped_lines=[s.to_dict() for s in scan.skipped_lines],
+    )
+
+
+def _fold(
+    records: Iterator[RunRecord],
+    aggregate: Aggregate,
+    details: DetailSpool | None,
+    on_run: Callable[[int], None] | None,
+) -> None:
+    """Fold each record into ``aggregate`` and its detail into ``details`` as it arrives; the
+    detail's temporary file is removed when the replay fails (it is the caller's otherwise)."""
+    try:
+        for record in records:
+            aggregate.add(record)
+            if details is not None and record.detail is not None:
+                details.add(record.run_id, record.detail)
+            if on_run is not None:
+                on_run(record.steps)
+    except BaseException:
+        if details is not None:
+            details.close()
+        raise
 
 
 def _scan(inputs: Sequence[Path], spool: RunSpool, strict: bool, on_entry: Callable[[_Entry], None]) -> _Scan:

@@ -94,28 +94,36 @@ def _sed(args: Sequence[str]) -> bool:
     quiet, scripts, rest = False, [], list(args)
     while rest:
         arg = rest.pop(0)
-        if arg in {"-e", "--expression"}:
-            if not rest:
+        if arg.startswith("-") and len(arg) > 1:
+            quieting = _sed_option(arg, rest, scripts)
+            if quieting is None:
                 return False
-            scripts.append(rest.pop(0))
-        elif arg.startswith("--expression="):
-            scripts.append(arg.partition("=")[2])
-        elif arg in {"--quiet", "--silent"}:
-            quiet = True
-        elif arg.startswith("-") and len(arg) > 1 and not arg.startswith("--"):
-            takes_script = arg.endswith("e")
-            flags = arg[1:-1] if takes_script else arg[1:]
-            if not set(flags) <= _SED_FLAGS or (takes_script and not rest):
-                return False
-            quiet = quiet or "n" in flags
-            if takes_script:
-                scripts.append(rest.pop(0))
-        elif arg.startswith("--"):
-            return False
+            quiet = quiet or quieting
         elif not scripts:
             scripts.append(arg)
     commands = [part for script in scripts for part in script.split(";")]
     return quiet and bool(commands) and all(_SED_PRINT.match(part) for part in commands)
+
+
+def _sed_option(arg: str, rest: list[str], scripts: list[str]) -> bool | None:
+    """One ``sed`` option: whether it makes sed quiet, its script (taken from ``rest``) added to
+    ``scripts``; None for an option that may write (``-i``) or that is not known."""
+    if arg in {"-e", "--expression"} or arg.startswith("--expression="):
+        script = arg.partition("=")[2] if "=" in arg else rest.pop(0) if rest else None
+        if script is not None:
+            scripts.append(script)
+        return None if script is None else False
+    if arg in {"--quiet", "--silent"}:
+        return True
+    if arg.startswith("--"):
+        return None
+    takes_script = arg.endswith("e")
+    flags = arg[1:-1] if takes_script else arg[1:]
+    if not set(flags) <= _SED_FLAGS or (takes_script and not rest):
+        return None
+    if takes_script:
+        scripts.append(rest.pop(0))
+    return "n" in flags
 
 
 def _find(args: Sequence[str]) -> bool:
