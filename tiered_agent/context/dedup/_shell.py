@@ -91,7 +91,8 @@ def _uniq(args: Sequence[str]) -> bool:
 
 def _sed(args: Sequence[str]) -> bool:
     """``sed -n`` whose every script only prints line ranges (``'40,80p'``), never in place."""
-    quiet, scripts, rest = False, [], list(args)
+    quiet, rest = False, list(args)
+    scripts: list[str] = []
     while rest:
         arg = rest.pop(0)
         if arg.startswith("-") and len(arg) > 1:
