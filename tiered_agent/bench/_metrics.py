@@ -333,6 +333,34 @@ def _turn_cost(items: Sequence[PolicyRunMetrics], pricing: Pricing) -> float:
     )
 
 
+def _step_sums(steps: Sequence[StepMetrics]) -> dict[str, int]:
+    """The tokens and the steps' events, summed over ``steps``."""
+    return {
+        "prompt_tokens": sum(s.prompt_tokens for s in steps),
+        "peak_prompt_tokens": max((s.prompt_tokens for s in steps), default=0),
+        "cached_tokens": sum(s.cached_tokens for s in steps),
+        "output_tokens": sum(s.output_tokens for s in steps),
+        "cache_write_tokens": sum(s.cache_write_tokens for s in steps),
+        "truncated_chars": sum(s.truncated_chars for s in steps),
+        "prefix_rewrites": sum(1 for s in steps if s.rewrote_prefix),
+        "over_hard_limit_steps": sum(1 for s in steps if s.over_hard_limit),
+        "compactions": sum(1 for s in steps if s.compacted),
+    }
+
+
+def _salient_sums(steps: Sequence[StepMetrics]) -> dict[str, int]:
+    """The salient and word rulers' counts, summed over ``steps``."""
+    return {
+        "salient": sum(s.salient for s in steps),
+        "missed": sum(len(s.missed) for s in steps),
+        "steps_with_miss": sum(1 for s in steps if s.missed),
+        "recoverable": sum(s.recoverable for s in steps),
+        "recovery_tokens": sum(s.recovery_tokens for s in steps),
+        "word_salient": sum(s.word_salient for s in steps),
+        "word_missed": sum(s.word_missed for s in steps),
+    }
+
+
 def _ruler_sums(steps: Sequence[StepMetrics]) -> dict[str, int]:
     """The line and own-writing rulers' counts and the retrieval turns, summed over ``steps``."""
     turns = [s.turn for s in steps if s.turn is not None]
@@ -411,38 +439,24 @@ def totals(
     return Totals(
         runs=len(items),
         steps=len(steps),
-        prompt_tokens=sum(s.prompt_tokens for s in steps),
-        peak_prompt_tokens=max((s.prompt_tokens for s in steps), default=0),
-        cached_tokens=sum(s.cached_tokens for s in steps),
-        output_tokens=sum(s.output_tokens for s in steps),
         summary_input_tokens=summary.prompt_tokens,
         summary_output_tokens=summary.completion_tokens,
         effective_cost=cost,
         input_cost=input_cost,
-        prefix_rewrites=sum(1 for s in steps if s.rewrote_prefix),
-        salient=sum(s.salient for s in steps),
-        missed=sum(len(s.missed) for s in steps),
-        steps_with_miss=sum(1 for s in steps if s.missed),
         retrieval_tokens=sum(s.retrieval_tokens for s in steps) if retrieval else None,
-        over_hard_limit_steps=sum(1 for s in steps if s.over_hard_limit),
-        compactions=sum(1 for s in steps if s.compacted),
         dedup_hits=sum(r.dedup_hits for r in items),
-        truncated_chars=sum(s.truncated_chars for s in steps),
         step_errors=sum(len(r.step_errors) for r in items),
-        cache_write_tokens=sum(s.cache_write_tokens for s in steps),
         calibrated_input_tokens=calibrated_prompt + summary.prompt_tokens,
         calibrated_cached_tokens=calibrated_cached,
         cost_usd=cost_usd,
         priced_runs=priced,
-        recoverable=sum(s.recoverable for s in steps),
-        recovery_tokens=sum(s.recovery_tokens for s in steps),
-        word_salient=sum(s.word_salient for s in steps),
-        word_missed=sum(s.word_missed for s in steps),
         long_runs=sum(1 for r in items if len(r.steps) >= LONG_RUN_STEPS),
         long_run_peak_tokens=sum(
             max(s.prompt_tokens for s in r.steps) for r in items if len(r.steps) >= LONG_RUN_STEPS
         ),
         retrieval_turn_input_cost=_turn_cost(items, pricing),
+        **_step_sums(steps),
+        **_salient_sums(steps),
         **_ruler_sums(steps),
     )
 
