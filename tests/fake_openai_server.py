@@ -233,68 +233,74 @@ def _error(reply: HTTPErrorReply) -> tuple[int, dict[str, Any], dict[str, str]]:
     return reply.status, reply.body(), dict(reply.headers)
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """Answers as its class's ``server_fake`` scripts it (one subclass per server)."""
+
+    server_fake: FakeOpenAIServer
+
+    protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers at shutdown
+
+    def do_GET(self) -> None:
+        self.server_fake.record(HTTPRequest("GET", self.path, dict(self.headers.items()), {}))
+        if self.path.rstrip("/").endswith("/models"):
+            models = self.server_fake.models
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in models]
+            self._send(200, {"object": "list", "data": data}, {})
+        else:
+            self._send(404, HTTPErrorReply(404, f"no route {self.path}").body(), {})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b"{}"
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._send(400, HTTPErrorReply(400, "fake server: body is not JSON").body(), {})
+            return
+        request = HTTPRequest("POST", self.path, dict(self.headers.items()), body)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self.server_fake.record(request)
+            self._send(404, HTTPErrorReply(404, f"no route {self.path}").body(), {})
+            return
+        answer = self.server_fake.answer(request)
+        if isinstance(answer, tuple):
+            self._send(*answer)
+        else:
+            self._fault(answer)
+
+    def _fault(self, fault: _Fault) -> None:
+        if isinstance(fault, Hang):
+            self.server_fake.closing.wait()
+        elif isinstance(fault, Reset):  # SO_LINGER 0: close() sends RST instead of FIN
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+        else:
+            self._send_raw(fault.status, fault.body, fault.content_type)
+
+    def _send(self, status: int, body: dict[str, Any], headers: Mapping[str, str]) -> None:
+        self._send_raw(status, json.dumps(body).encode(), "application/json", headers)
+
+    def _send_raw(
+        self, status: int, payload: bytes, content_type: str, headers: Mapping[str, str] | None = None
+    ) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout tests); nothing to answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # keep test output clean
+
+
 def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers at shutdown
-
-        def do_GET(self) -> None:
-            server.record(HTTPRequest("GET", self.path, dict(self.headers.items()), {}))
-            if self.path.rstrip("/").endswith("/models"):
-                data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in server.models]
-                self._send(200, {"object": "list", "data": data}, {})
-            else:
-                self._send(404, HTTPErrorReply(404, f"no route {self.path}").body(), {})
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b"{}"
-            try:
-                body = json.loads(raw or b"{}")
-            except json.JSONDecodeError:
-                self._send(400, HTTPErrorReply(400, "fake server: body is not JSON").body(), {})
-                return
-            request = HTTPRequest("POST", self.path, dict(self.headers.items()), body)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
-                server.record(request)
-                self._send(404, HTTPErrorReply(404, f"no route {self.path}").body(), {})
-                return
-            answer = server.answer(request)
-            if isinstance(answer, tuple):
-                self._send(*answer)
-            else:
-                self._fault(answer)
-
-        def _fault(self, fault: _Fault) -> None:
-            if isinstance(fault, Hang):
-                server.closing.wait()
-            elif isinstance(fault, Reset):  # SO_LINGER 0: close() sends RST instead of FIN
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                self.connection.close()
-                self.close_connection = True
-            else:
-                self._send_raw(fault.status, fault.body, fault.content_type)
-
-        def _send(self, status: int, body: dict[str, Any], headers: Mapping[str, str]) -> None:
-            self._send_raw(status, json.dumps(body).encode(), "application/json", headers)
-
-        def _send_raw(
-            self, status: int, payload: bytes, content_type: str, headers: Mapping[str, str] | None = None
-        ) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeout tests); nothing to answer
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # keep test output clean
-
-    return Handler
+    return type("Handler", (_Handler,), {"server_fake": server})
 
 
 def free_port() -> int:
