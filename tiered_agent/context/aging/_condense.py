@@ -56,7 +56,7 @@ from .._memo import run_memo
 from .._names import retrieve_call
 from ._jsonform import json_fields, output_lines
 from ._reasoning import first_sentence, split_sentences
-from ._refs import Refs, line_refs, lines_refs, refs, refs_of_all, text_refs
+from ._refs import NamedPaths, Refs, line_refs, lines_refs, refs, refs_of_all, tail_index, text_refs
 from ._reports import NO_REPORTS, Reports, earlier_users
 
 __all__ = [
@@ -433,6 +433,8 @@ class Reading:
         "_own",
         "_own_at",
         "_own_extras",
+        "_own_tails",
+        "_tails",
         "actions",
         "labels",
         "messages",
@@ -464,6 +466,25 @@ class Reading:
         self._own_extras: dict[tuple[object, ...], tuple[str, frozenset[str]]] = {}
         self._at: Mapping[str, Sequence[int]] | None = None
         self._own_at: Mapping[str, Sequence[int]] | None = None
+        self._tails: Mapping[str, Sequence[str]] | None = None
+        self._own_tails: Mapping[str, Sequence[str]] | None = None
+
+    def same_files(self, paths: NamedPaths) -> set[str]:
+        """What its output lines name of the files ``paths`` names, though not as written
+        (:meth:`~._refs.NamedPaths.among`)."""
+        if not paths.names:
+            return set()
+        if self._tails is None:
+            self._tails = tail_index(self.names)
+        return paths.among(self.names, self._tails)
+
+    def own_same_files(self, paths: NamedPaths) -> set[str]:
+        """:meth:`same_files` of the agent's own lines past its line (:meth:`own`)."""
+        if not paths.names:
+            return set()
+        if self._own_tails is None:
+            self._own_tails = tail_index(self.own().where)
+        return paths.among(self.own().where.keys(), self._own_tails)
 
     def held(self, held: Sequence[Set[str]]) -> frozenset[int]:
         """Which of its output lines naming references (indexes) one of the ``held`` sets holds
@@ -789,6 +810,7 @@ class ChunkReading:
         "_labels",
         "_later",
         "_seen",
+        "_tails",
         "_wanted",
         "chunk",
         "kept",
@@ -857,6 +879,7 @@ class ChunkReading:
         self._label_texts = 0
         self._wanted: set[str] = set()
         self._seen: set[str] = set()
+        self._tails: Mapping[str, Sequence[str]] | None = None  # the names' (:func:`tail_index`)
         self._inputs: tuple[str | None, frozenset[str], frozenset[str]] | None = None  # the last answer
 
     def begins(
@@ -911,7 +934,13 @@ class ChunkReading:
         if not names:
             return
         if self.referred or self.own:
-            self._wanted |= _actions(messages) & names
+            actions = _actions(messages)
+            self._wanted |= actions & names
+            paths = NamedPaths(actions)
+            if paths.names:  # the same files named otherwise (a relative path for an absolute one)
+                if self._tails is None:
+                    self._tails = tail_index(names)
+                self._wanted |= paths.among(names, self._tails)
         if self.scale.keeps(self.novel) or self.own:
             self._seen |= _named_in(messages) & names
 
@@ -991,7 +1020,7 @@ def condensed_note(
     return _render_note(
         read,
         label=label,
-        wanted=frozenset(_actions((*later, *since))),
+        wanted=_wanted_of(read, _actions((*later, *since))),
         seen=seen,
         retrieval=retrieval,
         referred=referred,
@@ -1003,6 +1032,17 @@ def condensed_note(
         terse=terse,
         before=before if terse.across else frozenset(),
     ).message
+
+
+def _wanted_of(read: Sequence[tuple[int, Reading]], actions: set[str]) -> frozenset[str]:
+    """What of ``actions`` a note on the ``read`` iterations reads as wanted: the references their
+    lines name that ``actions`` names, as written or as the same file (:class:`~._refs.NamedPaths`),
+    and the rest of ``actions`` (as :class:`ChunkReading` finds it, restricted to what they name)."""
+    paths = NamedPaths(actions)
+    if not paths.names:
+        return frozenset(actions)
+    names = {n for _, r in read for n in chain(r.names, r.paths, r.own().where)}
+    return frozenset(actions | paths.among(names, tail_index(names)))
 
 
 def _render_note(
@@ -1034,6 +1074,7 @@ def _render_note(
     kept_all = kept_reports(chunk, reports) if reported is None else reported
     read = [(k, whole, kept) for (k, whole), kept in zip(chunk, kept_all, strict=True)]
     named: set[str] = set(wanted)
+    paths = NamedPaths()  # what the chunk's newer iterations name (``wanted`` is as the lines name it)
     shown: set[str] = set()
     # what the note shows, its own lines' names too (gains what ``shown`` gains as it gains it)
     mine: set[str] = set()
@@ -1056,15 +1097,19 @@ def _render_note(
         else:
             here = names & shown
             tail, kept_names, novel_names = reading.extra(
-                (frozenset((names & named) - here), frozenset(here | (names & seen))),
+                (
+                    frozenset(((names & named) | reading.same_files(paths)) - here),
+                    frozenset(here | (names & seen)),
+                ),
                 referred,
-                scale.budget(novel, reading.size, not whole.paths.isdisjoint(named)),
+                scale.budget(novel, reading.size, _again(whole, named, paths)),
                 reading.held(held),  # shown elsewhere: chosen without a place
             )
             _show(showing, kept_names)
             _show(showing, novel_names)
         if own:  # the agent's own lines: what they show leaves the choice of output lines alone
-            tail += whole.own_extra(named, mine, seen, own, held)
+            same = whole.own_same_files(paths)
+            tail += whole.own_extra(named | same if same else named, mine, seen, own, held)
         if terse.repeats:
             tail = _unrepeated(tail, kept_lines)
         tail = _unshown(tail, before)
@@ -1074,8 +1119,16 @@ def _render_note(
             _show(showing, refs_of_all(report))
         lines.append(line + tail)
         named.update(reading.actions)
+        paths.add(reading.actions)
     parts = (f"{head}\n", *(f"{line}\n" for line in reversed(lines[1:])), lines[0])
     return CondensedNote(Message(role="user", content="".join(parts), iteration=first), parts)
+
+
+def _again(whole: Reading, named: Set[str], paths: NamedPaths) -> bool:
+    """Whether the iteration's calls named a file the agent named again (as written or otherwise)."""
+    if not whole.paths.isdisjoint(named):
+        return True
+    return bool(whole.paths and paths.names and paths.among(whole.paths, tail_index(whole.paths)))
 
 
 def _show(showing: tuple[set[str], ...], names: Collection[str]) -> None:
@@ -1107,17 +1160,25 @@ def faded_note(
     Its head names the chunk's retrieval call as before, marked faded."""
     text = note.text
     head, *rest = _PART.split(text) if text else [""]
+    paths = NamedPaths(since or ())
     parts = [head.replace(_EACH, FADED, 1) + ("\n" if rest else "")]
     for index, part in enumerate(rest):
         line, *kept = part.split("\n")
         number = _NUMBER.match(line)
         k = int(number.group(1)) if number else -1
         if k not in whole:
-            kept = [x for x in kept if since is None or not since.isdisjoint(refs(x))]
+            kept = [x for x in kept if since is None or _names_since(refs(x), since, paths)]
             kept = [x for x in kept if shown is None or not all(r in shown for r in refs(x))][:keep]
         line = lines.get(k, line) if lines is not None else line
         parts.append("\n".join((line, *kept)) + ("\n" if index < len(rest) - 1 else ""))
     return CondensedNote(Message(role="user", content="".join(parts), iteration=note.iteration), tuple(parts))
+
+
+def _names_since(names: Refs, since: Set[str], paths: NamedPaths) -> bool:
+    """Whether ``names`` (a kept line's) holds something named ``since``, as written or otherwise."""
+    if not since.isdisjoint(names):
+        return True
+    return bool(paths.names and paths.among(frozenset(names), tail_index(names)))
 
 
 def shown_by(iterations: Iterable[tuple[Message, ...]]) -> frozenset[str]:

@@ -49,7 +49,7 @@ from ._condense import (
 from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
-from ._refs import Refs, line_refs, refs, text_refs
+from ._refs import NamedPaths, Refs, line_refs, refs, tail_index, text_refs
 from ._reports import NO_REPORTS, Reports, user_texts
 from ._written import WrittenFiles
 
@@ -201,6 +201,7 @@ def _render_batch(
     seen = set(memo.head_refs(head)) if memo is not None else set(chain.from_iterable(map(_all_refs, head)))
     later: dict[str, list[tuple[int, str, str]]] = {}  # call key -> (iteration, output, call id)
     used: set[str] = set()  # what the agent's later messages name (its reasoning, its calls)
+    paths = NamedPaths()  # the same, to find the files they name otherwise
     forms: dict[int, tuple[Message, ...]] = {}
     users = _users_before(head, batch) if style.reports.user_max_chars else {}
     for iteration, messages in reversed(batch):
@@ -210,11 +211,12 @@ def _render_batch(
         elif iteration >= first:
             earlier = users.get(iteration, frozenset())
             forms[iteration] = _age_iteration(
-                style, messages, seen, later, frozenset(used), told=told, earlier=earlier
+                style, messages, seen, later, frozenset(used), told=told, earlier=earlier, paths=paths
             )
         for key, output, call_id in told.calls:
             later.setdefault(key, []).append((iteration, output, call_id))
         used.update(told.actions)
+        paths.add(told.actions)
     return forms
 
 
@@ -343,6 +345,7 @@ def _age_iteration(
     *,
     told: _Told | None = None,
     earlier: frozenset[str] = frozenset(),
+    paths: NamedPaths | None = None,
 ) -> tuple[Message, ...]:
     """``told``: what the run's memo found of these messages (their shortened reasoning and cut
     arguments, shared with what newer iterations read of them); ``earlier``: the texts of the user
@@ -352,7 +355,7 @@ def _age_iteration(
     out: list[Message] = []
     for message in reversed(messages):
         if message.role == "assistant":
-            out.append(_age_assistant(style, message, seen, used, told))
+            out.append(_age_assistant(style, message, seen, used, told, paths=paths))
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
             if style.reports.keeps(call, message):  # a sub-agent's report: kept whole
@@ -383,7 +386,13 @@ def _superseded_by(
 
 # --------------------------------------------------------------------------- one message
 def _age_assistant(
-    style: AgedStyle, message: Message, seen: set[str], used: frozenset[str], told: _Told
+    style: AgedStyle,
+    message: Message,
+    seen: set[str],
+    used: frozenset[str],
+    told: _Told,
+    *,
+    paths: NamedPaths | None = None,
 ) -> Message:
     """Reasoning shortened; long call arguments cut to their head plus, in text the agent wrote (a
     script, a file, a patch), the lines naming what its later messages name (``used``)."""
@@ -392,7 +401,7 @@ def _age_assistant(
         content = told.shortened(style.reasoning, content, seen)
     calls = tuple(
         c
-        if (a := _cut_call(style, c.arguments, used, told)) == c.arguments
+        if (a := _cut_call(style, c.arguments, used, told, paths)) == c.arguments
         else dataclasses.replace(c, arguments=a)
         for c in message.tool_calls
     )
@@ -403,8 +412,13 @@ def _age_assistant(
     return dataclasses.replace(message, content=content, tool_calls=calls)
 
 
-def _cut_call(style: AgedStyle, arguments: str, used: frozenset[str], told: _Told) -> str:
+def _cut_call(
+    style: AgedStyle, arguments: str, used: frozenset[str], told: _Told, paths: NamedPaths | None = None
+) -> str:
     wanted = used.intersection(refs(arguments)) if len(arguments) > style.max_arg_chars else frozenset()
+    if paths is not None and paths.names and len(arguments) > style.max_arg_chars:
+        found = refs(arguments)  # the same files named otherwise (a relative path for an absolute one)
+        wanted |= paths.among(frozenset(found), tail_index(found))
     return told.cut(arguments, style.max_arg_chars, wanted, style.line_chars, style.max_lines)
 
 

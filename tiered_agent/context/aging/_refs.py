@@ -19,12 +19,23 @@ frozenset answered.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence, Set
 from itertools import chain
 
 from .._memo import run_memo
 
-__all__ = ["Refs", "line_refs", "lines_refs", "message_refs", "refs", "refs_of_all", "text_refs"]
+__all__ = [
+    "NamedPaths",
+    "Refs",
+    "line_refs",
+    "lines_refs",
+    "message_refs",
+    "path_tails",
+    "refs",
+    "refs_of_all",
+    "tail_index",
+    "text_refs",
+]
 
 # Tokens of 4+ characters (first and last a letter, digit or ``_``). A token is code-like when it
 # holds ``/``, ``_``, ``.`` or a digit (what is left once its hyphens are gone is not all letters)
@@ -102,3 +113,55 @@ def refs_of_all(texts: Iterable[str]) -> set[str]:
     for text in texts:
         out.update(refs(text))
     return out
+
+
+# A path's ends (:func:`path_tails`) keep at least this many parts: ``specs/tasks.md`` is the file
+# ``/work/repo/specs/tasks.md`` names, a bare ``tasks.md`` or ``__init__.py`` may be any of many.
+_PARTS = 2
+
+
+def path_tails(name: str) -> tuple[str, ...]:
+    """The ends of a path reference at a ``/`` of two parts or more (``work/repo/specs/tasks.md``:
+    ``repo/specs/tasks.md``, ``specs/tasks.md``): the same file named from another directory."""
+    if name.count("/") < _PARTS:
+        return ()
+    parts = name.split("/")
+    return tuple("/".join(parts[i:]) for i in range(1, len(parts) - _PARTS + 1))
+
+
+def tail_index(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The path references among ``names`` by each of their :func:`path_tails`."""
+    index: dict[str, list[str]] = {}
+    for name in names:
+        for tail in path_tails(name):
+            index.setdefault(tail, []).append(name)
+    return {tail: tuple(at) for tail, at in index.items()}
+
+
+class NamedPaths:
+    """The paths among references named (a set that grows, ``names``), and their ends (``tails``):
+    which other references name the same file as one of them (:meth:`among`)."""
+
+    __slots__ = ("names", "tails")
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self.names: set[str] = set()
+        self.tails: set[str] = set()
+        self.add(names)
+
+    def add(self, names: Iterable[str]) -> None:
+        """Name these too (only paths count: a name without ``/`` is no file named otherwise)."""
+        for name in names:
+            if "/" in name and name not in self.names:
+                self.names.add(name)
+                self.tails.update(path_tails(name))
+
+    def among(self, names: Set[str], index: Mapping[str, Sequence[str]]) -> set[str]:
+        """Those of ``names`` (``index``: their :func:`tail_index`) naming a file a named path
+        names, though not as written: a path ending at a ``/`` with a named one (``specs/tasks.md``
+        named, ``work/repo/specs/tasks.md`` shown), or a named path's end (the reverse)."""
+        found = set(names & self.tails) if self.tails else set()
+        if index:
+            for tail in index.keys() & self.names:
+                found.update(index[tail])
+        return found
