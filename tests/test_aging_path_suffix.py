@@ -10,7 +10,7 @@ from condensed_notes import kept_lines
 
 from tiered_agent import Message, ToolCall
 from tiered_agent.context.aging._condense import condensed_note, faded_note
-from tiered_agent.context.aging._forms import FormsMemo, condensed
+from tiered_agent.context.aging._forms import AgedStyle, FormsMemo, age_batch, condensed
 from tiered_agent.context.aging._refs import NamedPaths, path_tails, tail_index
 
 ABSOLUTE = "/work/repo/specs/001/tasks.md"
@@ -88,3 +88,26 @@ def test_a_faded_note_keeps_a_line_whose_path_was_named_since_relative() -> None
     note = Message("user", f"[Iterations 1-1, one line each]\n1. bash: x\n    {ABSOLUTE}\n    value_3 = 3")
     faded = faded_note(note, frozenset({RELATIVE}), keep=4)
     assert faded.message.text.splitlines()[2:] == [f"    {ABSOLUTE}"]
+
+
+def test_an_aged_script_keeps_its_line_naming_a_file_the_agent_named_later_otherwise() -> None:
+    """Past its head, text the agent wrote keeps the lines naming what its later messages name: a
+    file named relative there is the one the script named absolute."""
+    script = "import os\n" + "x = 1\n" * 40 + f"TASKS = '{ABSOLUTE}'\n" + "y = 2\n" * 40
+    write = ToolCall(
+        "call_1", "bash", orjson.dumps({"command": f"cat <<'EOF' > run.py\n{script}EOF"}).decode()
+    )
+    batch = [
+        (
+            1,
+            (
+                Message("assistant", "Write it.", (write,), iteration=1),
+                Message("tool", "", tool_call_id="call_1"),
+            ),
+        ),
+        (2, _shell(2, f"cat {RELATIVE}", "ok")[1]),
+    ]
+    system, task = Message("system", "You fix bugs."), Message("user", "Fix it.")
+    forms = age_batch(AgedStyle(), (system, task), batch, 1, 1)
+    shown = orjson.loads(forms[1][0].tool_calls[0].arguments)["command"]
+    assert f"TASKS = '{ABSOLUTE}'\n" in shown and "chars cut]" in shown
