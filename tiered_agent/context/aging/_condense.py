@@ -56,7 +56,7 @@ from .._memo import run_memo
 from .._names import retrieve_call
 from ._jsonform import json_fields, output_lines
 from ._reasoning import first_sentence, split_sentences
-from ._refs import NamedPaths, Refs, line_refs, lines_refs, refs, refs_of_all, tail_index, text_refs
+from ._refs import NamedPaths, Refs, line_refs, lines_refs, paths_of, refs, refs_of_all, tail_index, text_refs
 from ._reports import NO_REPORTS, Reports, earlier_users
 
 __all__ = [
@@ -434,7 +434,9 @@ class Reading:
         "_own_at",
         "_own_extras",
         "_own_tails",
+        "_path_tails",
         "_tails",
+        "action_paths",
         "actions",
         "labels",
         "messages",
@@ -450,6 +452,7 @@ class Reading:
         self.messages = messages  # kept: the memo's key is their identities
         self.names: KeysView[str] = _output_refs(messages).where.keys()  # a view: no copy kept
         self.actions = frozenset(_actions(messages))
+        self.action_paths = paths_of(self.actions)  # the files they name, to find them named otherwise
         self.paths = _paths(messages)
         self.labels, self.texts = _labels(messages)
         self.size = len(_originals(messages))  # its outputs' lines
@@ -468,6 +471,7 @@ class Reading:
         self._own_at: Mapping[str, Sequence[int]] | None = None
         self._tails: Mapping[str, Sequence[str]] | None = None
         self._own_tails: Mapping[str, Sequence[str]] | None = None
+        self._path_tails: Mapping[str, Sequence[str]] | None = None
 
     def same_files(self, paths: NamedPaths) -> set[str]:
         """What its output lines name of the files ``paths`` names, though not as written
@@ -485,6 +489,14 @@ class Reading:
         if self._own_tails is None:
             self._own_tails = tail_index(self.own().where)
         return paths.among(self.own().where.keys(), self._own_tails)
+
+    def paths_same_files(self, paths: NamedPaths) -> set[str]:
+        """:meth:`same_files` of the files its calls name (:attr:`paths`)."""
+        if not paths.names or not self.paths:
+            return set()
+        if self._path_tails is None:
+            self._path_tails = tail_index(self.paths)
+        return paths.among(self.paths, self._path_tails)
 
     def held(self, held: Sequence[Set[str]]) -> frozenset[int]:
         """Which of its output lines naming references (indexes) one of the ``held`` sets holds
@@ -810,7 +822,6 @@ class ChunkReading:
         "_labels",
         "_later",
         "_seen",
-        "_tails",
         "_wanted",
         "chunk",
         "kept",
@@ -879,7 +890,6 @@ class ChunkReading:
         self._label_texts = 0
         self._wanted: set[str] = set()
         self._seen: set[str] = set()
-        self._tails: Mapping[str, Sequence[str]] | None = None  # the names' (:func:`tail_index`)
         self._inputs: tuple[str | None, frozenset[str], frozenset[str]] | None = None  # the last answer
 
     def begins(
@@ -938,11 +948,21 @@ class ChunkReading:
             self._wanted |= actions & names
             paths = NamedPaths(actions)
             if paths.names:  # the same files named otherwise (a relative path for an absolute one)
-                if self._tails is None:
-                    self._tails = tail_index(names)
-                self._wanted |= paths.among(names, self._tails)
+                self._wanted |= self._same_files(paths) & names
         if self.scale.keeps(self.novel) or self.own:
             self._seen |= _named_in(messages) & names
+
+    def _same_files(self, paths: NamedPaths) -> set[str]:
+        """What its iterations' lines and files name of the files ``paths`` names otherwise (each
+        iteration's found with its reading's index, kept for the run)."""
+        found: set[str] = set()
+        for _, whole in self.read:
+            found |= whole.same_files(paths)
+            if self.own:
+                found |= whole.own_same_files(paths)
+            if self.scale.again > 1:
+                found |= whole.paths_same_files(paths)
+        return found
 
     def note(
         self,
@@ -1119,16 +1139,14 @@ def _render_note(
             _show(showing, refs_of_all(report))
         lines.append(line + tail)
         named.update(reading.actions)
-        paths.add(reading.actions)
+        paths.join(reading.action_paths)
     parts = (f"{head}\n", *(f"{line}\n" for line in reversed(lines[1:])), lines[0])
     return CondensedNote(Message(role="user", content="".join(parts), iteration=first), parts)
 
 
 def _again(whole: Reading, named: Set[str], paths: NamedPaths) -> bool:
     """Whether the iteration's calls named a file the agent named again (as written or otherwise)."""
-    if not whole.paths.isdisjoint(named):
-        return True
-    return bool(whole.paths and paths.names and paths.among(whole.paths, tail_index(whole.paths)))
+    return not whole.paths.isdisjoint(named) or bool(whole.paths_same_files(paths))
 
 
 def _show(showing: tuple[set[str], ...], names: Collection[str]) -> None:

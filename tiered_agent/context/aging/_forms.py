@@ -49,7 +49,7 @@ from ._condense import (
 from ._jsonform import json_fields
 from ._novel import novel_lines
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
-from ._refs import NamedPaths, Refs, line_refs, refs, tail_index, text_refs
+from ._refs import NamedPaths, Refs, line_refs, paths_of, refs, tail_index, text_refs
 from ._reports import NO_REPORTS, Reports, user_texts
 from ._written import WrittenFiles
 
@@ -216,7 +216,7 @@ def _render_batch(
         for key, output, call_id in told.calls:
             later.setdefault(key, []).append((iteration, output, call_id))
         used.update(told.actions)
-        paths.add(told.actions)
+        paths.join(told.paths)
     return forms
 
 
@@ -236,11 +236,12 @@ class _Told:
     calls that have an output (by canonical call), and what it goes on showing once aged (per style).
     Found once per run when the run's memo keeps it (:attr:`FormsMemo.told`)."""
 
-    __slots__ = ("_cut", "_lasting", "_shortened", "actions", "calls", "messages")
+    __slots__ = ("_cut", "_lasting", "_shortened", "actions", "calls", "messages", "paths")
 
     def __init__(self, messages: tuple[Message, ...]) -> None:
         self.messages = messages  # kept: the memo's key is their identities
         self.actions = _actions(messages)
+        self.paths = paths_of(self.actions)  # the files they name, to find them named otherwise
         outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
         self.calls = tuple(
             (_call_key(call), outputs[call.id], call.id)

@@ -25,12 +25,15 @@ from itertools import chain
 from .._memo import run_memo
 
 __all__ = [
+    "NO_PATHS",
     "NamedPaths",
+    "Paths",
     "Refs",
     "line_refs",
     "lines_refs",
     "message_refs",
     "path_tails",
+    "paths_of",
     "refs",
     "refs_of_all",
     "tail_index",
@@ -138,6 +141,16 @@ def tail_index(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
     return {tail: tuple(at) for tail, at in index.items()}
 
 
+Paths = tuple[frozenset[str], frozenset[str]]  # the paths among some references, and their ends
+NO_PATHS: Paths = (frozenset(), frozenset())
+
+
+def paths_of(names: Iterable[str]) -> Paths:
+    """The paths among ``names`` (a ``/`` in them) and their :func:`path_tails`."""
+    found = frozenset(name for name in names if "/" in name)
+    return (found, frozenset(chain.from_iterable(map(path_tails, found)))) if found else NO_PATHS
+
+
 class NamedPaths:
     """The paths among references named (a set that grows, ``names``), and their ends (``tails``):
     which other references name the same file as one of them (:meth:`among`)."""
@@ -155,6 +168,12 @@ class NamedPaths:
             if "/" in name and name not in self.names:
                 self.names.add(name)
                 self.tails.update(path_tails(name))
+
+    def join(self, paths: Paths) -> None:
+        """Name these paths too (:func:`paths_of` of some references, found once)."""
+        if paths[0]:
+            self.names |= paths[0]
+            self.tails |= paths[1]
 
     def among(self, names: Set[str], index: Mapping[str, Sequence[str]]) -> set[str]:
         """Those of ``names`` (``index``: their :func:`tail_index`) naming a file a named path
