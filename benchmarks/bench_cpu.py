@@ -10,6 +10,9 @@ noise only adds). CPU time, not wall time: other jobs on the machine slow both a
 
     python benchmarks/bench_cpu.py --baseline /tmp/fleet2-base [PATHS...] [--repeat 2] [--policies A,B]
 
+With ``--together`` the two trees' attempts run at the same time (one process each), so that a
+shared machine's load falls on both alike; each attempt's ratio is printed too.
+
 (a baseline checkout: ``git worktree add`` or ``git archive <commit> | tar -x -C DIR``).
 """
 
@@ -47,14 +50,32 @@ def _child(paths: list[str], policies: str | None) -> None:
     print(json.dumps({"cpu_s": cpu, "wall_s": wall, "steps": steps, "sha256": digest}))
 
 
-def _attempt(tree: Path, paths: list[str], policies: str | None) -> dict[str, float | str]:
+def _start(tree: Path, paths: list[str], policies: str | None) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(tree))
     command = [sys.executable, str(Path(__file__).resolve()), "--child", *paths]
     if policies:
         command += ["--policies", policies]
-    done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True, check=True)
-    result: dict[str, float | str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return subprocess.Popen(command, env=env, cwd=tree, stdout=subprocess.PIPE, text=True)
+
+
+def _result(child: subprocess.Popen[str]) -> dict[str, float | str]:
+    out, _ = child.communicate()
+    if child.returncode:
+        raise subprocess.CalledProcessError(child.returncode, child.args, out)
+    result: dict[str, float | str] = json.loads(out.strip().splitlines()[-1])
     return result
+
+
+def _attempts(
+    trees: dict[str, Path], paths: list[str], policies: str | None, *, together: bool, attempt: int
+) -> dict[str, dict[str, float | str]]:
+    """One attempt of each tree: one after the other, or (``together``) both at the same time, the
+    first started alternating from one attempt to the next."""
+    if not together:
+        return {name: _result(_start(tree, paths, policies)) for name, tree in trees.items()}
+    order = list(trees.items()) if attempt % 2 == 0 else list(reversed(trees.items()))
+    children = {name: _start(tree, paths, policies) for name, tree in order}
+    return {name: _result(child) for name, child in children.items()}
 
 
 def main() -> None:
@@ -65,6 +86,11 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="the other checkout (omit: only this tree)")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--policies", help="comma-separated (default: every policy)")
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="run both trees' attempts at the same time (on a shared machine, both see the same load)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     paths = [str(Path(p).resolve()) for p in args.paths] or [str(SHARED)]
@@ -74,11 +100,14 @@ def main() -> None:
     trees = {"this": ROOT, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
     best: dict[str, dict[str, float | str]] = {}
     for attempt in range(args.repeat):
-        for name, tree in trees.items():
-            result = _attempt(tree, paths, args.policies)
+        results = _attempts(trees, paths, args.policies, together=args.together, attempt=attempt)
+        for name, result in results.items():
             print(json.dumps({"tree": name, "attempt": attempt + 1, **result}), flush=True)
             if name not in best or float(result["cpu_s"]) < float(best[name]["cpu_s"]):
                 best[name] = result
+        if len(results) == 2:
+            ratio = float(results["baseline"]["cpu_s"]) / float(results["this"]["cpu_s"])
+            print(f"attempt {attempt + 1}: baseline / this {ratio:.3f}", flush=True)
     for name, result in best.items():
         per_step = float(result["cpu_s"]) / float(result["steps"]) * 1000
         digest = str(result["sha256"])[:16]

@@ -272,11 +272,13 @@ async def _observations(
 
     The recorded tool results go through the manager's dispatch, the agent's own, in
     message order; "executing" a call returns its recorded observation. A dedup hit
-    replaces the recorded content with what the agent would have served. ``results``: the
+    replaces the recorded content with what the agent would have served; a manager none of
+    whose steps takes part in a dispatch (:attr:`ContextManager.dispatches`) serves every
+    result as recorded, so the group is returned without one. ``results``: the
     group's :class:`_Results` (derived here if not given).
     """
     found = _Results.of(group) if results is None else results
-    if not found.positions:
+    if not found.positions or not manager.dispatches:  # no step can serve another outcome
         return group
     outcomes = found.outcomes
 

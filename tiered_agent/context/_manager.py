@@ -242,6 +242,13 @@ class ContextManager:
         """Tool calls served so far instead of run (``Dedup``'s cache hits)."""
         return self._served
 
+    @property
+    def dispatches(self) -> bool:
+        """Whether a step takes part in :meth:`dispatch` (serves or observes calls): without one, a
+        dispatch only runs the calls and returns their outcomes as they ran."""
+        servers, observers = self._dispatchers
+        return bool(servers or observers)
+
     @in_run_async
     async def dispatch(
         self,

@@ -1087,10 +1087,8 @@ def _render_note(
     restricted to what the chunk's output lines name (only that is read, :class:`ChunkReading`);
     ``before``: the kept lines the earlier notes hold, left out (:attr:`Terse.across`); ``reported``:
     :func:`kept_reports` of the chunk, when the caller has it."""
-    first, last = chunk[0][0], chunk[-1][0]
-    span = f"{first}-{last}" if first != last else str(first)
-    where = f"; full text: {retrieve_call('iteration', span)}" if retrieval else ""
-    head = f"[Iterations {span}, one line each{where}]"
+    first = chunk[0][0]
+    head = _note_head(first, chunk[-1][0], retrieval)
     kept_all = kept_reports(chunk, reports) if reported is None else reported
     read = [(k, whole, kept) for (k, whole), kept in zip(chunk, kept_all, strict=True)]
     named: set[str] = set(wanted)
@@ -1108,25 +1106,22 @@ def _render_note(
         line, names_line = whole.line(k, label)
         _show(showing, names_line)
         reading = _reading(tuple(m for m in whole.messages if m not in kept), readings) if kept else whole
-        names = reading.names
         if reading.short:  # every output line is kept: what extra lines it would choose changes nothing
             tail = reading.short_text(terse.bare)
-            _show(showing, names)
-        elif not (extra and names):  # no output line names anything: none is chosen
+            _show(showing, reading.names)
+        elif not (extra and reading.names):  # no output line names anything: none is chosen
             tail = ""
         else:
-            here = names & shown
-            tail, kept_names, novel_names = reading.extra(
-                (
-                    frozenset(((names & named) | reading.same_files(paths)) - here),
-                    frozenset(here | (names & seen)),
-                ),
-                referred,
-                scale.budget(novel, reading.size, _again(whole, named, paths)),
-                reading.held(held),  # shown elsewhere: chosen without a place
+            budget = scale.budget(novel, reading.size, _again(whole, named, paths))
+            tail = _chosen_tail(
+                reading,
+                (named, shown, seen),
+                referred=referred,
+                budget=budget,
+                held=held,
+                showing=showing,
+                same=reading.same_files(paths),
             )
-            _show(showing, kept_names)
-            _show(showing, novel_names)
         if own:  # the agent's own lines: what they show leaves the choice of output lines alone
             same = whole.own_same_files(paths)
             tail += whole.own_extra(named | same if same else named, mine, seen, own, held)
@@ -1134,9 +1129,7 @@ def _render_note(
             tail = _unrepeated(tail, kept_lines)
         tail = _unshown(tail, before)
         if kept:  # a sub-agent's report, whole
-            report = [text for message in kept for text in message.text.splitlines() if text.strip()]
-            tail += "".join(f"\n    {text}" for text in report)
-            _show(showing, refs_of_all(report))
+            tail += _report_lines(kept, showing)
         lines.append(line + tail)
         named.update(reading.actions)
         paths.join(reading.action_paths)
@@ -1147,6 +1140,48 @@ def _render_note(
 def _again(whole: Reading, named: Set[str], paths: NamedPaths) -> bool:
     """Whether the iteration's calls named a file the agent named again (as written or otherwise)."""
     return not whole.paths.isdisjoint(named) or bool(whole.paths_same_files(paths))
+
+
+def _note_head(first: int, last: int, retrieval: bool) -> str:
+    """``[Iterations 3-9, one line each; full text: context_retrieve(...)]``."""
+    span = f"{first}-{last}" if first != last else str(first)
+    where = f"; full text: {retrieve_call('iteration', span)}" if retrieval else ""
+    return f"[Iterations {span}, one line each{where}]"
+
+
+def _chosen_tail(
+    reading: Reading,
+    names_by: tuple[Set[str], Set[str], Set[str]],
+    *,
+    referred: int,
+    budget: int,
+    held: tuple[Set[str], ...],
+    showing: tuple[set[str], ...],
+    same: Set[str] = frozenset(),
+) -> str:
+    """The output lines a note keeps under an iteration's line, chosen by what they name (``names_by``:
+    what the messages after the chunk name, what the note shows already, what their texts name;
+    ``same``: its lines' references naming a file those messages name otherwise, wanted too);
+    ``showing`` gains what they show."""
+    named, shown, seen = names_by
+    names = reading.names
+    here = names & shown
+    tail, kept_names, novel_names = reading.extra(
+        (frozenset(((names & named) | same) - here), frozenset(here | (names & seen))),
+        referred,
+        budget,
+        reading.held(held),  # shown elsewhere: chosen without a place
+    )
+    _show(showing, kept_names)
+    _show(showing, novel_names)
+    return tail
+
+
+def _report_lines(kept: Sequence[Message], showing: tuple[set[str], ...]) -> str:
+    """A sub-agent's report under its iteration's line, whole (its non-blank lines, indented)."""
+    report = [text for message in kept for text in message.text.splitlines() if text.strip()]
+    _show(showing, refs_of_all(report))
+    return "".join(f"\n    {text}" for text in report)
 
 
 def _show(showing: tuple[set[str], ...], names: Collection[str]) -> None:

@@ -93,7 +93,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
 
 from cachetools import LRUCache
 
@@ -121,6 +121,8 @@ from ._state import AgingState, schedule_from_records
 from ._written import written_note
 
 __all__ = ["Age", "AgeRuntime", "FadeNamed", "iteration_groups"]
+
+T = TypeVar("T")
 
 # Which kept lines a faded note keeps (:meth:`Age.fade`): those naming what the agent named since
 # the chunk was condensed, or since its last iteration; any; those naming what no output after the
@@ -648,12 +650,46 @@ def _assemble(
     summary = context.summary
     stand_in = summary_message(summary, min(draft.covered)) if summary is not None and draft.covered else None
     aged = frozenset(forms) | gone
-    head = [i for i, m in enumerate(draft.messages) if m.iteration == 0]
     rest = [
         i
         for i, m in enumerate(draft.messages)
         if m.iteration not in aged and m.iteration and not _is(m, stand_in)
     ]
+    messages, originals, hidden, notes_end = _aged_front(draft, notes, forms, groups)
+    stable = _stable(notes_end, len(messages))
+    after = list(written)
+    if stand_in is not None and summary is not None:
+        # after the aged iterations; tagged 0 like the note: no iteration it covers is left whole
+        after.append(summary_message(summary, 0))
+    messages.extend(after)
+    originals.extend(after)
+    moved = {i: len(messages) + j for j, i in enumerate(rest)}
+    return replace(
+        draft,
+        messages=(*messages, *(draft.messages[i] for i in rest)),
+        originals=(*originals, *(draft.originals[i] for i in rest)),
+        hidden=hidden | _moved(draft.hidden, moved),
+        cuts=_moved(draft.cuts, moved),
+        owners=dict.fromkeys(hidden, Age.kind) | _moved(draft.owners, moved),
+        covered=draft.covered - aged,
+        dropped=draft.dropped | gone,
+        dropped_by={**draft.dropped_by, Age.kind: draft.dropped_by.get(Age.kind, frozenset()) | gone},
+        shows_summary=draft.shows_summary or stand_in is not None,
+        names_retrieval=True,  # aged forms and the note before them name their retrieval calls
+        stable=stable,
+    )
+
+
+def _aged_front(
+    draft: Draft,
+    notes: Sequence[Message],
+    forms: Mapping[int, tuple[Message, ...]],
+    groups: Mapping[int, tuple[Message, ...]],
+) -> tuple[list[Message], list[Message], dict[int, int], int]:
+    """The prompt's front, shown and original: the opening messages (iteration 0), the notes, each
+    aged iteration's form in order; the characters each aged output shows fewer, by position; where
+    the notes end."""
+    head = [i for i, m in enumerate(draft.messages) if m.iteration == 0]
     messages = [draft.messages[i] for i in head] + list(notes)
     originals = [draft.originals[i] for i in head] + list(notes)
     notes_end = len(messages)
@@ -664,30 +700,12 @@ def _assemble(
                 hidden[len(messages)] = max(len(original.text) - len(shown.text), 0)
             messages.append(shown)
             originals.append(original)
-    stable = _stable(notes_end, len(messages))
-    messages.extend(written)
-    originals.extend(written)
-    if stand_in is not None and summary is not None:
-        # after the aged iterations; tagged 0 like the note: no iteration it covers is left whole
-        after = summary_message(summary, 0)
-        messages.append(after)
-        originals.append(after)
-    offset = len(messages)
-    moved = {i: offset + j for j, i in enumerate(rest)}
-    return replace(
-        draft,
-        messages=(*messages, *(draft.messages[i] for i in rest)),
-        originals=(*originals, *(draft.originals[i] for i in rest)),
-        hidden=hidden | {moved[i]: c for i, c in draft.hidden.items() if i in moved},
-        cuts={moved[i]: c for i, c in draft.cuts.items() if i in moved},
-        owners=dict.fromkeys(hidden, Age.kind) | {moved[i]: o for i, o in draft.owners.items() if i in moved},
-        covered=draft.covered - aged,
-        dropped=draft.dropped | gone,
-        dropped_by={**draft.dropped_by, Age.kind: draft.dropped_by.get(Age.kind, frozenset()) | gone},
-        shows_summary=draft.shows_summary or stand_in is not None,
-        names_retrieval=True,  # aged forms and the note before them name their retrieval calls
-        stable=stable,
-    )
+    return messages, originals, hidden, notes_end
+
+
+def _moved(by_position: Mapping[int, T], moved: Mapping[int, int]) -> dict[int, T]:
+    """``by_position``'s entries of the messages that ``moved`` (old position -> new), at their new places."""
+    return {moved[i]: value for i, value in by_position.items() if i in moved}
 
 
 def _stable(notes_end: int, aged_end: int) -> tuple[int, ...]:
