@@ -111,3 +111,14 @@ def test_an_aged_script_keeps_its_line_naming_a_file_the_agent_named_later_other
     forms = age_batch(AgedStyle(), (system, task), batch, 1, 1)
     shown = orjson.loads(forms[1][0].tool_calls[0].arguments)["command"]
     assert f"TASKS = '{ABSOLUTE}'\n" in shown and "chars cut]" in shown
+
+
+def test_a_reference_of_thousands_of_parts_has_at_most_sixteen_part_ends() -> None:
+    """Hostile text: one long line of ``ab/ab/...`` is one reference; its ends are the last 15
+    (2 to 16 parts), not one per part, so they hold ~16 times its last parts, not its length squared."""
+    tails = path_tails("ab/" * 300_000 + "c")
+    assert len(tails) == 15
+    assert tails[0] == "ab/" * 15 + "c" and tails[-1] == "ab/c"
+    assert sum(map(len, tails)) == sum(3 * n + 1 for n in range(1, 16))
+    parts = "/".join(f"d{i}" for i in range(20))
+    assert path_tails(parts)[0] == "/".join(f"d{i}" for i in range(4, 20))  # 16 parts

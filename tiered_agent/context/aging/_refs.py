@@ -121,15 +121,21 @@ def refs_of_all(texts: Iterable[str]) -> set[str]:
 # A path's ends (:func:`path_tails`) keep at least this many parts: ``specs/tasks.md`` is the file
 # ``/work/repo/specs/tasks.md`` names, a bare ``tasks.md`` or ``__init__.py`` may be any of many.
 _PARTS = 2
+_MAX_PARTS = 16  # the longest end of a path that is matched (parts)
 
 
 def path_tails(name: str) -> tuple[str, ...]:
     """The ends of a path reference at a ``/`` of two parts or more (``work/repo/specs/tasks.md``:
-    ``repo/specs/tasks.md``, ``specs/tasks.md``): the same file named from another directory."""
+    ``repo/specs/tasks.md``, ``specs/tasks.md``): the same file named from another directory.
+
+    At most :data:`_MAX_PARTS` parts: the ends of a reference with thousands of ``/`` (any long
+    line of ``a/b/c/...`` is one reference) would hold its text once per part, quadratic in its
+    length; a file named from another directory shares far fewer parts than that."""
     if name.count("/") < _PARTS:
         return ()
     parts = name.split("/")
-    return tuple("/".join(parts[i:]) for i in range(1, len(parts) - _PARTS + 1))
+    start = max(1, len(parts) - _MAX_PARTS)
+    return tuple("/".join(parts[i:]) for i in range(start, len(parts) - _PARTS + 1))
 
 
 def tail_index(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
