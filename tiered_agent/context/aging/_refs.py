@@ -166,14 +166,7 @@ class NamedPaths:
     def __init__(self, names: Iterable[str] = ()) -> None:
         self.names: set[str] = set()
         self.tails: set[str] = set()
-        self.add(names)
-
-    def add(self, names: Iterable[str]) -> None:
-        """Name these too (only paths count: a name without ``/`` is no file named otherwise)."""
-        for name in names:
-            if "/" in name and name not in self.names:
-                self.names.add(name)
-                self.tails.update(path_tails(name))
+        self.join(paths_of(names))  # only paths count: a name without ``/`` is no file named otherwise
 
     def join(self, paths: Paths) -> None:
         """Name these paths too (:func:`paths_of` of some references, found once)."""
