@@ -1,11 +1,11 @@
 """Does a policy's work grow faster than its input? Pathological outputs at two sizes, every preset.
 
 A live run through a scripted model (:class:`tiered_agent.testing.FunctionModel`, no network): 24
-iterations, each a ``bash`` call whose output has one of the shapes below, at ``--size`` characters
-and at four times that (the call's command too, at a quarter of it). Each (preset, shape) prints
-the CPU seconds at both sizes and their ratio; a policy whose work is linear in its input shows a
-ratio near 4 or under (fixed costs), a quadratic one near 16. It found the path ends' quadratic growth (one line of ``ab/ab/...`` is one reference: 7x
-slower at 20,000 parts, main c24235e), capped in abcaf6d.
+iterations, each a ``bash`` call whose output has one of the shapes below, at ``--size`` characters and
+at four times that (the call's command too, at a quarter of it). Each (preset, shape) prints the CPU
+seconds at both sizes and their ratio; a policy whose work is linear in its input shows a ratio near 4
+or under (fixed costs), a quadratic one near 16. It found the path ends' quadratic growth (one line of
+``ab/ab/...`` is one reference: 7x slower at 20,000 parts, main c24235e), capped in abcaf6d.
 
     python benchmarks/hostile_scaling.py                   # every preset
     python benchmarks/hostile_scaling.py --policies tiered --size 16000
