@@ -30,10 +30,13 @@ import orjson
 
 from tiered_agent._logging import configure_logging
 from tiered_agent._messages import Message
+from tiered_agent._tokens import TokenCounter
+from tiered_agent.bench._calibration import fit
 from tiered_agent.bench._evidence import EvidenceIndex, PromptView, TextMemo
 from tiered_agent.bench._metrics import SalienceIndex
+from tiered_agent.bench._pricing import RunPlan
 from tiered_agent.bench._recorded import RecordedRun
-from tiered_agent.bench._replay import ReplaySettings, policy_config, replay_prompts
+from tiered_agent.bench._replay import ReplaySettings, bench_plan, policy_config, replay_prompts
 from tiered_agent.bench._rulers import WordIndex
 from tiered_agent.bench._terms import message_text, normalize
 from tiered_agent.context._policy import Policy
@@ -137,14 +140,16 @@ class _Classifier:
         return f"{tier}|{part}|{'+'.join(holders) or 'absent'}"
 
 
-async def _classify_run(run: RecordedRun, policy: Policy, max_args: int, examples: int) -> dict[str, Any]:
+async def _classify_run(
+    run: RecordedRun, policy: Policy, max_args: int, examples: int, plan: RunPlan
+) -> dict[str, Any]:
     cls = _Classifier(run, max_args)
     counts: dict[str, Counter[str]] = {r: Counter() for r in RULERS}
     needed: Counter[str] = Counter()
     samples: dict[str, list[str]] = {}
     step = 0
     iterations = sorted({m.iteration for m in run.messages if m.role == "assistant" and m.iteration >= 1})
-    async for prepared in replay_prompts(run, policy, ReplaySettings()):
+    async for prepared in replay_prompts(run, policy, ReplaySettings(), plan):
         iteration = iterations[step]
         step += 1
         prompt = prepared.built.messages
@@ -179,10 +184,10 @@ async def _classify_run(run: RecordedRun, policy: Policy, max_args: int, example
     return {"counts": {r: dict(c) for r, c in counts.items()}, "needed": dict(needed), "samples": samples}
 
 
-def _job(args: tuple[RecordedRun, dict[str, Any], int, int]) -> dict[str, Any]:
+def _job(args: tuple[RecordedRun, dict[str, Any], int, int, RunPlan]) -> dict[str, Any]:
     configure_logging(level="error")
-    run, policy, max_args, examples = args
-    return anyio.run(_classify_run, run, Policy.from_dict(policy), max_args, examples)
+    run, policy, max_args, examples, plan = args
+    return anyio.run(_classify_run, run, Policy.from_dict(policy), max_args, examples, plan)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -206,7 +211,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         else policy_config(args.policy)
     )
     runs = _runs(paths, args.half, args.family)
-    jobs = [(r, policy.to_dict(), args.max_args, args.examples) for r in runs]
+    calibration = fit(runs, TokenCounter("o200k_base"))  # as the bench calibrates the runs benched together
+    jobs = [
+        (r, policy.to_dict(), args.max_args, args.examples, bench_plan(r, ReplaySettings(), calibration))
+        for r in runs
+    ]
     with multiprocessing.Pool(args.workers) as pool:
         results = pool.map(_job, jobs)
     needed: Counter[str] = Counter()

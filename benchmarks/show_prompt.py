@@ -1,8 +1,9 @@
 """Print the prompt a context policy builds at a given step of a recorded run, readably.
 
-The run is replayed exactly as ``tiered-agent bench`` replays it (the live
+The run is replayed exactly as ``tiered-agent bench FILE`` replays it (the live
 ``ContextManager``, the same dispatch, the run's cache and price model for the
-aging decisions), up to model call ``--step``; the prompt that call would have
+aging decisions, calibrated on the file's runs: their unrecorded prefix, token
+scale and cache lifetime), up to model call ``--step``; the prompt that call would have
 been sent is printed message by message, with its size against the full history.
 
     python benchmarks/show_prompt.py RUNFILE --policy tiered --step 60
@@ -26,9 +27,11 @@ import orjson
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._logging import configure_logging
 from tiered_agent._messages import Message
+from tiered_agent._tokens import TokenCounter
+from tiered_agent.bench._calibration import fit
 from tiered_agent.bench._importers import load_file
 from tiered_agent.bench._recorded import RecordedRun
-from tiered_agent.bench._replay import ReplaySettings, policy_config, prompt_at
+from tiered_agent.bench._replay import ReplaySettings, bench_plan, policy_config, prompt_at
 from tiered_agent.context._policy import Policy
 
 
@@ -81,9 +84,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.policy_json
             else policy_config(args.policy)
         )
-        run = _pick(load_file(args.runfile), args.run)
+        runs = load_file(args.runfile)
+        run = _pick(runs, args.run)
         settings = ReplaySettings(cache_model=args.cache_model, price_model=args.price_model)
-        prepared = anyio.run(prompt_at, run, policy, args.step, settings)
+        plan = bench_plan(run, settings, fit(runs, TokenCounter(settings.tokenizer)))
+        prepared = anyio.run(prompt_at, run, policy, args.step, settings, plan)
     except ConfigurationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -95,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{1 - prepared.prompt_tokens / full:.0%} saved) · tools: "
         + ", ".join(str(t.get("function", {}).get("name")) for t in prepared.tools)
     )
+    if plan.prefix.tokens or plan.long_ttl:
+        ttl = "; writes priced at the 1-hour cache's price" if plan.long_ttl else ""
+        print(f"sent after an unrecorded prefix of {plan.prefix.tokens:,} tokens (calibrated){ttl}")
     aging = prepared.record().aging
     if aging is not None:
         print(f"aged through iteration {aging.through}, condensed through {aging.condensed}")

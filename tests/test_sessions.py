@@ -16,16 +16,19 @@ from tiered_agent._messages import Message, ToolCall, Usage
 from tiered_agent.bench._caching import IdCounter
 from tiered_agent.bench._calibration import fit, full_prompt_tokens
 from tiered_agent.bench._importers import SkippedInput, SkippedLines, load_runs
-from tiered_agent.bench._pricing import RunCosting, long_ttl_steps, plan_prices, plan_run
+from tiered_agent.bench._pricing import RunCosting, RunPlan, long_ttl_steps, plan_prices, plan_run
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import (
     ReplaySettings,
+    bench_plan,
     policy_config,
+    replay_prompts,
     replay_run,
     replay_runs,
     resolve_policies,
 )
 from tiered_agent.bench._report import build_document, render_markdown
+from tiered_agent.context._presets import PRESETS
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "sessions"
 COUNTER = IdCounter("o200k_base")
@@ -385,3 +388,30 @@ def test_the_bench_sends_the_prefix_and_checks_itself_against_the_recorded_usage
     text = render_markdown(document)
     assert "## As recorded" in text and "| `tiered` |" in text
     assert "| claude-code | 21 |" in text  # the per-family validation table
+
+
+# ------------------------------------------------------------ a prompt at one step, as the bench builds it
+def _one_hour_run(steps: int) -> RecordedRun:
+    """A Claude Code run with a 20,000-token unrecorded prefix, every cache write with the 1-hour lifetime."""
+    run = _affine_run("hour", steps, 20_000, 1.25)
+    usage = tuple(dataclasses.replace(u, cache_write_tokens=500) for u in run.usage if u is not None)
+    return dataclasses.replace(run, usage=usage, cache_writes_1h=(500,) * steps)
+
+
+def test_a_prompt_replayed_alone_is_the_one_the_bench_built() -> None:
+    """``replay_prompts`` under :func:`bench_plan` (what ``show_prompt.py`` and ``classify_misses.py``
+    use) decides as the bench: the run's unrecorded prefix, token scale and 1-hour write price."""
+    run = _one_hour_run(40)
+    document = build_document(replay_runs([run], resolve_policies(["tiered"]), ReplaySettings()), ["m"])
+    benched = document["runs"][0]["policies"]["tiered"]["per_step"]["prompt_tokens"]
+    plan = bench_plan(run)
+    assert plan.long_ttl and plan.prefix.tokens == pytest.approx(20_000, abs=40)
+
+    async def prompts(plan: RunPlan | None) -> list[int]:
+        return [p.prompt_tokens + plan.prefix.tokens if plan else p.prompt_tokens
+                async for p in replay_prompts(run, PRESETS["tiered"], ReplaySettings(), plan)]  # fmt: skip
+
+    alone = anyio.run(prompts, plan)
+    assert alone == benched
+    live = anyio.run(prompts, None)  # a live agent's terms: no prefix, the 5-minute write price
+    assert [x + plan.prefix.tokens for x in live] != benched  # it ages sooner: another prompt

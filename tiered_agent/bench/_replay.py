@@ -68,6 +68,7 @@ __all__ = [
     "RunInfo",
     "RunReplay",
     "available_policies",
+    "bench_plan",
     "full_tokens_unit",
     "longest_first",
     "numbered",
@@ -610,7 +611,7 @@ async def _replay_segment(
         enforce_hard_limit=False,
         cache_terms=state.terms,
         clock=None,  # each prompt is prepared at its recorded request time (_step)
-        unrecorded_tokens=_resent_prefix(state),
+        unrecorded_tokens=resent_prefix(state.cache_model, state.prefix_tokens),
         memos=state.memos,
     )
     history: list[Message] = []
@@ -652,13 +653,13 @@ async def _replay_segment(
     return manager
 
 
-def _resent_prefix(state: _RunState) -> int:
+def resent_prefix(cache_model: CacheModel, prefix_tokens: int) -> int:
     """Tokens of the unrecorded prefix a change of the tools re-sends (what the agent would know of
     its own system prompt): under explicit caches the part after the prefix's shared breakpoint (the
     tools follow the prefix); implicit caches keep the whole prefix, which precedes the tools."""
-    if not state.cache_model.explicit:
+    if not cache_model.explicit:
         return 0
-    return round(state.prefix_tokens * (1 - state.cache_model.shared_share))
+    return round(max(prefix_tokens, 0) * (1 - cache_model.shared_share))
 
 
 def _schemas(run: RecordedRun, manager: ContextManager, history: list[Message]) -> list[Mapping[str, Any]]:
@@ -900,13 +901,15 @@ async def replay_run(
 
 
 async def replay_prompts(
-    run: RecordedRun, policy: Policy, settings: ReplaySettings = ReplaySettings()
+    run: RecordedRun, policy: Policy, settings: ReplaySettings = ReplaySettings(), plan: RunPlan | None = None
 ) -> AsyncGenerator[PreparedPrompt, None]:
     """Every prompt ``policy`` builds for ``run``, model call by model call, replayed as the bench
-    does (the same manager calls and dispatch; cache and price terms from the run's plan; a fresh
-    manager after each of the agent's own compactions)."""
+    does (the same manager calls and dispatch; cache and price terms from ``plan``, else the run's
+    plan uncalibrated, as a live agent decides; a fresh manager after each of the agent's own
+    compactions). :func:`bench_plan` is the plan the bench gives the run benched alone."""
     counter = IdCounter(settings.tokenizer)
-    plan = plan_run(run.model, settings.cache_model, settings.price_model, {})
+    if plan is None:
+        plan = plan_run(run.model, settings.cache_model, settings.price_model, {})
     kind = _tool_kinds(run)
     step = 0
     for _, groups in _segments(run, group_by_iteration(run.messages)):
@@ -918,6 +921,7 @@ async def replay_prompts(
             enforce_hard_limit=False,
             cache_terms=plan_terms(plan, settings),
             clock=None,
+            unrecorded_tokens=resent_prefix(plan.cache_model, plan.prefix.tokens),
         )
         history: list[Message] = list(groups.get(0, ()))
         async with manager:
@@ -930,14 +934,28 @@ async def replay_prompts(
                 history.extend(await _observations(manager, group, kind, iteration))
 
 
+def bench_plan(
+    run: RecordedRun, settings: ReplaySettings = ReplaySettings(), calibration: Calibration | None = None
+) -> RunPlan:
+    """The plan ``tiered-agent bench`` gives ``run``: calibrated (its unrecorded prefix, its
+    provider's token scale) on ``calibration`` (:func:`~._calibration.fit` of the runs benched
+    together), else on the run alone, and with the cache lifetime its recorded writes had."""
+    fitted = calibration if calibration is not None else fit([run], TokenCounter(settings.tokenizer))
+    return run_plan(RunInfo.of(run), settings, fitted)
+
+
 async def prompt_at(
-    run: RecordedRun, policy: Policy, step: int, settings: ReplaySettings = ReplaySettings()
+    run: RecordedRun,
+    policy: Policy,
+    step: int,
+    settings: ReplaySettings = ReplaySettings(),
+    plan: RunPlan | None = None,
 ) -> PreparedPrompt:
     """The prompt ``policy`` builds for model call ``step`` of ``run`` (the last one if the run is
-    shorter)."""
+    shorter), under ``plan`` (:func:`replay_prompts`)."""
     found: PreparedPrompt | None = None
     done = 0
-    async with aclosing(replay_prompts(run, policy, settings)) as prompts:
+    async with aclosing(replay_prompts(run, policy, settings, plan)) as prompts:
         async for prepared in prompts:
             found, done = prepared, done + 1
             if done == step:
