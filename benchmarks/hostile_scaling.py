@@ -23,14 +23,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from tiered_agent import Agent, RunLimits, tool
+from tiered_agent import Agent, RunLimits
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent.context._presets import PRESETS
-from tiered_agent.testing import FunctionModel
+from tiered_agent.testing import FunctionModel, scripted_tools
 
 SHAPES: dict[str, Callable[[int, int], str]] = {
     "slashes": lambda n, k: "ab/" * (n // 3) + f"f{k}.py",
@@ -62,26 +61,12 @@ def _script(shape: str, size: int) -> tuple[list[Message], dict[str, str]]:
     return replies, outputs
 
 
-def _bash(outputs: dict[str, str]) -> Any:
-    @tool
-    def bash(command: str, ref: str) -> str:
-        """Run a command.
-
-        Args:
-            command: The command.
-            ref: Which output to return.
-        """
-        return outputs.get(ref, "")
-
-    return bash
-
-
 async def _run(preset: str, shape: str, size: int, folder: Path) -> float:
     replies, outputs = _script(shape, size)
     model = FunctionModel.scripted(replies, window=4_000_000)
     agent = Agent(
         model,
-        tools=[_bash(outputs)],
+        tools=scripted_tools(outputs)[:1],  # bash
         context=preset,
         limits=RunLimits(max_iterations=ITERATIONS + 2),
         trace_dir=folder / f"{preset}-{shape}-{size}",

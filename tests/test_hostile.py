@@ -22,7 +22,7 @@ import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tiered_agent import Agent, RunLimits, tool
+from tiered_agent import Agent, RunLimits
 from tiered_agent._messages import Message, ToolCall
 from tiered_agent._result import StopReason
 from tiered_agent._trace import StepError, read_trace
@@ -50,7 +50,7 @@ from tiered_agent.context.summary.memory._text import (
     latest_todo,
     task_text,
 )
-from tiered_agent.testing import FunctionModel
+from tiered_agent.testing import FunctionModel, scripted_tools
 
 # Pieces agent runs are made of, and the ones parsers trip on.
 SNIPPETS = [
@@ -290,35 +290,11 @@ def scripts(draw: st.DrawFn) -> tuple[list[Message], dict[str, str]]:
     return replies, outputs
 
 
-def _tools(outputs: dict[str, str]) -> list[Any]:
-    @tool
-    def bash(command: str, ref: str) -> str:
-        """Run a command.
-
-        Args:
-            command: The command.
-            ref: Which output to return.
-        """
-        return outputs.get(ref, "")
-
-    @tool(read_only=True)
-    def read(path: str, ref: str) -> str:
-        """Read a file.
-
-        Args:
-            path: The path.
-            ref: Which output to return.
-        """
-        return outputs.get(ref, "")
-
-    return [bash, read]
-
-
 async def _run_preset(preset: str, replies: list[Message], outputs: dict[str, str], folder: Path) -> None:
     model = FunctionModel.scripted(replies, window=64_000)
     agent = Agent(
         model,
-        tools=_tools(outputs),
+        tools=scripted_tools(outputs),
         context=preset,
         limits=RunLimits(max_iterations=len(replies) + 1),
         trace_dir=folder,

@@ -9,7 +9,7 @@ HTTP server.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +18,9 @@ import orjson
 from ._messages import Message, ToolCall, Usage
 from ._model import ModelReply
 from ._tokens import TokenCounter
+from ._tools import Tool, tool
 
-__all__ = ["AgentRequest", "FunctionModel", "calls", "text"]
+__all__ = ["AgentRequest", "FunctionModel", "calls", "scripted_tools", "text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,34 @@ def calls(
         call_id, name, args = item if len(item) == 3 else (f"call_{number}", *item)  # type: ignore[misc, unused-ignore]
         built.append(ToolCall(str(call_id), str(name), orjson.dumps(args).decode()))
     return Message("assistant", content, tool_calls=tuple(built))
+
+
+def scripted_tools(outputs: Mapping[str, str]) -> list[Tool]:
+    """Two tools whose results are scripted, for replies scripted with :meth:`FunctionModel.scripted`:
+    ``bash(command, ref)`` and the read-only ``read(path, ref)`` return ``outputs[ref]`` (``""`` for a
+    ref it does not hold), whatever the command or path says."""
+
+    @tool
+    def bash(command: str, ref: str) -> str:
+        """Run a command.
+
+        Args:
+            command: The command.
+            ref: Which output to return.
+        """
+        return outputs.get(ref, "")
+
+    @tool(read_only=True)
+    def read(path: str, ref: str) -> str:
+        """Read a file.
+
+        Args:
+            path: The path.
+            ref: Which output to return.
+        """
+        return outputs.get(ref, "")
+
+    return [bash, read]
 
 
 @dataclass
