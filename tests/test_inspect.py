@@ -126,7 +126,7 @@ def test_show_json_has_exact_per_iteration_numbers(recorded: Path) -> None:
             "kind": "truncated",
             "tool_call_id": "call_read",
             "iteration": 1,
-            "original_chars": 11697,
+            "original_chars": 11589,
             "kept_chars": 400,
         }
     ]
@@ -367,7 +367,7 @@ def test_marks_say_what_was_hidden_and_where_the_full_output_is(recorded: Path) 
     tools = messages_by_id(recorded)
     kinds = {cid: [m["k"] for m in tools[cid].get("marks", [])] for cid in tools}
     read = {m["k"]: m for m in tools["call_read"]["marks"]}
-    assert "the model saw 400 of 11,697 chars (11,297 hidden, 96%)" in read["truncated"]["t"]
+    assert "the model saw 400 of 11,589 chars (11,189 hidden, 96%)" in read["truncated"]["t"]
     assert read["truncated"]["how"] == 'context_retrieve(tool_call_id="call_read")'
     assert re.search(r"full text: line \d+ of " + re.escape(recorded.name), read["truncated"]["t"])
     assert read["recovered-by"]["refs"] == [{"it": 2, "id": "call_get", "label": ""}]

@@ -114,7 +114,7 @@ def test_page_shows_chart_iterations_and_hidden_outputs(
         mark = first.locator(".mark-truncated")
         expect(mark).to_be_visible()
         text = mark.inner_text()
-        assert "the model saw 400 of 11,697 chars" in text
+        assert "the model saw 400 of 11,589 chars" in text
         assert 'context_retrieve(tool_call_id="call_read")' in text
         assert first.locator(".msg").count() == 2  # the assistant's call and its output only
 

@@ -189,7 +189,7 @@ def test_read_file_ranges(tmp_path: Path) -> None:
     read = tools_by_name(Workspace(tmp_path))["read_file"].fn
     full = read("f.txt", 1, None).splitlines()
     assert full[0] == "f.txt (lines 1-12 of 12)"
-    assert full[1] == " 1\tline 1"
+    assert full[1] == "1\tline 1"  # unpadded: padding is tokens the model reads for nothing
     assert full[12] == "12\tline 12"
     assert len(full) == 13
     assert read("f.txt", 3, 5) == "f.txt (lines 3-5 of 12)\n3\tline 3\n4\tline 4\n5\tline 5"

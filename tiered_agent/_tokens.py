@@ -133,7 +133,10 @@ class PieceEncoder:
         self._encoding = encoding  # loaded at the first text: a counter built and never used costs nothing
         self._pieces: dict[str, array[int]] = {}
         self._held = 0
-        self._counts: dict[str, int] = {}  # a piece's tokens, for a counter that only counts
+        # a piece's tokens by the piece's hash, for a counter that only counts (a live agent): an int
+        # key instead of a copy of every line it counted (two of a run's pieces would have to share
+        # a 64-bit SipHash, keyed per process, to be miscounted)
+        self._counts: dict[int, int] = {}
         self._counted = 0
         self._max_tokens = max_tokens
         self._min_chars = min_chars
@@ -181,7 +184,7 @@ class PieceEncoder:
         get = self._counts.get
         total = 0
         for piece in pieces:
-            known = get(piece)
+            known = get(hash(piece))
             total += self._count_piece(piece) if known is None else known
         return total
 
@@ -191,7 +194,7 @@ class PieceEncoder:
         if self._counted + size > self._max_tokens:
             self._counts.clear()
             self._counted = 0
-        self._counts[piece] = size
+        self._counts[hash(piece)] = size
         self._counted += size
         return size
 

@@ -262,8 +262,7 @@ def _read_tools(ws: Workspace) -> list[Tool]:
         if start_line > total:
             raise ToolError(f"start_line {start_line} is past the end of {path!r}, which has {total} lines")
         last = start_line + len(lines) - 1
-        width = len(str(last))
-        body = [f"{number:>{width}}\t{line}" for number, line in enumerate(lines, start=start_line)]
+        body = [f"{number}\t{line}" for number, line in enumerate(lines, start=start_line)]  # unpadded
         header = f"{ws.relative(real)} (lines {start_line}-{last} of {total})"
         footer = []
         if last < min(end_line or total, total):

@@ -47,7 +47,7 @@ class Lines:
     numbers: tuple[int | None, ...]
 
 
-@run_memo(16_384)
+@run_memo(4)  # a text is read as it is tidied, then filed: the index keeps no line of it
 def quote_lines(text: str) -> Lines:
     """The lines of ``text`` as compared."""
     raw = text.split("\n")
@@ -73,31 +73,60 @@ def call_texts(message: Message) -> tuple[str, ...]:
     return tuple(texts)
 
 
+_SHIFT = 32  # a place packed in one int: its source << _SHIFT | its line (an int, not a tuple in a list)
+_LINE = (1 << _SHIFT) - 1
+_READ = 8  # sources whose lines an index keeps read while runs are looked up in them
+
+
 @dataclass(slots=True)
 class LineIndex:
-    """The lines the prompt shows so far, by text: where each informative line stands (its first
-    :data:`_CANDIDATES` places)."""
+    """The lines the prompt shows so far: where each informative line stands (its first
+    :data:`_CANDIDATES` places, each packed in one int; one place alone is the int itself, the
+    common case, so a line filed once costs no list).
 
-    sources: list[tuple[str, Lines]] = field(default_factory=list)  # (where, lines)
-    places: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # text -> (source, line)
+    Lines are filed by their hash and a source by its text as the prompt shows it (the message's own
+    string), so the index holds no copy of a line: a run is looked up in a source's lines read
+    again (:func:`quote_lines`; the last :data:`_READ` sources read are kept), and compared as
+    text, so equal hashes of different lines never make a run. (Two lines of one run sharing a
+    64-bit hash, keyed per process, would only take one of a line's candidate places.)"""
 
-    def add(self, where: str, lines: Lines) -> None:
+    sources: list[tuple[str, str]] = field(default_factory=list)  # (where, text)
+    places: dict[int, int | list[int]] = field(default_factory=dict)  # a line's hash -> its places
+    _read: dict[int, Lines] = field(default_factory=dict)  # source -> its lines
+
+    def add(self, where: str, text: str) -> None:
+        """File the lines of ``text``, shown at ``where``."""
         source = len(self.sources)
-        self.sources.append((where, lines))
+        self.sources.append((where, text))
         places = self.places
-        for position, text in enumerate(lines.texts):
-            if len(text) >= _INFORMATIVE:
-                found = places.get(text)
+        base = source << _SHIFT
+        for position, line in enumerate(quote_lines(text).texts):
+            if len(line) >= _INFORMATIVE and position <= _LINE:
+                key = hash(line)
+                found = places.get(key)
                 if found is None:
-                    places[text] = [(source, position)]
+                    places[key] = base | position
+                elif isinstance(found, int):
+                    places[key] = [found, base | position]
                 elif len(found) < _CANDIDATES:
-                    found.append((source, position))
+                    found.append(base | position)
+
+    def lines(self, source: int) -> Lines:
+        """The lines of the source numbered ``source``, read again (the last :data:`_READ` kept)."""
+        found = self._read.get(source)
+        if found is None:
+            if len(self._read) >= _READ:
+                del self._read[next(iter(self._read))]
+            found = self._read[source] = quote_lines(self.sources[source][1])
+        return found
 
     def longest(self, texts: Sequence[str], start: int) -> tuple[int, int, int]:
         """The longest run from ``texts[start]`` shown above: (its length, source, the source's line)."""
         best = (0, -1, -1)
-        for source, at in self.places.get(texts[start], ()):
-            shown = self.sources[source][1].texts
+        found = self.places.get(hash(texts[start]), ())
+        for place in (found,) if isinstance(found, int) else found:
+            source, at = place >> _SHIFT, place & _LINE
+            shown = self.lines(source).texts
             length = 0
             while (
                 start + length < len(texts)
@@ -116,9 +145,10 @@ def point_quotes(text: str, index: LineIndex, min_lines: int, min_chars: int) ->
     """``text`` with each long run of lines the index shows replaced by a pointer (module docstring)."""
     lines = quote_lines(text)
     texts, places = lines.texts, index.places
-    if not places or len(texts) < min_lines or places.keys().isdisjoint(texts):  # no line shown above
+    if not places or len(texts) < min_lines:
         return text
-    starts = [i for i, line in enumerate(texts) if line in places]  # informative lines shown above
+    hashes = list(map(hash, texts))
+    starts = [i for i, key in enumerate(hashes) if key in places]  # lines perhaps shown above
     if not starts:
         return text
     raw = text.split("\n")
@@ -129,9 +159,8 @@ def point_quotes(text: str, index: LineIndex, min_lines: int, min_chars: int) ->
             continue
         length, source, at = index.longest(texts, i)
         if length >= min_lines and sum(len(r) + 1 for r in raw[i : i + length]) >= min_chars:
-            where, shown = index.sources[source]
             out += raw[done:i]
-            out.append(_pointer(lines, (i, i + length), shown, at, where))
+            out.append(_pointer(lines, (i, i + length), index.lines(source), at, index.sources[source][0]))
             done = i + length
     return "\n".join(out + raw[done:]) if out else text
 
@@ -156,4 +185,4 @@ def index_message(index: LineIndex, message: Message, shown_text: str, where: st
     """File the lines ``message`` (as the prompt shows it, its content ``shown_text``) shows in ``index``."""
     for text in (shown_text, *call_texts(message)):
         if text:
-            index.add(where, quote_lines(text))
+            index.add(where, text)
