@@ -28,7 +28,7 @@ from tiered_agent.context.pipeline._build import assemble, validate_pairs
 from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.context.pipeline._types import BuiltPrompt
 from tiered_agent.context.steps import Mask, Tidy, Truncate, step_from_dict
-from tiered_agent.context.steps._quotes import quote_lines
+from tiered_agent.context.steps._quotes import LineIndex, point_quotes, quote_lines
 from tiered_agent.context.steps._tidy import blocks_of, unpad_numbers
 
 COUNTER = TokenCounter("o200k_base")
@@ -361,3 +361,21 @@ def test_no_message_is_tidied_while_the_prompt_through_it_is_under_the_caches_mi
     everything = _prompts(history, NO_MINIMUM, [Tidy()])[-1]
     assert [m.text for m in everything] != [m.text for m in last]  # without a minimum they are tidied
     assert _prompts(history, terms, [Tidy(cache_floor=False)])[-1] == everything
+
+
+# ------------------------------------------------------------------ the quoted lines' index: no copies
+def test_the_index_files_hashes_and_the_shown_text_and_compares_runs_as_text() -> None:
+    source = "\n".join(f"{n}\tdef helper_{n}(value): return value * {n}" for n in range(1, 9))
+    index = LineIndex()
+    index.add("iteration 3 (tool_call_id=c3)", source)
+    assert index.sources[0][1] is source  # the message's own string: no copy of its lines
+    assert all(type(key) is int for key in index.places)
+    again = "\n".join(f"{n}\tdef helper_{n}(value): return value * {n}" for n in range(3, 9))
+    quoted = point_quotes(again, index, min_lines=4, min_chars=100)
+    assert quoted == "[lines 3-8: the same text as iteration 3 (tool_call_id=c3) shows above]"
+    # a line filed under another line's hash (a collision) starts no run: runs compare text
+    other = "\n".join(f"{n}\tdef other_{n}(value): return value + {n}" for n in range(3, 9))
+    first = quote_lines(other).texts[0]
+    index.places[hash(first)] = index.places[hash(quote_lines(again).texts[0])]
+    assert index.longest(quote_lines(other).texts, 0)[0] == 0
+    assert point_quotes(other, index, min_lines=4, min_chars=100) == other
