@@ -4,7 +4,9 @@ and take the shortcut:
 - the word ruler's index of first appearances walks each message's words, not every word seen before
   (``frozenset - dict.keys()`` walked the whole dict: quadratic in a run's vocabulary);
 - the search of a term's holders begins where the term first occurs, when that is known;
-- the series of one policy's prompts compare the two prompts of a step once (:class:`SharedPrefix`).
+- a term of letters only is told specific or not by string methods, without a pattern;
+- a policy's prompt (a tuple) is compared with the next one as it is, not copied per step;
+- a run memo of a function of one argument looks the argument up as it is, and a miss raises nothing.
 """
 
 from __future__ import annotations
@@ -18,18 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tiered_agent._messages import Message, ToolCall
-from tiered_agent.bench import _evidence
+from tiered_agent.bench import _evidence, _terms
 from tiered_agent.bench._evidence import EvidenceIndex
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._rulers import WordIndex
-from tiered_agent.bench._series import (
-    IdSets,
-    Series,
-    SharedPrefix,
-    SparseSeries,
-    Stretches,
-    identical_prefix,
-)
+from tiered_agent.bench._series import Stretches
+from tiered_agent.bench._terms import is_specific
 from tiered_agent.bench._vocabulary import words_of
 
 # ----------------------------------------------------------------------------- the word ruler's index
@@ -177,82 +173,57 @@ def test_a_term_first_seen_at_or_after_the_cutoff_has_no_holder_and_no_search(
     assert searched == []
 
 
-# ----------------------------------------------------------------------------- the shared comparison
-class Item:
-    def __init__(self, name: str) -> None:
-        self.name = name
+# ----------------------------------------------------------------------------- terms, stretches
+def _specific_plain(term: str) -> bool:
+    """:func:`is_specific` as the definition reads (bab8d9b's code, without the letters-only path)."""
+    import re
+
+    if len(term) < 3:
+        return False
+    code = re.search(r"[\d_./]", term) is not None
+    if (code or "-" in term) and re.fullmatch(r"[^\W\d_](?:[./\-][^\W\d_])+", term):
+        return False
+    if code:
+        return True
+    parts = term.split("-")
+    return not all(p.isalpha() and (p[1:] == p[1:].lower() or p == p.upper()) for p in parts)
 
 
-def test_shared_prefix_compares_two_tuples_once() -> None:
-    a, b, c = Item("a"), Item("b"), Item("c")
-    old, new = (a, b), (a, b, c)
-    calls: list[int] = []
-    shared = SharedPrefix()
-    series = [Series(lambda i: i.name, shared), SparseSeries(lambda i: i.name, prefix=shared), IdSets(shared)]
-    stretches = Stretches({id(a): 0, id(b): 1, id(c): 2}, shared)
-    for one in [*series, stretches]:
-        one(old)  # type: ignore[operator]
-    import tiered_agent.bench._series as module
-
-    plain = module.identical_prefix
-
-    def counted(x: object, y: object) -> int:
-        calls.append(1)
-        return plain(x, y)  # type: ignore[arg-type]
-
-    module.identical_prefix = counted  # type: ignore[assignment]
-    try:
-        for one in [*series, stretches]:
-            one(new)  # type: ignore[operator]
-    finally:
-        module.identical_prefix = plain
-    assert len(calls) == 1  # the first series compared (old, new); the other three read its answer
-    assert stretches(new) == (0, 2)
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="abcXYZéÉßİı_.-/19٣", max_size=9))
+def test_is_specific_is_the_definition(term: str) -> None:
+    assert is_specific(term) == _specific_plain(term)
 
 
-def test_shared_prefix_does_not_remember_lists() -> None:
-    a, b, c = Item("a"), Item("b"), Item("c")
-    shared = SharedPrefix()
-    old, new = [a, b], [a, b, c]
-    assert shared(old, new) == 2
-    new[1] = Item("other")  # a list may change in place: compared again
-    assert shared(old, new) == 1
-    assert shared((a, b), (a, b, c)) == 2 and shared((a, b), (a, c)) == 1
+def test_a_term_of_letters_is_told_without_a_pattern(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Most terms are letters only: told by string methods (no code character, no initials, one part)."""
+
+    class NoSearch:
+        def search(self, text: str) -> None:
+            raise AssertionError("searched")
+
+    monkeypatch.setattr(_terms, "_CODE_CHARS", NoSearch())
+    assert [
+        is_specific(t) for t in ("error", "Error", "ERROR", "DataDocumenter", "localtime", "HTTPServer")
+    ] == [
+        False,
+        False,
+        False,
+        True,
+        False,
+        True,
+    ]
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 5), max_size=8), min_size=1, max_size=8), st.booleans())
-def test_series_sharing_a_comparison_equal_series_comparing_alone(
-    prompts: list[list[int]], lists: bool
-) -> None:
-    """Every series over successive prompts (tuples, or lists), with one shared comparison, gives at
-    each step what it gives comparing on its own; a series that skips steps (the rulers read texts
-    only when they need them) too."""
-    pool = [Item(str(i)) for i in range(6)]
-    positions = {id(item): i for i, item in enumerate(pool[:4])}
-    shared = SharedPrefix()
-
-    def make(prefix: object) -> list[object]:
-        derive = lambda i: i.name  # noqa: E731
-        sparse = lambda i: None if i.name in "02" else i.name  # noqa: E731
-        return [
-            Series(derive, prefix),
-            SparseSeries(sparse, prefix=prefix),
-            Stretches(positions, prefix),
-            IdSets(prefix),
-        ]  # type: ignore[arg-type]
-
-    together, alone = make(shared), make(identical_prefix)
-    for step, names in enumerate(prompts):
-        items = [pool[i] for i in names]
-        prompt = items if lists else tuple(items)
-        for position, (one, other) in enumerate(zip(together, alone, strict=True)):
-            if position == 1 and step % 2:  # skipped at odd steps
-                continue
-            got, want = one(prompt), other(prompt)  # type: ignore[operator]
-            assert (set(got) if isinstance(got, set) else got) == (
-                set(want) if isinstance(want, set) else want
-            )
+def test_stretches_keep_a_tuple_prompt_as_it_is() -> None:
+    """The prompt a policy sent (a tuple) is compared with the next one as it is, not copied per step."""
+    a, b, c = Message("user", "a"), Message("user", "b"), Message("user", "c")
+    stretches = Stretches({id(a): 0, id(b): 1, id(c): 2})
+    prompt = (a, c)
+    assert stretches(prompt) == (0, 2, 0, 2)
+    assert stretches._items is prompt
+    assert stretches((a, c, b)) == (0, 2, 1, 0, 2, 1)
+    assert stretches([a, b]) == (0, 1) and isinstance(stretches._items, tuple)
 
 
 # ----------------------------------------------------------------------------- the run memos

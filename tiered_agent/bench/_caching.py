@@ -32,7 +32,7 @@ from .._messages import Message
 from .._model import stable_breakpoints
 from .._providers import CACHE_MODELS, CacheModel
 from .._tokens import PROMPT_OVERHEAD, EncodedTexts, TokenCounter, remember
-from ._series import Prefix, Series, identical_prefix
+from ._series import Series, identical_prefix
 
 __all__ = [
     "BREAKPOINTS",
@@ -339,16 +339,8 @@ class CacheSimulator:
     """
 
     def __init__(
-        self,
-        encoder: PromptEncoder,
-        model: CacheModel = IDEAL,
-        scale: float = 1.0,
-        prefix_tokens: int = 0,
-        *,
-        prefix: Prefix = identical_prefix,
+        self, encoder: PromptEncoder, model: CacheModel = IDEAL, scale: float = 1.0, prefix_tokens: int = 0
     ) -> None:
-        """``prefix``: how successive prompts are compared (``_series.SharedPrefix``: with the
-        other series of the same prompts)."""
         if scale <= 0:
             raise ConfigurationError(f"token scale must be positive, got {scale}")
         self.encoder = encoder
@@ -358,8 +350,8 @@ class CacheSimulator:
         self._shared = len(self._prefix[0]) if len(self._prefix) == 2 else 0
         self._previous: list[array[int]] = []
         self._sums = [0]  # the previous request's tokens before each of its segments, then in all
-        self._segments: Series[Message, array[int]] = Series(encoder.message, prefix)  # the messages' ids
-        self._blocks: Series[Message, int] = Series(content_blocks, prefix)
+        self._segments: Series[Message, array[int]] = Series(encoder.message)  # the messages' ids
+        self._blocks: Series[Message, int] = Series(content_blocks)
         self._routes: dict[str | None, _Route] = {}  # implicit: each endpoint's cache
         self._chain: list[int] = []  # explicit: hashes of the previous request's segment prefixes
         self._entries: dict[int, _Entry] = {}  # explicit: prefixes (chain hashes) with a cache entry

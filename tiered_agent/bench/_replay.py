@@ -54,7 +54,7 @@ from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
 from ._pricing import RunPlan, family_of, long_ttl_steps, plan_prices, plan_run
 from ._recorded import RecordedRun
 from ._rulers import RawTexts, RawView, RecordedTexts, RetrievalSources, WordIndex
-from ._series import IdSets, Joined, SharedPrefix, SparseSeries, Stretches, identical_prefix
+from ._series import IdSets, Joined, SparseSeries, Stretches, identical_prefix
 from ._summarizer_check import CheckedSummarizer
 from ._turns import RetrievalTurn, retrieval_turn
 
@@ -547,21 +547,18 @@ async def _replay_policy(
 ) -> PolicyRunMetrics:
     """One policy over one run: each stretch between the agent's own compactions (one without any)
     in a fresh manager, as the agent's context restarted there; one provider cache throughout."""
-    prefix = SharedPrefix()  # every series of its prompts compares the same two prompts at a step
     track = _Track(
         CacheTrack(
-            CacheSimulator(
-                state.encoder, state.cache_model, state.token_scale, state.prefix_tokens, prefix=prefix
-            ),
+            CacheSimulator(state.encoder, state.cache_model, state.token_scale, state.prefix_tokens),
             state.chains,
         ),
-        SparseSeries(state.raw.foreign, state.recorded.ids, prefix),
-        SparseSeries(state.memo.entry, state.recorded.ids, prefix),
-        Stretches(state.positions, prefix),
+        SparseSeries(state.raw.foreign, state.recorded.ids),
+        SparseSeries(state.memo.entry, state.recorded.ids),
+        Stretches(state.positions),
         Joined("\n"),
         {True: Joined(), False: Joined()},
         policy.retrieval_active,
-        IdSets(prefix),
+        IdSets(),
         {} if name == BASELINE else None,
     )
     steps: list[StepMetrics] = []

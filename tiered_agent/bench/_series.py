@@ -17,19 +17,9 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from itertools import compress, count, repeat
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
-__all__ = [
-    "IdSets",
-    "Joined",
-    "Prefix",
-    "Series",
-    "SharedPrefix",
-    "SparseSeries",
-    "Stretches",
-    "identical_prefix",
-    "stretch_key",
-]
+__all__ = ["IdSets", "Joined", "Series", "SparseSeries", "Stretches", "identical_prefix", "stretch_key"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -42,32 +32,6 @@ def identical_prefix(previous: Sequence[object], current: Sequence[object]) -> i
     return next(differing, min(len(previous), len(current)))
 
 
-Prefix = Callable[[Sequence[Any], Sequence[Any]], int]  # :func:`identical_prefix`, or a memo of it
-
-
-class SharedPrefix:
-    """:func:`identical_prefix` with its last answer for two tuples remembered: the series of one
-    policy's prompts (the rulers' texts, the ids, the stretches, the cache simulation's segments)
-    each compare the prompt they last saw with the new one, mostly the same two tuples at a step;
-    the first to ask compares them, the others read its answer. Tuples never change, so the same
-    two objects share the same prefix; the pair is held, so their ids are not reused."""
-
-    __slots__ = ("_kept", "_new", "_old")
-
-    def __init__(self) -> None:
-        self._old: tuple[Any, ...] | None = None
-        self._new: tuple[Any, ...] | None = None
-        self._kept = 0
-
-    def __call__(self, old: Sequence[Any], new: Sequence[Any]) -> int:
-        if new is self._new and old is self._old:
-            return self._kept
-        kept = identical_prefix(old, new)
-        if type(old) is tuple and type(new) is tuple:  # a list may change in place: not remembered
-            self._old, self._new, self._kept = old, new, kept
-        return kept
-
-
 def _frozen(items: Sequence[K]) -> Sequence[K]:
     """``items`` kept for the next comparison: a tuple as it is (it never changes), else a copy."""
     return items if isinstance(items, tuple) else tuple(items)
@@ -78,19 +42,17 @@ class Series(Generic[K, V]):
     items a sequence shares (as objects) with the one before. ``derive`` must depend on the item
     only (a value for an object is the same whenever it is asked)."""
 
-    __slots__ = ("_derive", "_items", "_prefix", "_values")
+    __slots__ = ("_derive", "_items", "_values")
 
-    def __init__(self, derive: Callable[[K], V], prefix: Prefix = identical_prefix) -> None:
-        """``prefix``: how to compare two sequences (:class:`SharedPrefix` to share the answers)."""
+    def __init__(self, derive: Callable[[K], V]) -> None:
         self._derive = derive
-        self._prefix = prefix
         self._items: Sequence[K] = ()
         self._values: list[V] = []
 
     def __call__(self, items: Sequence[K]) -> list[V]:
         """The values of ``items``, in order (the series' own list, which it replaces and never changes:
         the caller may keep it, and must not change it)."""
-        kept = self._prefix(self._items, items)
+        kept = identical_prefix(self._items, items)
         values = self._values[:kept]
         values.extend(map(self._derive, items[kept:]))
         self._items = _frozen(items)
@@ -99,7 +61,7 @@ class Series(Generic[K, V]):
 
     def copy(self) -> Series[K, V]:
         """An independent series in this one's state (its lists are replaced, never changed: shared)."""
-        twin: Series[K, V] = Series(self._derive, self._prefix)
+        twin: Series[K, V] = Series(self._derive)
         twin._items, twin._values = self._items, self._values
         return twin
 
@@ -109,19 +71,12 @@ class SparseSeries(Generic[K, V]):
     than the few a policy wrote): only the values that are not None, in order, without a step
     through the items the sequence shares with the one before."""
 
-    __slots__ = ("_derive", "_items", "_positions", "_prefix", "_skip", "_values")
+    __slots__ = ("_derive", "_items", "_positions", "_skip", "_values")
 
-    def __init__(
-        self,
-        derive: Callable[[K], V | None],
-        skip: AbstractSet[int] = frozenset(),
-        prefix: Prefix = identical_prefix,
-    ) -> None:
-        """``skip``: ids of items whose value is None, passed over without calling ``derive``;
-        ``prefix``: as :class:`Series`'s."""
+    def __init__(self, derive: Callable[[K], V | None], skip: AbstractSet[int] = frozenset()) -> None:
+        """``skip``: ids of items whose value is None, passed over without calling ``derive``."""
         self._derive = derive
         self._skip = skip
-        self._prefix = prefix
         self._items: Sequence[K] = ()
         self._positions: list[int] = []  # where the values' items stand in ``_items``
         self._values: list[V] = []
@@ -129,7 +84,7 @@ class SparseSeries(Generic[K, V]):
     def __call__(self, items: Sequence[K]) -> list[V]:
         """The values of ``items`` that are not None, in order (the series' own list, which it replaces
         and never changes: the caller may keep it, and must not change it)."""
-        kept = self._prefix(self._items, items)
+        kept = identical_prefix(self._items, items)
         cut = bisect_left(self._positions, kept)
         positions, values = self._positions[:cut], self._values[:cut]
         candidates: Iterable[int] = range(kept, len(items))
@@ -161,12 +116,10 @@ class Stretches:
     before, and kept as its stretches (a step adds a few items: its key costs a few list operations
     and the tuple); None for a sequence holding an item without a position."""
 
-    __slots__ = ("_count", "_ends", "_firsts", "_items", "_lasts", "_positions", "_prefix")
+    __slots__ = ("_count", "_ends", "_firsts", "_items", "_lasts", "_positions")
 
-    def __init__(self, positions: Mapping[int, int], prefix: Prefix = identical_prefix) -> None:
-        """``prefix``: as :class:`Series`'s."""
+    def __init__(self, positions: Mapping[int, int]) -> None:
         self._positions = positions
-        self._prefix = prefix
         self._items: Sequence[object] = ()
         self._count = 0  # how many leading items have a position
         # the stretches of their positions: first and last position, and the count of items up to its end
@@ -175,8 +128,8 @@ class Stretches:
         self._ends: list[int] = []
 
     def __call__(self, items: Sequence[object]) -> tuple[int, ...] | None:
-        kept = self._prefix(self._items, items)
-        self._items = _frozen(items)
+        kept = identical_prefix(self._items, items)
+        self._items = _frozen(items)  # a prompt's tuple as it is (a list copied per step was O(prompt))
         if self._count < kept:  # an item without a position among the shared ones
             return None
         self._cut(kept)
@@ -215,16 +168,14 @@ class IdSets:
     continues the one it was last built for (a policy's prompt mostly grows by appending), built
     afresh otherwise. The set returned is valid until the next call (it is then changed or replaced)."""
 
-    __slots__ = ("_ids", "_items", "_prefix")
+    __slots__ = ("_ids", "_items")
 
-    def __init__(self, prefix: Prefix = identical_prefix) -> None:
-        """``prefix``: as :class:`Series`'s."""
-        self._prefix = prefix
+    def __init__(self) -> None:
         self._items: Sequence[object] = ()
         self._ids: set[int] = set()
 
     def __call__(self, items: Sequence[object]) -> set[int]:
-        kept = self._prefix(self._items, items)
+        kept = identical_prefix(self._items, items)
         if kept < len(self._items):  # an item of the last sequence is gone or replaced
             self._ids = set(map(id, items))
         else:
