@@ -299,7 +299,11 @@ class EvidenceIndex:
         each (the search skips to the next)."""
         starts, corpus, messages = self._starts, self._corpus, self.messages
         stop = starts[cutoff] if cutoff < len(starts) else len(corpus)
-        at = first_occurrence(corpus, term, starts[found.upto], stop)  # upto < cutoff <= len(starts)
+        begin = found.upto  # < cutoff <= len(starts)
+        if not begin and "\n" not in term:  # the search begins where the term first occurs, if known
+            first = self._first.get(term, 0)
+            begin = cutoff if first is None else min(first, cutoff)
+        at = first_occurrence(corpus, term, starts[begin], stop) if begin < cutoff else -1
         while at >= 0:
             index = self._index_at(at)
             found.sources.append(index)

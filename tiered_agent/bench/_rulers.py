@@ -236,9 +236,10 @@ class WordIndex:
         later = [(i, m) for i, m in enumerate(run.messages) if m.iteration >= 1]
         for position, (index, message) in enumerate(later):
             words = vocabulary.words[index] if vocabulary is not None else words_of(_text(message))
-            self._first_any.update(dict.fromkeys(words - self._first_any.keys(), position))
+            # ``difference`` of a dict walks the words (``words - d.keys()`` walked every key: quadratic)
+            self._first_any.update(dict.fromkeys(words.difference(self._first_any), position))
             if message.role in ("tool", "user"):
-                self._first_observed.update(dict.fromkeys(words - self._first_observed.keys(), position))
+                self._first_observed.update(dict.fromkeys(words.difference(self._first_observed), position))
             if message.role == "assistant":
                 self._actions.setdefault(message.iteration, (position, words))
         self._in_always: dict[str, bool] = {}

@@ -120,7 +120,7 @@ class Stretches:
 
     def __init__(self, positions: Mapping[int, int]) -> None:
         self._positions = positions
-        self._items: list[object] = []
+        self._items: Sequence[object] = ()
         self._count = 0  # how many leading items have a position
         # the stretches of their positions: first and last position, and the count of items up to its end
         self._firsts: list[int] = []
@@ -129,7 +129,7 @@ class Stretches:
 
     def __call__(self, items: Sequence[object]) -> tuple[int, ...] | None:
         kept = identical_prefix(self._items, items)
-        self._items = list(items)
+        self._items = _frozen(items)  # a prompt's tuple as it is (a list copied per step was O(prompt))
         if self._count < kept:  # an item without a position among the shared ones
             return None
         self._cut(kept)

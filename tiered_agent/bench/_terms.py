@@ -78,6 +78,9 @@ def is_specific(term: str) -> bool:
     """A name or a value: 3+ characters and not an ordinary word (see the module docstring)."""
     if len(term) < _MIN_SPECIFIC:
         return False
+    if term.isalpha():  # letters only (most terms): no code character, no initials, one part
+        rest = term[1:]
+        return not (rest == rest.lower() or term == term.upper())
     code = _CODE_CHARS.search(term) is not None
     if (code or "-" in term) and _INITIALS.fullmatch(term):  # initials hold a separator: . / (code) or -
         return False

@@ -23,7 +23,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
 __all__ = ["MemoTables", "in_run", "in_run_async", "outside_runs", "run_memo", "scope"]
 
@@ -92,45 +92,60 @@ def run_memo(
         raise ValueError("a run memo keeps at least one entry")
 
     def decorate(function: Callable[_P, _R]) -> Callable[_P, _R]:
-        one = _one_argument(function)
-
-        @functools.wraps(function)
-        def memoized(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            tables = _CURRENT.get()
-            if tables is None or (key := _key(one, args, kwargs)) is _MISSING:
-                return function(*args, **kwargs)
-            try:
-                return tables[memoized][key]  # type: ignore[no-any-return]
-            except KeyError:
-                pass
-            value = function(*args, **kwargs)
-            _store(tables.setdefault(memoized, {}), key, value, maxsize)  # a new table on a run's first call
-            return value
-
-        if keep is None:
-            return memoized
-        accepts = keep
-
-        @functools.wraps(function)
-        def selective(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            # A result ``keep`` refuses is asked for again and again: found missing without raising.
-            tables = _CURRENT.get()
-            if tables is None or (key := _key(one, args, kwargs)) is _MISSING:
-                return function(*args, **kwargs)
-            table = tables.get(selective)
-            if table is None:  # the function's first call in this run
-                table = tables[selective] = {}
-            value = table.get(key, _MISSING)
-            if value is not _MISSING:
-                return value  # type: ignore[no-any-return]
-            value = function(*args, **kwargs)
-            if accepts(value):
-                _store(table, key, value, maxsize)
-            return value
-
-        return selective
+        if _one_argument(function):
+            return _by_argument(function, maxsize, keep)
+        return _by_arguments(function, maxsize, keep)
 
     return decorate
+
+
+def _by_arguments(
+    function: Callable[_P, _R], maxsize: int, keep: Callable[[Any], bool] | None
+) -> Callable[_P, _R]:
+    """:func:`run_memo`'s wrapper of any other function: keyed by its positional and keyword
+    arguments (:func:`_key`)."""
+
+    @functools.wraps(function)
+    def memoized(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        tables = _CURRENT.get()
+        if tables is None:
+            return function(*args, **kwargs)
+        key = _key(False, args, kwargs)
+        table = tables.get(memoized)
+        if table is None:  # the function's first call in this run
+            table = tables[memoized] = {}
+        value = table.get(key, _MISSING)  # a miss raises nothing (a refused result is asked again)
+        if value is _MISSING:
+            value = function(*args, **kwargs)
+            if keep is None or keep(value):
+                _store(table, key, value, maxsize)
+        return cast(_R, value)
+
+    return memoized
+
+
+def _by_argument(
+    function: Callable[_P, _R], maxsize: int, keep: Callable[[Any], bool] | None
+) -> Callable[_P, _R]:
+    """:func:`run_memo`'s wrapper of a function of one argument: keyed by the argument itself,
+    looked up without a key built per call nor an exception per miss (most of the memos)."""
+
+    @functools.wraps(function)
+    def remembered(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        tables = _CURRENT.get()
+        if tables is None or kwargs or len(args) != 1:  # a call by keyword, or a wrong call: plain
+            return function(*args, **kwargs)
+        table = tables.get(remembered)
+        if table is None:  # the function's first call in this run
+            table = tables[remembered] = {}
+        value = table.get(args[0], _MISSING)
+        if value is _MISSING:
+            value = function(*args, **kwargs)
+            if keep is None or keep(value):
+                _store(table, args[0], value, maxsize)
+        return cast(_R, value)
+
+    return remembered
 
 
 class _InRun(Protocol):
