@@ -147,8 +147,7 @@ def point_quotes(text: str, index: LineIndex, min_lines: int, min_chars: int) ->
     texts, places = lines.texts, index.places
     if not places or len(texts) < min_lines:
         return text
-    hashes = list(map(hash, texts))
-    starts = [i for i, key in enumerate(hashes) if key in places]  # lines perhaps shown above
+    starts = [i for i, line in enumerate(texts) if hash(line) in places]  # lines perhaps shown above
     if not starts:
         return text
     raw = text.split("\n")
