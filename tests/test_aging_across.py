@@ -45,10 +45,10 @@ def _chunks() -> tuple[list[tuple[int, tuple[Message, ...]]], list[tuple[int, tu
     return older, newer
 
 
-def test_held_lines_are_the_kept_lines_with_their_indent() -> None:
+def test_held_lines_are_the_kept_lines_without_their_indent() -> None:
     older, _ = _chunks()
     note = condensed_note(older, retrieval=False, novel=5)
-    assert held_lines(note) == {f"    {UPDATED}", "    ok 1"}
+    assert held_lines(note) == {UPDATED, "ok 1"}
 
 
 def test_a_line_an_earlier_note_holds_is_left_out_only_with_across() -> None:

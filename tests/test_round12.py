@@ -53,9 +53,9 @@ def test_a_chunks_notes_read_what_its_iterations_keep_whole_once(monkeypatch: py
 def test_a_line_held_nowhere_is_told_without_a_set_built() -> None:
     """Held lines found by C-level disjointness: none held is one shared empty set; some held are
     their positions, as before."""
-    at = {"    a_1 x": [0], "    b_2 y": [1, 2]}
-    assert _condense._held_at(at, (set(), {"    c_3"})) is _condense._held_at(at, ({"    z_9"},))
-    assert _condense._held_at(at, ({"    b_2 y"}, {"    a_1 x"})) == frozenset({0, 1, 2})
+    at: dict[str, int | list[int]] = {"a_1 x": 0, "b_2 y": [1, 2]}
+    assert _condense._held_at(at, (set(), {"c_3"})) is _condense._held_at(at, ({"z_9"},))
+    assert _condense._held_at(at, ({"b_2 y"}, {"a_1 x"})) == frozenset({0, 1, 2})
     assert _condense._held_at(at, ()) == frozenset()
 
 
@@ -114,3 +114,13 @@ def test_a_notes_parts_are_counted_without_keeping_their_ids() -> None:
     count = counter.count_part(part)
     assert part not in counter._ids
     assert count == len(counter.ids(part)) == counter.count_text(part)
+
+
+def test_the_places_of_a_reading_s_lines_are_its_own_strings_one_int_each() -> None:
+    """:func:`_condense._indented` files a line by the string the reading holds (no indented copy)
+    and a line found once by its position alone; a line found twice keeps both positions."""
+    named = ((0, "a_1 x", ("a_1",)), (3, "b_2 y", ("b_2",)), (5, "a_1 x", ("a_1",)))
+    at = _condense._indented(_condense._indexed(named))
+    assert at == {"a_1 x": [0, 2], "b_2 y": 1}
+    assert next(k for k in at if k == "b_2 y") is named[1][1]
+    assert _condense._held_at(at, ({"a_1 x"},)) == frozenset({0, 2})

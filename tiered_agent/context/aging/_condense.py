@@ -467,8 +467,8 @@ class Reading:
         self._kept: dict[tuple[Reports, frozenset[str]], tuple[Message, ...]] = {}
         self._own: Lines | None = None
         self._own_extras: dict[tuple[object, ...], tuple[str, frozenset[str]]] = {}
-        self._at: Mapping[str, Sequence[int]] | None = None
-        self._own_at: Mapping[str, Sequence[int]] | None = None
+        self._at: _Places | None = None
+        self._own_at: _Places | None = None
         self._tails: Mapping[str, Sequence[str]] | None = None
         self._own_tails: Mapping[str, Sequence[str]] | None = None
         self._path_tails: Mapping[str, Sequence[str]] | None = None
@@ -500,7 +500,7 @@ class Reading:
 
     def held(self, held: Sequence[Set[str]]) -> frozenset[int]:
         """Which of its output lines naming references (indexes) one of the ``held`` sets holds
-        (lines as a note shows them, with their indent: :func:`held_lines`): lines a note leaves
+        (lines as a note shows them, without their indent: :func:`held_lines`): lines a note leaves
         out as repeats, which take no place among those it keeps (:attr:`Terse.spare`)."""
         if not held:
             return frozenset()
@@ -710,15 +710,25 @@ def _extra_lines(
     )
 
 
-def _indented(lines: Lines) -> Mapping[str, Sequence[int]]:
-    """The positions (indexes into ``lines.named``) of each line as a note shows it (indented)."""
-    at: dict[str, list[int]] = {}
+# Where each line of a :class:`Lines` is (:func:`_indented`): a position, or the positions of a line
+# named more than once.
+_Places = Mapping[str, int | list[int]]
+
+
+def _indented(lines: Lines) -> _Places:
+    """The positions (indexes into ``lines.named``) of each line as a note shows it, keyed by the
+    line's own string (no copy: held lines are filed without their indent, :func:`held_lines`)."""
+    at: dict[str, int | list[int]] = {}
     for position, (_, line, _) in enumerate(lines.named):
-        at.setdefault(f"{_INDENT}{line}", []).append(position)
+        found = at.setdefault(line, position)
+        if isinstance(found, list):
+            found.append(position)
+        elif found != position:
+            at[line] = [found, position]
     return at
 
 
-def _held_at(at: Mapping[str, Sequence[int]], held: Sequence[Set[str]]) -> frozenset[int]:
+def _held_at(at: _Places, held: Sequence[Set[str]]) -> frozenset[int]:
     """The positions (``at``: :func:`_indented`) of the lines one of the ``held`` sets holds."""
     lines = at.keys()
     if all(map(lines.isdisjoint, held)):  # mostly: none (the smaller side is walked, in C)
@@ -726,7 +736,11 @@ def _held_at(at: Mapping[str, Sequence[int]], held: Sequence[Set[str]]) -> froze
     found: set[int] = set()
     for lines_held in held:
         for line in lines & lines_held:
-            found.update(at[line])
+            place = at[line]
+            if isinstance(place, list):
+                found.update(place)
+            else:
+                found.add(place)
     return frozenset(found)
 
 
@@ -734,28 +748,37 @@ _NONE_HELD: frozenset[int] = frozenset()
 
 
 def held_lines(note: Message) -> frozenset[str]:
-    """The lines a condensed note keeps under its iterations' lines (each with its indent): what a
+    """The lines a condensed note keeps under its iterations' lines (without their indent): what a
     newer note may leave out (:attr:`Terse.across`)."""
-    return frozenset(line for line in note.text.split("\n") if line.startswith(_INDENT))
+    return frozenset(line[_INDENTED:] for line in note.text.split("\n") if line.startswith(_INDENT))
 
 
 _INDENT = "    "
+_INDENTED = len(_INDENT)
 
 
 def _unshown(tail: str, before: Set[str]) -> str:
-    """The lines of ``tail`` (each after a line feed and an indent) that ``before`` does not hold."""
+    """The lines of ``tail`` (each after a line feed and an indent) that ``before`` (lines without
+    their indent) does not hold."""
     if not tail or not before:
         return tail
-    return "".join(f"\n{line}" for line in tail.split("\n")[1:] if line not in before)
+    return "".join(f"\n{_INDENT}{line}" for line in _tail_lines(tail) if line not in before)
 
 
 def _unrepeated(tail: str, kept: set[str]) -> str:
-    """The lines of ``tail`` (each after a line feed and an indent) not in ``kept``, which gains them."""
+    """The lines of ``tail`` (each after a line feed and an indent) not in ``kept`` (lines without
+    their indent), which gains them."""
     if not tail:
         return tail
-    fresh = [line for line in tail.split("\n")[1:] if line not in kept]
+    fresh = [line for line in _tail_lines(tail) if line not in kept]
     kept.update(fresh)
-    return "".join(f"\n{line}" for line in fresh)
+    return "".join(f"\n{_INDENT}{line}" for line in fresh)
+
+
+def _tail_lines(tail: str) -> list[str]:
+    """The lines of a tail without their indent (every line a tail holds is ``\\n`` + indent + text:
+    :meth:`Reading.short_text`, :func:`_extra_lines`, :func:`own_extra`, :func:`_report_lines`)."""
+    return [line[_INDENTED:] for line in tail.split("\n")[1:]]
 
 
 def kept_reports(chunk: Sequence[tuple[int, Reading]], reports: Reports) -> list[tuple[Message, ...]]:
