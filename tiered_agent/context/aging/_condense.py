@@ -762,23 +762,18 @@ def _unshown(tail: str, before: Set[str]) -> str:
     their indent) does not hold."""
     if not tail or not before:
         return tail
-    return "".join(f"\n{_INDENT}{line}" for line in _tail_lines(tail) if line not in before)
+    return "".join(f"\n{line}" for line in tail.split("\n")[1:] if line[_INDENTED:] not in before)
 
 
 def _unrepeated(tail: str, kept: set[str]) -> str:
     """The lines of ``tail`` (each after a line feed and an indent) not in ``kept`` (lines without
-    their indent), which gains them."""
+    their indent), which gains them. Every line a tail holds is a line feed, the indent and a text
+    (:meth:`Reading.short_text`, :func:`_extra_lines`, :func:`own_extra`, :func:`_report_lines`)."""
     if not tail:
         return tail
-    fresh = [line for line in _tail_lines(tail) if line not in kept]
-    kept.update(fresh)
-    return "".join(f"\n{_INDENT}{line}" for line in fresh)
-
-
-def _tail_lines(tail: str) -> list[str]:
-    """The lines of a tail without their indent (every line a tail holds is ``\\n`` + indent + text:
-    :meth:`Reading.short_text`, :func:`_extra_lines`, :func:`own_extra`, :func:`_report_lines`)."""
-    return [line[_INDENTED:] for line in tail.split("\n")[1:]]
+    fresh = [line for line in tail.split("\n")[1:] if line[_INDENTED:] not in kept]
+    kept.update(line[_INDENTED:] for line in fresh)
+    return "".join(f"\n{line}" for line in fresh)
 
 
 def kept_reports(chunk: Sequence[tuple[int, Reading]], reports: Reports) -> list[tuple[Message, ...]]:
