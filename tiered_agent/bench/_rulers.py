@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence, Set
+from itertools import compress, repeat
 
 import orjson
 
@@ -134,7 +135,8 @@ class RecordedTexts:
         if not strings:
             return ()
         ids = view.ids()
-        unheld = [s for s, held in zip(strings, self._held(strings), strict=True) if held.isdisjoint(ids)]
+        # each string's holders against the prompt's ids, in C (no bytecode per string)
+        unheld = list(compress(strings, map(frozenset.isdisjoint, self._held(strings), repeat(ids))))
         if not unheld:
             return ()
         joined = view.joined()  # the prompt's own texts, read only when a recorded holder is not there

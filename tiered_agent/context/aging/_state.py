@@ -141,6 +141,11 @@ class AgingState:
         self._fade_estimates: dict[int, int] = {}  # tokens fading a chunk (by its last) would save
         self.idle = IdleGaps()  # the run's request times: what a rewrite costs after a gap
         self.new_epoch: Epoch | None = None  # the epoch the last update decided, if any
+        # What this update found already, by its arguments (one prompt's decision may ask twice):
+        # (due, last, saving, note tokens) of :meth:`_condense_saving`, (last, through, tokens) of
+        # the files note (:meth:`_written_net`); reset at each update
+        self._saving_at: tuple[int, int, int, int] = (-1, -1, 0, 0)
+        self._written_at: tuple[int, int, int] = (-1, -1, 0)
 
     def restore(self, schedule: AgingSchedule, carry: AgingCarry | None = None) -> None:
         """Continue from a recorded schedule and what the rule had accrued (resuming a run; without
@@ -176,6 +181,7 @@ class AgingState:
         prompt. ``at``: when the prompt will be sent (None: unknown).
         """
         self.idle.observe(at, self.terms)
+        self._saving_at, self._written_at = (-1, -1, 0, 0), (-1, -1, 0)
         self._absorb(history)
         self._account()
         self.new_epoch = None
@@ -266,9 +272,12 @@ class AgingState:
         through ``through`` are hidden at ``last``, that note's tokens then); (saving, 0) when off."""
         if self.step.written_chars <= 0:
             return saving, 0
-        tuples = self._tuples  # read, not kept: those through ``last`` (all of them, mostly)
-        groups = tuples if self._newest <= last else {k: v for k, v in tuples.items() if k <= last}
-        new = self._count(self.step.written(groups, through, last, self.retrieval, self.memo))
+        known_last, known_through, new = self._written_at
+        if (known_last, known_through) != (last, through):  # else counted earlier in this update
+            tuples = self._tuples  # read, not kept: those through ``last`` (all of them, mostly)
+            groups = tuples if self._newest <= last else {k: v for k, v in tuples.items() if k <= last}
+            new = self._count(self.step.written(groups, through, last, self.retrieval, self.memo))
+            self._written_at = (last, through, new)
         return saving - max(new - self._written, 0), new
 
     def _count(self, messages: Sequence[Message]) -> int:
@@ -277,7 +286,10 @@ class AgingState:
 
     def _condense_saving(self, due: int, last: int) -> tuple[int, int]:
         """(tokens condensing through ``due`` now would save, the note's tokens): the note as an
-        epoch at ``last`` would render it."""
+        epoch at ``last`` would render it (once per update and arguments)."""
+        known_due, known_last, saving, note = self._saving_at
+        if (known_due, known_last) == (due, last):
+            return saving, note
         done = self.schedule.condensed
         chunk = [k for k in range(done + 1, due + 1) if k in self._groups]
         now = sum(self._shown.get(k, self._estimate.get(k, self._tokens(k))) for k in chunk)
@@ -285,6 +297,7 @@ class AgingState:
         groups = {k: tuples[k] for k in range(done + 1, last + 1) if k in tuples}
         rendered = self.step.note(groups, (done + 1, due, last), self.retrieval, self.memo, before=self._held)
         note = self.memo.note_tokens(rendered, self.counter) if rendered is not None else 0
+        self._saving_at = (due, last, now - note, note)
         return now - note, note
 
     def _first_overhead(self, schema: int) -> int:

@@ -120,11 +120,14 @@ class LineIndex:
             found = self._read[source] = quote_lines(self.sources[source][1])
         return found
 
-    def longest(self, texts: Sequence[str], start: int) -> tuple[int, int, int]:
-        """The longest run from ``texts[start]`` shown above: (its length, source, the source's line)."""
+    def longest(self, texts: Sequence[str], start: int, at_least: int = 1) -> tuple[int, int, int]:
+        """The longest run from ``texts[start]`` shown above: (its length, source, the source's line),
+        among the runs of ``at_least`` lines or more (a shorter one may stand for none)."""
         best = (0, -1, -1)
         found = self.places.get(hash(texts[start]), ())
         for place in (found,) if isinstance(found, int) else found:
+            if at_least > 1 and self._shorter(texts, start, place, at_least):
+                continue  # told by the index alone: its source is not read again
             source, at = place >> _SHIFT, place & _LINE
             shown = self.lines(source).texts
             length = 0
@@ -139,6 +142,30 @@ class LineIndex:
             if length > best[0]:
                 best = (length, source, at)
         return best
+
+    def _shorter(self, texts: Sequence[str], start: int, place: int, at_least: int) -> bool:
+        """Whether the run from ``texts[start]`` at ``place`` is shorter than ``at_least`` lines, as the
+        index tells without reading the source: one of the next lines is past the end of ``texts``,
+        or is informative and its hash's places are all filed (fewer than :data:`_CANDIDATES`) but
+        none at that line of the place's source (the source's line there is another text: equal
+        lines have equal hashes, and every informative line of a source is filed). False when it
+        cannot tell (a line that says little, or a hash filed at its most places)."""
+        places = self.places
+        if start + at_least > len(texts):
+            return True
+        if (place & _LINE) + at_least - 1 > _LINE:
+            return False
+        for step in range(1, at_least):
+            line = texts[start + step]
+            if len(line) < _INFORMATIVE:
+                continue
+            found = places.get(hash(line), ())
+            if isinstance(found, int):
+                if found != place + step:
+                    return True
+            elif len(found) < _CANDIDATES and place + step not in found:  # () too: filed nowhere
+                return True
+        return False
 
 
 def point_quotes(text: str, index: LineIndex, min_lines: int, min_chars: int) -> str:
@@ -156,7 +183,7 @@ def point_quotes(text: str, index: LineIndex, min_lines: int, min_chars: int) ->
     for i in starts:
         if i < done:
             continue
-        length, source, at = index.longest(texts, i)
+        length, source, at = index.longest(texts, i, min_lines)
         if length >= min_lines and sum(len(r) + 1 for r in raw[i : i + length]) >= min_chars:
             out += raw[done:i]
             out.append(_pointer(lines, (i, i + length), index.lines(source), at, index.sources[source][0]))
