@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import anyio
+from bench_scripts import ROOT, load_script
 
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._calibration import fit
 from tiered_agent.bench._importers import load_file
 from tiered_agent.bench._replay import ReplaySettings, bench_plan, policy_config, replay_prompts
 
-ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "traces" / "mini-swe-agent" / "django__django-16560.jsonl"
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("prompt_tiers", ROOT / "benchmarks" / "prompt_tiers.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("prompt_tiers")
 
 
 def test_the_parts_add_up_to_the_prompt_and_full_is_the_bench_s() -> None:

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench_scripts import ROOT, load_script
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("repeat_outputs", ROOT / "benchmarks" / "repeat_outputs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("repeat_outputs")
 
 
 def test_the_changed_lines_are_those_not_in_the_previous_output_in_order() -> None:
