@@ -142,8 +142,14 @@ class HistoryTally:
         """Count what was appended since the last call (all of it if ``history`` is not a continuation)."""
         if not self._continues(history):
             self._reset()
+        count = self._counter.count_message
+        tokens = self.tokens
         for index in range(self.length, len(history)):
-            self._add(history[index])
+            message = history[index]
+            tokens += count(message)
+            if message.iteration != self._previous:  # a message of the last one's iteration changes none
+                self._enter(message.iteration)
+        self.tokens = tokens
         self.length = len(history)
         self._ends = (history[0], history[-1]) if history else None
 
@@ -153,9 +159,8 @@ class HistoryTally:
         first, last = self._ends
         return len(history) >= self.length and history[0] is first and history[self.length - 1] is last
 
-    def _add(self, message: Message) -> None:
-        self.tokens += self._counter.count_message(message)
-        iteration = message.iteration
+    def _enter(self, iteration: int) -> None:
+        """A message of ``iteration`` follows one of another iteration (or none)."""
         if self._previous is not None and iteration < self._previous:
             self.ordered = False
         self._previous = iteration
