@@ -133,9 +133,9 @@ class HistoryTally:
     @property
     def facts(self) -> HistoryFacts:
         """The history's :class:`~._draft.HistoryFacts` (the same object while they do not change)."""
-        facts = self._facts
-        if facts.iterations is not self.iterations or facts.ordered is not self.ordered:
-            facts = self._facts = HistoryFacts(self.iterations, self.ordered)
+        facts, iterations = self._facts, self.iterations
+        if facts.iterations is not iterations or facts.ordered is not self.ordered:
+            facts = self._facts = HistoryFacts(iterations, self.ordered)
         return facts
 
     def update(self, history: Sequence[Message]) -> None:
