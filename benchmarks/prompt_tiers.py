@@ -92,9 +92,8 @@ def prompt_parts(
 
 
 async def _run_parts(
-    run: RecordedRun, policy: Policy, settings: ReplaySettings, plan: RunPlan
+    run: RecordedRun, policy: Policy, settings: ReplaySettings, plan: RunPlan, counter: TokenCounter
 ) -> tuple[Counter[str], int]:
-    counter = TokenCounter(settings.tokenizer)
     recorded = _recorded(run)
     parts: Counter[str] = Counter()
     full = 0
@@ -113,7 +112,7 @@ def _files(paths: Iterable[Path]) -> list[Path]:
 
 def tiers(paths: Iterable[Path], policy: Policy, settings: ReplaySettings) -> dict[str, dict[str, int]]:
     """Per family (and ``all``): each part's tokens and ``full``'s (key ``full``)."""
-    counter = TokenCounter(settings.tokenizer)
+    counter = TokenCounter(settings.tokenizer)  # one for the calibration and every prompt's parts
     out: dict[str, Counter[str]] = {}
     for path in _files(paths):
         try:
@@ -122,7 +121,8 @@ def tiers(paths: Iterable[Path], policy: Policy, settings: ReplaySettings) -> di
             continue  # not a recorded run (a summary, a README): the bench skips it too
         calibration = fit(runs, counter)
         for run in runs:
-            parts, full = anyio.run(_run_parts, run, policy, settings, bench_plan(run, settings, calibration))
+            plan = bench_plan(run, settings, calibration)
+            parts, full = anyio.run(_run_parts, run, policy, settings, plan, counter)
             parts["full"] = full
             for family in (family_of(run.format), "all"):
                 out.setdefault(family, Counter()).update(parts)
