@@ -7,8 +7,9 @@ or huge, list items duplicated or dropped, keys removed, strings blown up or cut
 smallest files of each folder of PATHS (``--per-folder``), writes ``--variants`` mutated copies of
 each (JSON lines: one record mutated per mutation; JSON documents: the document), seeded, to
 ``--out``, then runs ``tiered-agent bench`` on them with every policy and checks what the team
-promises of hostile input: exit 0, no traceback, every skipped file named with its reason, and no
-step error in any policy.
+promises of hostile input: exit 0, no traceback, every skipped file named with its reason, no step
+error in any policy, and no run whose replay failed (the bench goes on without such a run and lists
+it under ``inputs.failed``: a bug to fix, not an input to skip).
 
     python benchmarks/fuzz_logs.py ../shared/trajectories ../shared/sessions --seed 7 --out /tmp/fuzz7
 
@@ -52,7 +53,13 @@ def _get(node: Any, path: tuple[Any, ...]) -> Any:
 
 
 def _new_value(rng: random.Random, key: Any, current: Any) -> Any:
-    """What a mutation puts at ``key`` in place of ``current``."""
+    """What a mutation puts at ``key`` in place of ``current``: a new object, never one of
+    :data:`ODD`'s own containers (shared, a later mutation would change them everywhere they were
+    placed, or place one inside itself: a document with a cycle, which no JSON file can hold)."""
+    return copy.deepcopy(_odd_or_changed(rng, key, current))
+
+
+def _odd_or_changed(rng: random.Random, key: Any, current: Any) -> Any:
     if key == "role":
         return rng.choice(ROLES)
     if key == "type":
@@ -146,9 +153,14 @@ def check(out: Path) -> list[str]:
     failures = [f"exit {done.returncode}"] if done.returncode else []
     if "Traceback" in done.stdout + done.stderr:
         failures.append("a traceback was printed")
-    errors = set(re.findall(r'"step_errors": (\d+)', (report / "bench.json").read_text())) - {"0"}
+    written = report / "bench.json"
+    if not written.is_file():
+        return [*failures, f"no bench.json written; the bench's stderr ends: {done.stderr[-2000:]}"]
+    document = json.loads(written.read_text())
+    errors = set(re.findall(r'"step_errors": (\d+)', written.read_text())) - {"0"}
     if errors:
         failures.append(f"step errors: {sorted(errors)}")
+    failures += [f"replay failed: {f['run_id']!r}: {f['reason']}" for f in document["inputs"]["failed"]]
     skipped = done.stderr.count("importers.skipped")
     print(f"{out}: bench exit {done.returncode}, {skipped} files skipped with a reason, report in {report}")
     return failures

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 
 import structlog
@@ -26,16 +27,28 @@ def _redact(logger: object, method: str, event: structlog.typing.EventDict) -> s
     return redacted
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
+
+
+def _printable(logger: object, method: str, event: structlog.typing.EventDict) -> structlog.typing.EventDict:
+    """Console lines show the control characters of a value escaped (``\\x1b``): text a log or a
+    tool wrote (a run id, a path, an error message) never drives the terminal."""
+    for key, value in event.items():
+        if isinstance(value, str) and _CONTROL.search(value):
+            event[key] = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+    return event
+
+
 def configure_logging(*, json: bool = False, level: str = "warning") -> None:
     """Route structlog (and stdlib logging) to stderr, human-readable or as JSON lines, redacted."""
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         raise ValueError(f"unknown log level {level!r}")
-    renderer: structlog.typing.Processor
-    if json:
-        renderer = structlog.processors.JSONRenderer()
+    renderers: list[structlog.typing.Processor]
+    if json:  # JSON escapes control characters itself
+        renderers = [structlog.processors.JSONRenderer()]
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        renderers = [_printable, structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -43,7 +56,7 @@ def configure_logging(*, json: bool = False, level: str = "warning") -> None:
             structlog.processors.TimeStamper(fmt="iso"),
             structlog.processors.format_exc_info,
             _redact,
-            renderer,
+            *renderers,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),

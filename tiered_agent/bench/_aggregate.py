@@ -39,7 +39,7 @@ from ._document import (
     totals_dict,
     unmeasured_entry,
 )
-from ._record import RunRecord
+from ._record import FailedRun, RunRecord
 from ._replay import BASELINE, ReplaySettings
 from ._sums import (
     CachingSum,
@@ -235,6 +235,7 @@ class Aggregate:
         self._groups: dict[str, FamilySum] = {}  # ``_groups.py``: runs of several families
         self._steps = 0
         self._inputs: dict[str, Mapping[str, Any]] = {}  # run id -> its inputs.runs entry
+        self._failed: dict[str, str] = {}  # run id -> why its replay failed (inputs.failed)
         self._caching: dict[str, dict[str, Any]] = {}  # run id -> validation.caching.per_run entry
         self._fidelity: dict[str, dict[str, Any]] = {}  # run id -> fidelity.per_run entry
         self._models: dict[str, Mapping[str, Any]] = {}  # price model -> its prices
@@ -246,10 +247,18 @@ class Aggregate:
     def run_count(self) -> int:
         return len(self._inputs)
 
+    def fail(self, failed: FailedRun) -> None:
+        """Note a run whose replay failed (its id must be new); nothing of it is counted."""
+        self._new(failed.run_id)
+        self._failed[failed.run_id] = failed.reason
+
+    def _new(self, run_id: str) -> None:
+        if run_id in self._inputs or run_id in self._failed:
+            raise ValueError(f"run {run_id!r} was added twice")
+
     def add(self, record: RunRecord) -> None:
         """Fold one run in (its id must be new)."""
-        if record.run_id in self._inputs:
-            raise ValueError(f"run {record.run_id!r} was added twice")
+        self._new(record.run_id)
         self._families.setdefault(record.family, FamilySum(self.names)).add(record)
         for group in record.groups:
             self._groups.setdefault(group, FamilySum(self.names)).add(record)
@@ -282,7 +291,7 @@ class Aggregate:
 
     def merge(self, other: Aggregate) -> None:
         """Add another aggregate of the same bench (another shard); a run in both is an error."""
-        both = self._inputs.keys() & other._inputs.keys()
+        both = (self._inputs.keys() | self._failed.keys()) & (other._inputs.keys() | other._failed.keys())
         if both:
             raise ValueError(f"run {min(both)!r} is in two of the documents")
         for mine, theirs in ((self._families, other._families), (self._groups, other._groups)):
@@ -290,6 +299,7 @@ class Aggregate:
                 mine.setdefault(name, FamilySum(self.names)).merge(sums)
         self._steps += other._steps
         self._inputs |= other._inputs
+        self._failed |= other._failed
         self._caching |= other._caching
         self._fidelity |= other._fidelity
         for key, prices in other._models.items():
@@ -334,6 +344,7 @@ class Aggregate:
             "paths": list(self.header.paths),
             "skipped": [dict(s) for s in self.header.skipped],
             "skipped_lines": [dict(s) for s in self.header.skipped_lines],
+            "failed": [{"run_id": r, "reason": self._failed[r]} for r in sorted(self._failed)],
             "run_count": len(self._inputs),
             "step_count": self._steps,
             "runs": [dict(self._inputs[run_id]) for run_id in sorted(self._inputs)],
@@ -432,6 +443,7 @@ class Aggregate:
         out._groups = _sets_from_state(state, "groups", out.names)
         inputs = document["inputs"]
         out._inputs = {entry["run_id"]: entry for entry in inputs["runs"]}
+        out._failed = {str(e["run_id"]): str(e["reason"]) for e in inputs.get("failed", [])}
         out._steps = inputs["step_count"]
         caching, fidelity = document["validation"]["caching"], document["fidelity"]
         out._caching = {e["run_id"]: e for e in (caching or {}).get("per_run", [])}

@@ -57,6 +57,12 @@ __all__ = [
 ]
 
 _GRID = (0.5, 3.0, 0.05)  # the affine scale's coarse search: from, to, step; then refined to 0.0005
+# A recorded prompt larger than this is a damaged log, not a request: no model's context window holds
+# it (the largest in litellm's price map is 10.5M tokens). Such a step is not measured.
+MAX_REQUEST_TOKENS = 2**24
+# The unrecorded prefix stands for a system prompt and tool schemas; an estimate beyond this (from
+# usage a log got wrong) is capped, so that a replay never sends a prefix no agent sends.
+MAX_PREFIX_TOKENS = 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +168,10 @@ class _Measured:
 
 
 def measurable(run: RecordedRun) -> bool:
-    """Whether the calibration measures ``run``: a known provider's model and some recorded usage."""
+    """Whether the calibration measures ``run``: a known provider's model and some recorded usage
+    (a prompt of at most :data:`MAX_REQUEST_TOKENS`)."""
     return provider_of(run.model) is not None and any(
-        u is not None and u.prompt_tokens > 0 for u in run.usage
+        u is not None and 0 < u.prompt_tokens <= MAX_REQUEST_TOKENS for u in run.usage
     )
 
 
@@ -181,19 +188,20 @@ def _measure(
     points = []
     for index, tokens in enumerate(counted):
         usage = run.usage[index] if index < len(run.usage) else None
-        if usage is not None and usage.prompt_tokens > 0 and tokens > 0:
+        if usage is not None and 0 < usage.prompt_tokens <= MAX_REQUEST_TOKENS and tokens > 0:
             points.append((tokens, usage.prompt_tokens))
     return _Measured(run, provider, tuple(points)) if points else None
 
 
 def _prefix(points: Sequence[tuple[int, int]], scale: float) -> float:
-    """The prefix minimizing sum |scale * (x + p) - y| / y: the median of y / scale - x weighted by 1 / y."""
+    """The prefix minimizing sum |scale * (x + p) - y| / y: the median of y / scale - x weighted by 1 / y
+    (within 0 and :data:`MAX_PREFIX_TOKENS`)."""
     ranked = sorted((y / scale - x, 1.0 / y) for x, y in points)
     half, seen = sum(w for _, w in ranked) / 2, 0.0
     for value, weight in ranked:
         seen += weight
         if seen >= half:
-            return max(value, 0.0)
+            return min(max(value, 0.0), MAX_PREFIX_TOKENS)
     return 0.0
 
 

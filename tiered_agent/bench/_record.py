@@ -32,7 +32,7 @@ from ._replay import BASELINE, ReplaySettings, RunInfo, RunReplay
 from ._sums import Histogram, RunCaching, RunCalibrated
 from ._validation import DollarCheck, Recorded, _recorded_pairs, as_recorded, check_dollars, recorded_totals
 
-__all__ = ["PolicyRecord", "RunRecord", "record_of", "run_costing"]
+__all__ = ["FailedRun", "PolicyRecord", "RunRecord", "record_of", "run_costing"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +66,16 @@ class RunRecord:
     anatomy: Anatomy | None = None  # full's cost per bucket (``_anatomy.py``)
     detail: bytes | None = None  # its ``runs[]`` entry (compact JSON, keys sorted), when asked for
     groups: tuple[str, ...] = ()  # the groups it is in besides its family (``_groups.py``)
+
+
+@dataclass(frozen=True, slots=True)
+class FailedRun:
+    """A run whose replay raised. The bench goes on without it (fail open: one run never ends a
+    bench); the document lists it under ``inputs.failed`` with the error, and counts none of it."""
+
+    run_id: str
+    steps: int  # its model calls (what the progress bar expected of it)
+    reason: str  # the error's type and message
 
 
 def run_costing(

@@ -604,6 +604,20 @@ def _md_step_errors(document: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _md_failed_runs(document: Mapping[str, Any]) -> list[str]:
+    """A warning when runs' replays raised (each left out of every total; none expected)."""
+    failed = document["inputs"].get("failed", [])
+    if not failed:
+        return []
+    listed = "; ".join(f"`{f['run_id']}`: {f['reason']}" for f in failed[:5])
+    more = f"; and {len(failed) - 5} more (`inputs.failed`)" if len(failed) > 5 else ""
+    return [
+        f"**Failed runs**: the replay of {len(failed)} run(s) raised; they are left out of every "
+        f"total: {listed}{more}.",
+        "",
+    ]
+
+
 def render_markdown(
     document: Mapping[str, Any],
     chart: str | None = None,
@@ -619,6 +633,7 @@ def render_markdown(
     if highlights is None:
         highlights = Highlights.of(document, document.get("runs", ()))
     lines = _md_header(document) + _md_routing(document) + _md_step_errors(document)
+    lines += _md_failed_runs(document)
     lines += ["## Policies (cheapest first)", ""]
     lines += _md_table(TABLE_HEADERS, [[f"`{r[0]}`", *r[1:]] for r in _table_rows(document)])
     lines.append("")

@@ -30,6 +30,7 @@ import os
 import pickle
 import tempfile
 import time
+import traceback
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -51,7 +52,7 @@ from ._calibration import Calibration, ProviderCalibration, counted_run, fit, me
 from ._detail import DetailSpool
 from ._importers import RunReader, SkippedInput, SkippedLines
 from ._pricing import RunPlan
-from ._record import RunRecord, record_of
+from ._record import FailedRun, RunRecord, record_of
 from ._recorded import RecordedRun
 from ._replay import ReplaySettings, RunInfo, numbered, replay_job, run_plan
 from ._shard import Shard
@@ -184,7 +185,7 @@ def _header(
 
 
 def _fold(
-    records: Iterator[RunRecord],
+    records: Iterator[RunRecord | FailedRun],
     aggregate: Aggregate,
     details: DetailSpool | None,
     on_run: Callable[[int], None] | None,
@@ -193,9 +194,12 @@ def _fold(
     detail's temporary file is removed when the replay fails (it is the caller's otherwise)."""
     try:
         for record in records:
-            aggregate.add(record)
-            if details is not None and record.detail is not None:
-                details.add(record.run_id, record.detail)
+            if isinstance(record, FailedRun):
+                aggregate.fail(record)
+            else:
+                aggregate.add(record)
+                if details is not None and record.detail is not None:
+                    details.add(record.run_id, record.detail)
             if on_run is not None:
                 on_run(record.steps)
     except BaseException:
@@ -389,11 +393,16 @@ def count_unit(
     level: int | None, tokenizer: str, parked: str | None, source: RunSource, run_id: str
 ) -> Counted:
     """A unit of work: one run's replayed ``full`` prompt tokens per step, for the calibration, and
-    where the ids of its recorded texts are parked in the folder ``parked`` (None: not parked)."""
+    where the ids of its recorded texts are parked in the folder ``parked`` (None: not parked).
+    When the count raises, no counts (the calibration leaves the run unmeasured; logged)."""
     if level is not None:
         configure_worker_logging(level)
-    counts, encoded = counted_run(_run_of(source), TokenCounter(tokenizer))
-    return run_id, counts, None if parked is None else park_encoded(parked, encoded)
+    try:
+        counts, encoded = counted_run(_run_of(source), TokenCounter(tokenizer))
+        return run_id, counts, None if parked is None else park_encoded(parked, encoded)
+    except Exception as error:  # fail open: the run is calibrated as unmeasured, its replay goes on
+        _log_failure("bench.count_failed", run_id, error)
+        return run_id, [], None
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,13 +415,39 @@ class ReplayJob:
     detail: bool  # records carry their runs[] entry
 
 
-def record_unit(level: int | None, job: ReplayJob, source: RunSource, planned: PlannedRun) -> RunRecord:
-    """A unit of work: one run replayed under every policy and reduced to its record."""
+def record_unit(
+    level: int | None, job: ReplayJob, source: RunSource, planned: PlannedRun
+) -> RunRecord | FailedRun:
+    """A unit of work: one run replayed under every policy and reduced to its record; a
+    :class:`FailedRun` (logged with its traceback) when anything of it raised: a run never ends
+    the bench (the context steps' own errors are already skipped per prompt, ``step_errors``)."""
     if level is not None:
         configure_worker_logging(level)
-    run = _run_of(source)
-    replay = replay_job(run, job.policies, job.settings, planned.plan, _parked(planned.parked, run.run_id))
-    return record_of(planned.info, replay, job.settings, job.providers, detail=job.detail)
+    try:
+        run = _run_of(source)
+        parked = _parked(planned.parked, run.run_id)
+        replay = replay_job(run, job.policies, job.settings, planned.plan, parked)
+        return record_of(planned.info, replay, job.settings, job.providers, detail=job.detail)
+    except Exception as error:  # fail open, recorded: inputs.failed, the log, the CLI's warning
+        _log_failure("bench.run_failed", planned.info.run_id, error)
+        return FailedRun(planned.info.run_id, planned.info.steps, failure_reason(error))
+
+
+def failure_reason(error: BaseException) -> str:
+    """What ``inputs.failed`` says of an error: its type, the start of its message, and where it
+    was raised (the innermost frame)."""
+    message = str(error)
+    message = message if len(message) <= 200 else message[:197] + "..."
+    frames = traceback.extract_tb(error.__traceback__)
+    last = frames[-1] if frames else None
+    where = f" (at {Path(last.filename).name}:{last.lineno} in {last.name})" if last is not None else ""
+    return f"{type(error).__name__}: {message}{where}" if message else f"{type(error).__name__}{where}"
+
+
+def _log_failure(event: str, run_id: str, error: Exception) -> None:
+    """The error in one line; its traceback at debug level (``--log-level debug``)."""
+    log.error(event, run_id=run_id, error=failure_reason(error))
+    log.debug(f"{event}.traceback", run_id=run_id, exc_info=error)
 
 
 def _parked(ref: SpoolRef | None, run_id: str) -> EncodedTexts | None:

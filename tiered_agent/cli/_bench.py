@@ -141,8 +141,9 @@ _DETAIL_OPTION = click.option(
     "--strict",
     is_flag=True,
     help="Fail (exit 1) on an unreadable or unconvertible input file, or a run without model calls, "
-    "instead of skipping it with a warning; and on any context step that raised during the replay "
-    "(step_errors; skipped for that prompt, with a warning, otherwise).",
+    "instead of skipping it with a warning; on any context step that raised during the replay "
+    "(step_errors; skipped for that prompt, with a warning, otherwise); and on a run whose replay "
+    "failed (left out of the totals, with a warning, otherwise).",
 )
 @click.option(
     "--cache-model",
@@ -233,7 +234,7 @@ def bench(
             price_model=price_model,
             routing=routing,
         )
-        errors = _run(
+        errors, failed = _run(
             paths,
             names,
             settings,
@@ -251,7 +252,8 @@ def bench(
         click.echo("Error: a replay worker process died (out of memory?); rerun with --workers 1.", err=True)
         sys.exit(EXIT_FAILED)
     _say_step_errors(errors, strict=strict)
-    if errors and strict:
+    _say_failed_runs(failed, strict=strict)
+    if (errors or failed) and strict:
         sys.exit(EXIT_FAILED)
 
 
@@ -264,6 +266,19 @@ def _say_step_errors(errors: Mapping[str, int], *, strict: bool = False) -> None
         f"{'Error' if strict else 'Warning'}: {sum(errors.values())} context step error(s) in the "
         f"replay ({counts}); each step was skipped for that prompt; see each run's "
         "policies[].step_error_list in the per-run detail (the bench JSON's runs_file, or its runs).",
+        err=True,
+    )
+
+
+def _say_failed_runs(failed: Sequence[Mapping[str, Any]], *, strict: bool = False) -> None:
+    """One line on stderr when runs' replays raised (each left out; an error under --strict)."""
+    if not failed:
+        return
+    first = failed[0]
+    click.echo(
+        f"{'Error' if strict else 'Warning'}: the replay of {len(failed)} run(s) failed and "
+        f"{'was' if len(failed) == 1 else 'were'} left out of the totals (inputs.failed in the bench "
+        f"JSON; the first: {first['run_id']!r}: {first['reason']}).",
         err=True,
     )
 
@@ -306,8 +321,9 @@ def _run(
     strict: bool = False,
     fleet: Fleet | None = None,
     run_detail: str = "jsonl",
-) -> dict[str, int]:
-    """Replay and write the outputs; the policies whose steps raised, with how many times."""
+) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Replay and write the outputs; the policies whose steps raised, with how many times, and
+    the runs whose replay failed (``inputs.failed``)."""
     from ..bench._bundle import bundled_trace_paths
     from ..bench._fleet import Fleet
     from ..bench._replay import resolve_policies
@@ -342,7 +358,7 @@ def _run(
         document = _write_outputs(streamed, json_path, out_dir, run_detail, fleet.shard)
     from ..bench._report import step_error_counts
 
-    return step_error_counts(document)
+    return step_error_counts(document), list(document["inputs"]["failed"])
 
 
 def _warm_charts() -> threading.Thread:
@@ -481,3 +497,4 @@ def merge(*, shards: tuple[Path, ...], json_path: Path | None, out_dir: Path, ru
     from ..bench._report import step_error_counts
 
     _say_step_errors(step_error_counts(document))  # the shards' own runs failed on them under --strict
+    _say_failed_runs(document["inputs"].get("failed", []))
