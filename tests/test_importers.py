@@ -23,6 +23,7 @@ from tiered_agent._trace import (
     TraceWriter,
 )
 from tiered_agent.bench import _bundle
+from tiered_agent.bench import _importers as importers
 from tiered_agent.bench._bundle import (
     BUNDLE,
     BUNDLED_FORMATS,
@@ -551,6 +552,33 @@ def test_broken_own_traces_raise_naming_file(tmp_path: Path) -> None:
     headless.write_text("\n".join(lines[1:]) + "\n")
     with pytest.raises(TraceFormatError, match=re.escape(f"{headless}: no run_start event")):
         _load([headless])
+
+
+def test_an_own_trace_with_odd_config_values_loads_or_is_skipped_with_a_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``run_start`` whose ``config.metadata`` is not an object (a hand-edited or mutated trace)
+    loads without the metadata; anything else the trace reader did not foresee skips the file with
+    its reason, never ends the load."""
+    [run] = _load([_write(tmp_path / "in" / "a.traj.json", mini_doc())])
+    good = tmp_path / "good.jsonl"
+    write_run_trace(run, good)
+    lines = good.read_text().splitlines()
+    start = json.loads(lines[0])
+    start["config"]["metadata"] = ["not", "an", "object"]
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
+    [loaded] = _load([odd])
+    assert loaded.metadata == {} and loaded.messages == run.messages
+
+    def unforeseen(path: Path) -> RecordedRun:
+        raise ValueError("dictionary update sequence element #0 has length 1; 2 is required")
+
+    monkeypatch.setattr(importers, "load_trace_run", unforeseen)
+    loaded_runs = load_runs([good])
+    assert not loaded_runs.runs
+    [skipped] = loaded_runs.skipped
+    assert skipped.reason.startswith("tiered-agent: cannot convert (ValueError: dictionary update")
 
 
 def test_missing_path_is_a_configuration_error(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def load_trace_run(path: Path) -> RecordedRun:
         usage=[responses.get(i) for i in steps],
         routes=[routes.get(i) for i in steps],
         model=header.model or None,
-        metadata=dict(config.get("metadata") or {}),
+        metadata=dict(metadata) if isinstance(metadata := config.get("metadata"), dict) else {},
     )
     if isinstance(config.get("read_only_tools"), list):
         run = replace(run, read_only_tools=_strings(config["read_only_tools"]))

@@ -365,6 +365,10 @@ def _trace(path: Path) -> RecordedRun:
         message = str(exc)
         rest = message.removeprefix(f"{path}:").lstrip() if message.startswith(f"{path}:") else message
         raise _Unreadable(f"line {rest}" if rest[:1].isdigit() else rest) from None
+    except _UNFORESEEN as exc:  # as _converted: the trace's bug on hostile input skips the file
+        error = f"{type(exc).__name__}: {_short(str(exc))}"
+        log.debug("importers.convert_failed", path=str(path), format="tiered-agent", error=type(exc).__name__)
+        raise _Unreadable(f"tiered-agent: cannot convert ({error})") from None
 
 
 def _first_line(data: bytes) -> Any:
