@@ -85,6 +85,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--size", type=int, default=8_000, help="characters of each output (and 4x)")
     parser.add_argument("--limit", type=float, default=8.0)
     args = parser.parse_args(argv)
+    from tiered_agent._logging import configure_logging
+
+    configure_logging(level="warning")  # the agents' debug lines are not this script's output
     worst = 0.0
     with tempfile.TemporaryDirectory() as folder:
         for preset in args.policies.split(","):
