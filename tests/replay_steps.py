@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from tiered_agent.bench._bundle import bundled_trace_paths
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.bench._recorded import RecordedRun
@@ -19,7 +17,7 @@ def shell_runs() -> list[RecordedRun]:
 def step_metrics(result: BenchResult) -> list[tuple[str, str, tuple[object, ...]]]:
     """Every step's metrics per run and policy, timings aside."""
     return [
-        (replay.run_id, name, tuple(dataclasses.replace(s, build_seconds=0.0) for s in metrics.steps))
+        (replay.run_id, name, tuple(s._replace(build_seconds=0.0) for s in metrics.steps))
         for replay in result.replays
         for name, metrics in replay.policies.items()
     ]

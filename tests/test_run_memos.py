@@ -59,7 +59,7 @@ def _replay(run: RecordedRun, policies: Mapping[str, Policy]) -> Mapping[str, Po
 
 def _numbers(metrics: PolicyRunMetrics) -> PolicyRunMetrics:
     """Without the build times (wall clock)."""
-    steps = tuple(dataclasses.replace(step, build_seconds=0.0) for step in metrics.steps)
+    steps = tuple(step._replace(build_seconds=0.0) for step in metrics.steps)
     return dataclasses.replace(metrics, steps=steps)
 
 

@@ -20,8 +20,7 @@ simulated by each policy (the same bills, at the old cost).
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._messages import Message
 from ._caching import CacheSimulator, CacheUse
@@ -34,8 +33,7 @@ __all__ = ["MAX_SHARED_SLOTS", "CacheChains", "CacheTrack"]
 MAX_SHARED_SLOTS = 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class _Sent:
+class _Sent(NamedTuple):
     """A chain's last request: its number, its bill, and the simulator's state after it (never sent
     to: copied to continue from it)."""
 

@@ -23,7 +23,7 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -256,8 +256,7 @@ def _array_prefix(a: array[int], b: array[int]) -> int:
     return lo
 
 
-@dataclass(frozen=True, slots=True)
-class CacheUse:
+class CacheUse(NamedTuple):
     """What the simulated cache billed for one request, in replayed tokens."""
 
     read: int  # prompt tokens served from the cache
@@ -291,8 +290,7 @@ def prefix_segments(tokens: int, shared_share: float) -> list[array[int]]:
     return [p for p in out if p]
 
 
-@dataclass(frozen=True, slots=True)
-class _Route:
+class _Route(NamedTuple):
     """One endpoint's implicit cache: its last two requests and when the last was sent."""
 
     last: list[array[int]]
@@ -300,8 +298,7 @@ class _Route:
     at: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
+class _Entry(NamedTuple):
     """An explicit cache entry: when it expires and the lifetime a use renews (replaced, never changed,
     so a copy of a simulator shares its entries)."""
 

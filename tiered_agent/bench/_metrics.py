@@ -19,6 +19,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import NamedTuple
 
 import orjson
 
@@ -158,9 +159,13 @@ def absent_from(strings: Sequence[str], joined: str) -> tuple[str, ...]:
     return tuple(s for s in strings if s not in joined)
 
 
-@dataclass(frozen=True, slots=True)
-class StepMetrics:
-    """What one policy sent at one step of one run."""
+class StepMetrics(NamedTuple):
+    """What one policy sent at one step of one run.
+
+    A ``NamedTuple``: immutable, typed, and built in C (the replay makes one per policy per step,
+    26 fields; a frozen dataclass's ``__init__`` set each through ``object.__setattr__``). Copies
+    with a field changed are ``step._replace(...)``; two records are equal when their fields are
+    (in order), as a tuple's items are. Nothing reads it as a sequence."""
 
     step: int
     prompt_tokens: int

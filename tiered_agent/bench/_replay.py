@@ -23,7 +23,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequenc
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import orjson
@@ -777,8 +777,7 @@ def _regions(
     return fixed, min(sum(count(m) for m in closing), prompt_tokens - fixed)
 
 
-@dataclass(frozen=True, slots=True)
-class _Misses:
+class _Misses(NamedTuple):
     """What one prompt missed at one step under the salient, word, line and own-writing rulers: a
     function of the prompt's messages and the step only, whatever the policy that built it."""
 
@@ -816,8 +815,7 @@ def _misses(state: _RunState, iteration: int, raw: RawView, view: PromptView) ->
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _LineRulers:
+class _LineRulers(NamedTuple):
     """The recoverable misses of the line and own-writing rulers at one step, and the retrieval turn
     its misses cost."""
 
