@@ -128,3 +128,4 @@ def test_console_lines_escape_control_characters() -> None:
     event: structlog.typing.EventDict = {"event": "bench.run_failed", "run_id": "a\x1b[31mb", "n": 3}
     assert _printable(None, "error", event) == {"event": "bench.run_failed", "run_id": "a\\x1b[31mb", "n": 3}
     assert _printable(None, "error", {"text": "tab\tand\nnewline"}) == {"text": "tab\tand\nnewline"}
+    assert _printable(None, "error", {"path": "evil\u202etxt.sh"}) == {"path": "evil\\u202etxt.sh"}

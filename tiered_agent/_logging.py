@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-import re
 import sys
 
 import structlog
 
+from ._text import terminal_safe
 from ._trace import redact
 
 __all__ = ["configure_logging"]
@@ -27,15 +27,13 @@ def _redact(logger: object, method: str, event: structlog.typing.EventDict) -> s
     return redacted
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
-
-
 def _printable(logger: object, method: str, event: structlog.typing.EventDict) -> structlog.typing.EventDict:
-    """Console lines show the control characters of a value escaped (``\\x1b``): text a log or a
-    tool wrote (a run id, a path, an error message) never drives the terminal."""
+    """Console lines show a value's control characters and bidi overrides as escapes
+    (:func:`~._text.terminal_safe`): text a log or a tool wrote (a run id, a path, an error
+    message) never drives the terminal."""
     for key, value in event.items():
-        if isinstance(value, str) and _CONTROL.search(value):
-            event[key] = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+        if isinstance(value, str):
+            event[key] = terminal_safe(value)
     return event
 
 

@@ -419,8 +419,8 @@ def record_unit(
     level: int | None, job: ReplayJob, source: RunSource, planned: PlannedRun
 ) -> RunRecord | FailedRun:
     """A unit of work: one run replayed under every policy and reduced to its record; a
-    :class:`FailedRun` (logged with its traceback) when anything of it raised: a run never ends
-    the bench (the context steps' own errors are already skipped per prompt, ``step_errors``)."""
+    :class:`FailedRun` (logged) when anything of it raised: a run never ends the bench (the
+    context steps' own errors are already skipped per prompt, ``step_errors``)."""
     if level is not None:
         configure_worker_logging(level)
     try:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .._text import terminal_safe
 from ._options import EXIT_FAILED, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -278,7 +279,7 @@ def _say_failed_runs(failed: Sequence[Mapping[str, Any]], *, strict: bool = Fals
     click.echo(
         f"{'Error' if strict else 'Warning'}: the replay of {len(failed)} run(s) failed and "
         f"{'was' if len(failed) == 1 else 'were'} left out of the totals (inputs.failed in the bench "
-        f"JSON; the first: {first['run_id']!r}: {first['reason']}).",
+        f"JSON; the first: {terminal_safe(repr(first['run_id']))}: {terminal_safe(first['reason'])}).",
         err=True,
     )
 
