@@ -762,7 +762,10 @@ def _unshown(tail: str, before: Set[str]) -> str:
     their indent) does not hold."""
     if not tail or not before:
         return tail
-    return "".join(f"\n{line}" for line in tail.split("\n")[1:] if line[_INDENTED:] not in before)
+    texts = _texts(tail)
+    if before.isdisjoint(texts):  # mostly: the tail as it is, not rebuilt
+        return tail
+    return "".join(f"{_LINE}{text}" for text in texts if text not in before)
 
 
 def _unrepeated(tail: str, kept: set[str]) -> str:
@@ -771,9 +774,22 @@ def _unrepeated(tail: str, kept: set[str]) -> str:
     (:meth:`Reading.short_text`, :func:`_extra_lines`, :func:`own_extra`, :func:`_report_lines`)."""
     if not tail:
         return tail
-    fresh = [line for line in tail.split("\n")[1:] if line[_INDENTED:] not in kept]
-    kept.update(line[_INDENTED:] for line in fresh)
-    return "".join(f"\n{line}" for line in fresh)
+    texts = _texts(tail)
+    if kept.isdisjoint(texts):  # mostly: every line fresh, the tail as it is, not rebuilt
+        kept.update(texts)
+        return tail
+    fresh = [text for text in texts if text not in kept]
+    kept.update(fresh)
+    return "".join(f"{_LINE}{text}" for text in fresh)
+
+
+_LINE = "\n" + _INDENT  # what starts each line of a tail
+
+
+def _texts(tail: str) -> list[str]:
+    """The texts of a non-empty ``tail``'s lines, without their line feed and indent: every line is
+    :data:`_LINE` and a text holding no line feed, so the tail splits exactly at each ``_LINE``."""
+    return tail[len(_LINE) :].split(_LINE)
 
 
 def kept_reports(chunk: Sequence[tuple[int, Reading]], reports: Reports) -> list[tuple[Message, ...]]:
