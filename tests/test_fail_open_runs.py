@@ -8,17 +8,16 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 import structlog
-from click.testing import CliRunner, Result
+from bench_cli import invoke, load_json
+from click.testing import Result
 
 from tiered_agent._logging import _printable
 from tiered_agent._messages import Usage
 from tiered_agent.bench import _stream
 from tiered_agent.bench._calibration import MAX_PREFIX_TOKENS, MAX_REQUEST_TOKENS, _prefix, fit
 from tiered_agent.bench._importers import load_runs
-from tiered_agent.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = [
@@ -27,15 +26,6 @@ TRACES = [
     ROOT / "traces" / "mini-swe-agent" / "psf__requests-2317.jsonl",
 ]
 BROKEN = "tau-bench/task35_trial3"
-
-
-def _invoke(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def _load(path: Path) -> dict[str, Any]:
-    document: dict[str, Any] = orjson.loads(path.read_bytes())
-    return document
 
 
 @pytest.fixture
@@ -52,7 +42,7 @@ def one_run_breaks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _bench(out: Path, *extra: str, code: int = 0) -> Result:
-    result = _invoke("bench", *TRACES, "--policies", "full,tiered", "--workers", "1", "--out", out, *extra)
+    result = invoke("bench", *TRACES, "--policies", "full,tiered", "--workers", "1", "--out", out, *extra)
     assert result.exit_code == code, result.output
     return result
 
@@ -61,7 +51,7 @@ def _bench(out: Path, *extra: str, code: int = 0) -> Result:
 def test_a_failing_run_is_left_out_listed_and_warned_about(tmp_path: Path) -> None:
     result = _bench(tmp_path / "b")
     assert "Warning: the replay of 1 run(s) failed" in result.output and BROKEN in result.output
-    document = _load(tmp_path / "b" / "bench.json")
+    document = load_json(tmp_path / "b" / "bench.json")
     [failed] = document["inputs"]["failed"]
     assert failed["run_id"] == BROKEN
     assert failed["reason"].startswith("OverflowError: unsigned int is greater than maximum (at ")
@@ -79,22 +69,22 @@ def test_strict_fails_on_a_failing_run(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("one_run_breaks")
 def test_failed_runs_merge_like_the_unsharded_bench(tmp_path: Path) -> None:
     _bench(tmp_path / "whole")
-    whole = _load(tmp_path / "whole" / "bench.json")
+    whole = load_json(tmp_path / "whole" / "bench.json")
     shards = []
     for k in (1, 2):
         _bench(tmp_path / f"s{k}", "--shard", f"{k}/2")
         shards.append(tmp_path / f"s{k}" / "bench.json")
-    assert sum(len(_load(s)["inputs"]["failed"]) for s in shards) == 1
-    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "m")
+    assert sum(len(load_json(s)["inputs"]["failed"]) for s in shards) == 1
+    result = invoke("bench", "merge", *shards, "--out", tmp_path / "m")
     assert result.exit_code == 0 and "the replay of 1 run(s) failed" in result.output, result.output
-    merged = _load(tmp_path / "m" / "bench.json")
+    merged = load_json(tmp_path / "m" / "bench.json")
     merged.pop("timing"), whole.pop("timing")
     assert merged == whole
 
 
 def test_no_failed_runs_is_an_empty_list(tmp_path: Path) -> None:
     _bench(tmp_path / "b")
-    assert _load(tmp_path / "b" / "bench.json")["inputs"]["failed"] == []
+    assert load_json(tmp_path / "b" / "bench.json")["inputs"]["failed"] == []
 
 
 # ----------------------------------------------------------------------------- damaged usage

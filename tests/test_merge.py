@@ -9,11 +9,10 @@ from typing import Any
 
 import orjson
 import pytest
-from click.testing import CliRunner, Result
+from bench_cli import invoke, load_json
 
 from tiered_agent.bench._document import strip_timing
 from tiered_agent.bench._merge import merge_shards
-from tiered_agent.cli import cli
 from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.context.steps._truncate import TruncateRuntime
 
@@ -34,20 +33,11 @@ TRACES = [
 POLICIES = "full,tiered,kb-labs-adr"
 
 
-def _invoke(*args: str | Path) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
 def _bench(out: Path, *extra: str) -> Path:
     """``bench TRACES`` into ``out`` (its bench.json)."""
-    result = _invoke("bench", *TRACES, "--policies", POLICIES, "--out", out, "--workers", "1", *extra)
+    result = invoke("bench", *TRACES, "--policies", POLICIES, "--out", out, "--workers", "1", *extra)
     assert result.exit_code == 0, result.output
     return out / "bench.json"
-
-
-def _load(path: Path) -> dict[str, Any]:
-    document: dict[str, Any] = orjson.loads(path.read_bytes())
-    return document
 
 
 @pytest.fixture(scope="module")
@@ -62,32 +52,32 @@ def benched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_merged_shards_are_the_unsharded_bench(benched: dict[str, Path], tmp_path: Path) -> None:
     shards = [benched[k] for k in ("3", "1", "2")]  # any order
-    runs = [len(_load(s)["inputs"]["runs"]) for s in shards]
+    runs = [len(load_json(s)["inputs"]["runs"]) for s in shards]
     assert all(runs) and sum(runs) == len(TRACES)  # the premise: every shard replayed some runs
-    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "merged")
+    result = invoke("bench", "merge", *shards, "--out", tmp_path / "merged")
     assert result.exit_code == 0, result.output
     merged, whole = tmp_path / "merged" / "bench.json", benched["whole"]
-    assert _load(merged)["runs_file"] == "bench.runs.jsonl"
-    assert strip_timing(_load(merged)) == strip_timing(_load(whole))
+    assert load_json(merged)["runs_file"] == "bench.runs.jsonl"
+    assert strip_timing(load_json(merged)) == strip_timing(load_json(whole))
     assert (merged.parent / "bench.runs.jsonl").read_bytes() == (
         whole.parent / "bench.runs.jsonl"
     ).read_bytes()
     report, expected = merged.parent / "report.md", whole.parent / "report.md"
     assert _tables_without_timing(report) == _tables_without_timing(expected)
     assert (merged.parent / "bench.png").exists() and (merged.parent / "frontier.png").exists()
-    assert "shard" not in _load(merged)  # a merged document is not a shard
+    assert "shard" not in load_json(merged)  # a merged document is not a shard
 
 
 def test_merged_shards_sum_the_cost_anatomy(benched: dict[str, Path], tmp_path: Path) -> None:
     """``full``'s cost anatomy (all runs, per family, per run) is summed across shards, not taken
     from one of them."""
-    result = _invoke("bench", "merge", benched["2"], benched["1"], benched["3"], "--out", tmp_path / "m")
+    result = invoke("bench", "merge", benched["2"], benched["1"], benched["3"], "--out", tmp_path / "m")
     assert result.exit_code == 0, result.output
-    merged, whole = _load(tmp_path / "m" / "bench.json"), _load(benched["whole"])
+    merged, whole = load_json(tmp_path / "m" / "bench.json"), load_json(benched["whole"])
     anatomy = whole["anatomy"]
     assert anatomy is not None and anatomy["reach_input_cost"] is not None
     assert merged["anatomy"] == anatomy
-    assert anatomy != _load(benched["1"])["anatomy"]
+    assert anatomy != load_json(benched["1"])["anatomy"]
     tokens = sum(sum(kinds.values()) for kinds in anatomy["tokens"].values())
     assert tokens == whole["policies"]["full"]["totals"]["prompt_tokens"]
     for family, entry in whole["families"].items():
@@ -107,20 +97,20 @@ def test_merged_shards_sum_the_real_sessions_group(tmp_path: Path) -> None:
     inputs = [*SESSIONS, TRACES[0], TRACES[3]]
 
     def bench(out: Path, *extra: str) -> Path:
-        result = _invoke("bench", *inputs, "--policies", POLICIES, "--out", out, "--workers", "1", *extra)
+        result = invoke("bench", *inputs, "--policies", POLICIES, "--out", out, "--workers", "1", *extra)
         assert result.exit_code == 0, result.output
         return out / "bench.json"
 
-    whole = _load(bench(tmp_path / "whole"))
+    whole = load_json(bench(tmp_path / "whole"))
     shards = [bench(tmp_path / f"s{k}", "--shard", f"{k}/2", "--run-detail", "none") for k in (1, 2)]
-    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "m", "--run-detail", "none")
+    result = invoke("bench", "merge", *shards, "--out", tmp_path / "m", "--run-detail", "none")
     assert result.exit_code == 0, result.output
-    merged = _load(tmp_path / "m" / "bench.json")
+    merged = load_json(tmp_path / "m" / "bench.json")
     group = whole["groups"]["real-sessions"]
     sessions = sum(whole["families"][f]["runs"] for f in ("claude-code", "codex"))
     assert group["runs"] == sessions >= 4 and whole["inputs"]["run_count"] == sessions + 2
     assert merged["groups"] == whole["groups"] and merged["targets"] == whole["targets"]
-    assert all(0 < _load(s)["groups"]["real-sessions"]["runs"] < sessions for s in shards)
+    assert all(0 < load_json(s)["groups"]["real-sessions"]["runs"] < sessions for s in shards)
 
 
 def _tables_without_timing(path: Path) -> list[str]:
@@ -133,12 +123,12 @@ def _tables_without_timing(path: Path) -> list[str]:
 
 
 def test_a_shard_document_carries_what_merge_needs(benched: dict[str, Path]) -> None:
-    document = _load(benched["2"])
+    document = load_json(benched["2"])
     assert document["shard"]["index"] == 2 and document["shard"]["count"] == 3
     assert document["shard"]["state"]["version"] == 3  # 3: the groups' sums too (2: the cost anatomy)
     assert document["shard"]["state"]["groups"] == {}  # no session among TRACES
     assert all("anatomy" in sums for sums in document["shard"]["state"]["families"].values())
-    whole = _load(benched["whole"])
+    whole = load_json(benched["whole"])
     assert "shard" not in whole
     assert document["calibration"] == {
         p: c for p, c in whole["calibration"].items() if p in document["calibration"]
@@ -147,10 +137,10 @@ def test_a_shard_document_carries_what_merge_needs(benched: dict[str, Path]) -> 
 
 def test_inline_shards_merge_into_an_inline_document(benched: dict[str, Path], tmp_path: Path) -> None:
     shards = [_bench(tmp_path / f"s{k}", "--shard", f"{k}/2", "--run-detail", "inline") for k in (1, 2)]
-    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "m", "--run-detail", "inline")
+    result = invoke("bench", "merge", *shards, "--out", tmp_path / "m", "--run-detail", "inline")
     assert result.exit_code == 0, result.output
-    merged = _load(tmp_path / "m" / "bench.json")
-    whole = _load(benched["whole"])
+    merged = load_json(tmp_path / "m" / "bench.json")
+    whole = load_json(benched["whole"])
     detail = [
         orjson.loads(line)
         for line in (benched["whole"].parent / "bench.runs.jsonl").read_bytes().splitlines()
@@ -175,28 +165,28 @@ def test_step_errors_merge_like_the_unsharded_bench(tmp_path: Path, monkeypatch:
     traces = [ROOT / "traces" / "tau-bench" / name for name in ("task2_trial1.jsonl", "task35_trial3.jsonl")]
 
     def bench(out: Path, *extra: str) -> Path:
-        result = _invoke("bench", *traces, "--policies", "codex", "--out", out, "--workers", "1", *extra)
+        result = invoke("bench", *traces, "--policies", "codex", "--out", out, "--workers", "1", *extra)
         assert result.exit_code == 0 and "context step error" in result.output, result.output
         return out / "bench.json"
 
     whole = bench(tmp_path / "whole")
     shards = [bench(tmp_path / f"s{k}", "--shard", f"{k}/2") for k in (1, 2)]
-    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "m")
+    result = invoke("bench", "merge", *shards, "--out", tmp_path / "m")
     assert result.exit_code == 0 and "Warning: " in result.output and "context step error" in result.output
-    merged = _load(tmp_path / "m" / "bench.json")
+    merged = load_json(tmp_path / "m" / "bench.json")
     totals = merged["policies"]["codex"]["totals"]
     assert (
         totals["step_errors"] == totals["steps"] > 0
         and merged["policies"]["full"]["totals"]["step_errors"] == 0
     )
-    assert strip_timing(merged) == strip_timing(_load(whole))
+    assert strip_timing(merged) == strip_timing(load_json(whole))
     detail = (tmp_path / "m" / "bench.runs.jsonl").read_bytes()
     assert detail == (whole.parent / "bench.runs.jsonl").read_bytes() and b"truncation bug" in detail
 
 
 # ----------------------------------------------------------------------------- mistakes
 def _refused(*args: str | Path) -> str:
-    result = _invoke("bench", "merge", *args)
+    result = invoke("bench", "merge", *args)
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in result.output
@@ -229,7 +219,7 @@ def test_shards_of_different_benches_are_refused(benched: dict[str, Path], tmp_p
 def test_a_damaged_state_is_refused(benched: dict[str, Path], tmp_path: Path) -> None:
     copy = tmp_path / "s2"
     shutil.copytree(benched["2"].parent, copy)
-    document = _load(copy / "bench.json")
+    document = load_json(copy / "bench.json")
     family = next(iter(document["shard"]["state"]["families"].values()))
     family["totals"]["full"]["ints"]["steps"] = "many"
     (copy / "bench.json").write_bytes(orjson.dumps(document))
@@ -243,7 +233,7 @@ def test_a_state_without_readable_groups_is_refused(
 ) -> None:
     copy = tmp_path / "s2"
     shutil.copytree(benched["2"].parent, copy)
-    document = _load(copy / "bench.json")
+    document = load_json(copy / "bench.json")
     document["shard"]["state"]["groups"] = groups
     (copy / "bench.json").write_bytes(orjson.dumps(document))
     message = _refused(benched["1"], copy / "bench.json", benched["3"], "--out", tmp_path / "m")
@@ -253,7 +243,7 @@ def test_a_state_without_readable_groups_is_refused(
 def test_a_run_in_two_shards_is_refused(benched: dict[str, Path], tmp_path: Path) -> None:
     copy = tmp_path / "forged"
     shutil.copytree(benched["1"].parent, copy)
-    document = _load(copy / "bench.json")
+    document = load_json(copy / "bench.json")
     document["shard"]["index"] = 2  # shard 1 claiming to be shard 2
     (copy / "bench.json").write_bytes(orjson.dumps(document))
     assert "is in two of the documents" in _refused(benched["1"], copy / "bench.json", benched["3"])
@@ -268,9 +258,9 @@ def test_the_per_run_detail_must_come_with_the_shard(benched: dict[str, Path], t
     assert "lacks 1 of its runs" in _refused(*shards, "--out", tmp_path / "m")
     (copy / "bench.runs.jsonl").unlink()
     assert "missing (the per-run detail of" in _refused(*shards, "--out", tmp_path / "m")
-    result = _invoke("bench", "merge", *shards, "--out", tmp_path / "m", "--run-detail", "none")
+    result = invoke("bench", "merge", *shards, "--out", tmp_path / "m", "--run-detail", "none")
     assert result.exit_code == 0, result.output  # without the detail, the rest merges
-    assert "runs_file" not in _load(tmp_path / "m" / "bench.json")
+    assert "runs_file" not in load_json(tmp_path / "m" / "bench.json")
 
 
 def test_shards_without_detail_ask_for_run_detail_none(tmp_path: Path) -> None:
@@ -279,6 +269,6 @@ def test_shards_without_detail_ask_for_run_detail_none(tmp_path: Path) -> None:
 
 
 def test_merge_help_is_reachable() -> None:
-    result = _invoke("bench", "merge", "--help")
+    result = invoke("bench", "merge", "--help")
     assert result.exit_code == 0 and "SHARDS" in result.output and "bench merge" in result.output
-    assert "bench merge SHARD.json" in _invoke("bench", "--help").output
+    assert "bench merge SHARD.json" in invoke("bench", "--help").output
