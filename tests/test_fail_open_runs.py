@@ -13,6 +13,7 @@ import structlog
 from bench_cli import invoke, load_json
 from click.testing import Result
 
+from tiered_agent._errors import ConfigurationError
 from tiered_agent._logging import _printable
 from tiered_agent._messages import Usage
 from tiered_agent.bench import _stream
@@ -80,6 +81,19 @@ def test_failed_runs_merge_like_the_unsharded_bench(tmp_path: Path) -> None:
     merged = load_json(tmp_path / "m" / "bench.json")
     merged.pop("timing"), whole.pop("timing")
     assert merged == whole
+
+
+def test_the_runtimes_own_errors_still_end_the_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A named error (a summary model that fails, a configuration) stops the bench in one sentence,
+    with nothing written: it is not one run's bug to leave out."""
+
+    def failing(run: Any, *args: Any) -> Any:
+        raise ConfigurationError("the summary model is not reachable")
+
+    monkeypatch.setattr(_stream, "replay_job", failing)
+    result = _bench(tmp_path / "b", code=1)
+    assert "Error: the summary model is not reachable" in result.output
+    assert not (tmp_path / "b" / "bench.json").exists()
 
 
 def test_no_failed_runs_is_an_empty_list(tmp_path: Path) -> None:

@@ -193,7 +193,9 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
         "routing",
     }
     assert document["settings"]["context_window"] == 20_000
-    assert set(document["inputs"]) == {"paths", "skipped", "skipped_lines", "run_count", "step_count", "runs"}
+    assert set(document["inputs"]) == {
+        "paths", "skipped", "skipped_lines", "failed", "run_count", "step_count", "runs"
+    }  # fmt: skip
     assert document["inputs"]["skipped"] == [] and document["inputs"]["skipped_lines"] == []
     assert document["inputs"]["step_count"] == 42
     assert list(document["policies"]) == sorted(["full", "tiered", "masking", "tiered:truncation-only"])

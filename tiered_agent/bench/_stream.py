@@ -42,7 +42,7 @@ from types import TracebackType
 import structlog
 
 from .._cluster import RayAddress
-from .._errors import ConfigurationError
+from .._errors import ConfigurationError, TieredAgentError
 from .._tokens import EncodedTexts, TokenCounter
 from .._workers import configure_worker_logging
 from ..context._policy import Policy
@@ -400,6 +400,8 @@ def count_unit(
     try:
         counts, encoded = counted_run(_run_of(source), TokenCounter(tokenizer))
         return run_id, counts, None if parked is None else park_encoded(parked, encoded)
+    except TieredAgentError:
+        raise
     except Exception as error:  # fail open: the run is calibrated as unmeasured, its replay goes on
         _log_failure("bench.count_failed", run_id, error)
         return run_id, [], None
@@ -419,8 +421,10 @@ def record_unit(
     level: int | None, job: ReplayJob, source: RunSource, planned: PlannedRun
 ) -> RunRecord | FailedRun:
     """A unit of work: one run replayed under every policy and reduced to its record; a
-    :class:`FailedRun` (logged) when anything of it raised: a run never ends the bench (the
-    context steps' own errors are already skipped per prompt, ``step_errors``)."""
+    :class:`FailedRun` (logged) when anything unforeseen raised: a bug in one run never ends the
+    bench (the context steps' own errors are already skipped per prompt, ``step_errors``). The
+    runtime's own errors (:class:`~tiered_agent._errors.TieredAgentError`: a summary model that
+    fails, a configuration) are raised: they are meant to stop the bench in one sentence."""
     if level is not None:
         configure_worker_logging(level)
     try:
@@ -428,6 +432,8 @@ def record_unit(
         parked = _parked(planned.parked, run.run_id)
         replay = replay_job(run, job.policies, job.settings, planned.plan, parked)
         return record_of(planned.info, replay, job.settings, job.providers, detail=job.detail)
+    except TieredAgentError:  # named on purpose (a summary model that fails, ...): ends the bench
+        raise
     except Exception as error:  # fail open, recorded: inputs.failed, the log, the CLI's warning
         _log_failure("bench.run_failed", planned.info.run_id, error)
         return FailedRun(planned.info.run_id, planned.info.steps, failure_reason(error))
