@@ -337,9 +337,9 @@ def test_command_rejects_an_unknown_cache_model() -> None:
 
 def test_command_cache_model_choices_match_the_providers_module() -> None:
     from tiered_agent._providers import CACHE_MODEL_NAMES
-    from tiered_agent.cli._bench import _CACHE_MODELS
+    from tiered_agent.cli._options import CACHE_MODEL_CHOICES
 
-    assert _CACHE_MODELS == CACHE_MODEL_NAMES
+    assert CACHE_MODEL_CHOICES == CACHE_MODEL_NAMES
     assert set(CACHE_MODELS) == set(CACHE_MODEL_NAMES) - {"auto"}
 
 

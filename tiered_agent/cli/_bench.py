@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .._text import terminal_safe
-from ._options import EXIT_FAILED, EXIT_USAGE
+from ._options import CACHE_MODEL_CHOICES, EXIT_FAILED, EXIT_USAGE
 
 if TYPE_CHECKING:
     from ..bench._fleet import Fleet
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["bench"]
 
 _TOKENIZERS = ("o200k_base", "cl100k_base")
-# tiered_agent._providers.CACHE_MODEL_NAMES, spelled out so --help does not import the providers module
-_CACHE_MODELS = ("auto", "ideal", "gemini", "openai", "anthropic")
 # tiered_agent.bench._replay.ROUTINGS, spelled out for the same reason
 _ROUTINGS = ("recorded", "sticky")
 _RUN_DETAIL = ("jsonl", "inline", "none")
@@ -52,8 +50,9 @@ def _policy_names(value: str | None) -> list[str] | None:
 
 
 class _BenchCommand(click.Command):
-    """``bench PATHS...`` replays; ``bench merge SHARDS...`` goes to :data:`merge` (a folder or file
-    named ``merge`` is still a path when written as ``./merge``)."""
+    """``bench PATHS...`` replays; ``bench merge SHARDS...`` goes to :data:`merge` and ``bench prompts
+    PATHS...`` to :data:`~._bench_prompts.prompts` (a folder or file named ``merge`` or ``prompts`` is
+    still a path when written as ``./merge``)."""
 
     def make_context(
         self,
@@ -64,6 +63,10 @@ class _BenchCommand(click.Command):
     ) -> click.Context:
         if args[:1] == ["merge"]:
             return merge.make_context(f"{info_name or 'bench'} merge", args[1:], parent=parent, **extra)
+        if args[:1] == ["prompts"]:
+            from ._bench_prompts import prompts
+
+            return prompts.make_context(f"{info_name or 'bench'} prompts", args[1:], parent=parent, **extra)
         return super().make_context(info_name, args, parent=parent, **extra)
 
 
@@ -100,7 +103,8 @@ _DETAIL_OPTION = click.option(
 @click.command(
     "bench",
     cls=_BenchCommand,
-    epilog="tiered-agent bench merge SHARD.json... combines shards (docs/fleet.md).",
+    epilog="tiered-agent bench merge SHARD.json... combines shards (docs/fleet.md); tiered-agent bench "
+    "prompts PATHS -o FILE writes the prompts a policy builds, for rulers of your own (docs/cli.md).",
 )
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
@@ -148,7 +152,7 @@ _DETAIL_OPTION = click.option(
 )
 @click.option(
     "--cache-model",
-    type=click.Choice(_CACHE_MODELS),
+    type=click.Choice(CACHE_MODEL_CHOICES),
     default="auto",
     show_default=True,
     help="Provider prompt-cache rules to simulate; auto: those of the model each run is priced as "

@@ -9,9 +9,11 @@ from pathlib import Path
 
 from .._defaults import DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT_S
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "RunOptions"]
+__all__ = ["CACHE_MODEL_CHOICES", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "RunOptions"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # a signal ends the CLI with 128 + its number
+# tiered_agent._providers.CACHE_MODEL_NAMES, spelled out so --help does not import the providers module
+CACHE_MODEL_CHOICES = ("auto", "ideal", "gemini", "openai", "anthropic")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,90 @@
+"""``tiered-agent bench prompts``: the prompts a policy builds, as the bench builds them, with the
+recorded action each call answered; a new file only; one run's failure leaves that run out."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from bench_cli import invoke
+
+from tiered_agent.bench import _prompts
+from tiered_agent.bench._importers import load_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+MINI = ROOT / "traces" / "mini-swe-agent" / "psf__requests-2317.jsonl"
+TAU = ROOT / "traces" / "tau-bench" / "task2_trial1.jsonl"
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def test_the_prompts_are_the_benchs_and_each_names_the_recorded_action(tmp_path: Path) -> None:
+    out = tmp_path / "prompts.jsonl"
+    result = invoke("bench", "prompts", MINI, "--policies", "tiered,full", "-o", out)
+    assert result.exit_code == 0, result.output
+    [run] = load_runs([MINI]).runs
+    lines = _lines(out)
+    assert len(lines) == 2 * run.steps and "wrote 66 prompts of 1 runs" in result.output
+    bench = invoke("bench", MINI, "--policies", "tiered", "--workers", "1", "--out", tmp_path / "b")
+    assert bench.exit_code == 0, bench.output
+    detail = orjson.loads((tmp_path / "b" / "bench.runs.jsonl").read_bytes().splitlines()[0])
+    for policy in ("tiered", "full"):
+        mine = [line for line in lines if line["policy"] == policy]
+        assert [line["step"] for line in mine] == list(range(1, run.steps + 1))
+        per_step = detail["policies"][policy]["per_step"]["prompt_tokens"]
+        assert [line["prompt_tokens"] + line["unrecorded_prefix_tokens"] for line in mine] == per_step
+    tiered = [line for line in lines if line["policy"] == "tiered"]
+    assert tiered[-1]["prompt_tokens"] < tiered[-1]["full_tokens"]  # the premise: tiered shortened it
+    answers = [m for m in run.messages if m.role == "assistant"]
+    for line, answer in zip(tiered, answers, strict=True):
+        assert line["next"] == [answer.to_dict()] and line["iteration"] == answer.iteration
+        assert max(m["iteration"] for m in line["messages"]) < answer.iteration
+
+
+def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
+    out = tmp_path / "prompts.jsonl"
+    out.write_text("mine\n")
+    result = invoke("bench", "prompts", MINI, "-o", out)
+    assert result.exit_code == 2 and "exists; name a new file" in result.output
+    assert out.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--policies", "nope"), "unknown policy 'nope'"),
+        (("--run", "no-such-run"), "no recorded run named no-such-run found"),
+    ],
+)
+def test_a_mistake_is_one_sentence(tmp_path: Path, extra: tuple[str, ...], message: str) -> None:
+    out = tmp_path / "prompts.jsonl"
+    result = invoke("bench", "prompts", MINI, "-o", out, *extra)
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+def test_a_run_is_chosen_by_its_id_or_its_last_part(tmp_path: Path) -> None:
+    out = tmp_path / "prompts.jsonl"
+    result = invoke("bench", "prompts", MINI, TAU, "--run", "psf__requests-2317", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert {line["run_id"] for line in _lines(out)} == {"mini-swe-agent/psf__requests-2317"}
+
+
+def test_a_run_whose_replay_fails_is_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    replay_prompts = _prompts.replay_prompts
+
+    def breaking(run: Any, *args: Any) -> AsyncGenerator[Any, None]:
+        if run.run_id.startswith("tau-bench/"):
+            raise OverflowError("a bug")
+        return replay_prompts(run, *args)
+
+    monkeypatch.setattr(_prompts, "replay_prompts", breaking)
+    out = tmp_path / "prompts.jsonl"
+    result = invoke("bench", "prompts", MINI, TAU, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "the replay of 1 run(s) failed" in result.output and "tau-bench/task2_trial1" in result.output
+    assert {line["run_id"] for line in _lines(out)} == {"mini-swe-agent/psf__requests-2317"}

@@ -1,0 +1,113 @@
+"""``tiered-agent bench prompts``: the prompts a policy builds for recorded runs, as JSON lines."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import click
+
+from ._options import CACHE_MODEL_CHOICES, EXIT_FAILED, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from ..bench._recorded import RecordedRun
+    from ..context._policy import Policy
+
+__all__ = ["prompts"]
+
+
+def _chosen(runs: Sequence[RecordedRun], wanted: tuple[str, ...]) -> list[RecordedRun]:
+    """The runs whose id is one of ``wanted`` or ends with ``/`` and one of them (all: none wanted)."""
+    if not wanted:
+        return list(runs)
+    return [run for run in runs if any(run.run_id == w or run.run_id.endswith("/" + w) for w in wanted)]
+
+
+def _policies(value: str) -> dict[str, Policy]:
+    from .._errors import ConfigurationError
+    from ..bench._replay import policy_config
+
+    policies = {name: policy_config(name) for name in (n.strip() for n in value.split(",")) if name}
+    if not policies:
+        raise ConfigurationError("no policy given in --policies")
+    return policies
+
+
+def _runs(paths: tuple[Path, ...], wanted: tuple[str, ...]) -> list[RecordedRun]:
+    from .._errors import ConfigurationError
+    from ..bench._bundle import bundled_trace_paths
+    from ..bench._importers import load_runs
+
+    runs = _chosen(load_runs(list(paths) or bundled_trace_paths()).runs, wanted)
+    if not runs:
+        named = f" named {', '.join(wanted)}" if wanted else ""
+        raise ConfigurationError(f"no recorded run{named} found in the paths given")
+    return runs
+
+
+@click.command("prompts")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The JSON-lines file to write (a new file: an existing one is never overwritten).",
+)
+@click.option(
+    "--policies",
+    "policies_opt",
+    default="tiered",
+    show_default=True,
+    metavar="A,B,...",
+    help="Comma-separated policies (presets or tiered:<tier>-only ablations).",
+)
+@click.option(
+    "--run",
+    "run_ids",
+    multiple=True,
+    metavar="ID",
+    help="Only this run (its id, or the id's last part); repeatable. Default: every run.",
+)
+@click.option(
+    "--cache-model",
+    type=click.Choice(CACHE_MODEL_CHOICES),
+    default="auto",
+    show_default=True,
+    help="The cache the aging decisions price (as bench --cache-model).",
+)
+def prompts(
+    *, paths: tuple[Path, ...], output: Path, policies_opt: str, run_ids: tuple[str, ...], cache_model: str
+) -> None:
+    """Write the prompt each policy builds at every model call of the recorded runs in PATHS
+    (default: the bundled traces), replayed as the bench replays them, with the action the agent
+    recorded next: one JSON line per run, policy and call, for rulers of your own (docs/cli.md)."""
+    from .._errors import ConfigurationError, TieredAgentError
+    from ..bench._prompts import write_prompts
+    from ..bench._replay import ReplaySettings
+
+    if output.exists():
+        click.echo(f"Error: {output} exists; name a new file (nothing is overwritten).", err=True)
+        sys.exit(EXIT_USAGE)
+    try:
+        policies = _policies(policies_opt)
+        runs = _runs(paths, run_ids)
+        with output.open("xb") as out:
+            written = anyio.run(write_prompts, runs, policies, out, ReplaySettings(cache_model=cache_model))
+    except ConfigurationError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    except (TieredAgentError, OSError) as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_FAILED)
+    click.echo(f"wrote {written.lines} prompts of {written.runs} runs to {output}", err=True)
+    if written.failed:
+        click.echo(
+            f"Warning: the replay of {len(written.failed)} run(s) failed and was left out "
+            f"(the first: {written.failed[0]!r}; see the log).",
+            err=True,
+        )
