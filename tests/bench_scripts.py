@@ -1,4 +1,4 @@
-"""Load a script of ``benchmarks/`` as a module (the folder is not a package), for its tests."""
+"""Load a script of ``benchmarks/`` or ``examples/`` as a module (not packages), for its tests."""
 
 from __future__ import annotations
 
@@ -9,10 +9,19 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_script(name: str) -> ModuleType:
-    """``benchmarks/<name>.py``, imported under ``name``."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+def _load(folder: str, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_script(name: str) -> ModuleType:
+    """``benchmarks/<name>.py``, imported under ``name``."""
+    return _load("benchmarks", name)
+
+
+def load_example(name: str) -> ModuleType:
+    """``examples/<name>.py``, imported under ``name``."""
+    return _load("examples", name)

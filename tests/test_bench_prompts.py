@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 from bench_cli import invoke
+from bench_scripts import load_example
 
 from tiered_agent.bench import _prompts
 from tiered_agent.bench._importers import load_runs
@@ -88,3 +89,25 @@ def test_a_run_whose_replay_fails_is_left_out(tmp_path: Path, monkeypatch: pytes
     assert result.exit_code == 0, result.output
     assert "the replay of 1 run(s) failed" in result.output and "tau-bench/task2_trial1" in result.output
     assert {line["run_id"] for line in _lines(out)} == {"mini-swe-agent/psf__requests-2317"}
+
+
+def test_the_example_ruler_reads_the_export(tmp_path: Path) -> None:
+    """``examples/own_ruler.py`` over the export of the bundled mini-swe-agent runs: ``full`` hides
+    nothing of what it counts, ``tiered`` some of it (the numbers of this replay)."""
+    out = tmp_path / "prompts.jsonl"
+    result = invoke(
+        "bench", "prompts", ROOT / "traces" / "mini-swe-agent", "--policies", "tiered,full", "-o", out
+    )
+    assert result.exit_code == 0, result.output
+    ruler = load_example("own_ruler")
+    assert ruler.measure(_lines(out)) == {"full": (456, 12162, 0), "tiered": (456, 12162, 572)}
+
+
+def test_a_run_recorded_twice_is_numbered_as_the_bench_numbers_it(tmp_path: Path) -> None:
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(MINI.read_bytes())
+    out = tmp_path / "prompts.jsonl"
+    result = invoke("bench", "prompts", MINI, copy, "-o", out)
+    assert result.exit_code == 0, result.output
+    ids = {line["run_id"] for line in _lines(out)}
+    assert ids == {"mini-swe-agent/psf__requests-2317", "mini-swe-agent/psf__requests-2317#2"}

@@ -37,7 +37,7 @@ from ..context._policy import Policy
 from ._calibration import fit
 from ._pricing import RunPlan
 from ._recorded import RecordedRun
-from ._replay import ReplaySettings, bench_plan, replay_prompts
+from ._replay import ReplaySettings, bench_plan, replay_prompts, unique_ids
 
 __all__ = ["PromptsWritten", "prompt_line", "write_prompts"]
 
@@ -114,6 +114,7 @@ async def write_prompts(
     """Write the prompts every policy of ``policies`` builds for every run of ``runs`` to ``out``
     (JSON lines, see the module docstring), calibrated on ``runs`` together as the bench is."""
     settings = settings or ReplaySettings()
+    runs = unique_ids(runs)  # as the bench numbers them: a run recorded twice is id, id#2, ...
     calibration = fit(runs, TokenCounter(settings.tokenizer))
     written, failed = 0, []
     for run in runs:

@@ -82,6 +82,7 @@ __all__ = [
     "replay_unit",
     "resolve_policies",
     "run_plan",
+    "unique_ids",
 ]
 
 BASELINE = "full"
@@ -1020,7 +1021,9 @@ def numbered(run_id: str, seen: dict[str, int]) -> str:
     return run_id if seen[run_id] == 1 else f"{run_id}#{seen[run_id]}"
 
 
-def _unique_ids(runs: Sequence[RecordedRun]) -> list[RecordedRun]:
+def unique_ids(runs: Sequence[RecordedRun]) -> list[RecordedRun]:
+    """``runs`` with the ids the bench gives them: a run recorded under an id seen before is
+    numbered (:func:`numbered`)."""
     seen: dict[str, int] = {}
     out = []
     for run in runs:
@@ -1048,7 +1051,7 @@ def replay_runs(
     run id whatever the worker count or backend, so it is deterministic.
     """
     started = time.perf_counter()
-    unique = _unique_ids(runs)
+    unique = unique_ids(runs)
     infos = {r.run_id: RunInfo.of(r) for r in unique}
     done: dict[str, RunReplay] = {}
     encoded: dict[str, EncodedTexts] = {}  # each counted run's texts, for its replay to adopt
