@@ -1,13 +1,13 @@
 """A ruler of your own over ``tiered-agent bench prompts``: what did a policy hide from the next action?
 
     tiered-agent bench prompts RUNS... --policies tiered,full -o prompts.jsonl
-    python examples/own_ruler.py prompts.jsonl
+    python examples/own_ruler.py prompts.jsonl [--calls-only]
 
 This one counts, at each model call, the words of 4+ characters in the recorded next action (its text
-and its calls' arguments) that the full history's prompt holds at that call (what the action could
-have taken from the history), and misses those the policy's prompt does not hold. Change ``needed``
-to measure what matters to you; nothing here comes from the policy's own code. Prints one line per
-policy: calls, needed, missed, miss rate.
+and its calls' arguments; ``--calls-only``: the arguments alone, what the agent ran) that the full
+history's prompt holds at that call (what the action could have taken from the history), and misses
+those the policy's prompt does not hold. Change ``needed`` to measure what matters to you; nothing
+here comes from the policy's own code. Prints one line per policy: calls, needed, missed, miss rate.
 """
 
 from __future__ import annotations
@@ -24,14 +24,34 @@ import orjson
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{3,}")
 
 
-def _texts(messages: Iterable[Mapping[str, Any]]) -> str:
+def _strings(value: Any) -> list[str]:
+    """The strings of a JSON value (a call's decoded arguments), keys and values."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (str(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return [str(value)]
+
+
+def _arguments(call: Mapping[str, Any]) -> list[str]:
+    raw = str(call.get("function", {}).get("arguments", ""))
+    try:
+        return _strings(orjson.loads(raw))
+    except orjson.JSONDecodeError:
+        return [raw]
+
+
+def _texts(messages: Iterable[Mapping[str, Any]], calls_only: bool = False) -> str:
+    """The text a message list holds: contents and calls' arguments (``calls_only``: the arguments)."""
     parts = []
     for message in messages:
         content = message.get("content")
-        parts.append(content if isinstance(content, str) else orjson.dumps(content).decode())
-        parts += [
-            str(call.get("function", {}).get("arguments", "")) for call in message.get("tool_calls") or ()
-        ]
+        if not calls_only:
+            parts.append(content if isinstance(content, str) else orjson.dumps(content).decode())
+        for call in message.get("tool_calls") or ():
+            parts += _arguments(call)
     return "\n".join(parts)
 
 
@@ -40,14 +60,14 @@ def needed(action: str, history: str) -> set[str]:
     return {word for word in WORD.findall(action) if word in history}
 
 
-def measure(lines: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int, int]]:
+def measure(lines: Iterable[Mapping[str, Any]], calls_only: bool = False) -> dict[str, tuple[int, int, int]]:
     """Per policy: (calls, needed, missed), against the ``full`` prompt of the same run and call."""
     prompts: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
     actions: dict[tuple[str, int], str] = {}
     for line in lines:
         key = (line["run_id"], line["step"])
         prompts[key][line["policy"]] = _texts(line["messages"])
-        actions[key] = _texts(line["next"])
+        actions[key] = _texts(line["next"], calls_only)
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for key, by_policy in prompts.items():
         if "full" not in by_policy:
@@ -61,14 +81,17 @@ def measure(lines: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int, int
     return {policy: (calls, need, miss) for policy, (calls, need, miss) in sorted(totals.items())}
 
 
-def main(path: Path) -> None:
+def main(path: Path, calls_only: bool = False) -> None:
     lines = (orjson.loads(raw) for raw in path.read_bytes().splitlines() if raw.strip())
-    for policy, (calls, need, miss) in measure(lines).items():
+    for policy, (calls, need, miss) in measure(lines, calls_only).items():
         rate = miss / need if need else 0.0
         print(f"{policy:<12} calls {calls:>6}  needed {need:>8}  missed {miss:>7}  miss rate {rate:.1%}")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python examples/own_ruler.py prompts.jsonl")
-    main(Path(sys.argv[1]))
+    args = sys.argv[1:]
+    only = "--calls-only" in args
+    paths = [a for a in args if a != "--calls-only"]
+    if len(paths) != 1:
+        sys.exit("usage: python examples/own_ruler.py prompts.jsonl [--calls-only]")
+    main(Path(paths[0]), only)
