@@ -68,11 +68,24 @@ def test_a_mistake_is_one_sentence(tmp_path: Path, extra: tuple[str, ...], messa
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
 
 
-def test_a_run_is_chosen_by_its_id_or_its_last_part(tmp_path: Path) -> None:
-    out = tmp_path / "prompts.jsonl"
-    result = invoke("bench", "prompts", MINI, TAU, "--run", "psf__requests-2317", "-o", out)
+def test_a_run_is_chosen_by_its_id_or_its_last_part_and_calibrated_with_all(tmp_path: Path) -> None:
+    """``--run`` picks what is written, not what the calibration reads: the chosen run's lines are
+    those of the export of every run (the Claude Code sessions' unrecorded prefix is estimated from
+    the usage of all of them)."""
+    sessions = sorted((ROOT.parent / "shared" / "sessions" / "claude-code_m-claude").glob("*.jsonl"))[:3]
+    if len(sessions) < 3:
+        pytest.skip("../shared/sessions is not here")
+    every, one = tmp_path / "every.jsonl", tmp_path / "one.jsonl"
+    assert invoke("bench", "prompts", *sessions, "-o", every).exit_code == 0
+    [chosen] = load_runs([sessions[1]]).runs
+    result = invoke("bench", "prompts", *sessions, "--run", chosen.run_id.rsplit("/", 1)[-1], "-o", one)
     assert result.exit_code == 0, result.output
-    assert {line["run_id"] for line in _lines(out)} == {"mini-swe-agent/psf__requests-2317"}
+    mine = _lines(one)
+    assert {line["run_id"] for line in mine} == {chosen.run_id}
+    assert mine == [line for line in _lines(every) if line["run_id"] == chosen.run_id]
+    alone = tmp_path / "alone.jsonl"
+    assert invoke("bench", "prompts", sessions[1], "-o", alone).exit_code == 0
+    assert _lines(alone)[0]["unrecorded_prefix_tokens"] != mine[0]["unrecorded_prefix_tokens"]
 
 
 def test_a_run_whose_replay_fails_is_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,3 +126,13 @@ def test_a_run_recorded_twice_is_numbered_as_the_bench_numbers_it(tmp_path: Path
     assert result.exit_code == 0, result.output
     ids = {line["run_id"] for line in _lines(out)}
     assert ids == {"mini-swe-agent/psf__requests-2317", "mini-swe-agent/psf__requests-2317#2"}
+
+
+def test_a_chosen_run_is_written_as_in_the_export_of_every_run(tmp_path: Path) -> None:
+    every, one = tmp_path / "every.jsonl", tmp_path / "one.jsonl"
+    assert invoke("bench", "prompts", MINI, TAU, "-o", every).exit_code == 0
+    result = invoke("bench", "prompts", MINI, TAU, "--run", "psf__requests-2317", "-o", one)
+    assert result.exit_code == 0, result.output
+    mine = _lines(one)
+    assert {line["run_id"] for line in mine} == {"mini-swe-agent/psf__requests-2317"}
+    assert mine == [line for line in _lines(every) if line["run_id"] == "mini-swe-agent/psf__requests-2317"]

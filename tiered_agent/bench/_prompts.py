@@ -39,7 +39,7 @@ from ._pricing import RunPlan
 from ._recorded import RecordedRun
 from ._replay import ReplaySettings, bench_plan, replay_prompts, unique_ids
 
-__all__ = ["PromptsWritten", "prompt_line", "write_prompts"]
+__all__ = ["PromptsWritten", "prompt_line", "select", "write_prompts"]
 
 log = structlog.get_logger(__name__)
 
@@ -51,6 +51,13 @@ class PromptsWritten:
     lines: int
     runs: int
     failed: tuple[str, ...] = ()
+
+
+def select(runs: Sequence[RecordedRun], wanted: Sequence[str]) -> list[RecordedRun]:
+    """The runs whose id is one of ``wanted`` or ends with ``/`` and one of them (all: none wanted)."""
+    if not wanted:
+        return list(runs)
+    return [run for run in runs if any(run.run_id == w or run.run_id.endswith("/" + w) for w in wanted)]
 
 
 def _actions(run: RecordedRun) -> list[tuple[int, tuple[Message, ...]]]:
@@ -110,14 +117,18 @@ async def write_prompts(
     policies: Mapping[str, Policy],
     out: BinaryIO,
     settings: ReplaySettings | None = None,
+    *,
+    only: Sequence[str] = (),
 ) -> PromptsWritten:
-    """Write the prompts every policy of ``policies`` builds for every run of ``runs`` to ``out``
-    (JSON lines, see the module docstring), calibrated on ``runs`` together as the bench is."""
+    """Write the prompts every policy of ``policies`` builds for the runs of ``runs`` (``only``: those
+    :func:`select` picks) to ``out`` (JSON lines, see the module docstring), calibrated on all of
+    ``runs`` together, as the bench is whatever it replays."""
     settings = settings or ReplaySettings()
     runs = unique_ids(runs)  # as the bench numbers them: a run recorded twice is id, id#2, ...
     calibration = fit(runs, TokenCounter(settings.tokenizer))
+    chosen = select(runs, only)
     written, failed = 0, []
-    for run in runs:
+    for run in chosen:
         try:
             lines = await _write_run(run, policies, settings, bench_plan(run, settings, calibration))
         except TieredAgentError:
@@ -128,4 +139,4 @@ async def write_prompts(
             continue
         out.writelines(lines)
         written += len(lines)
-    return PromptsWritten(written, len(runs) - len(failed), tuple(failed))
+    return PromptsWritten(written, len(chosen) - len(failed), tuple(failed))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,17 +13,11 @@ import click
 from ._options import CACHE_MODEL_CHOICES, EXIT_FAILED, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from ..bench._prompts import PromptsWritten
     from ..bench._recorded import RecordedRun
     from ..context._policy import Policy
 
 __all__ = ["prompts"]
-
-
-def _chosen(runs: Sequence[RecordedRun], wanted: tuple[str, ...]) -> list[RecordedRun]:
-    """The runs whose id is one of ``wanted`` or ends with ``/`` and one of them (all: none wanted)."""
-    if not wanted:
-        return list(runs)
-    return [run for run in runs if any(run.run_id == w or run.run_id.endswith("/" + w) for w in wanted)]
 
 
 def _policies(value: str) -> dict[str, Policy]:
@@ -37,15 +31,37 @@ def _policies(value: str) -> dict[str, Policy]:
 
 
 def _runs(paths: tuple[Path, ...], wanted: tuple[str, ...]) -> list[RecordedRun]:
+    """Every run in ``paths`` (the calibration reads them all); an error when ``wanted`` picks none."""
     from .._errors import ConfigurationError
     from ..bench._bundle import bundled_trace_paths
     from ..bench._importers import load_runs
+    from ..bench._prompts import select
 
-    runs = _chosen(load_runs(list(paths) or bundled_trace_paths()).runs, wanted)
-    if not runs:
+    runs = list(load_runs(list(paths) or bundled_trace_paths()).runs)
+    if not select(runs, wanted):
         named = f" named {', '.join(wanted)}" if wanted else ""
         raise ConfigurationError(f"no recorded run{named} found in the paths given")
     return runs
+
+
+def _write(
+    output: Path,
+    runs: list[RecordedRun],
+    policies: dict[str, Policy],
+    only: tuple[str, ...],
+    cache_model: str,
+) -> PromptsWritten:
+    """Write the export to the new file ``output``; a partial file is removed when it fails."""
+    from ..bench._prompts import write_prompts
+    from ..bench._replay import ReplaySettings
+
+    settings = ReplaySettings(cache_model=cache_model)
+    try:
+        with output.open("xb") as out:
+            return anyio.run(functools.partial(write_prompts, runs, policies, out, settings, only=only))
+    except BaseException:
+        output.unlink(missing_ok=True)
+        raise
 
 
 @click.command("prompts")
@@ -87,17 +103,13 @@ def prompts(
     (default: the bundled traces), replayed as the bench replays them, with the action the agent
     recorded next: one JSON line per run, policy and call, for rulers of your own (docs/cli.md)."""
     from .._errors import ConfigurationError, TieredAgentError
-    from ..bench._prompts import write_prompts
-    from ..bench._replay import ReplaySettings
 
     if output.exists():
         click.echo(f"Error: {output} exists; name a new file (nothing is overwritten).", err=True)
         sys.exit(EXIT_USAGE)
     try:
         policies = _policies(policies_opt)
-        runs = _runs(paths, run_ids)
-        with output.open("xb") as out:
-            written = anyio.run(write_prompts, runs, policies, out, ReplaySettings(cache_model=cache_model))
+        written = _write(output, _runs(paths, run_ids), policies, run_ids, cache_model)
     except ConfigurationError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
