@@ -126,6 +126,10 @@ def test_a_run_recorded_twice_is_numbered_as_the_bench_numbers_it(tmp_path: Path
     assert result.exit_code == 0, result.output
     ids = {line["run_id"] for line in _lines(out)}
     assert ids == {"mini-swe-agent/psf__requests-2317", "mini-swe-agent/psf__requests-2317#2"}
+    second = tmp_path / "second.jsonl"
+    result = invoke("bench", "prompts", MINI, copy, "--run", "psf__requests-2317#2", "-o", second)
+    assert result.exit_code == 0, result.output
+    assert {line["run_id"] for line in _lines(second)} == {"mini-swe-agent/psf__requests-2317#2"}
 
 
 def test_a_chosen_run_is_written_as_in_the_export_of_every_run(tmp_path: Path) -> None:

@@ -36,9 +36,10 @@ def _runs(paths: tuple[Path, ...], wanted: tuple[str, ...]) -> list[RecordedRun]
     from ..bench._bundle import bundled_trace_paths
     from ..bench._importers import load_runs
     from ..bench._prompts import select
+    from ..bench._replay import unique_ids
 
     runs = list(load_runs(list(paths) or bundled_trace_paths()).runs)
-    if not select(runs, wanted):
+    if not select(unique_ids(runs), wanted):  # the ids the export writes (a copy is id#2)
         named = f" named {', '.join(wanted)}" if wanted else ""
         raise ConfigurationError(f"no recorded run{named} found in the paths given")
     return runs
