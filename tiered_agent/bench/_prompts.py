@@ -36,6 +36,7 @@ from ..context._manager import PreparedPrompt
 from ..context._policy import Policy
 from ._calibration import fit
 from ._pricing import RunPlan
+from ._record import failure_reason
 from ._recorded import RecordedRun
 from ._replay import ReplaySettings, bench_plan, replay_prompts, unique_ids
 
@@ -134,7 +135,7 @@ async def write_prompts(
         except TieredAgentError:
             raise
         except Exception as error:  # fail open, as the bench does (inputs.failed): logged, counted
-            log.error("bench.prompts_run_failed", run_id=run.run_id, error=f"{type(error).__name__}: {error}")
+            log.error("bench.prompts_run_failed", run_id=run.run_id, error=failure_reason(error))
             failed.append(run.run_id)
             continue
         out.writelines(lines)

@@ -12,9 +12,11 @@ run's length. Every number is computed by the same functions the document always
 
 from __future__ import annotations
 
+import traceback
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -32,7 +34,7 @@ from ._replay import BASELINE, ReplaySettings, RunInfo, RunReplay
 from ._sums import Histogram, RunCaching, RunCalibrated
 from ._validation import DollarCheck, Recorded, _recorded_pairs, as_recorded, check_dollars, recorded_totals
 
-__all__ = ["FailedRun", "PolicyRecord", "RunRecord", "record_of", "run_costing"]
+__all__ = ["FailedRun", "PolicyRecord", "RunRecord", "failure_reason", "record_of", "run_costing"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,17 @@ class FailedRun:
     run_id: str
     steps: int  # its model calls (what the progress bar expected of it)
     reason: str  # the error's type and message
+
+
+def failure_reason(error: BaseException) -> str:
+    """What ``inputs.failed`` says of an error: its type, the start of its message, and where it
+    was raised (the innermost frame)."""
+    message = str(error)
+    message = message if len(message) <= 200 else message[:197] + "..."
+    frames = traceback.extract_tb(error.__traceback__)
+    last = frames[-1] if frames else None
+    where = f" (at {Path(last.filename).name}:{last.lineno} in {last.name})" if last is not None else ""
+    return f"{type(error).__name__}: {message}{where}" if message else f"{type(error).__name__}{where}"
 
 
 def run_costing(

@@ -30,7 +30,6 @@ import os
 import pickle
 import tempfile
 import time
-import traceback
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -52,7 +51,7 @@ from ._calibration import Calibration, ProviderCalibration, counted_run, fit, me
 from ._detail import DetailSpool
 from ._importers import RunReader, SkippedInput, SkippedLines
 from ._pricing import RunPlan
-from ._record import FailedRun, RunRecord, record_of
+from ._record import FailedRun, RunRecord, failure_reason, record_of
 from ._recorded import RecordedRun
 from ._replay import ReplaySettings, RunInfo, numbered, replay_job, run_plan
 from ._shard import Shard
@@ -437,17 +436,6 @@ def record_unit(
     except Exception as error:  # fail open, recorded: inputs.failed, the log, the CLI's warning
         _log_failure("bench.run_failed", planned.info.run_id, error)
         return FailedRun(planned.info.run_id, planned.info.steps, failure_reason(error))
-
-
-def failure_reason(error: BaseException) -> str:
-    """What ``inputs.failed`` says of an error: its type, the start of its message, and where it
-    was raised (the innermost frame)."""
-    message = str(error)
-    message = message if len(message) <= 200 else message[:197] + "..."
-    frames = traceback.extract_tb(error.__traceback__)
-    last = frames[-1] if frames else None
-    where = f" (at {Path(last.filename).name}:{last.lineno} in {last.name})" if last is not None else ""
-    return f"{type(error).__name__}: {message}{where}" if message else f"{type(error).__name__}{where}"
 
 
 def _log_failure(event: str, run_id: str, error: Exception) -> None:
