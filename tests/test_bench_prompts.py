@@ -3,6 +3,7 @@ recorded action each call answered; a new file only; one run's failure leaves th
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,12 @@ from bench_scripts import load_example
 
 from tiered_agent.bench import _prompts
 from tiered_agent.bench._importers import load_runs
+from tiered_agent.context._presets import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "traces" / "mini-swe-agent" / "psf__requests-2317.jsonl"
 TAU = ROOT / "traces" / "tau-bench" / "task2_trial1.jsonl"
+LONG = ROOT / "traces" / "mini-swe-agent" / "django__django-16560.jsonl"  # 145 calls: its iterations age
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -140,3 +143,28 @@ def test_a_chosen_run_is_written_as_in_the_export_of_every_run(tmp_path: Path) -
     mine = _lines(one)
     assert {line["run_id"] for line in mine} == {"mini-swe-agent/psf__requests-2317"}
     assert mine == [line for line in _lines(every) if line["run_id"] == "mini-swe-agent/psf__requests-2317"]
+
+
+def test_a_policy_of_your_own_is_exported_under_its_name(tmp_path: Path) -> None:
+    """``--policy-json`` takes what ``Policy.to_dict()`` wrote: the default without its aging step is
+    written under its own name, keeps more than the default, and alone unless --policies asks for
+    presets too; a file that is not a policy is one sentence."""
+    mine = tmp_path / "mine.json"
+    mine.write_bytes(orjson.dumps(PRESETS["tiered"].without("age").replace(name="no-aging").to_dict()))
+    out = tmp_path / "prompts.jsonl"
+    result = invoke("bench", "prompts", LONG, "--policy-json", mine, "--policies", "tiered", "-o", out)
+    assert result.exit_code == 0, result.output
+    lines = _lines(out)
+    assert {line["policy"] for line in lines} == {"tiered", "no-aging"}
+    tokens = Counter()
+    for line in lines:
+        tokens[line["policy"]] += line["prompt_tokens"]
+    assert tokens["no-aging"] > tokens["tiered"]
+    alone = tmp_path / "alone.jsonl"
+    assert invoke("bench", "prompts", LONG, "--policy-json", mine, "-o", alone).exit_code == 0
+    assert {line["policy"] for line in _lines(alone)} == {"no-aging"}
+    broken = tmp_path / "broken.json"
+    broken.write_text("[1, 2]")
+    result = invoke("bench", "prompts", MINI, "--policy-json", broken, "-o", tmp_path / "x.jsonl")
+    assert result.exit_code == 2 and "does not hold a policy" in result.output
+    assert not (tmp_path / "x.jsonl").exists()

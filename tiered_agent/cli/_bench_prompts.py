@@ -20,14 +20,36 @@ if TYPE_CHECKING:
 __all__ = ["prompts"]
 
 
-def _policies(value: str) -> dict[str, Policy]:
+def _policies(value: str, files: tuple[Path, ...]) -> dict[str, Policy]:
+    """The presets named in ``value`` and the policies of ``files`` (``Policy.to_dict()`` JSON), by name."""
     from .._errors import ConfigurationError
     from ..bench._replay import policy_config
 
     policies = {name: policy_config(name) for name in (n.strip() for n in value.split(",")) if name}
+    for path in files:
+        policy = _policy_file(path)
+        if policy.name in policies:
+            raise ConfigurationError(f"two policies are named {policy.name!r} (--policies and {path})")
+        policies[policy.name] = policy
     if not policies:
-        raise ConfigurationError("no policy given in --policies")
+        raise ConfigurationError("no policy given: --policies or --policy-json")
     return policies
+
+
+def _policy_file(path: Path) -> Policy:
+    """A policy as ``Policy.to_dict()`` wrote it, read from ``path``; one sentence for anything else."""
+    import orjson
+
+    from .._errors import ConfigurationError
+    from ..context._policy import Policy
+
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise ConfigurationError(f"cannot read the policy in {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{path} does not hold a policy (a JSON object, as Policy.to_dict() writes)")
+    return Policy.from_dict(data)
 
 
 def _runs(paths: tuple[Path, ...], wanted: tuple[str, ...]) -> list[RecordedRun]:
@@ -78,10 +100,17 @@ def _write(
 @click.option(
     "--policies",
     "policies_opt",
-    default="tiered",
-    show_default=True,
     metavar="A,B,...",
-    help="Comma-separated policies (presets or tiered:<tier>-only ablations).",
+    help="Comma-separated policies (presets or tiered:<tier>-only ablations); default: tiered, or "
+    "none when --policy-json is given.",
+)
+@click.option(
+    "--policy-json",
+    "policy_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="A policy of your own as Policy.to_dict() writes it (JSON), written under its name; repeatable.",
 )
 @click.option(
     "--run",
@@ -98,7 +127,13 @@ def _write(
     help="The cache the aging decisions price (as bench --cache-model).",
 )
 def prompts(
-    *, paths: tuple[Path, ...], output: Path, policies_opt: str, run_ids: tuple[str, ...], cache_model: str
+    *,
+    paths: tuple[Path, ...],
+    output: Path,
+    policies_opt: str | None,
+    policy_files: tuple[Path, ...],
+    run_ids: tuple[str, ...],
+    cache_model: str,
 ) -> None:
     """Write the prompt each policy builds at every model call of the recorded runs in PATHS
     (default: the bundled traces), replayed as the bench replays them, with the action the agent
@@ -109,7 +144,8 @@ def prompts(
         click.echo(f"Error: {output} exists; name a new file (nothing is overwritten).", err=True)
         sys.exit(EXIT_USAGE)
     try:
-        policies = _policies(policies_opt)
+        named = policies_opt if policies_opt is not None else ("" if policy_files else "tiered")
+        policies = _policies(named, policy_files)
         written = _write(output, _runs(paths, run_ids), policies, run_ids, cache_model)
     except ConfigurationError as exc:
         click.echo(f"Error: {exc}", err=True)
