@@ -15,8 +15,8 @@ __all__ = ["DEFAULT_PRESET", "PRESETS", "as_policy", "preset"]
 PRESETS: dict[str, Policy] = {
     # Our default, tuned on the replay benchmark (benchmarks/tune_tiered.py, README "Benchmark"):
     # the last 2 iterations verbatim; older ones aged into a form fixed when they aged (outputs keep
-    # their first lines and the lines naming something not shown later, reasoning its first sentence,
-    # calls their arguments up to 200 chars), iterations older than 4 condensed 2 at a time into one
+    # their first lines and the lines naming something not shown later, reasoning its first sentence
+    # and the sentences naming something not shown later, calls their arguments up to 200 chars), iterations older than 4 condensed 2 at a time into one
     # line each plus up to 8 output lines the agent referred to afterwards and up to 5 naming the most
     # things shown nowhere later (outputs of 5 lines or fewer whole); when to age is the
     # break-even rule under the run's cache and price model (aging/_step.py). Outputs over 10,000
@@ -34,7 +34,7 @@ PRESETS: dict[str, Policy] = {
         (
             Dedup(),
             Compact(at=0.70, keep=5),
-            Age(fade_after=5, fade_keep=4, fade_cold=True),
+            Age(reasoning="novel", fade_after=5, fade_keep=4, fade_cold=True),
             Truncate(max_chars=10_000, defer_max_chars=50_000),
             Tidy(),
         ),
