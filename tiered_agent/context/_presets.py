@@ -16,10 +16,11 @@ PRESETS: dict[str, Policy] = {
     # Our default, tuned on the replay benchmark (benchmarks/tune_tiered.py, README "Benchmark"):
     # the last 2 iterations verbatim; older ones aged into a form fixed when they aged (outputs keep
     # their first lines and the lines naming something not shown later, reasoning its first sentence
-    # and the sentences naming something not shown later, calls their arguments up to 200 chars), iterations older than 4 condensed 2 at a time into one
-    # line each plus up to 8 output lines the agent referred to afterwards and up to 5 naming the most
-    # things shown nowhere later (outputs of 5 lines or fewer whole); when to age is the
-    # break-even rule under the run's cache and price model (aging/_step.py). Outputs over 10,000
+    # and the sentences naming something not shown later, calls their arguments up to 200 chars),
+    # iterations older than 4 condensed 2 at a time into one line each plus up to 8 output lines the
+    # agent referred to afterwards and up to 5 naming the most things shown nowhere later (outputs of
+    # 5 lines or fewer whole); when to age is the break-even rule under the run's cache and price
+    # model (aging/_step.py). Outputs over 10,000
     # chars are cut when they arrive, but only past 50,000 (about 12k tokens, under a tenth of a 128k
     # window) while the cut would be the first thing hidden: it would send context_retrieve's schema,
     # re-sending the whole prompt, a rewrite the aging's break-even rule weighs and a cut at arrival
