@@ -30,6 +30,7 @@ from tiered_agent._messages import Message
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._calibration import fit
 from tiered_agent.bench._importers import load_file
+from tiered_agent.bench._prompts import select
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, bench_plan, policy_config, prompt_at
 from tiered_agent.context._policy import Policy
@@ -38,12 +39,12 @@ from tiered_agent.context._policy import Policy
 def _pick(runs: list[RecordedRun], wanted: str | None) -> RecordedRun:
     if wanted is None:
         return runs[0]
-    for run in runs:
-        if run.run_id == wanted or run.run_id.endswith("/" + wanted):
-            return run
-    raise ConfigurationError(
-        f"no run {wanted!r} in the file; it holds {', '.join(r.run_id for r in runs[:8])}..."
-    )
+    found = select(runs, [wanted])
+    if not found:
+        raise ConfigurationError(
+            f"no run {wanted!r} in the file; it holds {', '.join(r.run_id for r in runs[:8])}..."
+        )
+    return found[0]
 
 
 def _clip(text: str, limit: int) -> str:
