@@ -79,6 +79,15 @@ PREVIOUS = ContextConfig(
 
 CANDIDATES: dict[str, Policy] = {
     "previous-tiered": PREVIOUS,
+    # issue 18: an aged output keeps its lines naming what no later output shows (a name the agent
+    # mentions later is not the line that held it: Age(shown_by="outputs"))
+    "shown-by-outputs": _with_age("shown-by-outputs", shown_by="outputs"),
+    **{
+        f"shown-by-outputs-patience-{p}": _with_age(
+            f"shown-by-outputs-patience-{p}", shown_by="outputs", patience=p
+        )
+        for p in (0.5, 0.6, 0.75)
+    },
     # the default before issue 18 round 6: a fixed handful of novel lines, an 8,000-char files note
     "round-5": _with_age("round-5", novel_per_lines=0, written_chars=8000),
     # the default before condensed lines kept novel lines: condensing from 10 iterations, 5 at a time

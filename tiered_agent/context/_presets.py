@@ -30,12 +30,14 @@ PRESETS: dict[str, Policy] = {
     # On a request that finds nothing cached (after an idle gap past the cache's lifetime, when
     # the whole prompt is written again anyway), condensed chunks 5+ iterations behind the condensed
     # boundary fade to their iteration lines and up to 4 kept lines naming what the agent named since.
+    # An aged output keeps its lines naming what no later output shows: the agent's own mention of a
+    # name is not the line that held it (shown_by="outputs").
     "tiered": Policy(
         "tiered",
         (
             Dedup(),
             Compact(at=0.70, keep=5),
-            Age(reasoning="novel", fade_after=5, fade_keep=4, fade_cold=True),
+            Age(reasoning="novel", fade_after=5, fade_keep=4, fade_cold=True, shown_by="outputs"),
             Truncate(max_chars=10_000, defer_max_chars=50_000),
             Tidy(),
         ),

@@ -27,6 +27,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import Literal
 
 import orjson
 from cachetools import LRUCache
@@ -53,9 +54,12 @@ from ._refs import NamedPaths, Refs, line_refs, paths_of, refs, tail_index, text
 from ._reports import NO_REPORTS, Reports, user_texts
 from ._written import WrittenFiles
 
-__all__ = ["AgedStyle", "Batch", "FormsMemo", "age_batch", "condensed", "preamble"]
+__all__ = ["AgedStyle", "Batch", "FormsMemo", "ShownBy", "age_batch", "condensed", "preamble"]
 
 Batch = Sequence[tuple[int, tuple[Message, ...]]]  # (iteration, its messages), oldest first
+# what shows an output line's names later, so that an aged output may leave the line out: any
+# later message, or only those not the agent's (outputs, a person's messages, the notes)
+ShownBy = Literal["any", "outputs"]
 
 
 _RENDERED = 64  # notes whose parts a memo keeps (a note is counted right after it is rendered)
@@ -133,6 +137,7 @@ class AgedStyle:
     max_arg_chars: int = 200
     retrieval: bool = True
     reports: Reports = NO_REPORTS
+    shown_by: ShownBy = "any"
 
 
 def preamble(style: AgedStyle) -> Message:
@@ -148,9 +153,10 @@ def preamble(style: AgedStyle) -> Message:
         if style.retrieval
         else ""
     )
+    later = "not shown later" if style.shown_by == "any" else "no later output shows"
     text = (
         f"[Older iterations are shown condensed: {how} ([...] marks a cut), outputs cut to their first "
-        "lines and the lines naming files, identifiers or numbers not shown later ([... N lines ...] marks "
+        f"lines and the lines naming files, identifiers or numbers {later} ([... N lines ...] marks "
         f"a gap).{back}]"
     )
     return _preamble_message(text)
@@ -199,6 +205,10 @@ def _render_batch(
     memo: FormsMemo | None = None,
 ) -> dict[int, tuple[Message, ...]]:
     seen = set(memo.head_refs(head)) if memo is not None else set(chain.from_iterable(map(_all_refs, head)))
+    # what an output line must name beyond to be kept: what any later message shows (``"any"``), or
+    # only what the later outputs and other messages not the agent's show (``"outputs"``; a name the
+    # agent mentions is not the line that held it: the line stays with it); ``seen`` holds it then
+    shown = set(seen) if style.shown_by == "outputs" else None
     later: dict[str, list[tuple[int, str, str]]] = {}  # call key -> (iteration, output, call id)
     used: set[str] = set()  # what the agent's later messages name (its reasoning, its calls)
     paths = NamedPaths()  # the same, to find the files they name otherwise
@@ -208,10 +218,20 @@ def _render_batch(
         told = _told(messages, memo)
         if iteration > last:
             seen.update(told.lasting(style))
+            if shown is not None:
+                shown.update(told.others)
         elif iteration >= first:
             earlier = users.get(iteration, frozenset())
             forms[iteration] = _age_iteration(
-                style, messages, seen, later, frozenset(used), told=told, earlier=earlier, paths=paths
+                style,
+                messages,
+                seen,
+                later,
+                frozenset(used),
+                told=told,
+                earlier=earlier,
+                paths=paths,
+                shown=shown,
             )
         for key, output, call_id in told.calls:
             later.setdefault(key, []).append((iteration, output, call_id))
@@ -236,7 +256,7 @@ class _Told:
     calls that have an output (by canonical call), and what it goes on showing once aged (per style).
     Found once per run when the run's memo keeps it (:attr:`FormsMemo.told`)."""
 
-    __slots__ = ("_cut", "_lasting", "_shortened", "actions", "calls", "messages", "paths")
+    __slots__ = ("_cut", "_lasting", "_others", "_shortened", "actions", "calls", "messages", "paths")
 
     def __init__(self, messages: tuple[Message, ...]) -> None:
         self.messages = messages  # kept: the memo's key is their identities
@@ -250,6 +270,7 @@ class _Told:
             if call.name != RETRIEVE_TOOL_NAME and call.id in outputs
         )
         self._lasting: dict[tuple[str, int], Refs] = {}
+        self._others: Refs | None = None
         self._shortened: dict[tuple[str, str], str] = {}
         self._cut: dict[tuple[object, ...], str] = {}
 
@@ -261,6 +282,14 @@ class _Told:
             names = chain.from_iterable(_lasting_refs(style, m, self) for m in self.messages)
             found = self._lasting[key] = tuple(dict.fromkeys(names))
         return found
+
+    @property
+    def others(self) -> Refs:
+        """What its messages that are not the agent's (outputs, a person's) show, verbatim."""
+        if self._others is None:
+            names = chain.from_iterable(text_refs(m.text) for m in self.messages if m.role != "assistant")
+            self._others = tuple(dict.fromkeys(names))
+        return self._others
 
     def shortened(self, mode: ReasoningMode, text: str, seen: set[str]) -> str:
         """:func:`~._reasoning.shorten_reasoning` of one of its texts (``seen`` gains what it shows);
@@ -347,10 +376,13 @@ def _age_iteration(
     told: _Told | None = None,
     earlier: frozenset[str] = frozenset(),
     paths: NamedPaths | None = None,
+    shown: set[str] | None = None,
 ) -> tuple[Message, ...]:
     """``told``: what the run's memo found of these messages (their shortened reasoning and cut
     arguments, shared with what newer iterations read of them); ``earlier``: the texts of the user
-    messages before them (:meth:`~._reports.Reports.keeps_user`)."""
+    messages before them (:meth:`~._reports.Reports.keeps_user`); ``shown``: what the messages not the
+    agent's show after them, what an output line is judged by when the style says so (``seen``
+    stays a superset of it: every name either holds)."""
     told = told if told is not None else _Told(messages)
     calls = {c.id: c for m in messages for c in m.tool_calls}
     out: list[Message] = []
@@ -360,16 +392,25 @@ def _age_iteration(
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
             if style.reports.keeps(call, message):  # a sub-agent's report: kept whole
-                seen.update(text_refs(message.text))
+                _show(text_refs(message.text), seen, shown)
                 out.append(message)
                 continue
-            out.append(_age_output(style, message, seen, _superseded_by(call, message, later)))
+            out.append(_age_output(style, message, seen, _superseded_by(call, message, later), shown))
         elif style.reports.keeps_user(message, earlier):  # a person's later message: kept whole
-            seen.update(text_refs(message.text))
+            _show(text_refs(message.text), seen, shown)
             out.append(message)
         else:
-            out.append(_age_output(style, message, seen, None))
+            out.append(_age_output(style, message, seen, None, shown))
     return tuple(reversed(out))
+
+
+def _show(names: Iterable[str], seen: set[str], shown: set[str] | None) -> None:
+    """``names`` are shown from here on: in ``seen``, and in ``shown`` when outputs are judged by it."""
+    if shown is None:
+        seen.update(names)
+    else:
+        shown.update(names)
+        seen |= shown
 
 
 def _superseded_by(
@@ -431,7 +472,11 @@ def _hint(style: AgedStyle, message: Message) -> str:
     return f"; full text: {retrieve_call('iteration', str(message.iteration))}"
 
 
-def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: int | None) -> Message:
+def _age_output(
+    style: AgedStyle, message: Message, seen: set[str], superseded: int | None, shown: set[str] | None = None
+) -> Message:
+    """An output's aged form: its lines naming what ``shown`` (else ``seen``) does not hold; both
+    gain what it shows."""
     text = message.text
     what = "output" if message.role == "tool" else "message"
     if message.role == "tool" and message.name == RETRIEVE_TOOL_NAME:  # a copy of older history
@@ -442,10 +487,10 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
         note = f"[superseded: the same call ran again in iteration {superseded}{_hint(style, message)}]"
         return with_content(message, note) if len(note) < len(text) else message
     if len(text) < style.min_chars:
-        seen.update(text_refs(text))
+        _show(text_refs(text), seen, shown)
         return message
     fields = json_fields(text)
-    mine: set[str] = set(seen)
+    mine: set[str] = set(seen if shown is None else shown)
     if fields is not None:
         elided = novel_lines(
             fields.lines,
@@ -468,12 +513,12 @@ def _age_output(style: AgedStyle, message: Message, seen: set[str], superseded: 
         )
         unit = "lines"
     header = f"[older {what}: {elided.shown} of {elided.total:,} {unit} shown{_hint(style, message)}]"
-    shown = f"{header}\n{elided.body}"
-    if len(shown) >= len(text):
-        seen.update(text_refs(text))
+    form = f"{header}\n{elided.body}"
+    if len(form) >= len(text):
+        _show(text_refs(text), seen, shown)
         return message
-    seen |= mine
-    return with_content(message, shown)
+    _show(mine, seen, shown)
+    return with_content(message, form)
 
 
 # --------------------------------------------------------------------------- level 2

@@ -7,7 +7,9 @@ before the window in one batch, and each batch keeps the form it got then
 the provider's cache holds all of it. The forms:
 
 * outputs keep their first ``head_lines`` lines plus each line naming a file,
-  identifier or number not shown later in the prompt, up to ``max_lines``
+  identifier or number not shown later in the prompt (``shown_by="outputs"``: by no
+  later message that is not the agent's own, so a name the agent only mentions keeps
+  its line), up to ``max_lines``
   lines (JSON on long lines: one field per line); a header names the exact
   ``context_retrieve(tool_call_id=...)`` call; an output superseded by the same
   call later says so in one line; outputs under ``min_chars`` stay whole;
@@ -113,7 +115,7 @@ from ._condense import (
     named_by,
     shown_by,
 )
-from ._forms import AgedStyle, FormsMemo, age_batch, condensed, preamble
+from ._forms import AgedStyle, FormsMemo, ShownBy, age_batch, condensed, preamble
 from ._reasoning import ReasoningMode
 from ._reports import Reports, earlier_users
 from ._schedule import AgingSchedule
@@ -186,6 +188,7 @@ class Age(Step):
     fade_named: FadeNamed = "since"
     fade_reasoning: bool = True
     fade_cold: bool = False
+    shown_by: ShownBy = "any"
 
     def __post_init__(self) -> None:
         tools = self.keep_tools
@@ -229,6 +232,10 @@ class Age(Step):
         require(
             after is None or (isinstance(after, int) and after > self.window),
             f"Age.condense_after must be None or more than the window, got {after!r}",
+        )
+        require(
+            self.shown_by in ("any", "outputs"),
+            f"Age.shown_by must be 'any' or 'outputs', got {self.shown_by!r}",
         )
         require(
             self.fade_named in ("since", "after", "all", "unseen"),
@@ -276,6 +283,7 @@ class Age(Step):
             self.max_arg_chars,
             retrieval,
             self.reports(),
+            self.shown_by,
         )
 
     def novel_scale(self) -> NovelScale:
