@@ -203,6 +203,9 @@ def parse_sed(arguments: Sequence[str]) -> Sed:
     for token in tokens:
         if token in {"-e", "--expression"}:
             scripts.append(next(tokens, ""))
+        elif token in {"-f", "--file"}:  # a script in a file: nothing here to read
+            scripts.append("")
+            next(tokens, "")
         elif token.startswith("--expression="):
             scripts.append(token.split("=", 1)[1])
         elif token.startswith("--"):

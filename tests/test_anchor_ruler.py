@@ -120,6 +120,7 @@ def test_a_unified_diff_s_hunks_are_read_too() -> None:
         ("sed 's/not_in_place_here/x/' h.py", []),  # prints, edits nothing
         ("sed -i '351i\\        inserted_line(data)' h.py", []),  # an insertion: no pattern
         ("sed -i 's/unbalanced_quote/x/ h.py", []),  # not a shell command: nothing, no error
+        ("sed -i -f edits.sed s/not_a_script_here/x/", []),  # the script is in edits.sed
     ],
 )
 def test_a_sed_substitution_s_pattern_is_an_anchor(command: str, expected: list[str]) -> None:
