@@ -194,6 +194,9 @@ def test_the_delta_export_reads_back_as_the_whole_export(tmp_path: Path) -> None
     assert delta.stat().st_size * 5 < whole.stat().st_size
     assert list(read_prompts(delta)) == _lines(whole)
     assert list(read_prompts(whole)) == _lines(whole)
+    own = load_example("own_ruler")  # reads the file with read_prompts: either form, one measure
+    measured = own.measure(read_prompts(delta))
+    assert measured == own.measure(_lines(whole)) and measured["tiered"][2] > 0 == measured["full"][2]
 
 
 def test_a_delta_line_without_its_prompt_is_skipped_and_logged() -> None:
