@@ -1,13 +1,15 @@
 """A ruler of your own over ``tiered-agent bench prompts``: what did a policy hide from the next action?
 
-    tiered-agent bench prompts RUNS... --policies tiered,full -o prompts.jsonl
+    tiered-agent bench prompts RUNS... --policies tiered,full [--delta] -o prompts.jsonl
     python examples/own_ruler.py prompts.jsonl [--calls-only]
 
 This one counts, at each model call, the words of 4+ characters in the recorded next action (its text
 and its calls' arguments; ``--calls-only``: the arguments alone, what the agent ran) that the full
 history's prompt holds at that call (what the action could have taken from the history), and misses
 those the policy's prompt does not hold. Change ``needed`` to measure what matters to you; nothing
-here comes from the policy's own code. Prints one line per policy: calls, needed, missed, miss rate.
+here comes from the policy's own code (the file is read with ``tiered_agent.bench.read_prompts``,
+which takes the whole and the ``--delta`` form alike). Prints one line per policy: calls, needed,
+missed, miss rate.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from tiered_agent.bench import read_prompts
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{3,}")
 
@@ -82,8 +86,7 @@ def measure(lines: Iterable[Mapping[str, Any]], calls_only: bool = False) -> dic
 
 
 def main(path: Path, calls_only: bool = False) -> None:
-    lines = (orjson.loads(raw) for raw in path.read_bytes().splitlines() if raw.strip())
-    for policy, (calls, need, miss) in measure(lines, calls_only).items():
+    for policy, (calls, need, miss) in measure(read_prompts(path), calls_only).items():
         rate = miss / need if need else 0.0
         print(f"{policy:<12} calls {calls:>6}  needed {need:>8}  missed {miss:>7}  miss rate {rate:.1%}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -13,6 +14,7 @@ def _load(folder: str, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # as importlib's recipe does: a dataclass looks its module up there
     spec.loader.exec_module(module)
     return module
 

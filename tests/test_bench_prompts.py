@@ -12,8 +12,9 @@ import orjson
 import pytest
 from bench_cli import invoke
 from bench_scripts import load_example
+from structlog.testing import capture_logs
 
-from tiered_agent.bench import _prompts
+from tiered_agent.bench import _prompts, prompts_from_lines, read_prompts
 from tiered_agent.bench._importers import load_runs
 from tiered_agent.context._presets import PRESETS
 
@@ -168,3 +169,70 @@ def test_a_policy_of_your_own_is_exported_under_its_name(tmp_path: Path) -> None
     result = invoke("bench", "prompts", MINI, "--policy-json", broken, "-o", tmp_path / "x.jsonl")
     assert result.exit_code == 2 and "does not hold a policy" in result.output
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_the_delta_export_reads_back_as_the_whole_export(tmp_path: Path) -> None:
+    """``--delta``: a run's first line per policy whole, the others only ``shared`` and the messages
+    after them; :func:`tiered_agent.bench.read_prompts` gives back the whole export line for line
+    (also on a run long enough that aging rewrites earlier messages), and reads a whole one as is."""
+    whole, delta = tmp_path / "whole.jsonl", tmp_path / "delta.jsonl"
+    paths = (MINI, LONG, TAU)
+    assert invoke("bench", "prompts", *paths, "--policies", "tiered,full", "-o", whole).exit_code == 0
+    result = invoke("bench", "prompts", *paths, "--policies", "tiered,full", "--delta", "-o", delta)
+    assert result.exit_code == 0, result.output
+    raw = _lines(delta)
+    firsts = [line for line in raw if line["step"] == 1]
+    assert len(firsts) == 6 and all("shared" not in line for line in firsts)
+    later = [line for line in raw if line["step"] > 1]
+    assert all(line["shared"] >= 1 for line in later)
+    # aging rewrote an earlier message of tiered's prompt somewhere: not every line only appends
+    tiered = [line for line in later if line["policy"] == "tiered" and line["run_id"].endswith("16560")]
+    previous_lengths = {
+        line["step"]: len(line["messages"]) for line in _lines(whole) if line["policy"] == "tiered"
+    }
+    assert any(line["shared"] < previous_lengths[line["step"] - 1] for line in tiered)
+    assert delta.stat().st_size * 5 < whole.stat().st_size
+    assert list(read_prompts(delta)) == _lines(whole)
+    assert list(read_prompts(whole)) == _lines(whole)
+    own = load_example("own_ruler")  # reads the file with read_prompts: either form, one measure
+    measured = own.measure(read_prompts(delta))
+    assert measured == own.measure(_lines(whole)) and measured["tiered"][2] > 0 == measured["full"][2]
+
+
+def test_a_delta_line_without_its_prompt_is_skipped_and_logged() -> None:
+    """Hostile or cut files: a line that is not JSON, a delta whose previous prompt is missing or too
+    short, and every delta after it until a whole line, are skipped with their reason; none is
+    rebuilt on a wrong prompt."""
+    a, b, c = {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user"}
+
+    def line(step: int, messages: list[Any], shared: int | None = None, run: str = "r") -> bytes:
+        data: dict[str, Any] = {"run_id": run, "policy": "p", "step": step, "messages": messages}
+        if shared is not None:
+            data["shared"] = shared
+        return orjson.dumps(data)
+
+    lines = [
+        line(1, [a]),
+        line(2, [b], shared=1),
+        b"{not json",
+        line(3, [c], shared=2),  # its base was before the broken line: skipped
+        line(4, [a, c]),  # whole again
+        line(5, [b], shared=5),  # more than the previous prompt holds
+        line(1, [b], shared=0, run="other"),  # no previous prompt at all
+        b"",
+        line(6, [a, c, b]),
+        line(7, [a], shared=2),
+    ]
+    with capture_logs() as logs:
+        read = list(prompts_from_lines(lines))
+    assert [(line["step"], line["messages"]) for line in read] == [
+        (1, [a]),
+        (2, [a, b]),
+        (4, [a, c]),
+        (6, [a, c, b]),
+        (7, [a, c, a]),
+    ]
+    assert all("shared" not in line for line in read)
+    skipped = [(e["line"], e["reason"]) for e in logs if e["event"] == "bench.prompts_line_skipped"]
+    assert [number for number, _ in skipped] == [3, 4, 6, 7]
+    assert "without a previous prompt" in skipped[1][1] and "shared=5" in skipped[2][1]

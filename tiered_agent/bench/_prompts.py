@@ -15,6 +15,9 @@ run, policy and model call (docs/cli.md, "bench prompts"):
 - ``next``: what the agent did at that call in the recording (each assistant message of the
   iteration, same form), the action a ruler checks the prompt against.
 
+With ``delta``, each line after a run's first for a policy holds ``shared`` and only the messages
+after them (:mod:`._prompt_file`; its reader yields whole lines from either form).
+
 A run whose replay raises is left out, logged, and counted (:attr:`PromptsWritten.failed`): one
 run never ends the export.
 """
@@ -36,6 +39,7 @@ from ..context._manager import PreparedPrompt
 from ..context._policy import Policy
 from ._calibration import fit
 from ._pricing import RunPlan
+from ._prompt_file import delta_line
 from ._record import failure_reason
 from ._recorded import RecordedRun
 from ._replay import ReplaySettings, bench_plan, replay_prompts, unique_ids
@@ -97,18 +101,22 @@ def prompt_line(
 
 
 async def _write_run(
-    run: RecordedRun, policies: Mapping[str, Policy], settings: ReplaySettings, plan: RunPlan
+    run: RecordedRun, policies: Mapping[str, Policy], settings: ReplaySettings, plan: RunPlan, delta: bool
 ) -> list[bytes]:
-    """Every line of one run (all of them, or the error: a run is written whole or not at all)."""
+    """Every line of one run (all of them, or the error: a run is written whole or not at all);
+    ``delta``: each policy's lines after its first as :func:`~._prompt_file.delta_line` writes them."""
     actions = _actions(run)
     lines = []
     for name, policy in policies.items():
         async with aclosing(replay_prompts(run, policy, settings, plan)) as prompts:
-            step = 0
+            step, previous = 0, None
             async for prepared in prompts:
                 action = actions[step] if step < len(actions) else None
                 step += 1
                 line = prompt_line(run, plan, policy=name, step=step, prepared=prepared, action=action)
+                whole = line["messages"]
+                if delta:
+                    line, previous = delta_line(line, previous), whole
                 lines.append(orjson.dumps(line) + b"\n")
     return lines
 
@@ -120,10 +128,11 @@ async def write_prompts(
     settings: ReplaySettings | None = None,
     *,
     only: Sequence[str] = (),
+    delta: bool = False,
 ) -> PromptsWritten:
     """Write the prompts every policy of ``policies`` builds for the runs of ``runs`` (``only``: those
-    :func:`select` picks) to ``out`` (JSON lines, see the module docstring), calibrated on all of
-    ``runs`` together, as the bench is whatever it replays."""
+    :func:`select` picks) to ``out`` (JSON lines, see the module docstring; ``delta``: the compact
+    form), calibrated on all of ``runs`` together, as the bench is whatever it replays."""
     settings = settings or ReplaySettings()
     runs = unique_ids(runs)  # as the bench numbers them: a run recorded twice is id, id#2, ...
     calibration = fit(runs, TokenCounter(settings.tokenizer))
@@ -131,7 +140,7 @@ async def write_prompts(
     written, failed = 0, []
     for run in chosen:
         try:
-            lines = await _write_run(run, policies, settings, bench_plan(run, settings, calibration))
+            lines = await _write_run(run, policies, settings, bench_plan(run, settings, calibration), delta)
         except TieredAgentError:
             raise
         except Exception as error:  # fail open, as the bench does (inputs.failed): logged, counted

@@ -72,7 +72,9 @@ def _write(
     runs: list[RecordedRun],
     policies: dict[str, Policy],
     only: tuple[str, ...],
+    *,
     cache_model: str,
+    delta: bool,
 ) -> PromptsWritten:
     """Write the export to the new file ``output``; a partial file is removed when it fails."""
     from ..bench._prompts import write_prompts
@@ -81,7 +83,8 @@ def _write(
     settings = ReplaySettings(cache_model=cache_model)
     try:
         with output.open("xb") as out:
-            return anyio.run(functools.partial(write_prompts, runs, policies, out, settings, only=only))
+            write = functools.partial(write_prompts, runs, policies, out, settings, only=only, delta=delta)
+            return anyio.run(write)
     except BaseException:
         output.unlink(missing_ok=True)
         raise
@@ -126,6 +129,12 @@ def _write(
     show_default=True,
     help="The cache the aging decisions price (as bench --cache-model).",
 )
+@click.option(
+    "--delta",
+    is_flag=True,
+    help="Compact: each line after a run's first per policy holds only the messages after those it "
+    "shares with the previous prompt (tiered_agent.bench.read_prompts reads both forms).",
+)
 def prompts(
     *,
     paths: tuple[Path, ...],
@@ -134,6 +143,7 @@ def prompts(
     policy_files: tuple[Path, ...],
     run_ids: tuple[str, ...],
     cache_model: str,
+    delta: bool,
 ) -> None:
     """Write the prompt each policy builds at every model call of the recorded runs in PATHS
     (default: the bundled traces), replayed as the bench replays them, with the action the agent
@@ -146,7 +156,9 @@ def prompts(
     try:
         named = policies_opt if policies_opt is not None else ("" if policy_files else "tiered")
         policies = _policies(named, policy_files)
-        written = _write(output, _runs(paths, run_ids), policies, run_ids, cache_model)
+        written = _write(
+            output, _runs(paths, run_ids), policies, run_ids, cache_model=cache_model, delta=delta
+        )
     except ConfigurationError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
