@@ -208,9 +208,12 @@ def size_cases(rng: random.Random, data: bytes) -> dict[str, bytes]:
     return cases
 
 
+ANSWER_IDS = ("tool_use_id", "call_id", "tool_call_id")
+
+
 def _is_answer(record: dict[str, Any]) -> bool:
     text = json.dumps(record)
-    return '"tool_result"' in text or '"function_call_output"' in text
+    return any(f'"{mark}"' in text for mark in ("tool_result", "function_call_output", "tool_call_id"))
 
 
 def _with_uuid(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -238,7 +241,7 @@ def _repeat_uuid(rng: random.Random, records: list[dict[str, Any]]) -> None:
 
 def _unknown_answers(rng: random.Random, records: list[dict[str, Any]]) -> None:
     for n, record in enumerate(r for r in records if _is_answer(r)):
-        for path in [p for p in _paths(record) if p and p[-1] in ("tool_use_id", "call_id")]:
+        for path in [p for p in _paths(record) if p and p[-1] in ANSWER_IDS]:
             _get(record, path[:-1])[path[-1]] = f"call_unknown_{n}"
 
 
@@ -362,7 +365,7 @@ def write_hostile(roots: list[Path], out: Path, seed: int) -> int:
             **size_cases(rng, source.read_bytes()),
         }.items():
             written += _write(folder / kind / f"{name}-{source.name}", content)
-        for source in sources if kind in ("claude", "codex") else []:  # each folder's smallest
+        for source in sources if kind != "document" else []:  # each folder's smallest
             for name, content in structure_cases(rng, source.read_bytes()).items():
                 written += _write(folder / kind / source.parent.name / f"{name}-{source.name}", content)
     file_system_cases(folder / "files", rng.choice(_sources(roots, 1)))

@@ -17,9 +17,11 @@ from test_importers import mini_doc, tau_doc
 from test_importers_sessions import openhands_events
 
 from tiered_agent._errors import ConfigurationError
+from tiered_agent._trace import scan_trace
 from tiered_agent.bench import _importers as importers
 from tiered_agent.bench._import_common import ShapeError
 from tiered_agent.bench._importers import _DOC_DETECTORS, _LINE_DETECTORS, load_runs
+from tiered_agent.inspect._load import load_trace
 
 HOME = Path(__file__).parent / "fixtures" / "home"
 CLAUDE = HOME / ".claude" / "projects" / "-home-user-demo" / "5f0c1d2e-0000-4000-8000-000000000001.jsonl"
@@ -45,6 +47,18 @@ def test_a_json_document_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     plain.write_text(json.dumps(mini_doc()))
     marked.write_bytes(codecs.BOM_UTF8 + plain.read_bytes())
     assert _steps(marked) == _steps(plain) and _steps(plain)[0] > 0
+
+
+def test_a_trace_with_a_byte_order_mark_reads_as_without_one(tmp_path: Path) -> None:
+    """Every trace reader: the mark made the ``run_start`` line unreadable, so ``trace show|html``
+    refused the file and the bench skipped it."""
+    source = Path(__file__).resolve().parents[1] / "traces" / "tau-bench" / "task2_trial1.jsonl"
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(codecs.BOM_UTF8 + source.read_bytes())
+    assert scan_trace(marked).events == scan_trace(source).events and scan_trace(marked).skipped == ()
+    loaded = load_trace(marked)
+    assert loaded.is_trace and loaded.warning is None and loaded.events == load_trace(source).events
+    assert _steps(marked) == _steps(source) and _steps(source)[0] > 0
 
 
 def test_symlinks_to_nothing_in_a_folder_are_skipped_with_their_reason(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ is ``{"v": 1, "type": "<event type>", ...fields}``.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import math
 import os
@@ -1000,7 +1001,8 @@ def _parse_line(line: bytes) -> Event:
 
 def trace_lines(path: Path) -> Iterator[tuple[int, bytes | None]]:
     """(line number, bytes) for every line of the file at ``path``; None for a line over
-    :data:`MAX_LINE_BYTES` (skipped unread, so memory stays bounded).
+    :data:`MAX_LINE_BYTES` (skipped unread, so memory stays bounded). A UTF-8 byte-order mark
+    before the first line (an editor on Windows saved the file) is not part of it.
 
     Refuses (one sentence, :class:`TraceFormatError`) what is not a regular file: a FIFO would
     block and ``/dev/zero`` never end.
@@ -1015,7 +1017,10 @@ def trace_lines(path: Path) -> Iterator[tuple[int, bytes | None]]:
         number = 0
         while line := _read_line(handle, path):
             number += 1
-            yield number, None if line is _OVERLONG else line
+            if line is _OVERLONG:
+                yield number, None
+            else:
+                yield number, line.removeprefix(codecs.BOM_UTF8) if number == 1 else line
 
 
 def overlong(number: int) -> SkippedLine:
