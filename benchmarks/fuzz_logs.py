@@ -305,9 +305,17 @@ STRUCTURE = {
 }
 
 
+def _object(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def structure_cases(rng: random.Random, data: bytes) -> dict[str, bytes]:
     """The conversation-structure faults of a JSON-lines log, by name (each on a fresh copy)."""
-    records = [json.loads(line) for line in data.splitlines() if line.strip()]
+    records = [r for r in map(_object, data.splitlines()) if r is not None]  # damaged lines left out
     cases = {}
     for name, change in STRUCTURE.items():
         mutated = copy.deepcopy(records)
