@@ -9,7 +9,9 @@ each (JSON lines: one record mutated per mutation; JSON documents: the document)
 ``--out``, then runs ``tiered-agent bench`` on them with every policy and checks what the team
 promises of hostile input: exit 0, no traceback, every skipped file named with its reason, no step
 error in any policy, and no run whose replay failed (the bench goes on without such a run and lists
-it under ``inputs.failed``: a bug to fix, not an input to skip).
+it under ``inputs.failed``: a bug to fix, not an input to skip). With ``--hostile`` (the default) it
+also writes whole-file faults under ``hostile/``: bytes, sizes, the structure of a conversation and the
+file system (see "hostile classes" below and docs/faults.md).
 
     python benchmarks/fuzz_logs.py ../shared/trajectories ../shared/sessions --seed 7 --out /tmp/fuzz7
 
@@ -149,10 +151,12 @@ def write_corpus(roots: list[Path], out: Path, seed: int, per_folder: int, varia
 # orjson's 1024, numbers past a double), the structure of a conversation (parent cycles, repeated
 # uuids, unknown, missing and repeated tool answers, Codex compactions and metadata out of place,
 # time and usage of any form) and the file system (symlink loops, unreadable files, folders named
-# like logs). Each class is written for one seeded source of each kind, under ``hostile/``.
+# like logs), and nesting orjson reads but nothing after it can follow. Each class is written for
+# one seeded source of each kind, under ``hostile/``.
 HUGE_STRING = 24 << 20
 WIDE_RECORDS = 100_000
-DEEP = 5000
+DEEP = 5000  # past orjson's 1,024 levels
+DEEP_READABLE = 1000  # under them, past Python's recursion limit and the 255 levels JSON writers take
 ODD_TIMES: list[Any] = [1e12, -5, 1.5e9, 0, "yesterday", "2025-13-45T99:00:00Z", "", "17000",
                         "2025-10-01 10:00", "2025-10-01T10:00+99:00", "9" * 400, [1], {"t": 1}]  # fmt: skip
 ODD_COUNTS: list[Any] = ["12", 12.5, "1e3", 1e300, True, "-4", "", [3], {"n": 1}]
@@ -192,6 +196,7 @@ def size_cases(rng: random.Random, data: bytes) -> dict[str, bytes]:
     at = rng.randrange(len(lines) + 1)
     wide = b"[" + b",".join([b'{"a":1}'] * WIDE_RECORDS) + b"]"
     deep = b"[" * DEEP + b"]" * DEEP
+    readable = b"[" * DEEP_READABLE + b"]" * DEEP_READABLE
     huge = _into_strings(rng, data, b"x" * HUGE_STRING, times=1)
     cases = {
         "huge-string": huge,
@@ -201,10 +206,12 @@ def size_cases(rng: random.Random, data: bytes) -> dict[str, bytes]:
     if len(lines) > 1:  # JSON lines
         cases["wide-line"] = b"\n".join([*lines[:at], wide, *lines[at:]]) + b"\n"
         cases["deep-line"] = b"\n".join([*lines[:at], deep, *lines[at:]]) + b"\n"
+        cases["deep-readable"] = _into_strings(rng, data, b'", "d": ' + readable + b', "s": "', times=1)
         cases["many-records"] = data + b'{"type":"x"}\n' * WIDE_RECORDS
     else:
         cases["wide-value"] = _into_strings(rng, data, b'", "w": ' + wide + b', "s": "', times=1)
         cases["deep-value"] = _into_strings(rng, data, b'", "d": ' + deep + b', "s": "', times=1)
+        cases["deep-readable"] = _into_strings(rng, data, b'", "d": ' + readable + b', "s": "', times=1)
     return cases
 
 

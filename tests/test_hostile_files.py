@@ -171,6 +171,36 @@ def test_mini_swe_agent_usage_is_read_as_every_other_count(tmp_path: Path) -> No
     assert [u.prompt_tokens if u else None for u in run.usage] == [0, None, 0]
 
 
+def _deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def test_a_line_nested_past_what_json_writers_take_is_a_damaged_line(tmp_path: Path) -> None:
+    """Nesting under orjson's 1,024 but past Python's recursion limit (``where`` showed the uuid:
+    ``RecursionError``) lost the whole session to the loader's net; the line alone is skipped now."""
+    lines = CLAUDE.read_text().splitlines()
+    number = max(n for n, line in enumerate(lines, 1) if '"uuid":"a8"' in line)
+    lines[number - 1] = lines[number - 1].replace('"uuid":"a8"', f'"uuid":{_deep(1000)}')
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    loaded = load_runs([path])
+    assert loaded.skipped == () and [d.lines for d in loaded.skipped_lines] == [(number,)]
+    assert [r.steps for r in loaded.runs] == [_steps(CLAUDE)[0] - 1, *_steps(CLAUDE)[1:]]
+
+
+@pytest.mark.parametrize("levels", [300, 1000])
+def test_a_document_nested_past_what_json_writers_take_is_skipped_with_that_reason(
+    tmp_path: Path, levels: int
+) -> None:
+    doc = mini_doc()
+    doc["messages"][1]["role"] = "@deep@"
+    path = tmp_path / "deep.traj.json"
+    path.write_text(json.dumps(doc).replace('"@deep@"', _deep(levels)))
+    assert [s.reason for s in load_runs([path]).skipped] == [
+        "not JSON (line 1 col 1: nested deeper than 255 levels)"
+    ]
+
+
 # ---------------------------------------------------------------- property: every entry point
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),

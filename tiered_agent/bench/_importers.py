@@ -298,7 +298,7 @@ def _load(path: Path) -> _Loaded:
     if not data.strip():
         raise _Unreadable(f"empty file ({_EXPECTED})")
     try:
-        doc = orjson.loads(data)
+        doc = _parse(data)
     except orjson.JSONDecodeError as exc:
         if _is_trace_event_doc(_first_line(data)):
             return _Loaded([_trace(path)])
@@ -375,9 +375,25 @@ def _trace(path: Path) -> RecordedRun:
 
 def _first_line(data: bytes) -> Any:
     try:
-        return orjson.loads(data.lstrip().split(b"\n", 1)[0])
+        return _parse(data.lstrip().split(b"\n", 1)[0])
     except orjson.JSONDecodeError:
         return None
+
+
+def _parse(data: bytes) -> Any:
+    """JSON text as :func:`orjson.loads` reads it, but a value nested deeper than JSON writers go
+    (255 levels, orjson's ``dumps``) is not JSON here either: the importers could not write it back
+    out, and Python cannot even show one of 1,000 levels (``repr``, ``str`` and ``==`` raise
+    ``RecursionError``). orjson reads up to 1,024 levels and refuses more the same way."""
+    value = orjson.loads(data)
+    if isinstance(value, dict | list):
+        try:
+            orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            raise orjson.JSONDecodeError(
+                "nested deeper than 255 levels", data.decode(errors="replace"), 0
+            ) from None
+    return value
 
 
 def _json_lines(data: bytes, whole: orjson.JSONDecodeError) -> tuple[list[dict[str, Any]], list[int], bool]:
@@ -391,7 +407,7 @@ def _json_lines(data: bytes, whole: orjson.JSONDecodeError) -> tuple[list[dict[s
     skipped: list[int] = []
     for number, line in lines:
         try:
-            record = orjson.loads(line)
+            record = _parse(line)
         except orjson.JSONDecodeError:
             record = None
         if isinstance(record, dict):
