@@ -201,6 +201,29 @@ def test_a_document_nested_past_what_json_writers_take_is_skipped_with_that_reas
     ]
 
 
+def test_a_trace_line_nested_past_what_json_writers_take_is_skipped_by_every_reader(tmp_path: Path) -> None:
+    """``scan_trace`` (and so ``trace show|stats|html``) raised ``RecursionError`` showing the bad field
+    of a message whose content was a list 1,000 deep."""
+    source = Path(__file__).resolve().parents[1] / "traces" / "tau-bench" / "task2_trial1.jsonl"
+    lines = source.read_text().splitlines()
+    message = json.loads(lines[2])
+    message["message"]["content"] = "@deep@"
+    lines[2] = json.dumps(message).replace('"@deep@"', _deep(1000))
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    scan = scan_trace(path)
+    assert [(k.line, k.reason.split(":")[0]) for k in scan.skipped] == [
+        (3, "not JSON (nested deeper than 255 levels")
+    ]
+    assert len(scan.events) == len(lines) - 1
+    loaded = load_trace(path)
+    assert (
+        loaded.warning is not None and "(line 3)" in loaded.warning and len(loaded.events) == len(lines) - 1
+    )
+    [skipped] = load_runs([path]).skipped
+    assert skipped.reason.startswith("line 3: not JSON (nested deeper than 255 levels")
+
+
 # ---------------------------------------------------------------- property: every entry point
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),

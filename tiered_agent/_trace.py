@@ -68,6 +68,7 @@ __all__ = [
     "longest_secret",
     "move_torn_tail",
     "overlong",
+    "parse_json",
     "read_trace",
     "redact",
     "register_secret",
@@ -983,9 +984,27 @@ class _BadLine(ValueError):
     """One line's problem (its reason)."""
 
 
+def parse_json(data: bytes) -> Any:
+    """JSON text as :func:`orjson.loads` reads it, except that a value nested deeper than JSON writers go
+    (255 levels, orjson's ``dumps``) is not JSON here either (:class:`orjson.JSONDecodeError`,
+    ``nested deeper than 255 levels``): nothing could write it back out, and Python cannot even show or
+    compare one of 1,000 levels (``repr``, ``str`` and ``==`` raise ``RecursionError``). orjson itself
+    refuses more than 1,024 levels the same way. Every reader of traces and recorded runs parses with it.
+    """
+    value = orjson.loads(data)
+    if isinstance(value, dict | list):
+        try:
+            orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            raise orjson.JSONDecodeError(
+                "nested deeper than 255 levels", data.decode(errors="replace"), 0
+            ) from None
+    return value
+
+
 def _parse_line(line: bytes) -> Event:
     try:
-        data = orjson.loads(line)
+        data = parse_json(line)
     except orjson.JSONDecodeError as exc:
         raise _BadLine(f"not JSON ({exc})") from None
     if not isinstance(data, dict):

@@ -42,6 +42,7 @@ import structlog
 
 from .._errors import ConfigurationError, TraceFormatError
 from .._files import describe_mode
+from .._trace import parse_json
 from . import (
     _import_claude,
     _import_codex,
@@ -298,7 +299,7 @@ def _load(path: Path) -> _Loaded:
     if not data.strip():
         raise _Unreadable(f"empty file ({_EXPECTED})")
     try:
-        doc = _parse(data)
+        doc = parse_json(data)
     except orjson.JSONDecodeError as exc:
         if _is_trace_event_doc(_first_line(data)):
             return _Loaded([_trace(path)])
@@ -375,25 +376,9 @@ def _trace(path: Path) -> RecordedRun:
 
 def _first_line(data: bytes) -> Any:
     try:
-        return _parse(data.lstrip().split(b"\n", 1)[0])
+        return parse_json(data.lstrip().split(b"\n", 1)[0])
     except orjson.JSONDecodeError:
         return None
-
-
-def _parse(data: bytes) -> Any:
-    """JSON text as :func:`orjson.loads` reads it, but a value nested deeper than JSON writers go
-    (255 levels, orjson's ``dumps``) is not JSON here either: the importers could not write it back
-    out, and Python cannot even show one of 1,000 levels (``repr``, ``str`` and ``==`` raise
-    ``RecursionError``). orjson reads up to 1,024 levels and refuses more the same way."""
-    value = orjson.loads(data)
-    if isinstance(value, dict | list):
-        try:
-            orjson.dumps(value)
-        except orjson.JSONEncodeError:
-            raise orjson.JSONDecodeError(
-                "nested deeper than 255 levels", data.decode(errors="replace"), 0
-            ) from None
-    return value
 
 
 def _json_lines(data: bytes, whole: orjson.JSONDecodeError) -> tuple[list[dict[str, Any]], list[int], bool]:
@@ -407,7 +392,7 @@ def _json_lines(data: bytes, whole: orjson.JSONDecodeError) -> tuple[list[dict[s
     skipped: list[int] = []
     for number, line in lines:
         try:
-            record = _parse(line)
+            record = parse_json(line)
         except orjson.JSONDecodeError:
             record = None
         if isinstance(record, dict):
