@@ -9,7 +9,9 @@ each (JSON lines: one record mutated per mutation; JSON documents: the document)
 ``--out``, then runs ``tiered-agent bench`` on them with every policy and checks what the team
 promises of hostile input: exit 0, no traceback, every skipped file named with its reason, no step
 error in any policy, and no run whose replay failed (the bench goes on without such a run and lists
-it under ``inputs.failed``: a bug to fix, not an input to skip).
+it under ``inputs.failed``: a bug to fix, not an input to skip). With ``--hostile`` (the default) it
+also writes whole-file faults under ``hostile/``: bytes, sizes, the structure of a conversation and the
+file system (see "hostile classes" below and docs/faults.md).
 
     python benchmarks/fuzz_logs.py ../shared/trajectories ../shared/sessions --seed 7 --out /tmp/fuzz7
 
@@ -143,6 +145,248 @@ def write_corpus(roots: list[Path], out: Path, seed: int, per_folder: int, varia
     return written
 
 
+# ---------------------------------------------------------------- hostile classes (--hostile)
+# Whole-file faults that no structure-preserving mutation makes: bytes (encodings, line ends, NUL,
+# torn, empty, binary), sizes (a string of tens of MB, a line of 100k records, nesting deeper than
+# orjson's 1024, numbers past a double), the structure of a conversation (parent cycles, repeated
+# uuids, unknown, missing and repeated tool answers, Codex compactions and metadata out of place,
+# time and usage of any form) and the file system (symlink loops, unreadable files, folders named
+# like logs), and nesting orjson reads but nothing after it can follow. Each class is written for
+# one seeded source of each kind, under ``hostile/``.
+HUGE_STRING = 24 << 20
+WIDE_RECORDS = 100_000
+DEEP = 5000  # past orjson's 1,024 levels
+DEEP_READABLE = 1000  # under them, past Python's recursion limit and the 255 levels JSON writers take
+ODD_TIMES: list[Any] = [1e12, -5, 1.5e9, 0, "yesterday", "2025-13-45T99:00:00Z", "", "17000",
+                        "2025-10-01 10:00", "2025-10-01T10:00+99:00", "9" * 400, [1], {"t": 1}]  # fmt: skip
+ODD_COUNTS: list[Any] = ["12", 12.5, "1e3", 1e300, True, "-4", "", [3], {"n": 1}]
+_STRING_START = re.compile(rb'":\s*"')
+_NUMBER_FIELD = re.compile(rb'("[a-z_]*tokens[a-z_]*"\s*:\s*)\d+')
+_TIME_FIELD = re.compile(rb'("timestamp"\s*:\s*)"[^"]*"')
+
+
+def _into_strings(rng: random.Random, data: bytes, insert: bytes, times: int = 5) -> bytes:
+    """``data`` with ``insert`` at the start of ``times`` string values (seeded)."""
+    starts = [m.end() for m in _STRING_START.finditer(data)]
+    for at in sorted(rng.sample(starts, min(times, len(starts))), reverse=True):
+        data = data[:at] + insert + data[at:]
+    return data
+
+
+def byte_cases(rng: random.Random, data: bytes) -> dict[str, bytes]:
+    """The byte-level faults of one file's bytes, by name."""
+    body = data.rstrip(b"\n")
+    last = len(body) - body.rfind(b"\n") - 1
+    return {
+        "invalid-utf8": _into_strings(rng, data, b"\xff\xc3\x28\xed\xa0\x80"),
+        "bom": b"\xef\xbb\xbf" + data,
+        "crlf": data.replace(b"\n", b"\r\n"),
+        "nul-raw": _into_strings(rng, data, b"\x00"),
+        "nul-escaped": _into_strings(rng, data, b"\\u0000"),
+        "truncated": body[: len(body) - rng.randrange(1, max(2, last))],
+        "empty": b"",
+        "whitespace": b" \n\t\r\n  \n",
+        "binary": rng.randbytes(8192),
+    }
+
+
+def size_cases(rng: random.Random, data: bytes) -> dict[str, bytes]:
+    """The size faults of one file's bytes, by name: JSON lines get an extra line, documents a value."""
+    lines = data.rstrip(b"\n").split(b"\n")
+    at = rng.randrange(len(lines) + 1)
+    wide = b"[" + b",".join([b'{"a":1}'] * WIDE_RECORDS) + b"]"
+    deep = b"[" * DEEP + b"]" * DEEP
+    readable = b"[" * DEEP_READABLE + b"]" * DEEP_READABLE
+    huge = _into_strings(rng, data, b"x" * HUGE_STRING, times=1)
+    cases = {
+        "huge-string": huge,
+        "inf-tokens": _NUMBER_FIELD.sub(rb"\g<1>1e400", data),
+        "inf-time": _TIME_FIELD.sub(rb"\g<1>1e400", data),
+    }
+    if len(lines) > 1:  # JSON lines
+        cases["wide-line"] = b"\n".join([*lines[:at], wide, *lines[at:]]) + b"\n"
+        cases["deep-line"] = b"\n".join([*lines[:at], deep, *lines[at:]]) + b"\n"
+        cases["deep-readable"] = _into_strings(rng, data, b'", "d": ' + readable + b', "s": "', times=1)
+        cases["many-records"] = data + b'{"type":"x"}\n' * WIDE_RECORDS
+    else:
+        cases["wide-value"] = _into_strings(rng, data, b'", "w": ' + wide + b', "s": "', times=1)
+        cases["deep-value"] = _into_strings(rng, data, b'", "d": ' + deep + b', "s": "', times=1)
+        cases["deep-readable"] = _into_strings(rng, data, b'", "d": ' + readable + b', "s": "', times=1)
+    return cases
+
+
+ANSWER_IDS = ("tool_use_id", "call_id", "tool_call_id")
+
+
+def _is_answer(record: dict[str, Any]) -> bool:
+    text = json.dumps(record)
+    return any(f'"{mark}"' in text for mark in ("tool_result", "function_call_output", "tool_call_id"))
+
+
+def _with_uuid(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if isinstance(r.get("uuid"), str)]
+
+
+def _link_cycle(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    entries = _with_uuid(records)
+    for a, b in [rng.sample(entries, 2)] if len(entries) > 1 else []:
+        a["parentUuid"], b["parentUuid"] = b["uuid"], a["uuid"]
+        a["isSidechain"] = b["isSidechain"] = True
+
+
+def _self_parent(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    for entry in rng.sample(_with_uuid(records), min(3, len(_with_uuid(records)))):
+        entry["parentUuid"] = entry["uuid"]
+        entry["isSidechain"] = rng.random() < 0.5
+
+
+def _repeat_uuid(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    entries = _with_uuid(records)
+    for a, b in [rng.sample(entries, 2)] if len(entries) > 1 else []:
+        b["uuid"] = a["uuid"]
+
+
+def _unknown_answers(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    for n, record in enumerate(r for r in records if _is_answer(r)):
+        for path in [p for p in _paths(record) if p and p[-1] in ANSWER_IDS]:
+            _get(record, path[:-1])[path[-1]] = f"call_unknown_{n}"
+
+
+def _unanswered(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    records[:] = [r for r in records if not (_is_answer(r) and rng.random() < 0.7)]
+
+
+def _answered_twice(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    for index in reversed([i for i, r in enumerate(records) if _is_answer(r)]):
+        copy_ = copy.deepcopy(records[index])
+        if isinstance(copy_.get("uuid"), str):
+            copy_["uuid"] += "-again"
+        records.insert(index + rng.randrange(1, 3), copy_)
+
+
+def _compacted(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    item = {"timestamp": "2025-10-29T10:00:00.000Z", "type": "compacted",
+            "payload": {"message": "summary of what came before", "replacement_history": []}}  # fmt: skip
+    records.insert(0, item)
+    for _ in range(3):
+        records.insert(rng.randrange(len(records) + 1), copy.deepcopy(item))
+
+
+def _meta_late(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    metas = [r for r in records if r.get("type") == "session_meta" or "instructions" in r]
+    records[:] = [r for r in records if r not in metas] + metas + copy.deepcopy(metas)
+
+
+def _times_backwards(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    times = [r["timestamp"] for r in records if "timestamp" in r]
+    for record, time in zip((r for r in records if "timestamp" in r), reversed(times), strict=True):
+        record["timestamp"] = time
+
+
+def _times_odd(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    for record in records:
+        for path in [p for p in _paths(record) if p and p[-1] in TIMES]:
+            _get(record, path[:-1])[path[-1]] = copy.deepcopy(rng.choice(ODD_TIMES))
+
+
+def _usage_odd(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    for record in records:
+        for path in [p for p in _paths(record) if p and isinstance(p[-1], str) and "tokens" in p[-1]]:
+            value = _get(record, path)
+            if isinstance(value, int) and not isinstance(value, bool):
+                _get(record, path[:-1])[path[-1]] = copy.deepcopy(rng.choice([*ODD_COUNTS, value + 0.5]))
+
+
+STRUCTURE = {
+    "parent-cycle": _link_cycle,
+    "self-parent": _self_parent,
+    "uuid-repeated": _repeat_uuid,
+    "unknown-call-ids": _unknown_answers,
+    "unanswered-calls": _unanswered,
+    "answered-twice": _answered_twice,
+    "compacted-first-and-repeated": _compacted,
+    "session-meta-late": _meta_late,
+    "times-backwards": _times_backwards,
+    "times-odd": _times_odd,
+    "usage-odd": _usage_odd,
+}
+
+
+def _object(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def structure_cases(rng: random.Random, data: bytes) -> dict[str, bytes]:
+    """The conversation-structure faults of a JSON-lines log, by name (each on a fresh copy)."""
+    records = [r for r in map(_object, data.splitlines()) if r is not None]  # damaged lines left out
+    cases = {}
+    for name, change in STRUCTURE.items():
+        mutated = copy.deepcopy(records)
+        change(rng, mutated)
+        cases[name] = "".join(json.dumps(r) + "\n" for r in mutated).encode("utf-8", "surrogatepass")
+    return cases
+
+
+def file_system_cases(folder: Path, source: Path) -> None:
+    """A symlink loop (files and a folder), an unreadable copy of ``source``, a folder named like a log."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "loop-a.jsonl").symlink_to("loop-b.jsonl")
+    (folder / "loop-b.jsonl").symlink_to("loop-a.jsonl")
+    (folder / "self.jsonl").symlink_to("self.jsonl")
+    (folder / "up").symlink_to("..", target_is_directory=True)
+    unreadable = folder / f"unreadable-{source.name}"
+    unreadable.write_bytes(source.read_bytes())
+    unreadable.chmod(0)  # root reads it anyway: the bench must then read it like any other
+    (folder / "dir.jsonl").mkdir()
+    (folder / "dir.traj").mkdir()
+    (folder / "dir.jsonl" / "inner.json").write_bytes(b"{}")
+
+
+def _kind(data: bytes) -> str:
+    head = data[:20000]
+    if b'"parentUuid"' in head:
+        return "claude"
+    if b'"session_meta"' in head or b'"record_type"' in head:
+        return "codex"
+    try:
+        json.loads(data)
+    except ValueError:
+        return "lines"
+    return "document"
+
+
+def _write(target: Path, content: bytes) -> int:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content)
+    return 1
+
+
+def write_hostile(roots: list[Path], out: Path, seed: int) -> int:
+    """One seeded source of each kind (Claude Code, Codex, other JSON lines, JSON documents) with every
+    hostile class, under ``out/hostile``; the number of files written."""
+    rng = random.Random(seed)
+    by_kind: dict[str, list[Path]] = {}
+    for source in _sources(roots, 1):
+        by_kind.setdefault(_kind(source.read_bytes()), []).append(source)
+    folder, written = out / "hostile", 0
+    for kind, sources in sorted(by_kind.items()):
+        source = rng.choice(sources)
+        for name, content in {
+            **byte_cases(rng, source.read_bytes()),
+            **size_cases(rng, source.read_bytes()),
+        }.items():
+            written += _write(folder / kind / f"{name}-{source.name}", content)
+        for source in sources if kind != "document" else []:  # each folder's smallest
+            for name, content in structure_cases(rng, source.read_bytes()).items():
+                written += _write(folder / kind / source.parent.name / f"{name}-{source.name}", content)
+    file_system_cases(folder / "files", rng.choice(_sources(roots, 1)))
+    return written
+
+
 def check(out: Path) -> list[str]:
     """Run the bench on the corpus; the promises it broke."""
     report = out.with_name(out.name + "-bench")
@@ -175,10 +419,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--per-folder", type=int, default=3, help="the smallest N files of each folder")
     parser.add_argument("--variants", type=int, default=6, help="mutated copies of each file")
+    parser.add_argument(
+        "--hostile", action=argparse.BooleanOptionalAction, default=True,
+        help="also the whole-file hostile classes (bytes, sizes, structure, file system) under hostile/",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.out.exists():
         parser.error(f"{args.out} exists: name a new folder (nothing is overwritten)")
     written = write_corpus(args.paths, args.out, args.seed, args.per_folder, args.variants)
+    written += write_hostile(args.paths, args.out, args.seed) if args.hostile else 0
     print(f"{written} mutated files in {args.out}")
     failures = check(args.out)
     for failure in failures:

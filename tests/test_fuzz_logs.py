@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
+import pytest
 from bench_scripts import load_script
+
+from tiered_agent.bench._importers import load_runs
 
 fuzz = load_script("fuzz_logs")
 
@@ -39,3 +43,32 @@ def test_a_mutation_changes_the_document() -> None:
     before = json.dumps(document, sort_keys=True)
     fuzz.mutate(rng, document, 5)
     assert json.dumps(document, sort_keys=True) != before
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CLASSES = {*fuzz.STRUCTURE, "invalid-utf8", "bom", "crlf", "nul-raw", "nul-escaped", "truncated", "empty",
+           "whitespace", "binary", "huge-string", "inf-tokens", "inf-time", "wide-line", "deep-line",
+           "deep-readable", "many-records"}  # fmt: skip
+
+
+def _corpus(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_the_hostile_classes_are_seeded_complete_and_read_or_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each class is written for the Claude Code and Codex fixtures (smaller sizes than a real run's),
+    the same seed writes the same bytes, and the importers read or skip every file with a reason."""
+    monkeypatch.setattr(fuzz, "HUGE_STRING", 5000)
+    monkeypatch.setattr(fuzz, "WIDE_RECORDS", 50)
+    written = fuzz.write_hostile([FIXTURES], tmp_path / "a", 3)
+    fuzz.write_hostile([FIXTURES], tmp_path / "b", 3)
+    first = _corpus(tmp_path / "a")
+    assert len(first) == written + 2 and first == _corpus(tmp_path / "b")  # + two file-system cases
+    for kind in ("claude", "codex"):
+        names = {Path(name).name for name in first if name.startswith(f"hostile/{kind}/")}
+        assert {n for n in CLASSES if any(name.startswith(f"{n}-") for name in names)} == CLASSES, kind
+    loaded = load_runs([tmp_path / "a"])
+    assert loaded.runs and not [s for s in loaded.skipped if "cannot convert (" in s.reason]
+    assert {Path(s.path).name for s in loaded.skipped} >= {"loop-a.jsonl", "self.jsonl"}

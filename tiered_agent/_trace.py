@@ -9,6 +9,7 @@ is ``{"v": 1, "type": "<event type>", ...fields}``.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import math
 import os
@@ -67,6 +68,7 @@ __all__ = [
     "longest_secret",
     "move_torn_tail",
     "overlong",
+    "parse_json",
     "read_trace",
     "redact",
     "register_secret",
@@ -982,9 +984,27 @@ class _BadLine(ValueError):
     """One line's problem (its reason)."""
 
 
+def parse_json(data: bytes) -> Any:
+    """JSON text as :func:`orjson.loads` reads it, except that a value nested deeper than JSON writers go
+    (255 levels, orjson's ``dumps``) is not JSON here either (:class:`orjson.JSONDecodeError`,
+    ``nested deeper than 255 levels``): nothing could write it back out, and Python cannot even show or
+    compare one of 1,000 levels (``repr``, ``str`` and ``==`` raise ``RecursionError``). orjson itself
+    refuses more than 1,024 levels the same way. Every reader of traces and recorded runs parses with it.
+    """
+    value = orjson.loads(data)
+    if isinstance(value, dict | list):
+        try:
+            orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            raise orjson.JSONDecodeError(
+                "nested deeper than 255 levels", data.decode(errors="replace"), 0
+            ) from None
+    return value
+
+
 def _parse_line(line: bytes) -> Event:
     try:
-        data = orjson.loads(line)
+        data = parse_json(line)
     except orjson.JSONDecodeError as exc:
         raise _BadLine(f"not JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -1000,7 +1020,8 @@ def _parse_line(line: bytes) -> Event:
 
 def trace_lines(path: Path) -> Iterator[tuple[int, bytes | None]]:
     """(line number, bytes) for every line of the file at ``path``; None for a line over
-    :data:`MAX_LINE_BYTES` (skipped unread, so memory stays bounded).
+    :data:`MAX_LINE_BYTES` (skipped unread, so memory stays bounded). A UTF-8 byte-order mark
+    before the first line (an editor on Windows saved the file) is not part of it.
 
     Refuses (one sentence, :class:`TraceFormatError`) what is not a regular file: a FIFO would
     block and ``/dev/zero`` never end.
@@ -1015,7 +1036,10 @@ def trace_lines(path: Path) -> Iterator[tuple[int, bytes | None]]:
         number = 0
         while line := _read_line(handle, path):
             number += 1
-            yield number, None if line is _OVERLONG else line
+            if line is _OVERLONG:
+                yield number, None
+            else:
+                yield number, line.removeprefix(codecs.BOM_UTF8) if number == 1 else line
 
 
 def overlong(number: int) -> SkippedLine:

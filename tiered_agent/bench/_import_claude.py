@@ -25,7 +25,7 @@ One JSON entry per line, by ``type``:
   counts them). ``microcompact_boundary`` entries (older tool results cleared in place) are
   counted in ``metadata["microcompactions"]`` but not followed.
 
-Entries are read in file order; an entry repeated with the same ``uuid`` is read once.
+Entries are read in file order; an entry repeated (the same ``uuid`` and ``message``) is read once.
 Assistant entries of model ``<synthetic>`` (notices Claude Code writes itself, such as API
 errors) are no model call and are dropped (``metadata["synthetic_messages"]``).
 
@@ -118,17 +118,22 @@ def convert(records: list[Any], path: Path, damaged: tuple[int, ...] = ()) -> li
 
 
 def _entries(records: list[Any]) -> list[dict[str, Any]]:
-    """The user and assistant entries and the compaction boundaries, each uuid once, in file order."""
-    seen: set[str] = set()
+    """The user and assistant entries and the compaction boundaries, in file order, each repeat read once.
+
+    A repeat is an entry whose ``uuid`` and ``message`` an earlier entry had (Claude Code copies
+    entries when a session is resumed). Another entry that reuses a ``uuid`` (a hand-edited or
+    damaged log) is read: dropping it would lose what it says without a word.
+    """
+    seen: dict[str, list[Any]] = {}  # uuid -> the messages read under it
     out = []
     for record in records:
         if not (_is_message(record) or _is_boundary(record)):
             continue
-        uuid = record.get("uuid")
+        uuid, message = record.get("uuid"), record.get("message")
         if isinstance(uuid, str):
-            if uuid in seen:
+            if any(message == earlier for earlier in seen.get(uuid, ())):
                 continue
-            seen.add(uuid)
+            seen.setdefault(uuid, []).append(message)
         out.append(record)
     return out
 

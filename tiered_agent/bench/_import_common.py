@@ -7,7 +7,6 @@ shape; :func:`tiered_agent.bench._importers.load_runs` turns it into a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,7 +14,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from .._messages import Message, ToolCall, Usage
+from .._messages import Message, ToolCall, Usage, token_count
 from ._recorded import RecordedRun
 
 __all__ = [
@@ -121,15 +120,10 @@ def kind_of(record: Any, key: str = "type") -> str | None:
 
 
 def count(value: Any) -> int:
-    """A token count as recorded: a non-negative whole number; anything else (missing, negative,
-    fractional, text, huge floats) counts as 0."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return max(int(value), 0)
-    return 0
+    """A token count as recorded, read as the runtime reads a provider's (:func:`token_count`): a whole
+    number from 0 to 10^15; anything else (missing, negative, fractional, text, huge) counts as 0.
+    A count past 2^63 (``1e300`` is a whole float) could not even be written to the bench's JSON."""
+    return token_count(value)
 
 
 def parse_time(value: Any) -> float | None:

@@ -24,6 +24,7 @@ from .._messages import Message, Usage
 from ._import_common import (
     ShapeError,
     build_run,
+    count,
     generic_tool_schema,
     get_list,
     get_str,
@@ -141,16 +142,13 @@ def _usage(item: dict[str, Any], where: str) -> Usage | None:
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else 0
     cost = usage.get("cost")
-    try:
-        return Usage(
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            cached_tokens=int(cached or 0),
-            requests=1,
-            cost=float(cost) if isinstance(cost, int | float) else None,
-        )
-    except (TypeError, ValueError) as exc:
-        raise ShapeError(f"{where}.extra.response.usage: {exc}") from exc
+    return Usage(
+        prompt_tokens=count(usage.get("prompt_tokens")),
+        completion_tokens=count(usage.get("completion_tokens")),
+        cached_tokens=count(cached),
+        requests=1,
+        cost=float(cost) if isinstance(cost, int | float) else None,
+    )
 
 
 def _model(info: dict[str, Any], raw: list[Any]) -> str | None:

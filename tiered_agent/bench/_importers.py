@@ -29,7 +29,9 @@ counted the same way; ``strict=True`` fails on any other skipped line.
 
 from __future__ import annotations
 
+import codecs
 import functools
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,7 @@ import structlog
 
 from .._errors import ConfigurationError, TraceFormatError
 from .._files import describe_mode
+from .._trace import parse_json
 from . import (
     _import_claude,
     _import_codex,
@@ -235,7 +238,7 @@ def _unique_files(paths: Sequence[Path | str]) -> list[Path]:
     out = []
     for path in map(Path, paths):
         for file in _files(path):
-            key = file.resolve()
+            key = Path(os.path.realpath(file))  # Path.resolve raises on a symlink loop
             if key not in seen:
                 seen.add(key)
                 out.append(file)
@@ -290,13 +293,13 @@ def _load(path: Path) -> _Loaded:
     if path.is_dir():  # an OpenHands conversation's events/ folder
         return _Loaded(_converted(_import_openhands.FORMAT, _import_openhands.convert_folder, path, path))
     try:
-        data = path.read_bytes()
+        data = path.read_bytes().removeprefix(codecs.BOM_UTF8)  # editors on Windows write one
     except OSError as exc:
         raise _Unreadable(f"cannot read ({exc.strerror or exc})") from None
     if not data.strip():
         raise _Unreadable(f"empty file ({_EXPECTED})")
     try:
-        doc = orjson.loads(data)
+        doc = parse_json(data)
     except orjson.JSONDecodeError as exc:
         if _is_trace_event_doc(_first_line(data)):
             return _Loaded([_trace(path)])
@@ -373,7 +376,7 @@ def _trace(path: Path) -> RecordedRun:
 
 def _first_line(data: bytes) -> Any:
     try:
-        return orjson.loads(data.lstrip().split(b"\n", 1)[0])
+        return parse_json(data.lstrip().split(b"\n", 1)[0])
     except orjson.JSONDecodeError:
         return None
 
@@ -389,7 +392,7 @@ def _json_lines(data: bytes, whole: orjson.JSONDecodeError) -> tuple[list[dict[s
     skipped: list[int] = []
     for number, line in lines:
         try:
-            record = orjson.loads(line)
+            record = parse_json(line)
         except orjson.JSONDecodeError:
             record = None
         if isinstance(record, dict):
@@ -408,7 +411,7 @@ def _files(path: Path) -> list[Path]:
         files = [
             p
             for p in sorted(path.rglob("*"))
-            if p.is_file()
+            if (p.is_file() or _dangling(p))
             and p.suffix in TRAJECTORY_SUFFIXES
             and not _skipped(p)
             and not any(part.startswith(".") for part in p.relative_to(path).parts)
@@ -420,10 +423,18 @@ def _files(path: Path) -> list[Path]:
             log.debug("importers.not_a_run", path=str(path))
             return []
         return [path]
+    if _dangling(path):
+        raise ConfigurationError(f"{path}: a symbolic link to nothing readable (a loop or a missing target)")
     if path.exists():  # a FIFO or a device: refused before anything opens it (it could block or never end)
         kind = describe_mode(path.stat().st_mode)
         raise ConfigurationError(f"{path}: {kind}, not a file or folder of recorded runs or traces")
     raise ConfigurationError(f"{path}: no such file or folder (expected recorded runs or traces)")
+
+
+def _dangling(path: Path) -> bool:
+    """A symbolic link that leads nowhere (a loop, or a target that is gone): listed, so that reading it
+    skips it with its reason (``Too many levels of symbolic links``) instead of losing it silently."""
+    return path.is_symlink() and not path.exists()
 
 
 def _skipped(path: Path) -> bool:

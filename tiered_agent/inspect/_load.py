@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from .._messages import Usage
-from .._trace import SCHEMA_VERSION, SkippedLine, check_event_fields, overlong, trace_lines
+from .._trace import SCHEMA_VERSION, SkippedLine, check_event_fields, overlong, parse_json, trace_lines
 
 __all__ = ["LoadedTrace", "RawEvent", "find_traces", "load_trace"]
 
@@ -95,7 +95,7 @@ def load_trace(path: Path) -> LoadedTrace:
 
 def _object(line: bytes) -> dict[str, Any] | None:
     try:
-        data = orjson.loads(line)
+        data = parse_json(line)
     except orjson.JSONDecodeError:
         return None
     return data if isinstance(data, dict) else None
