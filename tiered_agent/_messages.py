@@ -23,6 +23,7 @@ __all__ = [
     "Usage",
     "as_iteration",
     "group_by_iteration",
+    "shared_prefix",
     "to_openai",
     "token_count",
 ]
@@ -286,3 +287,14 @@ def group_by_iteration(messages: Sequence[Message]) -> dict[int, list[Message]]:
     for message in messages:
         groups.setdefault(message.iteration, []).append(message)
     return groups
+
+
+def shared_prefix(old: Sequence[object], new: Sequence[object]) -> int:
+    """How many leading items ``new`` has equal to ``old``'s (0 to the shorter length): the messages
+    two histories or prompts share, in either form (:class:`Message` or its OpenAI dict)."""
+    count = 0
+    for before, now in zip(old, new, strict=False):
+        if before != now:
+            break
+        count += 1
+    return count

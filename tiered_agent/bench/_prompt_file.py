@@ -17,21 +17,13 @@ from typing import Any
 import orjson
 import structlog
 
-__all__ = ["delta_line", "prompts_from_lines", "read_prompts", "shared_prefix"]
+from .._messages import shared_prefix
+
+__all__ = ["delta_line", "prompts_from_lines", "read_prompts"]
 
 log = structlog.get_logger(__name__)
 
 SHARED = "shared"
-
-
-def shared_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
-    """How many leading items ``current`` has equal to ``previous``'s (0 to the shorter length)."""
-    count = 0
-    for before, now in zip(previous, current, strict=False):
-        if before != now:
-            break
-        count += 1
-    return count
 
 
 def delta_line(line: dict[str, Any], previous: Sequence[Any] | None) -> dict[str, Any]:

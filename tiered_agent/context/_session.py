@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 import orjson
 import structlog
 
-from .._messages import Message, ToolCall
+from .._messages import Message, ToolCall, shared_prefix
 from .._tokens import TokenCounter
 from .._tools import ToolOutcome, ToolSet
 from .._trace import ContextRecord, Event, RetrievalEvent, redact
@@ -261,7 +261,7 @@ class ContextSession:
         """Read ``messages`` into the append-only history; observe the tool results not run here."""
         converted = _convert(messages)
         history = self._history
-        shared = _shared_prefix(history, converted)
+        shared = shared_prefix(history, converted)
         if shared == len(history):
             history.extend(converted[shared:])
         else:  # the framework rewrote its history: take it whole, and start over
@@ -362,15 +362,6 @@ def _convert(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
         except ValueError as exc:
             raise ValueError(f"message {index}: {exc}") from None
     return out
-
-
-def _shared_prefix(old: Sequence[Message], new: Sequence[Message]) -> int:
-    shared = 0
-    for before, after in zip(old, new, strict=False):
-        if before != after:
-            break
-        shared += 1
-    return shared
 
 
 def _call_positions(history: Sequence[Message]) -> dict[tuple[str, str], int]:
