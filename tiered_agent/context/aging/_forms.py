@@ -405,12 +405,14 @@ def _age_iteration(
 
 
 def _show(names: Iterable[str], seen: set[str], shown: set[str] | None) -> None:
-    """``names`` are shown from here on: in ``seen``, and in ``shown`` when outputs are judged by it."""
+    """``names`` are shown from here on: in ``seen``, and in ``shown`` when outputs are judged by it
+    (``seen`` stays a superset of ``shown``)."""
     if shown is None:
         seen.update(names)
-    else:
-        shown.update(names)
-        seen |= shown
+        return
+    found = names if isinstance(names, set) else set(names)  # read twice: not a one-pass iterator
+    shown.update(found)
+    seen.update(found)
 
 
 def _superseded_by(
