@@ -86,8 +86,14 @@ CANDIDATES: dict[str, Policy] = {
         f"shown-by-outputs-patience-{p}": _with_age(
             f"shown-by-outputs-patience-{p}", shown_by="outputs", patience=p
         )
-        for p in (0.5, 0.6, 0.75)
+        for p in (0.5, 0.6, 0.75, 0.9)
     },
+    "shown-by-outputs-novel-per-10": _with_age(
+        "shown-by-outputs-novel-per-10", shown_by="outputs", novel_per_lines=10
+    ),
+    "shown-by-outputs-max-lines-40": _with_age(
+        "shown-by-outputs-max-lines-40", shown_by="outputs", max_lines=40
+    ),
     # the default before issue 18 round 6: a fixed handful of novel lines, an 8,000-char files note
     "round-5": _with_age("round-5", novel_per_lines=0, written_chars=8000),
     # the default before condensed lines kept novel lines: condensing from 10 iterations, 5 at a time
