@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,7 +18,7 @@ from test_importers import mini_doc, tau_doc
 from test_importers_sessions import openhands_events
 
 from tiered_agent._errors import ConfigurationError
-from tiered_agent._trace import scan_trace
+from tiered_agent._trace import parse_json, scan_trace
 from tiered_agent.bench import _importers as importers
 from tiered_agent.bench._import_common import ShapeError
 from tiered_agent.bench._importers import _DOC_DETECTORS, _LINE_DETECTORS, load_runs
@@ -318,3 +319,36 @@ def test_the_loader_net_is_named_in_the_reason(tmp_path: Path, monkeypatch: pyte
     assert "cannot convert (TypeError: unforeseen)" in skipped.reason
     with pytest.raises(AssertionError):
         _imports_or_skips(path)
+
+
+@pytest.mark.parametrize(
+    ("damage", "kept"),
+    [
+        (b"\\ud83d", "\\ud83d"),  # an escaped half of an emoji (a JavaScript string cut mid-pair)
+        (b"\xff\xfe", "\ufffd\ufffd"),  # bytes that are not UTF-8
+    ],
+    ids=["lone-surrogate", "not-utf8"],
+)
+def test_a_line_orjson_refuses_only_for_its_characters_is_read_mended(
+    tmp_path: Path, damage: bytes, kept: str
+) -> None:
+    """Such a line was skipped (the step it held lost); it is read, the damage shown as the trace
+    writer shows it (an escape) or as U+FFFD."""
+    data = CLAUDE.read_bytes()
+    marker = b'"uuid":"a8"'
+    index = data.rindex(marker)
+    start = data.rindex(b'"text":"', 0, index) + len(b'"text":"')
+    path = tmp_path / "mended.jsonl"
+    path.write_bytes(data[:start] + damage + data[start:])
+    loaded = load_runs([path])
+    assert loaded.skipped == () and loaded.skipped_lines == ()
+    assert _steps(path) == _steps(CLAUDE)
+    texts = [m.text for run in loaded.runs for m in run.messages]
+    assert any(t.startswith(kept) for t in texts)
+
+
+def test_what_no_mending_reads_is_still_a_damaged_line() -> None:
+    for bad in (b'{"a": NaN}', b'{"a": "\\ud83d', b'{"a": "\\x"}', b'{"a": "\xff"', b"[" * 2000 + b"\\ud83d"):
+        with pytest.raises(orjson.JSONDecodeError):
+            parse_json(bad)
+    assert parse_json(b'{"a": "\\ud83d\\ude00"}') == {"a": "\U0001f600"}  # a whole pair is one character

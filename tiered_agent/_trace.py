@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import json
 import math
 import os
 import re
@@ -985,13 +986,23 @@ class _BadLine(ValueError):
 
 
 def parse_json(data: bytes) -> Any:
-    """JSON text as :func:`orjson.loads` reads it, except that a value nested deeper than JSON writers go
-    (255 levels, orjson's ``dumps``) is not JSON here either (:class:`orjson.JSONDecodeError`,
-    ``nested deeper than 255 levels``): nothing could write it back out, and Python cannot even show or
-    compare one of 1,000 levels (``repr``, ``str`` and ``==`` raise ``RecursionError``). orjson itself
-    refuses more than 1,024 levels the same way. Every reader of traces and recorded runs parses with it.
+    """JSON text as :func:`orjson.loads` reads it, with two differences.
+
+    - Text orjson refuses only for its characters is read with them mended (:func:`_mended`):
+      bytes that are not UTF-8 become U+FFFD, and an escaped half of a UTF-16 pair (``"\\ud83d"``:
+      a JavaScript string cut in the middle of an emoji) is kept as its escape, as the trace
+      writer writes one. A line of a session log is data the replay needs, not noise to skip.
+    - A value nested deeper than JSON writers go (255 levels, orjson's ``dumps``) is not JSON here
+      (:class:`orjson.JSONDecodeError`, ``nested deeper than 255 levels``): nothing could write it
+      back out, and Python cannot even show or compare one of 1,000 levels (``repr``, ``str`` and
+      ``==`` raise ``RecursionError``). orjson itself refuses more than 1,024 levels the same way.
+
+    Every reader of traces and recorded runs parses with it.
     """
-    value = orjson.loads(data)
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        value = _mended(data, exc)
     if isinstance(value, dict | list):
         try:
             orjson.dumps(value)
@@ -1000,6 +1011,25 @@ def parse_json(data: bytes) -> Any:
                 "nested deeper than 255 levels", data.decode(errors="replace"), 0
             ) from None
     return value
+
+
+def _mended(data: bytes, error: orjson.JSONDecodeError) -> Any:
+    """``data`` read by the standard library's parser, which takes lone surrogate escapes, after
+    its bytes that are not UTF-8 became U+FFFD; lone surrogates are kept as their escapes. Raises
+    ``error`` (orjson's) when that does not read it either, or reads what orjson never would (NaN,
+    Infinity), or recurses too deep."""
+    text = data.decode("utf-8", errors="replace")
+    if text == data.decode("utf-8", errors="ignore") and "\\u" not in text:
+        raise error  # valid UTF-8 without escapes: nothing to mend
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        raise error from None
+    return _without_surrogates(value)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _parse_line(line: bytes) -> Event:
