@@ -22,12 +22,14 @@ from tiered_agent.context.aging._step import iteration_groups
 from tiered_agent.context.aging._written import (
     FileWrite,
     WrittenFiles,
+    _fold,
     call_writes,
     patch_writes,
     program_writes,
     python_written_paths,
     script_writes,
     shell_writes,
+    write_failed,
     written_files,
     written_note,
 )
@@ -598,7 +600,17 @@ _WRITES = [
     call("Write", {"file_path": "c.py", "content": "print(1)\n"}),
     call("bash", {"command": "python gen.py > c.py"}),
     call("bash", {"command": "ls"}),
+    call("Edit", {"file_path": "a.py", "old_string": "y = 2", "new_string": "y = 5"}),
+    call("apply_patch", "*** Begin Patch\n*** Add File: d.py\n+d = 1\n*** End Patch"),
 ]
+_OUTPUTS = {  # the last two calls failed: they wrote nothing
+    len(_WRITES) - 2: "<tool_use_error>String to replace not found in file.</tool_use_error>",
+    len(_WRITES) - 1: "failed in sandbox MacosSeatbelt with execution error: sandbox denied exec error",
+}
+
+
+def _acts(picks: list[tuple[int, int]]) -> list[tuple[int, ToolCall, str | None]]:
+    return [(k, _WRITES[w], _OUTPUTS.get(w)) for k, w in picks]
 
 
 @given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, len(_WRITES) - 1)), max_size=12), st.data())
@@ -607,26 +619,27 @@ def test_the_runs_files_read_incrementally_equal_the_fold_from_nothing(
 ) -> None:
     """``WrittenFiles.of`` over call lists that grow, shrink, branch off and come back (as the aging
     state and the step ask) equals ``written_files`` of each list read from nothing."""
-    calls = [(k + 1, _WRITES[w]) for k, w in sorted(picks)]
+    calls = [(k + 1, w) for k, w in sorted(picks)]
     files_of = WrittenFiles(kept=2)
     for _ in range(6):
         cut = data.draw(st.integers(0, len(calls)))
         asked = calls[:cut]
         if data.draw(st.booleans()) and asked:  # another history: a different call at the end
-            asked = [*asked[:-1], (asked[-1][0], _WRITES[data.draw(st.integers(0, len(_WRITES) - 1))])]
-        assert files_of.of(iter(asked)) == written_files(asked)
+            asked = [*asked[:-1], (asked[-1][0], data.draw(st.integers(0, len(_WRITES) - 1)))]
+        acts = _acts(asked)
+        assert files_of.of(iter(acts)) == _fold(acts)
 
 
 def test_the_runs_files_continue_from_the_calls_read_before() -> None:
     """A longer list of the same calls reads only its new calls: the files of the shorter list are
     not read again (a changed earlier call would not be noticed, by design: the same objects)."""
-    first = [(1, _WRITES[0])]
+    first = _acts([(1, 0)])
     files_of = WrittenFiles()
     assert files_of.of(first)["a.py"].text == "x = 1\n"
-    grown = [*first, (2, _WRITES[1])]
+    grown = [*first, *_acts([(2, 1)])]
     assert files_of.of(grown)["a.py"].text == "x = 1\ny = 2\n"
     assert files_of.of(first)["a.py"].text == "x = 1\n"  # a kept result is never changed
-    assert files_of.of([(1, _WRITES[6])]) == written_files([(1, _WRITES[6])])  # another call: from nothing
+    assert files_of.of(_acts([(1, 6)])) == written_files([(1, _WRITES[6])])  # another call: from nothing
 
 
 # ----------------------------------------------------------------------------- read once per run
@@ -687,3 +700,61 @@ def test_the_aging_state_keeps_each_iterations_tuple_until_it_gains_a_message() 
     extra = Message("user", "one more", iteration=7)
     state.update([*(m for m in history if m.iteration <= 7), extra], 7)
     assert state._tuples[7][-1] is extra and state._tuples[6] is before[6]
+
+
+# ----------------------------------------------------------------------------- writes that failed
+_PATCH = "*** Begin Patch\n*** Update File: r.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
+_CODEX_FAILED = '{"output":"error: Failed to find expected lines [\\"x = 1\\"]","metadata":{"exit_code":1}}'
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "output"),
+    [
+        ("shell", {"command": ["apply_patch", _PATCH]}, _CODEX_FAILED),
+        (
+            "shell",
+            {"command": ["apply_patch", _PATCH]},
+            "failed in sandbox MacosSeatbelt with execution error",
+        ),
+        ("apply_patch", {"input": _PATCH}, "error: invalid hunk at line 4"),
+        (
+            "Edit",
+            {"file_path": "r.py", "old_string": "x = 1", "new_string": "x = 2"},
+            "<tool_use_error>No</tool_use_error>",
+        ),
+        (
+            "str_replace_editor",
+            {"command": "str_replace", "path": "r.py", "old_str": "x = 1", "new_str": "x = 2"},
+            "No replacement was performed, old_str `x = 1` did not appear verbatim in r.py.",
+        ),
+    ],
+)
+def test_a_write_whose_output_says_it_failed_changes_nothing(
+    name: str, arguments: dict[str, object], output: str
+) -> None:
+    """A patch the harness never ran or the tool refused is not shown as the file's text: the note
+    would tell the model its change is in the file."""
+    write = (1, call("bash", {"command": "cat > r.py <<'EOF'\nx = 1\nEOF"}, "c0"))
+    failed = call(name, arguments)
+    assert write_failed(failed, output)
+    files = written_files([write, (2, failed)], {failed.id: output})
+    assert (files["r.py"].text, files["r.py"].hunks, files["r.py"].last) == ("x = 1\n", (), 1)
+    assert written_files([write, (2, failed)])["r.py"].text == "x = 2\n"  # without its output: applied
+
+
+@pytest.mark.parametrize(
+    ("command", "output"),
+    [
+        ("cat > r.py <<'EOF'\nx = 2\nEOF\npython r.py", '{"output":"Traceback","metadata":{"exit_code":1}}'),
+        (
+            "cat > r.py <<'EOF'\nx = 2\nEOF\npython r.py",
+            "<returncode>1</returncode>\n<output>\nerror: no\n</output>",
+        ),
+        ("cat > r.py <<'EOF'\nx = 2\nEOF", '{"output":"","metadata":{"exit_code":0}}'),
+    ],
+)
+def test_a_shell_commands_exit_code_says_nothing_of_its_write(command: str, output: str) -> None:
+    """A shell command that writes a file and then fails (its last program's exit code) did write it."""
+    run = call("bash", {"command": command})
+    assert not write_failed(run, output)
+    assert written_files([(1, run)], {run.id: output})["r.py"].text == "x = 2\n"

@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import orjson
+
 from ..._messages import Message, ToolCall
 from ..._tokens import TokenCounter
 from .._calls import (
@@ -65,6 +67,7 @@ __all__ = [
     "WrittenFiles",
     "call_writes",
     "note_tokens",
+    "write_failed",
     "written_files",
     "written_note",
 ]
@@ -296,6 +299,40 @@ def _insert(text: str, added: str, line: int | None) -> str | None:
 _CHANGES = frozenset({"written", "edited", "deleted"})
 
 
+_FAILED_PREFIXES = ("failed in sandbox", "<tool_use_error>")  # the call did not run / the tool refused
+_REFUSALS = ("error:", "Error:", "No replacement was performed", "ERROR:")  # a patch or edit tool's own
+
+
+def write_failed(call: ToolCall, output: str) -> bool:
+    """Whether ``output`` says ``call`` wrote nothing: the harness never ran it (Codex's ``failed in
+    sandbox``), the tool refused it (Claude Code's ``<tool_use_error>``), or a call that only
+    patches or edits (a patch or edit tool, Codex's ``["apply_patch", PATCH]``) reports an error
+    or a non-zero exit code. A shell command's exit code says nothing of a write earlier in it."""
+    text = output.lstrip()
+    if text.startswith(_FAILED_PREFIXES):
+        return True
+    code: object = None
+    if text.startswith('{"output"'):  # Codex's {"output": ..., "metadata": {"exit_code": ...}}
+        text, code = _codex_output(text)
+    if code in (0, None) and not text.startswith(_REFUSALS):
+        return False
+    return call.name not in SHELL_TOOLS or argv_patch(call_arguments(call.arguments)) is not None
+
+
+def _codex_output(text: str) -> tuple[str, object]:
+    """The output and exit code of a Codex tool result (("", None) when it does not read)."""
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return "", None
+    if not isinstance(data, dict):
+        return "", None
+    meta, output = data.get("metadata"), data.get("output")
+    return (output if isinstance(output, str) else ""), (
+        meta.get("exit_code") if isinstance(meta, dict) else None
+    )
+
+
 def _changed_unread(call: ToolCall, files: Mapping[str, WrittenFile], read: set[str]) -> list[str]:
     """The known files ``call`` changes in a way :func:`call_writes` cannot read (``sed -i``, a
     redirection of a program's output, ``cp``/``mv``/``rm``, as the working memory reads a call; a
@@ -449,36 +486,58 @@ def _bound_paths(source: str) -> dict[str, str]:
     return bound
 
 
-def written_files(calls: Iterable[tuple[int, ToolCall]]) -> dict[str, WrittenFile]:
-    """Each file the calls (``(iteration, call)``, oldest first) wrote, as they left it; a deleted
-    file is dropped. A file a later call changed in a way this module cannot read (``sed -i f``,
-    ``python gen.py > f``) keeps the text the agent's writes left, with that call's iteration in
-    ``changed`` (until its next whole write), so the note never passes it off as current."""
+Act = tuple[int, ToolCall, str | None]
+"""A call of the history: its iteration, the call, its tool result's text (None: unanswered)."""
+
+
+def written_files(
+    calls: Iterable[tuple[int, ToolCall]], outputs: Mapping[str, str] | None = None
+) -> dict[str, WrittenFile]:
+    """Each file the calls (``(iteration, call)``, oldest first; ``outputs``: their tool results'
+    texts by call id) wrote, as they left it; a deleted file is dropped. A file a later call
+    changed in a way this module cannot read (``sed -i f``, ``python gen.py > f``) keeps the text
+    the agent's writes left, with that call's iteration in ``changed`` (until its next whole
+    write), so the note never passes it off as current. A call whose output says it wrote nothing
+    (:func:`write_failed`) is passed over."""
+    outputs = outputs or {}
+    return _fold((k, call, outputs.get(call.id)) for k, call in calls)
+
+
+def _fold(calls: Iterable[Act]) -> dict[str, WrittenFile]:
+    """:func:`written_files` of calls with their outputs."""
     files: dict[str, WrittenFile] = {}
     _advance(files, calls)
     return files
 
 
-def _advance(files: dict[str, WrittenFile], calls: Iterable[tuple[int, ToolCall]]) -> None:
+def _advance(files: dict[str, WrittenFile], calls: Iterable[Act]) -> None:
     """Apply ``calls`` (oldest first) to ``files``, the state the calls before them left
-    (:func:`written_files` is this fold from nothing)."""
-    for iteration, call in calls:
+    (:func:`written_files` is this fold from nothing); a call whose output says it wrote nothing
+    (:func:`write_failed`) changes nothing."""
+    for iteration, call, output in calls:
+        if output is not None and write_failed(call, output):
+            continue
         writes = call_writes(call)
         for path in _changed_unread(call, files, {w.path for w in writes}) if files else ():
             files[path] = replace(files[path], changed=iteration)
         for write in writes:
-            if write.deleted:
-                files.pop(write.path, None)
-                continue
-            known = files.get(write.path)
-            text = _apply(known.text if known is not None else None, write)
-            if write.whole or known is None:
-                hunks: tuple[str, ...] = () if write.whole else (write.text,)
-                whole_at, changed, first = (iteration if write.whole else 0), 0, iteration
-            else:
-                hunks, whole_at, changed = (*known.hunks, write.text), known.whole_at, known.changed
-                first = known.first
-            files[write.path] = WrittenFile(write.path, text, hunks, iteration, whole_at, changed, first)
+            _write(files, iteration, write)
+
+
+def _write(files: dict[str, WrittenFile], iteration: int, write: FileWrite) -> None:
+    """Apply one write of iteration ``iteration`` to ``files``."""
+    if write.deleted:
+        files.pop(write.path, None)
+        return
+    known = files.get(write.path)
+    text = _apply(known.text if known is not None else None, write)
+    if write.whole or known is None:
+        hunks: tuple[str, ...] = () if write.whole else (write.text,)
+        whole_at, changed, first = (iteration if write.whole else 0), 0, iteration
+    else:
+        hunks, whole_at, changed = (*known.hunks, write.text), known.whole_at, known.changed
+        first = known.first
+    files[write.path] = WrittenFile(write.path, text, hunks, iteration, whole_at, changed, first)
 
 
 _HOLDS = 4096  # (name, text) pairs a run's :class:`WrittenFiles` remembers whether the text names
@@ -493,13 +552,13 @@ class WrittenFiles:
     def __init__(self, kept: int = 4) -> None:
         self._kept = kept
         # (the calls, the files they left): the newest last; a kept dict is never changed
-        self._states: list[tuple[list[tuple[int, ToolCall]], dict[str, WrittenFile]]] = []
+        self._states: list[tuple[list[Act], dict[str, WrittenFile]]] = []
         # by iteration: (its messages, what :func:`_calls` / :func:`_agent_texts` read of them)
-        self._calls: dict[int, tuple[tuple[Message, ...], list[tuple[int, ToolCall]]]] = {}
+        self._calls: dict[int, tuple[tuple[Message, ...], list[Act]]] = {}
         self._texts: dict[int, tuple[tuple[Message, ...], str]] = {}
         self._holds: dict[tuple[str, str], bool] = {}  # :func:`_holds` by (name, text), bounded
         # the last answer of :meth:`calls`: the iterations it read, their tuples, the calls (not changed)
-        self._last: tuple[list[int], list[tuple[Message, ...]], list[tuple[int, ToolCall]]] = ([], [], [])
+        self._last: tuple[list[int], list[tuple[Message, ...]], list[Act]] = ([], [], [])
 
     def holds(self, name: str, text: str) -> bool:
         """:func:`_holds`, once per name and text (the texts of :meth:`texts` are the same objects
@@ -512,7 +571,7 @@ class WrittenFiles:
             found = self._holds[key] = _holds(name, text)
         return found
 
-    def calls(self, groups: Mapping[int, tuple[Message, ...]], upto: int) -> list[tuple[int, ToolCall]]:
+    def calls(self, groups: Mapping[int, tuple[Message, ...]], upto: int) -> list[Act]:
         """:func:`_calls`, each iteration's calls read once while its messages stay the same tuple
         (a tuple's messages never change, so the same object is the same calls); the calls of the
         iterations the previous answer read, when they are the same tuples (compared in C), are that
@@ -553,10 +612,10 @@ class WrittenFiles:
             out[iteration] = hit[1]
         return out
 
-    def of(self, calls: Iterable[tuple[int, ToolCall]]) -> Mapping[str, WrittenFile]:
+    def of(self, calls: Iterable[Act]) -> Mapping[str, WrittenFile]:
         """``written_files(calls)`` (the result is shared: do not change it)."""
         wanted = list(calls)
-        done: list[tuple[int, ToolCall]] = []
+        done: list[Act] = []
         files: dict[str, WrittenFile] = {}
         for state in self._states:
             known = state[0]
@@ -572,22 +631,27 @@ class WrittenFiles:
         return files
 
 
-def _begins(calls: list[tuple[int, ToolCall]], prefix: list[tuple[int, ToolCall]]) -> bool:
+def _begins(calls: list[Act], prefix: list[Act]) -> bool:
     """Whether ``calls`` begins with ``prefix``: equal calls (the same objects, mostly) at the same
     iterations, compared in C; the files they leave depend on nothing else."""
     return calls[: len(prefix)] == prefix
 
 
 # --------------------------------------------------------------------------- the note
-def _calls(groups: Mapping[int, tuple[Message, ...]], upto: int) -> list[tuple[int, ToolCall]]:
-    """The calls of iterations ``1..upto``, oldest first, with their iterations."""
-    return [
-        (iteration, call)
-        for iteration in sorted(k for k in groups if 0 < k <= upto)
-        for message in groups[iteration]
-        if message.role == "assistant"
-        for call in message.tool_calls
-    ]
+def _calls(groups: Mapping[int, tuple[Message, ...]], upto: int) -> list[Act]:
+    """The calls of iterations ``1..upto``, oldest first, with their iterations and the text of the
+    tool result of the same iteration that answers each (None when none does)."""
+    acts: list[Act] = []
+    for iteration in sorted(k for k in groups if 0 < k <= upto):
+        messages = groups[iteration]
+        outputs = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
+        acts += (
+            (iteration, call, outputs.get(call.id))
+            for message in messages
+            if message.role == "assistant"
+            for call in message.tool_calls
+        )
+    return acts
 
 
 def _agent_texts(groups: Mapping[int, tuple[Message, ...]], first: int, last: int) -> dict[int, str]:
@@ -676,7 +740,7 @@ def written_note(
     low = max(1, at - recent + 1)
     files: Mapping[str, WrittenFile]
     if files_of is None:
-        files, texts, holds = written_files(_calls(groups, at)), _agent_texts(groups, low, at), None
+        files, texts, holds = _fold(_calls(groups, at)), _agent_texts(groups, low, at), None
     else:  # each call, each iteration's text and each file name in it read once per run
         files, texts = files_of.of(files_of.calls(groups, at)), files_of.texts(groups, low, at)
         holds = files_of.holds
