@@ -330,6 +330,11 @@ CANDIDATES: dict[str, Policy] = {
     "written-8k-k20": _with_age("written-8k-k20", written_recent=20),
     # cuts at arrival even when the cut is the first thing hidden (sends context_retrieve's schema)
     "no-defer": _with_truncate("no-defer", defer_max_chars=None),
+    # issue 18 (a cut at arrival that the next edit quotes): outputs cut only past 30,000 chars
+    "cut-30k": _with_truncate("cut-30k", max_chars=30_000),
+    "cut-20k": _with_truncate("cut-20k", max_chars=20_000),
+    "cut-15k": _with_truncate("cut-15k", max_chars=15_000),
+    "cut-50k": _with_truncate("cut-50k", max_chars=50_000),
     # issue 18 (real sessions' dollars): context_retrieve's schema sent from the first call, so a cut at
     # arrival never waits for (and never pays) the rewrite that sending it later costs
     "schema-always": _schema_always("schema-always"),

@@ -20,13 +20,14 @@ PRESETS: dict[str, Policy] = {
     # iterations older than 4 condensed 2 at a time into one line each plus up to 8 output lines the
     # agent referred to afterwards and up to 5 naming the most things shown nowhere later (outputs of
     # 5 lines or fewer whole); when to age is the break-even rule under the run's cache and price
-    # model (aging/_step.py). Outputs over 10,000
-    # chars are cut when they arrive, but only past 50,000 (about 12k tokens, under a tenth of a 128k
-    # window) while the cut would be the first thing hidden: it would send context_retrieve's schema,
-    # re-sending the whole prompt, a rewrite the aging's break-even rule weighs and a cut at arrival
-    # cannot; the schema is sent once something is hidden; compaction past 70% of the window stays
-    # the safety net. Last, Tidy: the padding before a listing's line numbers goes, and a long tagged
-    # block (a harness's <system-reminder>) shown verbatim above is a one-line pointer (issue 18).
+    # model (aging/_step.py). Outputs are cut when they arrive only past 50,000 chars (about 12k
+    # tokens, under a tenth of a 128k window; issue 18: a cut at arrival hides what the very next
+    # action reads, where aging hides it once the agent has acted on it), and while the cut would be
+    # the first thing hidden only when it spares more than the rest of the prompt: it would send
+    # context_retrieve's schema, re-sending the whole prompt, a rewrite the aging's break-even rule
+    # weighs and a cut at arrival cannot; compaction past 70% of the window stays the safety net.
+    # Last, Tidy: the padding before a listing's line numbers goes, and a long tagged block (a
+    # harness's <system-reminder>) shown verbatim above is a one-line pointer (issue 18).
     # On a request that finds nothing cached (after an idle gap past the cache's lifetime, when
     # the whole prompt is written again anyway), condensed chunks 5+ iterations behind the condensed
     # boundary fade to their iteration lines and up to 4 kept lines naming what the agent named since.
@@ -38,7 +39,7 @@ PRESETS: dict[str, Policy] = {
             Dedup(),
             Compact(at=0.70, keep=5),
             Age(reasoning="novel", fade_after=5, fade_keep=4, fade_cold=True, shown_by="outputs"),
-            Truncate(max_chars=10_000, defer_max_chars=50_000),
+            Truncate(max_chars=50_000, defer_max_chars=50_000),
             Tidy(),
         ),
         retrieval_schema="when_shown",
