@@ -375,10 +375,17 @@ def _trace(path: Path) -> RecordedRun:
 
 
 def _first_line(data: bytes) -> Any:
-    try:
-        return parse_json(data.lstrip().split(b"\n", 1)[0])
-    except orjson.JSONDecodeError:
-        return None
+    """The first line of ``data`` that is JSON (None when none is): a trace whose first line
+    (its ``run_start``) is damaged is still a trace, skipped naming that line and why, not a
+    file of an unrecognized format."""
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            return parse_json(line)
+        except orjson.JSONDecodeError:
+            continue
+    return None
 
 
 def _json_lines(data: bytes, whole: orjson.JSONDecodeError) -> tuple[list[dict[str, Any]], list[int], bool]:
