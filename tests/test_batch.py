@@ -326,6 +326,19 @@ async def test_worker_processes_run_the_tasks_and_stop_them_cleanly(
         ),
         ('{"id": "x", "task": "t", "policy": "lean"}', "line 2: unknown \"policy\" 'lean'"),
         ('{"id": "one", "task": "again"}', "line 2: id 'one' repeats line 1"),
+        # round 22: a home folder of no user was a traceback (RuntimeError from Path.expanduser)
+        (
+            '{"id": "x", "task": "t", "workspace": "~no-such-user-h22/w"}',
+            "line 2: \"workspace\" '~no-such-user-h22/w' names a home folder that does not exist",
+        ),
+        (
+            '{"id": "x", "task": "t", "workspace": "tasks.jsonl"}',
+            "line 2: \"workspace\" 'tasks.jsonl' is not a folder",
+        ),
+        ('{"id": "x", "task": "t", "workspace": ["."]}', 'line 2: "workspace" must be a non-empty string'),
+        ('{"id": 1.5, "task": "t"}', 'line 2: "id" must be a non-empty string or an integer'),
+        ('{"id": "' + "y" * 201 + '", "task": "t"}', 'line 2: "id" must be printable and at most 200'),
+        ('{"id": "x", "task": "t", "policy": 3}', 'line 2: "policy" must be a non-empty string'),
     ],
 )
 def test_a_bad_task_line_is_one_sentence_naming_the_line(tmp_path: Path, line: str, message: str) -> None:

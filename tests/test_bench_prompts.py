@@ -236,3 +236,41 @@ def test_a_delta_line_without_its_prompt_is_skipped_and_logged() -> None:
     skipped = [(e["line"], e["reason"]) for e in logs if e["event"] == "bench.prompts_line_skipped"]
     assert [number for number, _ in skipped] == [3, 4, 6, 7]
     assert "without a previous prompt" in skipped[1][1] and "shared=5" in skipped[2][1]
+
+
+def test_lines_of_the_wrong_types_are_skipped_with_their_reason_never_raised() -> None:
+    """A ``run_id`` or ``policy`` that is a list or an object raised ``TypeError: unhashable type``
+    out of the reader (round 22); a raw control character in a string lost its line; a line nested
+    past 255 levels was yielded to the ruler (which cannot even compare it)."""
+    a = {"role": "user", "content": "a"}
+
+    def line(messages: Any, shared: Any = None, run: Any = "r", policy: Any = "p") -> bytes:
+        data: dict[str, Any] = {"run_id": run, "policy": policy, "messages": messages}
+        if shared is not None:
+            data["shared"] = shared
+        return orjson.dumps(data)
+
+    lines = [
+        line([a], run=["r"]),
+        line([a], policy={"p": 1}),
+        line([a, "text"]),
+        line([a]),
+        line([a], shared=-1),
+        line([a]),
+        line([a], shared=True),
+        line([a]),
+        line([a], shared=1.0),
+        line([a]),
+        line([a], shared=10**18),
+        orjson.dumps({"run_id": "r", "policy": "p", "messages": [a]}).replace(b'"a"}', b'"a\x01b"}'),
+        b'{"run_id": "r", "policy": "p", "messages": [' + b"[" * 300 + b"]" * 300 + b"]}",
+    ]
+    with capture_logs() as logs:
+        read = list(prompts_from_lines(lines))
+    assert [line["messages"] for line in read] == [[a]] * 4 + [[{"role": "user", "content": "a\x01b"}]]
+    skipped = [(e["line"], e["reason"]) for e in logs if e["event"] == "bench.prompts_line_skipped"]
+    assert [number for number, _ in skipped] == [1, 2, 3, 5, 7, 9, 11, 13]
+    assert "run_id ['r'] and policy 'p' must be strings" in skipped[0][1]
+    assert "a message that is not a JSON object" in skipped[2][1]
+    assert all("is not a count" in reason for _, reason in skipped[3:7])
+    assert "nested deeper than 255 levels" in skipped[7][1]

@@ -3,6 +3,7 @@ document, report and charts; every mistake in the inputs is one sentence (exit c
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -272,3 +273,43 @@ def test_merge_help_is_reachable() -> None:
     result = invoke("bench", "merge", "--help")
     assert result.exit_code == 0 and "SHARDS" in result.output and "bench merge" in result.output
     assert "bench merge SHARD.json" in invoke("bench", "--help").output
+
+
+# ----------------------------------------------------------------------------- round 22: hostile shards
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("format", 3), ("run_id", ["x"]), ("steps", "15"), ("family", None), (None, "not an object")],
+)
+def test_a_run_entry_of_the_wrong_type_is_refused(
+    benched: dict[str, Path], tmp_path: Path, field: str | None, value: Any
+) -> None:
+    """A run whose ``format`` was a number ended the merge with ``TypeError`` sorting the formats for
+    the report (``fuzz_merge``, round 22): the shard is refused in one sentence, nothing written."""
+    copy = tmp_path / "s2"
+    shutil.copytree(benched["2"].parent, copy)
+    document = load_json(copy / "bench.json")
+    runs = document["inputs"]["runs"]
+    if field is None:
+        runs[0] = value
+    else:
+        runs[0][field] = value
+    (copy / "bench.json").write_bytes(orjson.dumps(document))
+    message = _refused(benched["1"], copy / "bench.json", benched["3"], "--out", tmp_path / "m")
+    assert "not a shard document this bench can merge (inputs.runs[0]: " in message
+    assert f"{field or 'the entry itself'} is not what a bench writes" in message
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_fifo_is_refused_not_waited_on(benched: dict[str, Path], tmp_path: Path) -> None:
+    """A FIFO given as a shard blocked the merge forever; its detail file as one was "missing"."""
+    fifo = tmp_path / "shard.json"
+    os.mkfifo(fifo)
+    assert "is a FIFO (named pipe), not a regular file: not a bench document" in _refused(
+        benched["1"], fifo, benched["3"], "--out", tmp_path / "m"
+    )
+    copy = tmp_path / "s2"
+    shutil.copytree(benched["2"].parent, copy)
+    (copy / "bench.runs.jsonl").unlink()
+    os.mkfifo(copy / "bench.runs.jsonl")
+    message = _refused(benched["1"], copy / "bench.json", benched["3"], "--out", tmp_path / "m")
+    assert "bench.runs.jsonl: a FIFO (named pipe), not the per-run detail of" in message

@@ -114,7 +114,12 @@ def _workspace(fields: Mapping[str, Any], where: str, base: Path) -> Path | None
     text = _text(fields, "workspace", where)
     if text is None:
         return None
-    path = Path(text).expanduser()
+    try:
+        path = Path(text).expanduser()
+    except RuntimeError:  # ``~user`` of a user this machine does not know
+        raise ConfigurationError(
+            f'{where}: "workspace" {text!r} names a home folder that does not exist'
+        ) from None
     path = path if path.is_absolute() else base / path
     if not path.is_dir():
         raise ConfigurationError(f'{where}: "workspace" {text!r} is not a folder ({path})')
