@@ -260,6 +260,40 @@ async def test_a_torn_result_line_is_moved_aside_and_an_unreadable_one_reruns_it
     assert text.startswith(by_id["a"] + "\nnot a result\n") and text.endswith("\n")
 
 
+def test_a_finished_result_with_fields_of_the_wrong_type_is_read_and_never_rerun(tmp_path: Path) -> None:
+    """A finished task's line with a count as text (edited by hand, damaged) ended a rerun with a
+    ``TypeError`` summing the results (round 22); a raw control character lost the line. Such
+    fields read as missing, with a warning naming them; the task is not run again (no model is
+    reachable here), and the results file is not touched."""
+    from click.testing import CliRunner
+    from structlog.testing import capture_logs
+
+    from tiered_agent.cli import cli
+
+    tasks = write_tasks(tmp_path / "tasks.jsonl", ["a", "b"])
+    base = {"stop_reason": "answered", "answer": "ok", "iterations": 2, "dollars": 0.01, "segments": 1}
+    lines = [
+        json.dumps(
+            {**base, "id": "a", "iterations": "many", "usage": {"prompt_tokens": "x"}, "dollars": "?"}
+        ),
+        json.dumps({**base, "id": "b", "answer": "@"}).replace('"@"', '"a\x01b"'),
+    ]
+    out = tmp_path / "results.jsonl"
+    out.write_text("\n".join(lines) + "\n")
+    before = out.read_bytes()
+    args = ["batch", str(tasks), "--model", MODEL, "--api-base", "http://127.0.0.1:9", "--out", str(out)]
+    result = CliRunner().invoke(cli, [*args, "--trace-dir", str(tmp_path / "traces")])
+    assert result.exit_code == 0, result.output
+    assert "0 task(s) run, 2 already finished" in result.output
+    assert out.read_bytes() == before
+    with capture_logs() as logs:
+        read = read_results(out)
+    odd = [e["fields"] for e in logs if e["event"] == "batch.result_fields_read_as_missing"]
+    assert odd == [["iterations", "dollars", "usage"]]
+    assert read["a"].iterations == 0 and read["a"].usage.prompt_tokens == 0 and read["a"].dollars is None
+    assert read["b"].answer == "a\x01b" and read["b"].iterations == 2
+
+
 # ============================================================================ failures
 @pytest.mark.anyio
 async def test_a_failing_task_is_an_error_line_and_the_others_answer(
