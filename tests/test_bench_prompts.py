@@ -274,3 +274,28 @@ def test_lines_of_the_wrong_types_are_skipped_with_their_reason_never_raised() -
     assert "a message that is not a JSON object" in skipped[2][1]
     assert all("is not a count" in reason for _, reason in skipped[3:7])
     assert "nested deeper than 255 levels" in skipped[7][1]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"steps": [0]}, '"steps" must be a list of JSON objects'),
+        ({"steps": "dedup"}, '"steps" must be a list of JSON objects'),
+        ({"steps": [{"step": "bogus"}]}, "unknown context step 'bogus'"),
+        ({"hard_limit": "high"}, "mine.json: "),
+        ({"hard_limit": 7}, "Policy.hard_limit must be in (0, 1]"),
+        ({"bogus_key": 1}, "invalid policy fields"),
+    ],
+)
+def test_a_policy_file_of_the_wrong_shape_is_one_sentence(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    """A step that was a number gave a traceback (``TypeError: 'int' object is not iterable``,
+    round 22); each mistake is one sentence naming the file, exit 2, nothing written."""
+    mine = tmp_path / "mine.json"
+    mine.write_bytes(orjson.dumps({**PRESETS["tiered"].replace(name="mine").to_dict(), **change}))
+    result = invoke("bench", "prompts", MINI, "--policy-json", mine, "-o", tmp_path / "x.jsonl")
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert lines[0].startswith(f"Error: {mine}: ") and message in lines[0]
+    assert not (tmp_path / "x.jsonl").exists()
