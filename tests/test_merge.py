@@ -3,6 +3,7 @@ document, report and charts; every mistake in the inputs is one sentence (exit c
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -313,3 +314,47 @@ def test_a_fifo_is_refused_not_waited_on(benched: dict[str, Path], tmp_path: Pat
     os.mkfifo(copy / "bench.runs.jsonl")
     message = _refused(benched["1"], copy / "bench.json", benched["3"], "--out", tmp_path / "m")
     assert "bench.runs.jsonl: a FIFO (named pipe), not the per-run detail of" in message
+
+
+_HOSTILE: list[Any] = [None, "x", [], {}, -1, 10**30, 1e300, 2.5, True, [1, 2], {"": None}, "../x"]
+
+
+def _value_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _value_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:2]):
+            found += _value_paths(item, (*prefix, index))
+    return found
+
+
+def test_a_shard_with_one_hostile_value_merges_or_is_one_sentence(
+    benched: dict[str, Path], tmp_path: Path
+) -> None:
+    """Seeded: 16 copies of shard 2/3, each with one value replaced by a hostile one; each merges
+    (exit 0) or is refused in one sentence (exit 2), never a traceback (``fuzz_merge``, round 22,
+    found case 31 this way)."""
+    import random
+
+    rng = random.Random(22)
+    document = load_json(benched["2"])
+    paths = _value_paths(document)[1:]
+    for case in range(16):
+        copy = tmp_path / f"s{case}"
+        shutil.copytree(benched["2"].parent, copy)
+        mutated = load_json(benched["2"])
+        path = rng.choice(paths)
+        parent = mutated
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = rng.choice(_HOSTILE)
+        (copy / "bench.json").write_text(json.dumps(mutated))  # 10**30 too (orjson refuses it)
+        result = invoke(
+            "bench", "merge", benched["1"], copy / "bench.json", benched["3"], "--out", copy / "m"
+        )
+        assert result.exception is None or isinstance(result.exception, SystemExit), (path, result.output)
+        assert result.exit_code in (0, 2) and "Traceback" not in result.output, (path, result.output)
+        if result.exit_code == 2:
+            assert [x for x in result.output.splitlines() if x.strip()][-1].startswith("Error: "), path
