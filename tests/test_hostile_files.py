@@ -430,3 +430,20 @@ def test_a_file_that_is_no_trace_is_still_no_trace(tmp_path: Path) -> None:
     path = tmp_path / "junk.jsonl"
     path.write_text('{"type": "message", "text": "no version"}\nnot json\n')
     assert not load_trace(path).is_trace
+
+
+def test_a_log_whose_first_record_nests_too_deep_names_that_line(tmp_path: Path) -> None:
+    """An older flat Codex rollout whose first record (its session) nested past 255 levels was an
+    "unrecognized format", and nothing more (``fuzz_logs.py`` class ``deep-first-record``, seed 131)."""
+    flat = next((HOME / ".codex" / "sessions" / "2025" / "06" / "01").glob("rollout-*.jsonl"))
+    lines = flat.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["extra"] = "@deep@"
+    lines[0] = json.dumps(first).replace('"@deep@"', _deep(300))
+    path = tmp_path / "rollout-deep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    [skipped] = load_runs([path]).skipped
+    assert skipped.reason.startswith("unrecognized format (expected ")
+    assert skipped.reason.endswith(
+        "; its line 1 is unreadable: not JSON (nested deeper than 255 levels: line 1 column 1 (char 0))"
+    )
