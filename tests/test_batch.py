@@ -294,6 +294,28 @@ def test_a_finished_result_with_fields_of_the_wrong_type_is_read_and_never_rerun
     assert read["b"].answer == "a\x01b" and read["b"].iterations == 2
 
 
+@pytest.mark.parametrize("which", ["tasks", "results"])
+def test_a_fifo_as_the_tasks_or_results_file_is_one_sentence_not_a_hang(tmp_path: Path, which: str) -> None:
+    """Reading either file blocked forever on a FIFO (round 22); a results file that cannot be read
+    was a traceback (its ConfigurationError was raised outside the command's handler)."""
+    import os
+    import subprocess
+    import sys
+
+    tasks, out = tmp_path / "tasks.jsonl", tmp_path / "results.jsonl"
+    write_tasks(tasks, ["a"])
+    fifo = tasks if which == "tasks" else out
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    args = ["batch", str(tasks), "--model", MODEL, "--api-base", "http://127.0.0.1:9", "--out", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", "tiered_agent", *args, "--trace-dir", str(tmp_path / "traces")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"{fifo} is a FIFO (named pipe), not a regular file: it cannot be a {which} file" in done.stderr
+
+
 # ============================================================================ failures
 @pytest.mark.anyio
 async def test_a_failing_task_is_an_error_line_and_the_others_answer(

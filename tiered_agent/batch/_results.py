@@ -20,6 +20,7 @@ import orjson
 import structlog
 
 from .._errors import ConfigurationError
+from .._files import NotRegularFile, open_regular, open_regular_for_appending
 from .._messages import Usage
 from .._trace import move_torn_tail, parse_json, redact
 
@@ -144,9 +145,12 @@ def _is_result(line: bytes) -> bool:
 def read_results(path: Path) -> dict[str, TaskResult]:
     """The latest result of each task id in ``path`` (empty when the file does not exist)."""
     try:
-        data = path.read_bytes()
+        with open_regular(path) as handle:  # a FIFO would block the batch
+            data = handle.read()
     except FileNotFoundError:
         return {}
+    except NotRegularFile as exc:
+        raise ConfigurationError(f"{exc}: it cannot be a results file") from None
     except OSError as exc:
         raise ConfigurationError(f"cannot read the results file {path}: {exc.strerror or exc}") from exc
     latest: dict[str, TaskResult] = {}
@@ -180,7 +184,9 @@ class ResultsFile:
         holds the file's lock."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle = self.path.open("ab", buffering=0)
+            handle = open_regular_for_appending(self.path, create=True, buffered=False)
+        except NotRegularFile as exc:
+            raise ConfigurationError(f"{exc}: it cannot be a results file") from None
         except OSError as exc:
             reason = exc.strerror or exc
             raise ConfigurationError(f"cannot append to the results file {self.path}: {reason}") from exc
