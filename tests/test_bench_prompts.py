@@ -299,3 +299,14 @@ def test_a_policy_file_of_the_wrong_shape_is_one_sentence(
     assert result.exit_code == 2 and len(lines) == 1 and "Traceback" not in result.output, result.output
     assert lines[0].startswith(f"Error: {mine}: ") and message in lines[0]
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_reading_an_export_that_is_a_fifo_raises_instead_of_blocking(tmp_path: Path) -> None:
+    import os
+
+    from tiered_agent._files import NotRegularFile
+
+    fifo = tmp_path / "prompts.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularFile, match="is a FIFO"):
+        next(read_prompts(fifo))

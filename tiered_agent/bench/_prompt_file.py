@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import structlog
 
+from .._files import open_regular
 from .._messages import shared_prefix
 from .._trace import parse_json
 
@@ -89,6 +90,8 @@ def prompts_from_lines(lines: Iterable[bytes | str]) -> Iterator[dict[str, Any]]
 
 
 def read_prompts(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """The whole lines of the export at ``path`` (:func:`prompts_from_lines`), read as they are used."""
-    with open(path, "rb") as file:
+    """The whole lines of the export at ``path`` (:func:`prompts_from_lines`), read as they are used.
+    A path that is not a regular file (a FIFO would block) raises :class:`~tiered_agent._files.NotRegularFile`
+    (an ``OSError`` naming it) at the first line asked for."""
+    with open_regular(os.fspath(path)) as file:
         yield from prompts_from_lines(file)
