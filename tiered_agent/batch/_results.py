@@ -21,7 +21,7 @@ import structlog
 
 from .._errors import ConfigurationError
 from .._files import NotRegularFile, open_regular, open_regular_for_appending
-from .._messages import Usage
+from .._messages import Usage, token_count
 from .._trace import move_torn_tail, parse_json, redact
 
 __all__ = ["FINAL", "ResultsFile", "TaskResult", "read_results"]
@@ -109,7 +109,7 @@ def _text_or_none(value: Any) -> bool:
 
 
 def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10**15
+    return isinstance(value, int) and token_count(value) == value  # a count as the runtime reads one
 
 
 def _finite(value: Any) -> bool:
