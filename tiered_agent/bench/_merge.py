@@ -10,7 +10,9 @@ merges their build-time histograms). The per-run detail is read from each shard'
 
 Every input is checked first: a file that is not a shard document, shards of different benches
 (settings, policies, inputs, calibration, prices), a shard missing or given twice, a run in two
-shards, are each one sentence (:class:`~tiered_agent._errors.ConfigurationError`).
+shards, a run entry whose fields have the wrong types, a document or detail file that is not a
+regular file (a FIFO would block), are each one sentence
+(:class:`~tiered_agent._errors.ConfigurationError`).
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ def _read(path: Path) -> _Shard:
 
 
 # The fields of a shard's ``inputs.runs`` entries that the merge and the report sort, sum or key on.
-_RUN_FIELDS: dict[str, type | tuple[type, ...]] = {"run_id": str, "format": str, "family": str, "steps": int}
+_RUN_FIELDS: dict[str, type] = {"run_id": str, "format": str, "family": str, "steps": int}
 
 
 def _check_runs(path: Path, document: Mapping[str, Any]) -> None:
@@ -138,7 +140,7 @@ def _check_runs(path: Path, document: Mapping[str, Any]) -> None:
             )
 
 
-def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
+def _is(value: Any, kind: type) -> bool:
     return isinstance(value, kind) and not isinstance(value, bool)
 
 
