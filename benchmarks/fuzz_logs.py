@@ -157,6 +157,8 @@ HUGE_STRING = 24 << 20
 WIDE_RECORDS = 100_000
 DEEP = 5000  # past orjson's 1,024 levels
 DEEP_READABLE = 1000  # under them, past Python's recursion limit and the 255 levels JSON writers take
+DEEP_WRITABLE = 300  # just past the 255 levels JSON writers take: the depth of a damaged first record
+CONTROLS = bytes([1, 7, 8, 11, 12, 27, 31]) + b"\t\r"  # raw in a string: JSON forbids them, readers mend them
 ODD_TIMES: list[Any] = [1e12, -5, 1.5e9, 0, "yesterday", "2025-13-45T99:00:00Z", "", "17000",
                         "2025-10-01 10:00", "2025-10-01T10:00+99:00", "9" * 400, [1], {"t": 1}]  # fmt: skip
 ODD_COUNTS: list[Any] = ["12", 12.5, "1e3", 1e300, True, "-4", "", [3], {"n": 1}]
@@ -183,6 +185,7 @@ def byte_cases(rng: random.Random, data: bytes) -> dict[str, bytes]:
         "crlf": data.replace(b"\n", b"\r\n"),
         "nul-raw": _into_strings(rng, data, b"\x00"),
         "nul-escaped": _into_strings(rng, data, b"\\u0000"),
+        "controls-raw": _into_strings(rng, data, CONTROLS),
         "truncated": body[: len(body) - rng.randrange(1, max(2, last))],
         "empty": b"",
         "whitespace": b" \n\t\r\n  \n",
@@ -207,12 +210,21 @@ def size_cases(rng: random.Random, data: bytes) -> dict[str, bytes]:
         cases["wide-line"] = b"\n".join([*lines[:at], wide, *lines[at:]]) + b"\n"
         cases["deep-line"] = b"\n".join([*lines[:at], deep, *lines[at:]]) + b"\n"
         cases["deep-readable"] = _into_strings(rng, data, b'", "d": ' + readable + b', "s": "', times=1)
+        cases["deep-first-record"] = _deep_first(rng, lines)
         cases["many-records"] = data + b'{"type":"x"}\n' * WIDE_RECORDS
     else:
         cases["wide-value"] = _into_strings(rng, data, b'", "w": ' + wide + b', "s": "', times=1)
         cases["deep-value"] = _into_strings(rng, data, b'", "d": ' + deep + b', "s": "', times=1)
         cases["deep-readable"] = _into_strings(rng, data, b'", "d": ' + readable + b', "s": "', times=1)
     return cases
+
+
+def _deep_first(rng: random.Random, lines: list[bytes]) -> bytes:
+    """The log with a value nested just past 255 levels in its first record (a trace's ``run_start``, a
+    Codex rollout's ``session_meta``): what the file is must still be said, with the line and why."""
+    deep = b"[" * DEEP_WRITABLE + b"]" * DEEP_WRITABLE
+    first = _into_strings(rng, lines[0], b'", "d": ' + deep + b', "s": "', times=1)
+    return b"\n".join([first, *lines[1:]]) + b"\n"
 
 
 ANSWER_IDS = ("tool_use_id", "call_id", "tool_call_id")

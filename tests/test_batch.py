@@ -260,6 +260,62 @@ async def test_a_torn_result_line_is_moved_aside_and_an_unreadable_one_reruns_it
     assert text.startswith(by_id["a"] + "\nnot a result\n") and text.endswith("\n")
 
 
+def test_a_finished_result_with_fields_of_the_wrong_type_is_read_and_never_rerun(tmp_path: Path) -> None:
+    """A finished task's line with a count as text (edited by hand, damaged) ended a rerun with a
+    ``TypeError`` summing the results (round 22); a raw control character lost the line. Such
+    fields read as missing, with a warning naming them; the task is not run again (no model is
+    reachable here), and the results file is not touched."""
+    from click.testing import CliRunner
+    from structlog.testing import capture_logs
+
+    from tiered_agent.cli import cli
+
+    tasks = write_tasks(tmp_path / "tasks.jsonl", ["a", "b"])
+    base = {"stop_reason": "answered", "answer": "ok", "iterations": 2, "dollars": 0.01, "segments": 1}
+    lines = [
+        json.dumps(
+            {**base, "id": "a", "iterations": "many", "usage": {"prompt_tokens": "x"}, "dollars": "?"}
+        ),
+        json.dumps({**base, "id": "b", "answer": "@"}).replace('"@"', '"a\x01b"'),
+    ]
+    out = tmp_path / "results.jsonl"
+    out.write_text("\n".join(lines) + "\n")
+    before = out.read_bytes()
+    args = ["batch", str(tasks), "--model", MODEL, "--api-base", "http://127.0.0.1:9", "--out", str(out)]
+    result = CliRunner().invoke(cli, [*args, "--trace-dir", str(tmp_path / "traces")])
+    assert result.exit_code == 0, result.output
+    assert "0 task(s) run, 2 already finished" in result.output
+    assert out.read_bytes() == before
+    with capture_logs() as logs:
+        read = read_results(out)
+    odd = [e["fields"] for e in logs if e["event"] == "batch.result_fields_read_as_missing"]
+    assert odd == [["iterations", "dollars", "usage"]]
+    assert read["a"].iterations == 0 and read["a"].usage.prompt_tokens == 0 and read["a"].dollars is None
+    assert read["b"].answer == "a\x01b" and read["b"].iterations == 2
+
+
+@pytest.mark.parametrize("which", ["tasks", "results"])
+def test_a_fifo_as_the_tasks_or_results_file_is_one_sentence_not_a_hang(tmp_path: Path, which: str) -> None:
+    """Reading either file blocked forever on a FIFO (round 22); a results file that cannot be read
+    was a traceback (its ConfigurationError was raised outside the command's handler)."""
+    import os
+    import subprocess
+    import sys
+
+    tasks, out = tmp_path / "tasks.jsonl", tmp_path / "results.jsonl"
+    write_tasks(tasks, ["a"])
+    fifo = tasks if which == "tasks" else out
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    args = ["batch", str(tasks), "--model", MODEL, "--api-base", "http://127.0.0.1:9", "--out", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", "tiered_agent", *args, "--trace-dir", str(tmp_path / "traces")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"{fifo} is a FIFO (named pipe), not a regular file: it cannot be a {which} file" in done.stderr
+
+
 # ============================================================================ failures
 @pytest.mark.anyio
 async def test_a_failing_task_is_an_error_line_and_the_others_answer(
@@ -326,6 +382,19 @@ async def test_worker_processes_run_the_tasks_and_stop_them_cleanly(
         ),
         ('{"id": "x", "task": "t", "policy": "lean"}', "line 2: unknown \"policy\" 'lean'"),
         ('{"id": "one", "task": "again"}', "line 2: id 'one' repeats line 1"),
+        # round 22: a home folder of no user was a traceback (RuntimeError from Path.expanduser)
+        (
+            '{"id": "x", "task": "t", "workspace": "~no-such-user-h22/w"}',
+            "line 2: \"workspace\" '~no-such-user-h22/w' names a home folder that does not exist",
+        ),
+        (
+            '{"id": "x", "task": "t", "workspace": "tasks.jsonl"}',
+            "line 2: \"workspace\" 'tasks.jsonl' is not a folder",
+        ),
+        ('{"id": "x", "task": "t", "workspace": ["."]}', 'line 2: "workspace" must be a non-empty string'),
+        ('{"id": 1.5, "task": "t"}', 'line 2: "id" must be a non-empty string or an integer'),
+        ('{"id": "' + "y" * 201 + '", "task": "t"}', 'line 2: "id" must be printable and at most 200'),
+        ('{"id": "x", "task": "t", "policy": 3}', 'line 2: "policy" must be a non-empty string'),
     ],
 )
 def test_a_bad_task_line_is_one_sentence_naming_the_line(tmp_path: Path, line: str, message: str) -> None:

@@ -236,3 +236,77 @@ def test_a_delta_line_without_its_prompt_is_skipped_and_logged() -> None:
     skipped = [(e["line"], e["reason"]) for e in logs if e["event"] == "bench.prompts_line_skipped"]
     assert [number for number, _ in skipped] == [3, 4, 6, 7]
     assert "without a previous prompt" in skipped[1][1] and "shared=5" in skipped[2][1]
+
+
+def test_lines_of_the_wrong_types_are_skipped_with_their_reason_never_raised() -> None:
+    """A ``run_id`` or ``policy`` that is a list or an object raised ``TypeError: unhashable type``
+    out of the reader (round 22); a raw control character in a string lost its line; a line nested
+    past 255 levels was yielded to the ruler (which cannot even compare it)."""
+    a = {"role": "user", "content": "a"}
+
+    def line(messages: Any, shared: Any = None, run: Any = "r", policy: Any = "p") -> bytes:
+        data: dict[str, Any] = {"run_id": run, "policy": policy, "messages": messages}
+        if shared is not None:
+            data["shared"] = shared
+        return orjson.dumps(data)
+
+    lines = [
+        line([a], run=["r"]),
+        line([a], policy={"p": 1}),
+        line([a, "text"]),
+        line([a]),
+        line([a], shared=-1),
+        line([a]),
+        line([a], shared=True),
+        line([a]),
+        line([a], shared=1.0),
+        line([a]),
+        line([a], shared=10**18),
+        orjson.dumps({"run_id": "r", "policy": "p", "messages": [a]}).replace(b'"a"}', b'"a\x01b"}'),
+        b'{"run_id": "r", "policy": "p", "messages": [' + b"[" * 300 + b"]" * 300 + b"]}",
+    ]
+    with capture_logs() as logs:
+        read = list(prompts_from_lines(lines))
+    assert [line["messages"] for line in read] == [[a]] * 4 + [[{"role": "user", "content": "a\x01b"}]]
+    skipped = [(e["line"], e["reason"]) for e in logs if e["event"] == "bench.prompts_line_skipped"]
+    assert [number for number, _ in skipped] == [1, 2, 3, 5, 7, 9, 11, 13]
+    assert "run_id ['r'] and policy 'p' must be strings" in skipped[0][1]
+    assert "a message that is not a JSON object" in skipped[2][1]
+    assert all("is not a count" in reason for _, reason in skipped[3:7])
+    assert "nested deeper than 255 levels" in skipped[7][1]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"steps": [0]}, '"steps" must be a list of JSON objects'),
+        ({"steps": "dedup"}, '"steps" must be a list of JSON objects'),
+        ({"steps": [{"step": "bogus"}]}, "unknown context step 'bogus'"),
+        ({"hard_limit": "high"}, "mine.json: "),
+        ({"hard_limit": 7}, "Policy.hard_limit must be in (0, 1]"),
+        ({"bogus_key": 1}, "invalid policy fields"),
+    ],
+)
+def test_a_policy_file_of_the_wrong_shape_is_one_sentence(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    """A step that was a number gave a traceback (``TypeError: 'int' object is not iterable``,
+    round 22); each mistake is one sentence naming the file, exit 2, nothing written."""
+    mine = tmp_path / "mine.json"
+    mine.write_bytes(orjson.dumps({**PRESETS["tiered"].replace(name="mine").to_dict(), **change}))
+    result = invoke("bench", "prompts", MINI, "--policy-json", mine, "-o", tmp_path / "x.jsonl")
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert lines[0].startswith(f"Error: {mine}: ") and message in lines[0]
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_reading_an_export_that_is_a_fifo_raises_instead_of_blocking(tmp_path: Path) -> None:
+    import os
+
+    from tiered_agent._files import NotRegularFile
+
+    fifo = tmp_path / "prompts.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularFile, match="is a FIFO"):
+        next(read_prompts(fifo))

@@ -119,8 +119,28 @@ def test_resume_of_a_file_that_is_no_trace_is_one_sentence(tmp_path: Path) -> No
     result = invoke("resume", [str(tmp_path / "notes.jsonl"), "--workspace", str(tmp_path)])
     assert result.exit_code == 2, result.output
     assert result.stderr.strip() == (
-        f"error: {tmp_path / 'notes.jsonl'} is not a tiered-agent run trace (it has no run_start)"
+        f"error: {tmp_path / 'notes.jsonl'} is not a tiered-agent run trace (no readable run_start)"
     )
+
+
+def test_resume_of_a_trace_whose_run_start_is_unreadable_names_the_line(tmp_path: Path) -> None:
+    """A ``run_start`` nested past 255 levels was "no run_start" and nothing more (round 22)."""
+    start = (
+        '{"v": 1, "type": "run_start", "run_id": "r", "model": "m", "task": "t", "config": {"x": '
+        + "[" * 300
+        + "]" * 300
+        + "}}\n"
+    )
+    trace = tmp_path / "deep.jsonl"
+    trace.write_text(start + '{"v": 1, "type": "message", "message": {"role": "user", "content": "t"}}\n')
+    before = trace.read_bytes()
+    result = invoke("resume", [str(trace), "--workspace", str(tmp_path), "--policy", "tiered"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"error: {trace} is not a tiered-agent run trace (no readable run_start; its line 1 is "
+        "unreadable: not JSON (nested deeper than 255 levels: line 1 column 1 (char 0)))"
+    )
+    assert trace.read_bytes() == before
 
 
 def test_resume_of_an_answered_run_needs_a_follow_up(tmp_path: Path) -> None:

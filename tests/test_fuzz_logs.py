@@ -48,7 +48,7 @@ def test_a_mutation_changes_the_document() -> None:
 FIXTURES = Path(__file__).parent / "fixtures"
 CLASSES = {*fuzz.STRUCTURE, "invalid-utf8", "bom", "crlf", "nul-raw", "nul-escaped", "truncated", "empty",
            "whitespace", "binary", "huge-string", "inf-tokens", "inf-time", "wide-line", "deep-line",
-           "deep-readable", "many-records"}  # fmt: skip
+           "deep-readable", "many-records", "controls-raw", "deep-first-record"}  # fmt: skip
 
 
 def _corpus(out: Path) -> dict[str, bytes]:
@@ -72,3 +72,6 @@ def test_the_hostile_classes_are_seeded_complete_and_read_or_skipped(
     loaded = load_runs([tmp_path / "a"])
     assert loaded.runs and not [s for s in loaded.skipped if "cannot convert (" in s.reason]
     assert {Path(s.path).name for s in loaded.skipped} >= {"loop-a.jsonl", "self.jsonl"}
+    controls = {Path(name).name for name in first if Path(name).name.startswith("controls-raw-")}
+    assert len(controls) == 4 and not controls & {Path(d.path).name for d in loaded.skipped_lines}
+    assert not [s for s in loaded.skipped if "control character" in s.reason]  # read (case 29)

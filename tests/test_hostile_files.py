@@ -219,7 +219,9 @@ def test_a_trace_line_nested_past_what_json_writers_take_is_skipped_by_every_rea
     assert len(scan.events) == len(lines) - 1
     loaded = load_trace(path)
     assert (
-        loaded.warning is not None and "(line 3)" in loaded.warning and len(loaded.events) == len(lines) - 1
+        loaded.warning is not None
+        and "(line 3: not JSON (nested deeper than 255 levels" in loaded.warning
+        and len(loaded.events) == len(lines) - 1
     )
     [skipped] = load_runs([path]).skipped
     assert skipped.reason.startswith("line 3: not JSON (nested deeper than 255 levels")
@@ -352,3 +354,96 @@ def test_what_no_mending_reads_is_still_a_damaged_line() -> None:
         with pytest.raises(orjson.JSONDecodeError):
             parse_json(bad)
     assert parse_json(b'{"a": "\\ud83d\\ude00"}') == {"a": "\U0001f600"}  # a whole pair is one character
+
+
+# ------------------------------------------------- round 22: control characters, a deep run_start
+def test_a_raw_control_character_in_a_string_is_read(tmp_path: Path) -> None:
+    """A raw NUL or U+0001..U+001F inside a string (JSON forbids them; a careless writer leaves
+    them) made orjson refuse the line, and the step it held was lost; it is read as the character."""
+    data = CLAUDE.read_bytes()
+    index = data.rindex(b'"uuid":"a8"')
+    start = data.rindex(b'"text":"', 0, index) + len(b'"text":"')
+    path = tmp_path / "controls.jsonl"
+    path.write_bytes(data[:start] + b"a\x00b\x01c\x1f\td" + data[start:])
+    loaded = load_runs([path])
+    assert loaded.skipped == () and loaded.skipped_lines == ()
+    assert _steps(path) == _steps(CLAUDE)
+    assert any(m.text.startswith("a\x00b\x01c\x1f\td") for run in loaded.runs for m in run.messages if m.text)
+
+
+def test_a_trace_line_with_a_raw_control_character_is_read_by_every_reader(tmp_path: Path) -> None:
+    source = Path(__file__).resolve().parents[1] / "traces" / "tau-bench" / "task2_trial1.jsonl"
+    lines = source.read_bytes().split(b"\n")
+    assert lines[2].count(b'"content":"') == 1
+    lines[2] = lines[2].replace(b'"content":"', b'"content":"\x07\x00', 1)
+    path = tmp_path / "controls.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    scan = scan_trace(path)
+    assert scan.skipped == () and len(scan.events) == len(scan_trace(source).events)
+    assert load_trace(path).warning is None
+    assert [r.steps for r in load_runs([path]).runs] == [r.steps for r in load_runs([source]).runs]
+
+
+def test_mending_control_characters_keeps_refusing_what_json_is_not() -> None:
+    assert parse_json(b'{"a": "x\x00y\x1f"}') == {"a": "x\x00y\x1f"}
+    for bad in (
+        b'{"a": "\x01", "b": NaN}',  # NaN stays refused
+        b'{"a": "\x01", "b": Infinity}',
+        b'{\x01"a": 1}',  # outside a string a control character is no JSON at all
+        b"[" * 2000 + b'"\x01"' + b"]" * 2000,  # past orjson's depth
+        b"[" * 300 + b'"\x01"' + b"]" * 300,  # past the writers' 255
+    ):
+        with pytest.raises(orjson.JSONDecodeError):
+            parse_json(bad)
+
+
+def _deep_run_start(tmp_path: Path) -> tuple[Path, int]:
+    source = Path(__file__).resolve().parents[1] / "traces" / "tau-bench" / "task2_trial1.jsonl"
+    lines = source.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["type"] == "run_start"
+    header["config"]["extra"] = "@deep@"
+    lines[0] = json.dumps(header).replace('"@deep@"', _deep(300))
+    path = tmp_path / "deep_start.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path, len(lines)
+
+
+def test_a_trace_whose_run_start_nests_too_deep_says_so_and_shows_the_rest(tmp_path: Path) -> None:
+    """It was "not a tiered_agent trace" to ``trace show|html``, skipped without a word by ``trace
+    stats`` and "unrecognized format" to the bench."""
+    from tiered_agent.inspect._stats import collect_stats
+
+    path, count = _deep_run_start(tmp_path)
+    loaded = load_trace(path)
+    assert loaded.is_trace and len(loaded.events) == count - 1
+    assert loaded.warning is not None and "(line 1: not JSON (nested deeper than 255 levels" in loaded.warning
+    stats = collect_stats([path])
+    assert len(stats.runs) == 1 and stats.warnings == (loaded.warning,)
+    [skipped] = load_runs([path]).skipped
+    assert skipped.reason.startswith("line 1: not JSON (nested deeper than 255 levels")
+
+
+def test_a_file_that_is_no_trace_is_still_no_trace(tmp_path: Path) -> None:
+    loaded = load_trace(CLAUDE)
+    assert not loaded.is_trace
+    path = tmp_path / "junk.jsonl"
+    path.write_text('{"type": "message", "text": "no version"}\nnot json\n')
+    assert not load_trace(path).is_trace
+
+
+def test_a_log_whose_first_record_nests_too_deep_names_that_line(tmp_path: Path) -> None:
+    """An older flat Codex rollout whose first record (its session) nested past 255 levels was an
+    "unrecognized format", and nothing more (``fuzz_logs.py`` class ``deep-first-record``, seed 131)."""
+    flat = next((HOME / ".codex" / "sessions" / "2025" / "06" / "01").glob("rollout-*.jsonl"))
+    lines = flat.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["extra"] = "@deep@"
+    lines[0] = json.dumps(first).replace('"@deep@"', _deep(300))
+    path = tmp_path / "rollout-deep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    [skipped] = load_runs([path]).skipped
+    assert skipped.reason.startswith("unrecognized format (expected ")
+    assert skipped.reason.endswith(
+        "; its line 1 is unreadable: not JSON (nested deeper than 255 levels: line 1 column 1 (char 0))"
+    )

@@ -3,6 +3,8 @@ document, report and charts; every mistake in the inputs is one sentence (exit c
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -272,3 +274,87 @@ def test_merge_help_is_reachable() -> None:
     result = invoke("bench", "merge", "--help")
     assert result.exit_code == 0 and "SHARDS" in result.output and "bench merge" in result.output
     assert "bench merge SHARD.json" in invoke("bench", "--help").output
+
+
+# ----------------------------------------------------------------------------- round 22: hostile shards
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("format", 3), ("run_id", ["x"]), ("steps", "15"), ("family", None), (None, "not an object")],
+)
+def test_a_run_entry_of_the_wrong_type_is_refused(
+    benched: dict[str, Path], tmp_path: Path, field: str | None, value: Any
+) -> None:
+    """A run whose ``format`` was a number ended the merge with ``TypeError`` sorting the formats for
+    the report (``fuzz_merge``, round 22): the shard is refused in one sentence, nothing written."""
+    copy = tmp_path / "s2"
+    shutil.copytree(benched["2"].parent, copy)
+    document = load_json(copy / "bench.json")
+    runs = document["inputs"]["runs"]
+    if field is None:
+        runs[0] = value
+    else:
+        runs[0][field] = value
+    (copy / "bench.json").write_bytes(orjson.dumps(document))
+    message = _refused(benched["1"], copy / "bench.json", benched["3"], "--out", tmp_path / "m")
+    assert "not a shard document this bench can merge (inputs.runs[0]: " in message
+    assert f"{field or 'the entry itself'} is not what a bench writes" in message
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_fifo_is_refused_not_waited_on(benched: dict[str, Path], tmp_path: Path) -> None:
+    """A FIFO given as a shard blocked the merge forever; its detail file as one was "missing"."""
+    fifo = tmp_path / "shard.json"
+    os.mkfifo(fifo)
+    assert "is a FIFO (named pipe), not a regular file: not a bench document" in _refused(
+        benched["1"], fifo, benched["3"], "--out", tmp_path / "m"
+    )
+    copy = tmp_path / "s2"
+    shutil.copytree(benched["2"].parent, copy)
+    (copy / "bench.runs.jsonl").unlink()
+    os.mkfifo(copy / "bench.runs.jsonl")
+    message = _refused(benched["1"], copy / "bench.json", benched["3"], "--out", tmp_path / "m")
+    assert "bench.runs.jsonl: a FIFO (named pipe), not the per-run detail of" in message
+
+
+_HOSTILE: list[Any] = [None, "x", [], {}, -1, 10**30, 1e300, 2.5, True, [1, 2], {"": None}, "../x"]
+
+
+def _value_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _value_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:2]):
+            found += _value_paths(item, (*prefix, index))
+    return found
+
+
+def test_a_shard_with_one_hostile_value_merges_or_is_one_sentence(
+    benched: dict[str, Path], tmp_path: Path
+) -> None:
+    """Seeded: 16 copies of shard 2/3, each with one value replaced by a hostile one; each merges
+    (exit 0) or is refused in one sentence (exit 2), never a traceback (``fuzz_merge``, round 22,
+    found case 31 this way)."""
+    import random
+
+    rng = random.Random(22)
+    document = load_json(benched["2"])
+    paths = _value_paths(document)[1:]
+    for case in range(16):
+        copy = tmp_path / f"s{case}"
+        shutil.copytree(benched["2"].parent, copy)
+        mutated = load_json(benched["2"])
+        path = rng.choice(paths)
+        parent = mutated
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = rng.choice(_HOSTILE)
+        (copy / "bench.json").write_text(json.dumps(mutated))  # 10**30 too (orjson refuses it)
+        result = invoke(
+            "bench", "merge", benched["1"], copy / "bench.json", benched["3"], "--out", copy / "m"
+        )
+        assert result.exception is None or isinstance(result.exception, SystemExit), (path, result.output)
+        assert result.exit_code in (0, 2) and "Traceback" not in result.output, (path, result.output)
+        if result.exit_code == 2:
+            assert [x for x in result.output.splitlines() if x.strip()][-1].startswith("Error: "), path

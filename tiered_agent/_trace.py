@@ -63,6 +63,7 @@ __all__ = [
     "check_event_fields",
     "event_from_dict",
     "event_to_dict",
+    "is_event_type",
     "is_secret_name",
     "iter_trace",
     "load_history",
@@ -70,6 +71,7 @@ __all__ = [
     "move_torn_tail",
     "overlong",
     "parse_json",
+    "parse_object",
     "read_trace",
     "redact",
     "register_secret",
@@ -752,6 +754,11 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
     return event
 
 
+def is_event_type(kind: str) -> bool:
+    """Whether ``kind`` is the type of an event this version writes (``run_start``, ``message``, ...)."""
+    return kind in _EVENT_TYPES
+
+
 def check_event_fields(data: Mapping[str, Any]) -> None:
     """Check the fields an event of a known type holds, as :func:`event_from_dict` does, but let
     fields be missing (a lenient reader fills them in); ValueError names the first wrong one.
@@ -989,9 +996,11 @@ def parse_json(data: bytes) -> Any:
     """JSON text as :func:`orjson.loads` reads it, with two differences.
 
     - Text orjson refuses only for its characters is read with them mended (:func:`_mended`):
-      bytes that are not UTF-8 become U+FFFD, and an escaped half of a UTF-16 pair (``"\\ud83d"``:
+      bytes that are not UTF-8 become U+FFFD, an escaped half of a UTF-16 pair (``"\\ud83d"``:
       a JavaScript string cut in the middle of an emoji) is kept as its escape, as the trace
-      writer writes one. A line of a session log is data the replay needs, not noise to skip.
+      writer writes one, and a raw control character (NUL, U+0001..U+001F) inside a string, which
+      JSON forbids but a careless writer leaves, is read as the character it is. A line of a
+      session log is data the replay needs, not noise to skip.
     - A value nested deeper than JSON writers go (255 levels, orjson's ``dumps``) is not JSON here
       (:class:`orjson.JSONDecodeError`, ``nested deeper than 255 levels``): nothing could write it
       back out, and Python cannot even show or compare one of 1,000 levels (``repr``, ``str`` and
@@ -1013,16 +1022,21 @@ def parse_json(data: bytes) -> Any:
     return value
 
 
+_CONTROL = re.compile("[\x00-\x1f]")  # raw in a JSON string, JSON forbids them (orjson refuses)
+
+
 def _mended(data: bytes, error: orjson.JSONDecodeError) -> Any:
-    """``data`` read by the standard library's parser, which takes lone surrogate escapes, after
-    its bytes that are not UTF-8 became U+FFFD; lone surrogates are kept as their escapes. Raises
+    """``data`` read by the standard library's parser, which takes lone surrogate escapes and (not
+    ``strict``) raw control characters inside strings, after its bytes that are not UTF-8 became
+    U+FFFD; lone surrogates are kept as their escapes, control characters as they are (the value
+    a writer that forgot to escape them meant). Raises
     ``error`` (orjson's) when that does not read it either, or reads what orjson never would (NaN,
     Infinity), or recurses too deep."""
     text = data.decode("utf-8", errors="replace")
-    if text == data.decode("utf-8", errors="ignore") and "\\u" not in text:
-        raise error  # valid UTF-8 without escapes: nothing to mend
+    if text == data.decode("utf-8", errors="ignore") and "\\u" not in text and not _CONTROL.search(text):
+        raise error  # valid UTF-8 without escapes or control characters: nothing to mend
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, strict=False, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         raise error from None
     return _without_surrogates(value)
@@ -1032,13 +1046,21 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse_line(line: bytes) -> Event:
+def parse_object(line: bytes) -> dict[str, Any]:
+    """The JSON object a line of a trace or log holds (:func:`parse_json`); ValueError with the
+    reason (``not JSON (...)``, ``not a JSON object``) for any other line: every reader of trace
+    lines gives the same reason for the same line."""
     try:
         data = parse_json(line)
     except orjson.JSONDecodeError as exc:
         raise _BadLine(f"not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise _BadLine("not a JSON object")
+    return data
+
+
+def _parse_line(line: bytes) -> Event:
+    data = parse_object(line)
     version = data.get("v")
     if version != SCHEMA_VERSION:
         raise _BadLine(f"schema version {_short(version)}, expected {SCHEMA_VERSION}")
@@ -1095,7 +1117,7 @@ def _read_line(handle: IO[bytes], path: Path) -> bytes:
     return line
 
 
-_OVERLONG = b"\0overlong"  # a sentinel no trace line can be (a NUL byte is never valid JSON here)
+_OVERLONG = b"\0overlong"  # a sentinel no trace line can be (a NUL outside a string is never JSON)
 
 
 def _record(line: bytes, number: int) -> Event | SkippedLine:

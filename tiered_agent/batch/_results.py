@@ -9,8 +9,9 @@ task runs again.
 from __future__ import annotations
 
 import fcntl
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -19,8 +20,9 @@ import orjson
 import structlog
 
 from .._errors import ConfigurationError
-from .._messages import Usage
-from .._trace import move_torn_tail, redact
+from .._files import NotRegularFile, open_regular, open_regular_for_appending
+from .._messages import Usage, token_count
+from .._trace import move_torn_tail, parse_json, redact
 
 __all__ = ["FINAL", "ResultsFile", "TaskResult", "read_results"]
 
@@ -68,22 +70,74 @@ class TaskResult:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TaskResult:
-        """A result line read back; raises ``TypeError``/``ValueError`` when it is not one."""
-        fields = dict(data)
-        usage = fields.pop("usage", None) or {}
-        if not isinstance(usage, Mapping) or not isinstance(fields.get("id"), str):
+    def from_json(cls, data: Any) -> TaskResult:
+        """A result line read back; ``ValueError`` when it is not one (no string ``id`` and
+        ``stop_reason``). A field of the wrong type (edited by hand, damaged) reads as missing, as
+        a provider's odd usage does (:meth:`Usage.from_dict`): :func:`odd_fields` names them."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("id"), str):
             raise ValueError("not a task result")
-        if not isinstance(fields.get("stop_reason"), str):
+        if not isinstance(data.get("stop_reason"), str):
             raise ValueError("no stop reason")
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in fields.items() if k in known}, usage=Usage(**usage))
+        usage = data.get("usage")
+        kept = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "usage"}
+        fields = {k: v for k, v in kept.items() if _FIELD_CHECKS[k](v)}
+        return cls(**fields, usage=Usage.from_dict(usage) if isinstance(usage, Mapping) else Usage())
+
+    @classmethod
+    def odd_fields(cls, data: Mapping[str, Any]) -> list[str]:
+        """The fields of a result line that :meth:`from_json` reads as missing (their type is wrong)."""
+        named = [k for k in cls.__dataclass_fields__ if k in data and k != "usage"]
+        odd = [k for k in named if not _FIELD_CHECKS[k](data[k])]
+        usage = data.get("usage")
+        if usage is not None and not _usage_as_written(usage):
+            odd.append("usage")
+        return odd
+
+
+def _usage_as_written(usage: Any) -> bool:
+    """Whether a line's usage reads as it stands (every count a whole number a provider could report)."""
+    if not isinstance(usage, Mapping):
+        return False
+    try:
+        return Usage.from_dict(usage) == Usage(**usage)
+    except TypeError:  # a key Usage does not have
+        return False
+
+
+def _text_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and token_count(value) == value  # a count as the runtime reads one
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_FIELD_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "id": lambda v: isinstance(v, str),
+    "stop_reason": lambda v: isinstance(v, str),
+    "answer": _text_or_none,
+    "error": _text_or_none,
+    "iterations": _whole,
+    "dollars": lambda v: v is None or (_finite(v) and v >= 0),
+    "savings": _finite,
+    "sent_tokens": _whole,
+    "full_tokens": _whole,
+    "trace": _text_or_none,
+    "model": _text_or_none,
+    "policy": _text_or_none,
+    "segments": _whole,
+    "finished_at": _finite,
+}
 
 
 def _is_result(line: bytes) -> bool:
     try:
-        TaskResult.from_json(orjson.loads(line))
-    except (ValueError, TypeError):
+        TaskResult.from_json(parse_json(line))
+    except ValueError:  # orjson's JSONDecodeError is one
         return False
     return True
 
@@ -91,9 +145,12 @@ def _is_result(line: bytes) -> bool:
 def read_results(path: Path) -> dict[str, TaskResult]:
     """The latest result of each task id in ``path`` (empty when the file does not exist)."""
     try:
-        data = path.read_bytes()
+        with open_regular(path) as handle:  # a FIFO would block the batch
+            data = handle.read()
     except FileNotFoundError:
         return {}
+    except NotRegularFile as exc:
+        raise ConfigurationError(f"{exc}: it cannot be a results file") from None
     except OSError as exc:
         raise ConfigurationError(f"cannot read the results file {path}: {exc.strerror or exc}") from exc
     latest: dict[str, TaskResult] = {}
@@ -102,11 +159,14 @@ def read_results(path: Path) -> dict[str, TaskResult]:
         if not line.strip():
             continue
         try:
-            result = TaskResult.from_json(orjson.loads(line))
-        except (ValueError, TypeError) as exc:
+            data = parse_json(line)
+            result = TaskResult.from_json(data)
+        except ValueError as exc:  # orjson's JSONDecodeError is one
             torn = number == len(lines)  # no newline after it: cut off, moved aside on open
             log.warning("batch.result_line_skipped", path=str(path), line=number, torn=torn, error=str(exc))
             continue
+        if odd := TaskResult.odd_fields(data):
+            log.warning("batch.result_fields_read_as_missing", path=str(path), line=number, fields=odd)
         latest[result.id] = result
     return latest
 
@@ -124,7 +184,9 @@ class ResultsFile:
         holds the file's lock."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle = self.path.open("ab", buffering=0)
+            handle = open_regular_for_appending(self.path, create=True, buffered=False)
+        except NotRegularFile as exc:
+            raise ConfigurationError(f"{exc}: it cannot be a results file") from None
         except OSError as exc:
             reason = exc.strerror or exc
             raise ConfigurationError(f"cannot append to the results file {self.path}: {reason}") from exc

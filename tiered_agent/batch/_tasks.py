@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from .._errors import ConfigurationError
+from .._files import NotRegularFile, open_regular
 from ..context._presets import PRESETS
 
 __all__ = ["BatchTask", "load_tasks", "parse_tasks"]
@@ -40,7 +41,10 @@ class BatchTask:
 def load_tasks(path: Path) -> tuple[BatchTask, ...]:
     """The tasks of ``path`` (see the module's docstring); a problem is one :class:`ConfigurationError`."""
     try:
-        data = path.read_bytes()
+        with open_regular(path) as handle:  # a FIFO would block the batch before it starts
+            data = handle.read()
+    except NotRegularFile as exc:
+        raise ConfigurationError(f"{exc}: it cannot be a tasks file") from None
     except OSError as exc:
         raise ConfigurationError(f"cannot read the tasks file {path}: {exc.strerror or exc}") from exc
     return parse_tasks(data, name=str(path), base=path.parent)
@@ -114,7 +118,12 @@ def _workspace(fields: Mapping[str, Any], where: str, base: Path) -> Path | None
     text = _text(fields, "workspace", where)
     if text is None:
         return None
-    path = Path(text).expanduser()
+    try:
+        path = Path(text).expanduser()
+    except RuntimeError:  # ``~user`` of a user this machine does not know
+        raise ConfigurationError(
+            f'{where}: "workspace" {text!r} names a home folder that does not exist'
+        ) from None
     path = path if path.is_absolute() else base / path
     if not path.is_dir():
         raise ConfigurationError(f'{where}: "workspace" {text!r} is not a folder ({path})')

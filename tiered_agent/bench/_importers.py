@@ -42,7 +42,7 @@ import structlog
 
 from .._errors import ConfigurationError, TraceFormatError
 from .._files import describe_mode
-from .._trace import parse_json
+from .._trace import parse_json, parse_object
 from . import (
     _import_claude,
     _import_codex,
@@ -316,7 +316,15 @@ def _load(path: Path) -> _Loaded:
 
 def _convert_lines(data: bytes, whole: orjson.JSONDecodeError, path: Path) -> _Loaded:
     records, skipped, torn = _json_lines(data, whole)
-    runs = _convert_records(records, path, tuple(n for n in skipped if not (torn and n == skipped[-1])))
+    try:
+        runs = _convert_records(records, path, tuple(n for n in skipped if not (torn and n == skipped[-1])))
+    except _Unreadable as exc:
+        if not skipped or not str(exc).startswith("unrecognized format"):
+            raise
+        # the line that said what the file is may be the one that could not be read: name it
+        raise _Unreadable(
+            f"{exc}; its line {skipped[0]} is unreadable: {_line_problem(data, skipped[0])}"
+        ) from None
     damage = SkippedLines(str(path), tuple(skipped), torn) if skipped else None
     return _Loaded(runs, damage)
 
@@ -375,10 +383,26 @@ def _trace(path: Path) -> RecordedRun:
 
 
 def _first_line(data: bytes) -> Any:
+    """The first line of ``data`` that is JSON (None when none is): a trace whose first line
+    (its ``run_start``) is damaged is still a trace, skipped naming that line and why, not a
+    file of an unrecognized format."""
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            return parse_json(line)
+        except orjson.JSONDecodeError:
+            continue
+    return None
+
+
+def _line_problem(data: bytes, number: int) -> str:
+    """Why line ``number`` of ``data`` is not a JSON object (as the trace readers say it)."""
     try:
-        return parse_json(data.lstrip().split(b"\n", 1)[0])
-    except orjson.JSONDecodeError:
-        return None
+        parse_object(data.split(b"\n")[number - 1])
+    except ValueError as exc:
+        return str(exc)
+    return "not a JSON object"
 
 
 def _json_lines(data: bytes, whole: orjson.JSONDecodeError) -> tuple[list[dict[str, Any]], list[int], bool]:

@@ -10,7 +10,9 @@ merges their build-time histograms). The per-run detail is read from each shard'
 
 Every input is checked first: a file that is not a shard document, shards of different benches
 (settings, policies, inputs, calibration, prices), a shard missing or given twice, a run in two
-shards, are each one sentence (:class:`~tiered_agent._errors.ConfigurationError`).
+shards, a run entry whose fields have the wrong types, a document or detail file that is not a
+regular file (a FIFO would block), are each one sentence
+(:class:`~tiered_agent._errors.ConfigurationError`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import orjson
 
 from .._errors import ConfigurationError
+from .._files import NotRegularFile, describe_mode, open_regular
 from ._aggregate import Aggregate
 from ._detail import DetailSpool, read_jsonl
 from ._document import SCHEMA_VERSION
@@ -81,7 +84,10 @@ def merge_shards(paths: Sequence[Path], *, detail: bool = True, detail_dir: Path
 
 def _read(path: Path) -> _Shard:
     try:
-        document = orjson.loads(path.read_bytes())
+        with open_regular(path) as handle:  # a FIFO given as a shard must not block the merge
+            document = orjson.loads(handle.read())
+    except NotRegularFile as exc:
+        raise ConfigurationError(f"{exc}: not a bench document") from None
     except OSError as exc:
         raise ConfigurationError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except orjson.JSONDecodeError:
@@ -101,12 +107,41 @@ def _read(path: Path) -> _Shard:
     index, count, state = section.get("index"), section.get("count"), section.get("state")
     if not (isinstance(index, int) and isinstance(count, int) and 1 <= index <= count):
         raise ConfigurationError(f"{path}: its shard section has no valid index and count")
+    _check_runs(path, document)
     try:
         aggregate = Aggregate.from_document(document, state if isinstance(state, dict) else {})
     except (StateError, KeyError, TypeError, ValueError, AttributeError) as exc:
         reason = str(exc) if isinstance(exc, StateError) else f"{type(exc).__name__}: {exc}"
         raise ConfigurationError(f"{path}: not a shard document this bench can merge ({reason})") from None
     return _Shard(path, document, index, count, aggregate)
+
+
+# The fields of a shard's ``inputs.runs`` entries that the merge and the report sort, sum or key on.
+_RUN_FIELDS: dict[str, type] = {"run_id": str, "format": str, "family": str, "steps": int}
+
+
+def _check_runs(path: Path, document: Mapping[str, Any]) -> None:
+    """Each run a shard lists is an object whose keyed fields have the types the bench writes
+    (a hand-edited or damaged shard ended the merge with a ``TypeError`` sorting them)."""
+    inputs = document.get("inputs")
+    runs = inputs.get("runs") if isinstance(inputs, dict) else None
+    if not isinstance(runs, list):
+        raise ConfigurationError(f"{path}: not a shard document this bench can merge (no inputs.runs list)")
+    for number, entry in enumerate(runs, 1):
+        wrong = (
+            [k for k, kind in _RUN_FIELDS.items() if not _is(entry.get(k), kind)]
+            if isinstance(entry, dict)
+            else ["the entry itself"]
+        )
+        if wrong:
+            raise ConfigurationError(
+                f"{path}: not a shard document this bench can merge (inputs.runs[{number - 1}]: "
+                f"{wrong[0]} is not what a bench writes)"
+            )
+
+
+def _is(value: Any, kind: type) -> bool:
+    return isinstance(value, kind) and not isinstance(value, bool)
 
 
 def _check_complete(shards: Sequence[_Shard]) -> None:
@@ -159,6 +194,9 @@ def _detail(shard: _Shard) -> Iterator[dict[str, Any]]:
             "merge with --run-detail none"
         )
     path = shard.path.parent / name
+    if path.exists() and not path.is_file():  # a FIFO, a device, a folder
+        kind = describe_mode(path.stat().st_mode)
+        raise ConfigurationError(f"{path}: {kind}, not the per-run detail of {shard.path}")
     if not path.is_file():
         raise ConfigurationError(f"{path}: missing (the per-run detail of {shard.path}; keep them together)")
     yield from read_jsonl(path)

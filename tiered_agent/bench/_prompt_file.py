@@ -17,7 +17,9 @@ from typing import Any
 import orjson
 import structlog
 
+from .._files import open_regular
 from .._messages import shared_prefix
+from .._trace import parse_json
 
 __all__ = ["delta_line", "prompts_from_lines", "read_prompts"]
 
@@ -44,7 +46,11 @@ def _whole(line: Any, last: dict[tuple[Any, Any], list[Any]]) -> dict[str, Any]:
     ValueError with the reason for a line that is not one of the export's."""
     if not isinstance(line, dict) or not isinstance(line.get("messages"), list):
         raise ValueError("not a prompt line (a JSON object with a messages list)")
+    if not all(isinstance(message, dict) for message in line["messages"]):
+        raise ValueError("not a prompt line (a message that is not a JSON object)")
     key = (line.get("run_id"), line.get("policy"))
+    if not all(isinstance(part, str) for part in key):
+        raise ValueError(f"run_id {_short(key[0])} and policy {_short(key[1])} must be strings")
     shared = line.pop(SHARED, None)
     if shared is not None:
         before = last.get(key)
@@ -57,25 +63,35 @@ def _whole(line: Any, last: dict[tuple[Any, Any], list[Any]]) -> dict[str, Any]:
     return line
 
 
+def _short(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def prompts_from_lines(lines: Iterable[bytes | str]) -> Iterator[dict[str, Any]]:
     """Each line of an export (whole or delta) as a whole line, in order: ``messages`` entire, no
     ``shared``. Invariants: a whole export comes back as written; a line that cannot be read (not
     JSON, not a prompt line, a delta without its previous prompt) is skipped and logged with its
     reason and number, never raised, and so is every delta line after it until its run and policy
-    has a whole line again (none is ever rebuilt on a wrong prompt); blank lines are ignored.
+    has a whole line again (none is ever rebuilt on a wrong prompt); blank lines are ignored. Lines
+    are parsed as every trace reader parses them (:func:`~tiered_agent._trace.parse_json`: a raw
+    control character is read, nesting past 255 levels is not JSON); ``run_id`` and ``policy`` are
+    strings and every message a JSON object, else the line is not one of the export's.
     Messages shared by successive prompts are the same objects: treat what this yields as read-only."""
     last: dict[tuple[Any, Any], list[Any]] = {}
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
-            yield _whole(orjson.loads(raw), last)
+            yield _whole(parse_json(raw.encode() if isinstance(raw, str) else raw), last)
         except (orjson.JSONDecodeError, ValueError) as error:
             last.clear()  # the prompt a later delta line builds on may be the one skipped
             log.warning("bench.prompts_line_skipped", line=number, reason=str(error))
 
 
 def read_prompts(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """The whole lines of the export at ``path`` (:func:`prompts_from_lines`), read as they are used."""
-    with open(path, "rb") as file:
+    """The whole lines of the export at ``path`` (:func:`prompts_from_lines`), read as they are used.
+    A path that is not a regular file (a FIFO would block) raises :class:`~tiered_agent._files.NotRegularFile`
+    (an ``OSError`` naming it) at the first line asked for."""
+    with open_regular(os.fspath(path)) as file:
         yield from prompts_from_lines(file)

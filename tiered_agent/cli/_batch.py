@@ -83,11 +83,11 @@ def batch(
     settle_heap_on_import()  # this process is ours: litellm's objects need no garbage collection
 
     console, err = _consoles()
-    done = _done_before(tasks, results_file)
     from .._errors import ConfigurationError, TieredAgentError
     from .._trace import redact
 
     try:
+        done = _done_before(tasks, results_file)  # a results file that cannot be read: one sentence
         report, signum = _run_until_signal(
             lambda: _run(
                 tasks,

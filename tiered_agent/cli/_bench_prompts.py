@@ -49,7 +49,25 @@ def _policy_file(path: Path) -> Policy:
         raise ConfigurationError(f"cannot read the policy in {path}: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigurationError(f"{path} does not hold a policy (a JSON object, as Policy.to_dict() writes)")
-    return Policy.from_dict(data)
+    steps = data.get("steps", [])
+    if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
+        raise ConfigurationError(
+            f'{path}: "steps" must be a list of JSON objects (as Policy.to_dict() writes)'
+        )
+    try:
+        return Policy.from_dict(data)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{path}: {exc}") from None
+    except (
+        TypeError,
+        ValueError,
+        KeyError,
+        AttributeError,
+        OverflowError,
+    ) as exc:  # a value no check foresaw
+        raise ConfigurationError(
+            f"{path}: not a policy this version reads ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _runs(paths: tuple[Path, ...], wanted: tuple[str, ...]) -> list[RecordedRun]:

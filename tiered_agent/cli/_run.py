@@ -191,9 +191,14 @@ def _prepare_resume(
 
 
 def _last_run_start(trace: Path) -> RunStarted:
-    started = [e for e in scan_trace(trace).events if isinstance(e, RunStarted)]
+    """The trace's last readable ``run_start``; without one, one sentence that names the first
+    unreadable line and why (a ``run_start`` nested too deep, of the wrong shape, ...), if any."""
+    scan = scan_trace(trace)
+    started = [e for e in scan.events if isinstance(e, RunStarted)]
     if not started:
-        raise ConfigurationError(f"{trace} is not a tiered-agent run trace (it has no run_start)")
+        first = scan.skipped[0] if scan.skipped else None
+        why = f"; its line {first.line} is unreadable: {first.reason}" if first else ""
+        raise ConfigurationError(f"{trace} is not a tiered-agent run trace (no readable run_start{why})")
     return started[-1]
 
 

@@ -22,10 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from .._messages import Usage
-from .._trace import SCHEMA_VERSION, SkippedLine, check_event_fields, overlong, parse_json, trace_lines
+from .._trace import (
+    SCHEMA_VERSION,
+    SkippedLine,
+    check_event_fields,
+    is_event_type,
+    overlong,
+    parse_object,
+    trace_lines,
+)
 
 __all__ = ["LoadedTrace", "RawEvent", "find_traces", "load_trace"]
 
@@ -55,8 +61,14 @@ class LoadedTrace:
 
     @property
     def is_trace(self) -> bool:
-        """Whether the file looks like a tiered_agent trace at all (a run start or a model request)."""
-        return any(e.type in ("run_start", "model_request") for e in self.events)
+        """Whether the file looks like a tiered_agent trace at all: a run start, a model request, or
+        an event of a type the runtime writes under a schema version (a trace whose ``run_start``
+        line is unreadable is still one: what can be read is shown, the warning names that line
+        and why)."""
+        return any(
+            e.type in ("run_start", "model_request") or ("v" in e.data and is_event_type(e.type))
+            for e in self.events
+        )
 
 
 def load_trace(path: Path) -> LoadedTrace:
@@ -66,7 +78,7 @@ def load_trace(path: Path) -> LoadedTrace:
     it is a FIFO or a device, it cannot be opened).
     """
     events: list[RawEvent] = []
-    bad: list[int] = []
+    bad: list[SkippedLine] = []
     invalid: list[SkippedLine] = []
     versions: Counter[Any] = Counter()
     total = 0
@@ -77,9 +89,10 @@ def load_trace(path: Path) -> LoadedTrace:
             continue
         if not line.strip():
             continue
-        data = _object(line)
-        if data is None:
-            bad.append(number)
+        try:
+            data = parse_object(line)
+        except ValueError as exc:
+            bad.append(SkippedLine(number, str(exc)))
             continue
         if data.get("v") != SCHEMA_VERSION:
             versions[_hashable(data.get("v"))] += 1
@@ -91,14 +104,6 @@ def load_trace(path: Path) -> LoadedTrace:
             data = _with_clean_usage(data)
         events.append(RawEvent(number, data))
     return LoadedTrace(path, tuple(events), _warning(path, bad, total, versions, invalid))
-
-
-def _object(line: bytes) -> dict[str, Any] | None:
-    try:
-        data = parse_json(line)
-    except orjson.JSONDecodeError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _shape_problem(data: Mapping[str, Any]) -> str | None:
@@ -125,14 +130,15 @@ def _hashable(value: Any) -> Any:
 
 
 def _warning(
-    path: Path, bad: list[int], total: int, versions: Counter[Any], invalid: list[SkippedLine]
+    path: Path, bad: list[SkippedLine], total: int, versions: Counter[Any], invalid: list[SkippedLine]
 ) -> str | None:
+    """One sentence for everything not shown; each unreadable line (the first three) with its reason."""
     problems = []
-    if bad == [total]:
+    if [b.line for b in bad] == [total]:
         problems.append(f"its last line (line {total}) is torn, probably cut off mid-write, and was skipped")
     elif bad:
-        listed = ", ".join(str(n) for n in bad[:_MAX_LISTED_LINES]) + (", ..." if len(bad) > 3 else "")
-        problems.append(f"{len(bad)} unreadable line(s) were skipped (line {listed})")
+        listed = "; ".join(str(s) for s in bad[:_MAX_LISTED_LINES]) + ("; ..." if len(bad) > 3 else "")
+        problems.append(f"{len(bad)} unreadable line(s) were skipped ({listed})")
     if invalid:
         listed = "; ".join(str(s) for s in invalid[:_MAX_LISTED_LINES])
         more = ", ..." if len(invalid) > _MAX_LISTED_LINES else ""

@@ -112,6 +112,8 @@ def collect_stats(paths: Iterable[Path]) -> RunStats:
             continue
         if not loaded.is_trace:
             skipped.append(str(path))
+            if loaded.warning:  # what made it unreadable is said, not swallowed
+                warnings.append(loaded.warning)
             continue
         run = build_run(loaded)
         summaries.append(run_summary(run))
