@@ -160,6 +160,29 @@ def test_resume_of_an_answered_run_needs_a_follow_up(tmp_path: Path) -> None:
     )
 
 
+def test_resume_with_a_recorded_policy_this_version_cannot_read_says_which_preset_it_uses(
+    tmp_path: Path,
+) -> None:
+    """A run recorded by another version whose policy's steps this one cannot read resumes with the
+    preset of the policy's name, and says so: the settings may differ from the run's."""
+    from tiered_agent._messages import Message
+    from tiered_agent._trace import MessageEvent, RunStarted, TraceWriter
+
+    trace = tmp_path / "done.jsonl"
+    recorded = {"name": "tiered", "steps": [{"kind": "age", "no_such_field": 1}]}
+    with TraceWriter(trace) as writer:
+        writer.write(RunStarted("r1", "openai/gpt-4o-mini", "q", {"context": recorded}))
+        writer.write(MessageEvent(Message("system", "sys")))
+        writer.write(MessageEvent(Message("user", "q")))
+        writer.write(MessageEvent(Message("assistant", "the answer", iteration=1)))
+    result = invoke("resume", [str(trace), "--workspace", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    note, error = result.stderr.strip().splitlines()
+    assert note.startswith("note: the run's recorded policy cannot be read here (")
+    assert note.endswith("resuming with the preset 'tiered' of this version (--policy picks another)")
+    assert error == f"error: {trace}: the run already answered; pass follow_up (--follow-up) to continue it"
+
+
 def test_shell_env_without_allow_shell_is_one_sentence(tmp_path: Path) -> None:
     args = ["x", "--model", "openai/m", "--workspace", str(tmp_path), "--trace-dir", str(tmp_path / "t")]
     result = invoke("run", [*args, "--shell-env", "GITHUB_TOKEN"])

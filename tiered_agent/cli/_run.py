@@ -183,7 +183,7 @@ def _prepare_resume(
     endpoint = resume_endpoint(options.api_base, started.config.get("api_base"), model)
     window = options.context_window or (started.config.get("context_window") if same_model else None)
     options = dataclasses.replace(options, context_window=window if isinstance(window, int) else None)
-    context = _resumed_context(options, started)
+    context = _resumed_context(options, started, err)
     _note_tools(started, options, err)
     display = RunDisplay(console, preface=(endpoint.described, *(f"note: {n}" for n in [endpoint.note] if n)))
     agent = _agent(options, model, endpoint.api_base, context, display, telemetry=telemetry)
@@ -202,17 +202,22 @@ def _last_run_start(trace: Path) -> RunStarted:
     return started[-1]
 
 
-def _resumed_context(options: RunOptions, started: RunStarted) -> Policy:
-    """``--policy`` if given, else the run's own policy (as its ``run_start`` recorded it)."""
+def _resumed_context(options: RunOptions, started: RunStarted, err: Console) -> Policy:
+    """``--policy`` if given, else the run's own policy (as its ``run_start`` recorded it); a
+    recorded policy this version cannot read is the preset of its name, said on ``err``."""
     if options.policy:
         return preset(options.policy)
     recorded = started.config.get("context")
     if isinstance(recorded, Mapping):
         try:
             return Policy.from_dict(recorded)
-        except (ConfigurationError, TypeError, ValueError, KeyError, AttributeError):
+        except (ConfigurationError, TypeError, ValueError, KeyError, AttributeError) as exc:
             name = recorded.get("name")
             if isinstance(name, str) and name in PRESETS:
+                err.print(
+                    f"[yellow]note:[/] the run's recorded policy cannot be read here ({escape(str(exc))});"
+                    f" resuming with the preset {escape(name)!r} of this version (--policy picks another)"
+                )
                 return preset(name)
     raise ConfigurationError(f"{options.trace} does not record its context policy: pass --policy")
 
