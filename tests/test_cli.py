@@ -138,7 +138,7 @@ def test_resume_of_a_trace_whose_run_start_is_unreadable_names_the_line(tmp_path
     assert result.exit_code == 2, result.output
     assert result.stderr.strip() == (
         f"error: {trace} is not a tiered-agent run trace (no readable run_start; its line 1 is "
-        "unreadable: not JSON (nested deeper than 255 levels: line 1 column 1 (char 0)))"
+        "unreadable: not JSON (nested deeper than 255 levels: line 1 column 342 (char 341)))"
     )
     assert trace.read_bytes() == before
 

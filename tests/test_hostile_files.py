@@ -198,7 +198,7 @@ def test_a_document_nested_past_what_json_writers_take_is_skipped_with_that_reas
     path = tmp_path / "deep.traj.json"
     path.write_text(json.dumps(doc).replace('"@deep@"', _deep(levels)))
     assert [s.reason for s in load_runs([path]).skipped] == [
-        "not JSON (line 1 col 1: nested deeper than 255 levels)"
+        "not JSON (line 1 col 644: nested deeper than 255 levels)"
     ]
 
 
@@ -445,5 +445,5 @@ def test_a_log_whose_first_record_nests_too_deep_names_that_line(tmp_path: Path)
     [skipped] = load_runs([path]).skipped
     assert skipped.reason.startswith("unrecognized format (expected ")
     assert skipped.reason.endswith(
-        "; its line 1 is unreadable: not JSON (nested deeper than 255 levels: line 1 column 1 (char 0))"
+        "; its line 1 is unreadable: not JSON (nested deeper than 255 levels: line 1 column 427 (char 426))"
     )

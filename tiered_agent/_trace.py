@@ -1016,10 +1016,30 @@ def parse_json(data: bytes) -> Any:
         try:
             orjson.dumps(value)
         except orjson.JSONEncodeError:
-            raise orjson.JSONDecodeError(
-                "nested deeper than 255 levels", data.decode(errors="replace"), 0
-            ) from None
+            text = data.decode(errors="replace")
+            raise orjson.JSONDecodeError("nested deeper than 255 levels", text, _too_deep_at(text)) from None
     return value
+
+
+_MAX_DEPTH = 255
+
+
+def _too_deep_at(text: str) -> int:
+    """Where ``text`` (JSON) opens its 256th nested array or object, outside strings (0 if it never
+    does: the caller found it nested deeper some other way)."""
+    depth, in_string, escaped = 0, False, False
+    for at, char in enumerate(text):
+        if in_string:
+            escaped, in_string = (not escaped and char == "\\"), in_string and (escaped or char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return at
+        elif char in "]}":
+            depth -= 1
+    return 0
 
 
 _CONTROL = re.compile("[\x00-\x1f]")  # raw in a JSON string, JSON forbids them (orjson refuses)
