@@ -310,3 +310,22 @@ def test_reading_an_export_that_is_a_fifo_raises_instead_of_blocking(tmp_path: P
     os.mkfifo(fifo)
     with pytest.raises(NotRegularFile, match="is a FIFO"):
         next(read_prompts(fifo))
+
+
+def test_a_private_key_a_recorded_output_printed_is_exported_redacted(tmp_path: Path) -> None:
+    """The export writes what the replay shows, with secrets redacted as the runtime's trace is: a
+    session whose agent printed a key (``cat ~/.ssh/id_rsa``) does not carry it into the file."""
+    body = "MIIEowIBAAKCAQEAsecretkeymaterial0123456789"
+    lines = MINI.read_bytes().splitlines()
+    first_output = next(i for i, line in enumerate(lines) if b'"role":"tool"' in line)
+    event = orjson.loads(lines[first_output])
+    event["message"]["content"] += f"\n-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----"
+    lines[first_output] = orjson.dumps(event)
+    run = tmp_path / "run.jsonl"
+    run.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "prompts.jsonl"
+    result = invoke("bench", "prompts", run, "--policies", "tiered,full", "-o", out)
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert body not in text
+    assert text.count("-----BEGIN RSA PRIVATE KEY-----[redacted]-----END RSA PRIVATE KEY-----") >= 2

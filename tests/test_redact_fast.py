@@ -57,6 +57,7 @@ def _reference_text(text: str, secrets: re.Pattern[str] | None) -> str:
     if secrets is not None:
         text = secrets.sub(REDACTED, text)
     text = _trace._SECRET_VALUE.sub(REDACTED, text)
+    text = _trace._PRIVATE_KEY.sub(_trace.private_key_redacted, text)
     if "=" in text:
         text = _trace._URL_QUERY_SECRET.sub(rf"\1{REDACTED}", text)
     if "@" in text:

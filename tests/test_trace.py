@@ -255,3 +255,33 @@ def test_keys_in_urls_are_redacted() -> None:
     assert (
         redact("see https://example.com/a?page=2 and a@b.c") == "see https://example.com/a?page=2 and a@b.c"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "key:\n-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQcYBGlXBg0BEAC0u6dN\n=abcd\n"
+            "-----END PGP PRIVATE KEY BLOCK-----\nimported",
+            "key:\n-----BEGIN PGP PRIVATE KEY BLOCK-----[redacted]"
+            "-----END PGP PRIVATE KEY BLOCK-----\nimported",
+        ),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+            "-----BEGIN RSA PRIVATE KEY-----[redacted]-----END RSA PRIVATE KEY-----",
+        ),
+        (  # cut short (``head -5``): everything after BEGIN goes
+            "$ head -3 id_ed25519\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXkt\nAAAAABG5v",
+            "$ head -3 id_ed25519\n-----BEGIN OPENSSH PRIVATE KEY-----[redacted]",
+        ),
+        (  # public material stays
+            "-----BEGIN PUBLIC KEY-----\nMIIBIjANBg\n-----END PUBLIC KEY-----",
+            "-----BEGIN PUBLIC KEY-----\nMIIBIjANBg\n-----END PUBLIC KEY-----",
+        ),
+    ],
+)
+def test_private_key_blocks_are_redacted_between_their_markers(text: str, expected: str) -> None:
+    """A tool output that prints a private key (``cat ~/.ssh/id_rsa``, a password manager's export)
+    reaches neither the model nor the trace; its markers say what was there."""
+    assert redact(text) == expected
+    assert redact(Message("tool", text, tool_call_id="c1")).content == expected

@@ -562,6 +562,14 @@ _URL_QUERY_SECRET = re.compile(
     re.I,
 )
 _URL_USERINFO = re.compile(r"(\b[a-z][a-z0-9+.\-]*://)[^/\s@'\"<>]+@", re.I)
+# A private key block (PEM, OpenSSH, PGP armor): its markers stay, what is between them goes; without
+# its END marker (an output cut short), everything after BEGIN goes.
+_PRIVATE_KEY = re.compile(
+    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"
+    r"(?:.*?(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)|.*)",
+    re.S,
+)
+_PRIVATE_KEY_MARK = "PRIVATE KEY"
 # Its parts before and after "://", for sub_around (which finds "://" first).
 _SCHEME_CHAR = re.compile(r"[a-z0-9+.\-]", re.I)
 _USERINFO_REST = re.compile(r"[^/\s@'\"<>]+@", re.I)
@@ -711,6 +719,8 @@ def _scrub_text(text: str, secrets: _Secrets) -> str:
     if secrets.pattern is not None and any(v in text for v in secrets.values):
         text = secrets.pattern.sub(REDACTED, text)
     text = sub_at(_SECRET_VALUE, _SECRET_VALUE_STARTS, REDACTED, text)
+    if _PRIVATE_KEY_MARK in text:
+        text = _PRIVATE_KEY.sub(private_key_redacted, text)
     if "=" in text:
         text = _URL_QUERY_SECRET.sub(rf"\1{REDACTED}", text)
     if "@" in text:
@@ -718,6 +728,11 @@ def _scrub_text(text: str, secrets: _Secrets) -> str:
             _URL_USERINFO, "://", rf"\1{REDACTED}@", text, lead=_SCHEME_CHAR, follow=_USERINFO_REST
         )
     return text
+
+
+def private_key_redacted(block: re.Match[str]) -> str:
+    """A private key block's replacement: its BEGIN and END markers around ``[redacted]``."""
+    return f"{block.group(1)}{REDACTED}{block.group(2) or ''}"
 
 
 def _redact_message(message: Message, secrets: _Secrets) -> Message:

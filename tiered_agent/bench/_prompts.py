@@ -15,6 +15,10 @@ run, policy and model call (docs/cli.md, "bench prompts"):
 - ``next``: what the agent did at that call in the recording (each assistant message of the
   iteration, same form), the action a ruler checks the prompt against.
 
+Messages are written with secrets redacted as the runtime's trace writes them (:func:`~.._trace.redact`:
+private key blocks, ``sk-``/``Bearer`` shapes, keys in URLs, this machine's secret environment
+values): a recorded session can hold what its agent printed.
+
 With ``delta``, each line after a run's first for a policy holds ``shared`` and only the messages
 after them (:mod:`._prompt_file`; its reader yields whole lines from either form).
 
@@ -35,6 +39,7 @@ import structlog
 from .._errors import TieredAgentError
 from .._messages import Message
 from .._tokens import TokenCounter
+from .._trace import redact, remembering_clean_texts
 from ..context._manager import PreparedPrompt
 from ..context._policy import Policy
 from ._calibration import fit
@@ -94,9 +99,9 @@ def prompt_line(
         "prompt_tokens": prepared.prompt_tokens,
         "full_tokens": prepared.counterfactual_tokens,
         "unrecorded_prefix_tokens": plan.prefix.tokens,
-        "messages": [m.to_dict() for m in prepared.built.messages],
+        "messages": [redact(m).to_dict() for m in prepared.built.messages],
         "tools": [str(t.get("function", {}).get("name", "")) for t in prepared.tools],
-        "next": [m.to_dict() for m in answer],
+        "next": [redact(m).to_dict() for m in answer],
     }
 
 
@@ -107,17 +112,36 @@ async def _write_run(
     ``delta``: each policy's lines after its first as :func:`~._prompt_file.delta_line` writes them."""
     actions = _actions(run)
     lines = []
-    for name, policy in policies.items():
-        async with aclosing(replay_prompts(run, policy, settings, plan)) as prompts:
-            step, previous = 0, None
-            async for prepared in prompts:
-                action = actions[step] if step < len(actions) else None
-                step += 1
-                line = prompt_line(run, plan, policy=name, step=step, prepared=prepared, action=action)
-                whole = line["messages"]
-                if delta:
-                    line, previous = delta_line(line, previous), whole
-                lines.append(orjson.dumps(line) + b"\n")
+    with remembering_clean_texts():  # a message every prompt of the run repeats is scanned once
+        for name, policy in policies.items():
+            lines += await _policy_lines(
+                run, name=name, policy=policy, settings=settings, plan=plan, actions=actions, delta=delta
+            )
+    return lines
+
+
+async def _policy_lines(
+    run: RecordedRun,
+    *,
+    name: str,
+    policy: Policy,
+    settings: ReplaySettings,
+    plan: RunPlan,
+    actions: list[tuple[int, tuple[Message, ...]]],
+    delta: bool,
+) -> list[bytes]:
+    """The lines of one run and policy (:func:`_write_run`)."""
+    lines = []
+    async with aclosing(replay_prompts(run, policy, settings, plan)) as prompts:
+        step, previous = 0, None
+        async for prepared in prompts:
+            action = actions[step] if step < len(actions) else None
+            step += 1
+            line = prompt_line(run, plan, policy=name, step=step, prepared=prepared, action=action)
+            whole = line["messages"]
+            if delta:
+                line, previous = delta_line(line, previous), whole
+            lines.append(orjson.dumps(line) + b"\n")
     return lines
 
 
