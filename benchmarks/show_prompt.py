@@ -28,6 +28,7 @@ from tiered_agent._errors import ConfigurationError
 from tiered_agent._logging import configure_logging
 from tiered_agent._messages import Message
 from tiered_agent._tokens import TokenCounter
+from tiered_agent._trace import redact
 from tiered_agent.bench._calibration import fit
 from tiered_agent.bench._importers import load_file
 from tiered_agent.bench._prompts import select
@@ -57,7 +58,9 @@ def _clip(text: str, limit: int) -> str:
 
 
 def render(message: Message, limit: int) -> str:
-    """One message as printed: a header line, its content, its calls."""
+    """One message as printed (secrets redacted, as the runtime's console shows them): a header
+    line, its content, its calls."""
+    message = redact(message)
     extra = f" {message.tool_call_id}" if message.role == "tool" else ""
     lines = [f"── {message.role} · iteration {message.iteration}{extra} " + "─" * 20]
     if message.text:
