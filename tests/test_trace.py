@@ -10,6 +10,7 @@ import structlog
 
 from tiered_agent import Message, ToolCall, TraceFormatError, Usage
 from tiered_agent._trace import (
+    REDACTED,
     SCHEMA_VERSION,
     ErrorEvent,
     MessageEvent,
@@ -285,3 +286,26 @@ def test_private_key_blocks_are_redacted_between_their_markers(text: str, expect
     reaches neither the model nor the trace; its markers say what was there."""
     assert redact(text) == expected
     assert redact(Message("tool", text, tool_call_id="c1")).content == expected
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+        "xoxb-1234567890-abcdefghijklmnop",
+        "AKIAIOSFODNN7EXAMPLE",
+        "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+        "glpat-abcdefghij0123456789",
+    ],
+)
+def test_tokens_of_published_shapes_are_redacted(token: str) -> None:
+    """A token printed by a tool (``env``, ``cat .npmrc``, ``git remote -v``) is redacted by its shape."""
+    assert redact(f"export TOKEN_VALUE={token} # set") == f"export TOKEN_VALUE={REDACTED} # set"
+
+
+@pytest.mark.parametrize(
+    "text", ["ghp_short", "AKIA is a prefix", "the AIza prefix alone", "xoxb-123", "glpat-short", "ASIAN"]
+)
+def test_words_that_only_begin_like_a_token_stay(text: str) -> None:
+    assert redact(text) == text

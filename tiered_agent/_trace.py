@@ -551,10 +551,26 @@ _EVENT_TYPES: dict[str, type[Any]] = {
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 6  # shorter values ("1", "true", "dev") would redact half of every output
 _SECRET_KEY = re.compile(r"(api[_-]?key|authorization|secret|password|token$|access[_-]?key)", re.I)
+# Credentials by their published shapes: bearer tokens, OpenAI/Anthropic keys (``sk-``), GitHub
+# tokens (``ghp_`` ..., ``github_pat_``), Slack tokens (``xoxb-`` ...), AWS access key ids
+# (``AKIA``/``ASIA``), Google API keys (``AIza``), GitLab tokens (``glpat-``).
 _SECRET_VALUE = re.compile(
-    r"(Bearer\s+[A-Za-z0-9._\-]{8,}|\bsk-[A-Za-z0-9_\-]{12,}|\bsk-ant-[A-Za-z0-9_\-]{12,})"
+    r"(Bearer\s+[A-Za-z0-9._\-]{8,}|\bsk-[A-Za-z0-9_\-]{12,}|\bsk-ant-[A-Za-z0-9_\-]{12,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{30,}|\bxox[abeprs]-[A-Za-z0-9-]{10,}"
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\bAIza[0-9A-Za-z_\-]{35}|\bglpat-[A-Za-z0-9_\-]{20,})"
 )
-_SECRET_VALUE_STARTS = ("Bearer", "sk-")  # every match of _SECRET_VALUE starts with one of these
+# Every match of _SECRET_VALUE starts with one of these (the fast substitution finds them first).
+_SECRET_VALUE_STARTS = (
+    "Bearer",
+    "sk-",
+    *(f"gh{kind}_" for kind in "pousr"),
+    "github_pat_",
+    *(f"xox{kind}-" for kind in "abeprs"),
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "glpat-",
+)
 # Credentials in URLs: query parameters (``?api-key=...``, ``&token=...``) and userinfo (``user:pass@``).
 _URL_QUERY_SECRET = re.compile(
     r"([?&;](?:api[-_]?key|key|token|access[-_]?token|auth|secret|password|passwd|sig|signature)=)"
