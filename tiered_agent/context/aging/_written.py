@@ -299,6 +299,7 @@ def _insert(text: str, added: str, line: int | None) -> str | None:
 _CHANGES = frozenset({"written", "edited", "deleted"})
 
 
+_PREFIX_CHARS = 256  # an output's start, where the prefixes below are looked for
 _FAILED_PREFIXES = ("failed in sandbox", "<tool_use_error>")  # the call did not run / the tool refused
 _REFUSALS = ("error:", "Error:", "No replacement was performed", "ERROR:")  # a patch or edit tool's own
 
@@ -308,12 +309,12 @@ def write_failed(call: ToolCall, output: str) -> bool:
     sandbox``), the tool refused it (Claude Code's ``<tool_use_error>``), or a call that only
     patches or edits (a patch or edit tool, Codex's ``["apply_patch", PATCH]``) reports an error
     or a non-zero exit code. A shell command's exit code says nothing of a write earlier in it."""
-    text = output.lstrip()
+    text = output[:_PREFIX_CHARS].lstrip()
     if text.startswith(_FAILED_PREFIXES):
         return True
     code: object = None
     if text.startswith('{"output"'):  # Codex's {"output": ..., "metadata": {"exit_code": ...}}
-        text, code = _codex_output(text)
+        text, code = _codex_output(output.lstrip())
     if code in (0, None) and not text.startswith(_REFUSALS):
         return False
     return call.name not in SHELL_TOOLS or argv_patch(call_arguments(call.arguments)) is not None
@@ -515,9 +516,9 @@ def _advance(files: dict[str, WrittenFile], calls: Iterable[Act]) -> None:
     (:func:`written_files` is this fold from nothing); a call whose output says it wrote nothing
     (:func:`write_failed`) changes nothing."""
     for iteration, call, output in calls:
-        if output is not None and write_failed(call, output):
-            continue
         writes = call_writes(call)
+        if (writes or files) and output is not None and write_failed(call, output):
+            continue
         for path in _changed_unread(call, files, {w.path for w in writes}) if files else ():
             files[path] = replace(files[path], changed=iteration)
         for write in writes:
