@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 import orjson
 
-from ._refs import refs
+from .._memo import run_memo
+from ._refs import Refs, refs
 
 __all__ = ["MORE", "ReasoningMode", "cut_arguments", "first_sentence", "shorten_reasoning", "split_sentences"]
 
@@ -109,13 +110,13 @@ def shorten_reasoning(text: str, mode: ReasoningMode, seen: set[str]) -> str:
         seen.update(refs(text))
         return text
     if mode == "first":  # only the first sentence, and whether another follows, are read
-        sentences = list(islice(_sentences(text), 2))
+        sentences = tuple(islice(_sentences(text), 2))
         kept = [_clip(sentences[0], _FIRST_CHARS)]
     else:
-        sentences = split_sentences(text)
-        novel = (s for s in sentences[1:] if not seen.issuperset(refs(s)))
+        sentences, named = _novel_reading(text)
+        novel = (s for s, found in zip(sentences[1:], named, strict=True) if not seen.issuperset(found))
         kept = [_clip(sentences[0], _FIRST_CHARS), *novel]
-    if kept == sentences:  # nothing dropped or clipped
+    if tuple(kept) == sentences:  # nothing dropped or clipped
         seen.update(refs(text))
         return text
     shown = " ".join(kept)
@@ -123,6 +124,17 @@ def shorten_reasoning(text: str, mode: ReasoningMode, seen: set[str]) -> str:
     result = shown if len(shown) < len(text) else text
     seen.update(refs(result))
     return result
+
+
+@run_memo(2048)
+def _novel_reading(text: str) -> tuple[tuple[str, ...], tuple[Refs, ...]]:
+    """What ``"novel"`` reads of ``text`` whatever is ``seen``: its sentences (:func:`split_sentences`)
+    and the references of each after the first (found once per text in a run: an old iteration's
+    reasoning is shortened again at every epoch, and for what it goes on showing).
+
+    Invariant: ``len(named) == len(sentences) - 1`` and ``named[i] == refs(sentences[i + 1])``."""
+    sentences = tuple(_sentences(text))
+    return sentences, tuple(map(refs, sentences[1:]))
 
 
 def _cut_value(value: Any, limit: int, wanted: frozenset[str], line_chars: int, max_lines: int) -> Any:
