@@ -335,6 +335,8 @@ CANDIDATES: dict[str, Policy] = {
     "cut-20k": _with_truncate("cut-20k", max_chars=20_000),
     "cut-15k": _with_truncate("cut-15k", max_chars=15_000),
     "cut-50k": _with_truncate("cut-50k", max_chars=50_000),
+    "written-24k": _with_age("written-24k", written_chars=24_000),
+    "referred-12": _with_age("referred-12", keep_referred=12),
     # issue 18 (real sessions' dollars): context_retrieve's schema sent from the first call, so a cut at
     # arrival never waits for (and never pays) the rewrite that sending it later costs
     "schema-always": _schema_always("schema-always"),
