@@ -87,7 +87,14 @@ def test_presets_are_named_step_lists() -> None:
     assert [s.kind for s in PRESETS["tiered"].steps] == ["dedup", "compact", "age", "truncate", "tidy"]
     assert (
         PRESETS["tiered"].find(Age)
-        == Age(reasoning="novel", fade_after=5, fade_keep=4, fade_cold=True, shown_by="outputs")
+        == Age(
+            reasoning="novel",
+            fade_after=5,
+            fade_keep=4,
+            fade_cold=True,
+            shown_by="outputs",
+            written_chars=24_000,
+        )
         and PRESETS["tiered"].retrieval_schema == "when_shown"
     )
     assert PRESETS["full"].steps == () and not PRESETS["full"].retrieval_active

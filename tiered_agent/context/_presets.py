@@ -32,13 +32,21 @@ PRESETS: dict[str, Policy] = {
     # the whole prompt is written again anyway), condensed chunks 5+ iterations behind the condensed
     # boundary fade to their iteration lines and up to 4 kept lines naming what the agent named since.
     # An aged output keeps its lines naming what no later output shows: the agent's own mention of a
-    # name is not the line that held it (shown_by="outputs").
+    # name is not the line that held it (shown_by="outputs"). The note of the files the agent wrote
+    # holds up to 24,000 chars (the step's default 16,000): Codex patches many files in many hunks.
     "tiered": Policy(
         "tiered",
         (
             Dedup(),
             Compact(at=0.70, keep=5),
-            Age(reasoning="novel", fade_after=5, fade_keep=4, fade_cold=True, shown_by="outputs"),
+            Age(
+                reasoning="novel",
+                fade_after=5,
+                fade_keep=4,
+                fade_cold=True,
+                shown_by="outputs",
+                written_chars=24_000,
+            ),
             Truncate(max_chars=50_000, defer_max_chars=50_000),
             Tidy(),
         ),
