@@ -7,6 +7,8 @@ from pathlib import Path
 import orjson
 import pytest
 import structlog
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tiered_agent import Message, ToolCall, TraceFormatError, Usage
 from tiered_agent._trace import (
@@ -309,3 +311,33 @@ def test_tokens_of_published_shapes_are_redacted(token: str) -> None:
 )
 def test_words_that_only_begin_like_a_token_stay(text: str) -> None:
     assert redact(text) == text
+
+
+def _deep_at_by_hand(text: str) -> int:
+    """Where ``text`` opens its 256th level, read one character at a time."""
+    depth, in_string, escaped = 0, False, False
+    for at, char in enumerate(text):
+        if in_string:
+            escaped, in_string = (not escaped and char == "\\"), escaped or char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > 255:
+                return at
+        elif char in "]}":
+            depth -= 1
+    return 0
+
+
+@given(
+    st.lists(st.sampled_from(['"', "\\", "[", "]", "{", "}", "a", " ", '\\"', "\\\\", "[" * 40]), max_size=80)
+)
+def test_where_a_value_nests_too_deep_is_found_as_by_hand(pieces: list[str]) -> None:
+    """The depth refusal's position (``_trace._too_deep_at``, which visits only the characters that
+    open, close or escape) is the one a reading of every character finds, strings and escapes
+    included."""
+    from tiered_agent._trace import _too_deep_at
+
+    text = "".join(pieces)
+    assert _too_deep_at(text) == _deep_at_by_hand(text)

@@ -1053,15 +1053,21 @@ def parse_json(data: bytes) -> Any:
 
 
 _MAX_DEPTH = 255
+_JSON_MARKS = re.compile(r'[\\"\[\]{}]')  # what opens, closes or escapes in JSON text
 
 
 def _too_deep_at(text: str) -> int:
     """Where ``text`` (JSON) opens its 256th nested array or object, outside strings (0 if it never
-    does: the caller found it nested deeper some other way)."""
-    depth, in_string, escaped = 0, False, False
-    for at, char in enumerate(text):
+    does: the caller found it nested deeper some other way). Only the characters that open, close
+    or escape are visited (found in C), so a long line of text costs little."""
+    depth, in_string, skip = 0, False, -1
+    for mark in _JSON_MARKS.finditer(text):
+        at, char = mark.start(), mark.group()
+        if at == skip:  # the character a backslash escapes
+            continue
         if in_string:
-            escaped, in_string = (not escaped and char == "\\"), in_string and (escaped or char != '"')
+            skip = at + 1 if char == "\\" else skip
+            in_string = char != '"'
         elif char == '"':
             in_string = True
         elif char in "[{":
