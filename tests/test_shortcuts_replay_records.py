@@ -1,4 +1,5 @@
-"""Round 17 (speed17a): the replay's per-step records are ``NamedTuple``s, built (and unpickled) in C.
+"""The replay's per-step records are ``NamedTuple``s, built (and unpickled) in C (speed round 17a,
+docs/bench-speed.md).
 
 The shortcuts' tests fail on the round's base (the records were frozen dataclasses); the property
 tests pin that a record holds what it was built with, by name, that copies and pickles keep it, and

@@ -1,7 +1,8 @@
-"""Work the prompt build skips (speed round 4) without changing what it builds: prefix sums that keep
-their state in place (no copy of the sums or of a tuple per prompt), Truncate's runtime keeping its
-cuts as the mappings a draft takes (and reading afresh after a cut that raised), and a prompt's
-record made only when it is read (the replay never reads it), equal to the record made at once."""
+"""Work the prompt build skips (speed round 4, docs/bench-speed.md) without changing what it builds:
+prefix sums that keep their state in place (no copy of the sums or of a tuple per prompt), Truncate's
+runtime keeping its cuts as the mappings a draft takes (and reading afresh after a cut that raised), and
+a prompt's record made only when it is read (the replay never reads it), equal to the record made at
+once."""
 
 from __future__ import annotations
 

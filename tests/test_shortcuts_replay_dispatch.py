@@ -1,6 +1,6 @@
-"""Round 13's shortcuts in the replay give what the plain computation gives, and take the shortcut:
-a policy none of whose steps takes part in a tool dispatch (no ``Dedup``) gets each iteration's
-recorded group back without a dispatch through its manager."""
+"""A shortcut in the replay (speed round 13, docs/bench-speed.md) gives what the plain computation
+gives, and takes the shortcut: a policy none of whose steps takes part in a tool dispatch (no ``Dedup``)
+gets each iteration's recorded group back without a dispatch through its manager."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Round 22 (speed22): what the aging of a run reads again, read once per run.
+"""What the aging of a run reads again, read once per run (speed round 22, docs/bench-speed.md).
 
 * ``"novel"`` reasoning: an old iteration's reasoning is shortened again at every epoch (its aged
   form, what it goes on showing), each time with another ``seen``; its sentences and their

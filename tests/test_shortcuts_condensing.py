@@ -1,7 +1,8 @@
-"""Round 12's shortcuts in the condensing decision give what the plain computation gives, and take
-the shortcut: a chunk's notes read what each iteration keeps whole once per chunk, a line held
-nowhere is found in C, the agent's own lines are scanned without a memo entry per line, a greedy
-choice counts a line's names in C, and the parts of a note are counted without keeping their ids."""
+"""Shortcuts in the condensing decision (speed round 12, docs/bench-speed.md) give what the plain
+computation gives, and take the shortcut: a chunk's notes read what each iteration keeps whole once per
+chunk, a line held nowhere is found in C, the agent's own lines are scanned without a memo entry per
+line, a greedy choice counts a line's names in C, and the parts of a note are counted without keeping
+their ids."""
 
 from __future__ import annotations
 

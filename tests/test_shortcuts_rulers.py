@@ -1,5 +1,5 @@
-"""Round 14's shortcuts in the rulers and the replay's series give what the plain computation gives,
-and take the shortcut:
+"""Shortcuts in the rulers and the replay's series give what the plain computation gives
+(speed round 14, docs/bench-speed.md), and take the shortcut:
 
 - the word ruler's index of first appearances walks each message's words, not every word seen before
   (``frozenset - dict.keys()`` walked the whole dict: quadratic in a run's vocabulary);

@@ -1,8 +1,8 @@
-"""Round 11's shortcuts in the aging decision give what computing from scratch gives, and take the
-shortcut: a waiting chunk that grew is read from the reading of the chunk it was (only its new
-iterations read), a chunk's inputs asked again with nothing new read are the same objects, and the
-files note's calls after more iterations read only those (the cost anatomy's split by cut points:
-tests/test_anatomy.py)."""
+"""Shortcuts in the aging decision (speed round 11, docs/bench-speed.md) give what computing from
+scratch gives, and take the shortcut: a waiting chunk that grew is read from the reading of the chunk it
+was (only its new iterations read), a chunk's inputs asked again with nothing new read are the same
+objects, and the files note's calls after more iterations read only those (the cost anatomy's split by
+cut points: tests/test_anatomy.py)."""
 
 from __future__ import annotations
 

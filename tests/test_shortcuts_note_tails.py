@@ -1,6 +1,6 @@
-"""Round 17 (speed17b), the aging notes' side: a tail's lines are checked against the lines kept
-and the earlier notes' lines as one set, and a tail none of whose lines repeats comes back as it is
-(not split and rebuilt line by line). The shortcut gives what the plain filter gives (a property
+"""The aging notes' tails (speed round 17b, docs/bench-speed.md): a tail's lines are checked against the
+lines kept and the earlier notes' lines as one set, and a tail none of whose lines repeats comes back as
+it is (not split and rebuilt line by line). The shortcut gives what the plain filter gives (a property
 test against the definitions as first written), and takes the shortcut (the same object back)."""
 
 from __future__ import annotations

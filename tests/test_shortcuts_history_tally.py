@@ -1,6 +1,6 @@
-"""Round 16's shortcut gives what the plain computation gives, and takes the shortcut: the history
-tally does the iteration bookkeeping only where a message's iteration differs from the previous
-message's (the others are only counted)."""
+"""The history tally's shortcut (speed round 16, docs/bench-speed.md) gives what the plain computation
+gives, and takes the shortcut: the history tally does the iteration bookkeeping only where a message's
+iteration differs from the previous message's (the others are only counted)."""
 
 from __future__ import annotations
 

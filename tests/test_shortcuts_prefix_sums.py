@@ -1,4 +1,5 @@
-"""Round 9 of the prompt build's speed work: each shortcut against the rule it replaces."""
+"""The prompt build's prefix sums (speed round 9, docs/bench-speed.md): each shortcut against the rule
+it replaces."""
 
 from __future__ import annotations
 
