@@ -8,7 +8,8 @@ that the prompt hid, by each ruler (salient, word, line, own writing: docs/ruler
 that cost more than ``full`` (how many, and by how much the worst); and the dollars (input cost) saved
 over the reach, the share of ``full``'s cost that lies in re-sent history (docs/results.md, "What a
 policy can reach"). Then ``full``'s cost anatomy: all runs, and with ``--families`` each family and
-group; last, issue 18's targets checked on the sets of runs it names (``tiered_agent/bench/_targets.py``).
+group, and ``tiered``'s figures with their 95% intervals over runs (``interval_95``); last, issue 18's
+targets checked on the sets of runs it names (``tiered_agent/bench/_targets.py``).
 
 Usage: ``python scripts/results_table.py bench-out/bench.json [--families]``
 """
@@ -26,6 +27,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this tree's tiered_agent, not an installed one
 
 from tiered_agent.bench._report_anatomy import ANATOMY_HEADERS
+from tiered_agent.bench._report_spread import SPREAD_HEADERS, spread_rows
 from tiered_agent.bench._targets import targets_dict, targets_lines
 
 ORDER = ("tiered", "kb-labs-adr", "adk-compaction", "adk-code", "codex", "anthropic-clear", "masking", "full")
@@ -104,6 +106,12 @@ def anatomy_table(document: Mapping[str, Any], families: bool) -> str:
     return "\n".join([header, "| " + " | ".join(["---"] * len(ANATOMY_COLUMNS)) + " |", *rows])
 
 
+def spread_table(document: Mapping[str, Any]) -> str:
+    headers = ("set", *SPREAD_HEADERS)
+    lines = [headers, ["---"] * len(headers), *spread_rows(document)]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bench_json", type=Path)
@@ -126,6 +134,11 @@ def main() -> None:
         "\n`full`'s cost anatomy: shares of USD, of input cost, of prompt tokens:\n",
         anatomy_table(document, args.families),
     ]
+    if args.families:
+        out += [
+            "\n`tiered`'s figures with their 95% intervals over runs (`interval_95`):\n",
+            spread_table(document),
+        ]
     targets = targets_lines(document.get("targets") or targets_dict(document))
     if targets:
         out += ["\nIssue 18's targets:\n", *targets]

@@ -134,6 +134,7 @@ LOSS_KEYS = {
     "runs_costlier_than_full_share",
     "worst_excess_vs_full",
     "worst_excess_run",
+    "interval_95",
 }
 RUN_POLICY_KEYS = (TOTALS_KEYS - {"runs"}) | {
     "missed_strings",

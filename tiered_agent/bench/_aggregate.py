@@ -39,8 +39,10 @@ from ._document import (
     totals_dict,
     unmeasured_entry,
 )
+from ._metrics import Totals
 from ._record import FailedRun, RunRecord
 from ._replay import BASELINE, ReplaySettings
+from ._spread import SpreadSum
 from ._sums import (
     CachingSum,
     CalibratedSum,
@@ -141,12 +143,14 @@ class FamilySum:
         "losses",
         "recorded",
         "runs",
+        "spread",
         "totals",
     )
 
     def __init__(self, names: Iterable[str]) -> None:
         self.runs = 0
         self.totals = {name: TotalsSum() for name in names}
+        self.spread = SpreadSum(list(self.totals))
         self.losses = {name: LossSum() for name in self.totals}
         self.recorded = RecordedSum()
         self.caching = CachingSum()
@@ -160,6 +164,9 @@ class FamilySum:
         for name, policy in record.policies.items():
             self.totals[name].add(policy.totals, scale=record.scale, usd_void=policy.usd_void)
             self.losses[name].add(policy.excess, record.run_id)
+        self.spread.add(
+            {name: p.totals for name, p in record.policies.items()}, record.policies[BASELINE].totals
+        )
         self.recorded.add(record.recorded)
         self.caching.add(record.caching)
         self.dollars.add(record.dollars)
@@ -174,6 +181,7 @@ class FamilySum:
         for name, total in other.totals.items():
             self.totals[name].merge(total)
             self.losses[name].merge(other.losses[name])
+        self.spread.merge(other.spread)
         self.recorded.merge(other.recorded)
         self.caching.merge(other.caching)
         self.dollars.merge(other.dollars)
@@ -186,14 +194,28 @@ class FamilySum:
         ``full``'s cost anatomy over them, with each policy's saving over its reach."""
         done = {name: total.totals() for name, total in self.totals.items()}
         full = done[BASELINE]
-        totals = {name: totals_dict(t, full) | self.losses[name].result() for name, t in sorted(done.items())}
+        totals = {
+            name: totals_dict(t, full)
+            | self.losses[name].result()
+            | {"interval_95": self.spread.intervals(name)}
+            for name, t in sorted(done.items())
+        }
         return totals, anatomy_dict(self.anatomy.result(), done, BASELINE)
+
+    def _policy_dict(self, name: str, t: Totals, full: Totals) -> dict[str, Any]:
+        """One policy's totals next to ``full``'s, its losses, and the 95% interval over runs of each
+        figure the set has (:mod:`._spread`)."""
+        out = totals_dict(t, full) | self.losses[name].result()
+        spread = self.spread.intervals(name)
+        out["interval_95"] = {k: v if out.get(k) is not None else None for k, v in spread.items()}
+        return out
 
     def state(self) -> dict[str, Any]:
         return {
             "runs": self.runs,
             "totals": {name: total.state() for name, total in sorted(self.totals.items())},
             "losses": {name: loss.state() for name, loss in sorted(self.losses.items())},
+            "spread": self.spread.state(),
             "recorded": self.recorded.state(),
             "caching": self.caching.state(),
             "dollars": self.dollars.state(),
@@ -213,6 +235,7 @@ class FamilySum:
                 raise StateError(f"{what}.{key} does not hold the policies of the document")
         out.totals = {n: TotalsSum.from_state(data["totals"][n], f"{what}.totals.{n}") for n in names}
         out.losses = {n: LossSum.from_state(data["losses"][n], f"{what}.losses.{n}") for n in names}
+        out.spread = SpreadSum.from_state(data.get("spread"), names, f"{what}.spread")
         out.recorded = RecordedSum.from_state(data.get("recorded"), f"{what}.recorded")
         out.caching = CachingSum.from_state(data.get("caching"), f"{what}.caching")
         out.dollars = DollarSum.from_state(data.get("dollars"), f"{what}.dollars")

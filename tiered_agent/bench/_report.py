@@ -628,6 +628,7 @@ def render_markdown(
 
     ``highlights``: of the document's per-run detail (default: of its ``runs``; none without them)."""
     from ._report_faithful import md_faithful
+    from ._report_spread import md_spread
     from ._targets import md_targets
 
     if highlights is None:
@@ -640,7 +641,7 @@ def render_markdown(
     if chart:
         lines += [f"![per-step prompt tokens and totals]({chart})", ""]
     lines += md_faithful(document, frontier)
-    lines += _md_caching(document) + _md_dollars(document) + _md_families(document)
+    lines += _md_caching(document) + _md_dollars(document) + _md_families(document) + md_spread(document)
     lines += md_anatomy(document, policies_by_cost(document)) + md_targets(document)
     lines += _md_recorded(document) + _md_validation(document) + _md_highlights(highlights)
     summarizer = document["settings"]["summarizer"]

@@ -1,0 +1,202 @@
+"""The 95% intervals over runs (``bench/_spread.py``): the ratio estimator's interval, exact in any
+order of runs and shards, carried by shard states, and covering the population's ratio about 95%
+of the time when runs are drawn from it."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tiered_agent.bench._metrics import Totals
+from tiered_agent.bench._report_spread import md_spread, spread_rows
+from tiered_agent.bench._spread import METRICS, RatioSum, SpreadSum, t_quantile
+from tiered_agent.bench._sums import StateError
+
+
+def _plain(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    """The interval as the textbook writes it, in floats."""
+    n = len(pairs)
+    x = sum(p[0] for p in pairs)
+    y = sum(p[1] for p in pairs)
+    ratio = y / x
+    spread = sum((b - ratio * a) ** 2 for a, b in pairs)
+    error = math.sqrt(n / (n - 1) * spread) / x
+    return ratio - t_quantile(n - 1) * error, ratio + t_quantile(n - 1) * error
+
+
+def _summed(pairs: list[tuple[float, float]]) -> RatioSum:
+    total = RatioSum()
+    for x, y in pairs:
+        total.add(x, y)
+    return total
+
+
+def test_a_hand_computed_interval() -> None:
+    # R = 6/30 = 0.2; y - R x = -1, 0, 1; SE^2 = 3/2 * 2 / 30^2; t(2) = 4.303
+    low, high = _summed([(10, 1), (10, 2), (10, 3)]).interval() or (0.0, 0.0)
+    half = 4.303 * math.sqrt(3 / 900)
+    assert low == pytest.approx(0.2 - half, abs=1e-12) and high == pytest.approx(0.2 + half, abs=1e-12)
+
+
+def test_too_few_runs_or_nothing_to_divide_by_give_no_interval() -> None:
+    assert _summed([(10, 1), (10, 2)]).interval() is None
+    assert _summed([(0, 0), (0, 0), (0, 0)]).interval() is None
+    assert RatioSum().interval() is None
+
+
+def test_t_quantile_follows_the_table_then_the_expansion() -> None:
+    assert t_quantile(1) == 12.706 and t_quantile(30) == 2.042
+    assert t_quantile(31) == pytest.approx(2.0395, abs=2e-4)
+    assert t_quantile(100) == pytest.approx(1.9840, abs=2e-4)
+    assert t_quantile(10**6) == pytest.approx(1.95997, abs=1e-4)
+    with pytest.raises(ValueError):
+        t_quantile(0)
+
+
+_PAIRS = st.lists(
+    st.tuples(st.integers(1, 10**7), st.integers(0, 10**7))
+    | st.tuples(st.floats(1e-3, 1e6), st.floats(0, 1e6)),
+    min_size=3,
+    max_size=40,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_PAIRS)
+def test_the_interval_is_the_textbook_one(pairs: list[tuple[float, float]]) -> None:
+    found = _summed(pairs).interval()
+    assert found is not None
+    expected = _plain(pairs)
+    scale = max(abs(expected[0]), abs(expected[1]), 1.0)
+    assert found[0] == pytest.approx(expected[0], abs=1e-7 * scale)
+    assert found[1] == pytest.approx(expected[1], abs=1e-7 * scale)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_PAIRS, st.randoms(use_true_random=False))
+def test_any_order_and_any_split_into_shards_give_the_same_interval(
+    pairs: list[tuple[float, float]], rng: random.Random
+) -> None:
+    whole = _summed(pairs).interval()
+    shuffled = list(pairs)
+    rng.shuffle(shuffled)
+    cut = rng.randrange(len(shuffled) + 1)
+    left, right = _summed(shuffled[:cut]), _summed(shuffled[cut:])
+    left.merge(RatioSum.from_state(right.state(), "shard"))
+    assert left.interval() == whole  # exactly: the sums are exact
+
+
+def test_a_damaged_state_is_refused_in_one_sentence() -> None:
+    state = _summed([(1, 1), (2, 1), (3, 0.5)]).state()
+    broken: object
+    for broken in (
+        {**state, "n": "3"},
+        {**state, "ints": [1, 2]},
+        {**state, "floats": [[1.0]]},
+        [],
+        {"n": 3},
+    ):
+        with pytest.raises(StateError):
+            RatioSum.from_state(broken, "spread")
+
+
+def _coverage(sigma: float, runs: int, trials: int = 400) -> float:
+    """How often the interval of ``runs`` runs drawn from a population covers its ratio: run sizes
+    log-normal with ``sigma`` (the spread of log sizes), each run's ratio around 0.3."""
+    rng = random.Random(18)
+    population = []
+    for _ in range(3000):
+        size = int(rng.lognormvariate(10, sigma)) + 1
+        population.append((size, size * min(max(rng.gauss(0.3, 0.15), 0.0), 1.0)))
+    truth = sum(p[1] for p in population) / sum(p[0] for p in population)
+    covered = 0
+    for _ in range(trials):
+        low, high = _summed(rng.sample(population, runs)).interval() or (0.0, 0.0)
+        covered += low <= truth <= high
+    return covered / trials
+
+
+def test_runs_of_alike_sizes_are_covered_about_95_percent_of_the_time() -> None:
+    # log-size spreads of 0.4-0.8: the Codex, Gemini shell, OpenHands and tau-bench sets of ../shared
+    assert 0.9 <= _coverage(0.4, 9) <= 0.98
+    assert 0.9 <= _coverage(0.8, 63) <= 0.98
+
+
+def test_runs_whose_sizes_differ_by_orders_of_magnitude_are_covered_less_often() -> None:
+    # docs/bench-json-schema.md says so: Claude Code sessions' log sizes spread by 1.8 (about 79%)
+    assert 0.7 <= _coverage(1.8, 75) < 0.9
+
+
+def _totals(**values: float) -> Totals:
+    fields = dict.fromkeys(
+        (
+            "runs", "steps", "prompt_tokens", "peak_prompt_tokens", "cached_tokens", "output_tokens",
+            "summary_input_tokens", "summary_output_tokens", "prefix_rewrites", "salient", "missed",
+            "steps_with_miss", "over_hard_limit_steps", "compactions", "dedup_hits", "truncated_chars",
+        ),
+        0,
+    )  # fmt: skip
+    return Totals(**(fields | {"effective_cost": 0.0, "input_cost": 0.0, "retrieval_tokens": None} | values))  # type: ignore[arg-type]
+
+
+def test_a_saving_is_one_minus_the_ratio_and_a_rate_is_never_below_zero() -> None:
+    spread = SpreadSum(["full", "tiered"])
+    for tokens, kept, missed in ((1000, 600, 0), (2000, 1000, 1), (4000, 2400, 0), (500, 400, 0)):
+        full = _totals(prompt_tokens=tokens, input_cost=float(tokens), salient=10)
+        tiered = _totals(prompt_tokens=kept, input_cost=kept * 0.9, salient=10, missed=missed)
+        spread.add({"full": full, "tiered": tiered}, full)
+    found = spread.intervals("tiered")
+    assert set(found) == set(METRICS)
+    ratio = _summed([(1000, 600), (2000, 1000), (4000, 2400), (500, 400)]).interval()
+    assert ratio is not None and found["token_savings_vs_full"] == [
+        round(1 - ratio[1], 6),
+        round(1 - ratio[0], 6),
+    ]
+    assert found["miss_rate"] is not None and found["miss_rate"][0] == 0.0 < found["miss_rate"][1]
+    assert found["cost_usd_savings_vs_full"] is None  # no run priced
+    assert spread.intervals("full")["token_savings_vs_full"] == [0.0, 0.0]
+
+
+def test_report_rows_show_each_figure_with_its_interval() -> None:
+    tiered = {
+        "runs": 12,
+        "token_savings_vs_full": 0.4,
+        "input_cost_savings_vs_full": -0.05,
+        "cost_usd_savings_vs_full": None,
+        "miss_rate": 0.01,
+        "word_miss_rate": 0.02,
+        "line_miss_rate": 0.0,
+        "own_miss_rate": 0.03,
+        "interval_95": {
+            "token_savings_vs_full": [0.35, 0.45],
+            "input_cost_savings_vs_full": [-0.1, 0.0],
+            "cost_usd_savings_vs_full": None,
+            "miss_rate": [0.0, 0.025],
+            "word_miss_rate": None,
+            "line_miss_rate": [0.0, 0.0],
+            "own_miss_rate": [0.01, 0.05],
+        },
+    }
+    document = {
+        "policies": {"tiered": {"totals": tiered}},
+        "families": {"agent": {"policies": {"tiered": {"totals": tiered}}}},
+        "groups": {},
+    }
+    rows = spread_rows(document)
+    assert [r[0] for r in rows] == ["all runs", "agent"]
+    assert rows[0][1:] == [
+        "12",
+        "+40.0% (35.0 to 45.0)",
+        "−5.0% (−10.0 to 0.0)",
+        "n/a",
+        "1.0% (0.0 to 2.5)",
+        "2.0%",
+        "0.0% (0.0 to 0.0)",
+        "3.0% (1.0 to 5.0)",
+    ]
+    assert md_spread(document)[0] == "## How far the figures could move"
+    assert spread_rows(document, "masking") == [] and md_spread(document, "masking") == []
