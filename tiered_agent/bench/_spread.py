@@ -12,20 +12,22 @@ with ``X = Σ x_i``, ``Y = Σ y_i`` over the ``n`` runs. A set whose ratio rests
 wide interval; one of fewer than 3 runs, or whose denominator is 0, gets none. The interval says
 how the set's own runs vary, nothing of runs unlike them (another agent, another task mix).
 
-The sums (``n``, ``X``, ``Y``, ``Σx²``, ``Σy²``, ``Σxy``) are exact: integers as integers, floats
-as :class:`~._sums.ExactSum`, and the interval is computed with fractions; so the document is the
-same in whatever order runs arrive and shards merge (:mod:`._sums`).
+The sums (``n``, ``X``, ``Y``, ``Σx²``, ``Σy²``, ``Σxy``) are integers: counts as they are, input
+cost in millionths of a unit and dollars in billionths (each run's value rounded once), and the
+interval is computed with fractions; so the document is the same in whatever order runs arrive and
+shards merge (:mod:`._sums`), and a shard's state writes the sums as decimal strings (they outgrow
+64 bits).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 from ._metrics import Totals
-from ._sums import ExactSum, StateError, _int, _mapping
+from ._sums import StateError, _int, _mapping
 
 __all__ = ["METRICS", "RatioSum", "SpreadSum", "t_quantile"]
 
@@ -49,102 +51,99 @@ def t_quantile(df: int) -> float:
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
-Pair = tuple[float, float]  # (x: the denominator's share of one run, y: the numerator's)
+Pair = tuple[int, int]  # (x: the denominator's share of one run, y: the numerator's)
+_COST_GRID = 10**6  # input cost in millionths of a unit
+_USD_GRID = 10**9  # dollars in billionths
 
 
-def _usd(t: Totals, full: Totals) -> Pair | None:
-    if t.cost_usd is None or full.cost_usd is None:
+def _grid(full: float, value: float, per_unit: int) -> Pair | None:
+    if not (math.isfinite(full) and math.isfinite(value)):
         return None
-    return full.cost_usd, t.cost_usd
+    return round(full * per_unit), round(value * per_unit)
 
 
-# name in the document -> (one run's pair, whether the figure is a saving ``1 - R``)
-METRICS: dict[str, tuple[Callable[[Totals, Totals], Pair | None], bool]] = {
-    "token_savings_vs_full": (lambda t, full: (full.input_tokens, t.input_tokens), True),
-    "input_cost_savings_vs_full": (lambda t, full: (full.input_cost, t.input_cost), True),
-    "cost_usd_savings_vs_full": (_usd, True),
-    "miss_rate": (lambda t, full: (t.salient, t.missed), False),
-    "word_miss_rate": (lambda t, full: (t.word_salient, t.word_missed), False),
-    "line_miss_rate": (lambda t, full: (t.line_needed, t.line_missed), False),
-    "own_miss_rate": (lambda t, full: (t.own_needed, t.own_missed), False),
-}
+def _pairs(t: Totals, full: Totals) -> tuple[Pair | None, ...]:
+    """One run's pair of each of :data:`METRICS`, in order (None: the run has no such figure)."""
+    usd = None if t.cost_usd is None or full.cost_usd is None else _grid(full.cost_usd, t.cost_usd, _USD_GRID)
+    return (
+        (full.input_tokens, t.input_tokens),
+        _grid(full.input_cost, t.input_cost, _COST_GRID),
+        usd,
+        (t.salient, t.missed),
+        (t.word_salient, t.word_missed),
+        (t.line_needed, t.line_missed),
+        (t.own_needed, t.own_missed),
+    )
+
+
+# the figures (their names in the document), each with whether it is a saving ``1 - R``
+METRICS: tuple[tuple[str, bool], ...] = (
+    ("token_savings_vs_full", True),
+    ("input_cost_savings_vs_full", True),
+    ("cost_usd_savings_vs_full", True),
+    ("miss_rate", False),
+    ("word_miss_rate", False),
+    ("line_miss_rate", False),
+    ("own_miss_rate", False),
+)
 _SUMS = 5  # X, Y, Σx², Σy², Σxy
 
 
 class RatioSum:
-    """The sums one ratio's interval needs, added run by run (exact, merged in any order)."""
+    """The sums one ratio's interval needs, added run by run (integers: exact, merged in any order)."""
 
-    __slots__ = ("_floats", "_ints", "n")
+    __slots__ = ("n", "sums")
 
     def __init__(self) -> None:
         self.n = 0
-        self._ints = [0] * _SUMS
-        self._floats: list[ExactSum] | None = None  # made at the first float added
+        self.sums = [0] * _SUMS
 
-    def add(self, x: float, y: float) -> None:
+    def add(self, x: int, y: int) -> None:
         self.n += 1
-        if isinstance(x, int) and isinstance(y, int):  # counts: summed as integers, exactly
-            ints = self._ints
-            for k, value in enumerate((x, y, x * x, y * y, x * y)):
-                ints[k] += value
-            return
-        for total, term in zip(self._exact(), (x, y, x * x, y * y, x * y), strict=True):
-            total.add(term)
-
-    def _exact(self) -> list[ExactSum]:
-        if self._floats is None:
-            self._floats = [ExactSum() for _ in range(_SUMS)]
-        return self._floats
+        sums = self.sums
+        sums[0] += x
+        sums[1] += y
+        sums[2] += x * x
+        sums[3] += y * y
+        sums[4] += x * y
 
     def merge(self, other: RatioSum) -> None:
         self.n += other.n
-        self._ints = [a + b for a, b in zip(self._ints, other._ints, strict=True)]
-        if other._floats is not None:
-            for mine, theirs in zip(self._exact(), other._floats, strict=True):
-                mine.merge(theirs)
+        self.sums = [a + b for a, b in zip(self.sums, other.sums, strict=True)]
 
-    def _sums(self) -> list[Fraction]:
-        floats = self._floats
-        return [
-            Fraction(self._ints[k]) + (Fraction(floats[k].value) if floats is not None else 0)
-            for k in range(_SUMS)
-        ]
-
-    def interval(self) -> Pair | None:
+    def interval(self) -> tuple[float, float] | None:
         """(low, high) of the ratio ``Y / X`` (None: fewer than 3 runs, or ``X`` not positive)."""
         if self.n < 3:
             return None
-        x, y, xx, yy, xy = self._sums()
+        x, y, xx, yy, xy = self.sums
         if x <= 0:
             return None
-        ratio = y / x
+        ratio = Fraction(y, x)
         spread = max(yy - 2 * ratio * xy + ratio * ratio * xx, Fraction(0))
-        error = math.sqrt(float(spread * self.n / (self.n - 1))) / float(x)
+        error = math.sqrt(float(spread * self.n / (self.n - 1))) / x
         half = t_quantile(self.n - 1) * error
         return float(ratio) - half, float(ratio) + half
 
     def state(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "ints": list(self._ints),
-            "floats": None if self._floats is None else [f.state() for f in self._floats],
-        }
+        return {"n": self.n, "sums": [str(v) for v in self.sums]}
 
     @classmethod
     def from_state(cls, data: Any, what: str) -> RatioSum:
-        data = _mapping(data, what, frozenset({"n", "ints", "floats"}))
+        data = _mapping(data, what, frozenset({"n", "sums"}))
         out = cls()
         out.n = _int(data["n"], f"{what}.n")
-        ints = data["ints"]
-        if not isinstance(ints, list) or len(ints) != _SUMS:
-            raise StateError(f"{what}.ints is not a list of {_SUMS} integers")
-        out._ints = [_int(v, f"{what}.ints[{k}]") for k, v in enumerate(ints)]
-        floats = data["floats"]
-        if floats is not None:
-            if not isinstance(floats, list) or len(floats) != _SUMS:
-                raise StateError(f"{what}.floats is not a list of {_SUMS} sums")
-            out._floats = [ExactSum.from_state(v, f"{what}.floats[{k}]") for k, v in enumerate(floats)]
+        sums = data["sums"]
+        if not isinstance(sums, list) or len(sums) != _SUMS:
+            raise StateError(f"{what}.sums is not a list of {_SUMS} integers")
+        out.sums = [_decimal(v, f"{what}.sums[{k}]") for k, v in enumerate(sums)]
         return out
+
+
+def _decimal(value: Any, what: str) -> int:
+    """An integer written as a decimal string (up to 1,000 digits)."""
+    if not isinstance(value, str) or not 0 < len(value) <= 1000 or not value.lstrip("-").isdecimal():
+        raise StateError(f"{what} is not an integer written in decimal")
+    return int(value)
 
 
 class SpreadSum:
@@ -153,27 +152,25 @@ class SpreadSum:
     __slots__ = ("_sums",)
 
     def __init__(self, names: Sequence[str]) -> None:
-        self._sums = {name: {metric: RatioSum() for metric in METRICS} for name in names}
+        self._sums = {name: tuple(RatioSum() for _ in METRICS) for name in names}
 
     def add(self, policies: Mapping[str, Totals], full: Totals) -> None:
         """One run: each policy's totals there, and ``full``'s."""
         for name, sums in self._sums.items():
-            t = policies[name]
-            for metric, (pair, _) in METRICS.items():
-                found = pair(t, full)
-                if found is not None:
-                    sums[metric].add(*found)
+            for total, pair in zip(sums, _pairs(policies[name], full), strict=True):
+                if pair is not None:
+                    total.add(*pair)
 
     def merge(self, other: SpreadSum) -> None:
         for name, sums in self._sums.items():
-            for metric, total in sums.items():
-                total.merge(other._sums[name][metric])
+            for total, theirs in zip(sums, other._sums[name], strict=True):
+                total.merge(theirs)
 
     def intervals(self, name: str) -> dict[str, list[float] | None]:
         """``{figure: [low, high]}`` of one policy (a saving's interval is ``1 - R``'s), rounded."""
         out: dict[str, list[float] | None] = {}
-        for metric, (_, saving) in METRICS.items():
-            found = self._sums[name][metric].interval()
+        for (metric, saving), total in zip(METRICS, self._sums[name], strict=True):
+            found = total.interval()
             if found is None:
                 out[metric] = None
                 continue
@@ -183,7 +180,7 @@ class SpreadSum:
 
     def state(self) -> dict[str, Any]:
         return {
-            name: {metric: total.state() for metric, total in sums.items()}
+            name: {metric: total.state() for (metric, _), total in zip(METRICS, sums, strict=True)}
             for name, sums in sorted(self._sums.items())
         }
 
@@ -192,6 +189,6 @@ class SpreadSum:
         data = _mapping(data, what, frozenset(names))
         out = cls(names)
         for name in names:
-            sums = _mapping(data[name], f"{what}.{name}", frozenset(METRICS))
-            out._sums[name] = {m: RatioSum.from_state(sums[m], f"{what}.{name}.{m}") for m in METRICS}
+            sums = _mapping(data[name], f"{what}.{name}", frozenset(m for m, _ in METRICS))
+            out._sums[name] = tuple(RatioSum.from_state(sums[m], f"{what}.{name}.{m}") for m, _ in METRICS)
         return out
