@@ -306,7 +306,7 @@ class _Run:
         self.created = not self.trace_path.exists()
         self.trace.open()
         try:
-            async with self.manager, open_mcp_tools(self.agent.mcp_servers) as mcp:
+            async with self.manager, open_mcp_tools(self.agent.mcp_servers, self.tools.names) as mcp:
                 self.tools = self.tools.with_tools(mcp.tools)
                 self.mcp_servers = mcp.servers
                 self.start()

@@ -137,7 +137,7 @@ class ToolOutcome:
     """The result of one tool call as the model will see it.
 
     ``error_kind`` names what went wrong (``unknown_tool``, ``invalid_json``,
-    ``invalid_arguments``, ``tool_error``, ``exception``, ``timeout``) or what
+    ``invalid_arguments``, ``invalid_schema``, ``tool_error``, ``exception``, ``timeout``) or what
     was done to a successful output (``binary_output``, ``invalid_utf8``,
     ``output_capped``; ``is_error`` stays False for those). ``original_bytes``
     is the UTF-8 size of the output before capping; ``spill_path`` is where the
@@ -536,6 +536,11 @@ def _prepare_arguments(item: Tool, raw: str) -> dict[str, Any] | ToolOutcome:
             f"Error: the arguments for tool {item.name!r} must be a JSON object, "
             f"got {type(parsed).__name__}.",
         )
+    return _validated(item, parsed)
+
+
+def _validated(item: Tool, parsed: dict[str, Any]) -> dict[str, Any] | ToolOutcome:
+    """``parsed`` checked by the tool's validator; what does not fit is an error outcome."""
     try:
         return item.validate_arguments(parsed)
     except ValidationError as exc:
@@ -545,6 +550,13 @@ def _prepare_arguments(item: Tool, raw: str) -> dict[str, Any] | ToolOutcome:
     except TypeError as exc:
         message = f"Error: invalid arguments for tool {item.name!r}: {exc}"
         return ToolOutcome.error("invalid_arguments", message)
+    except RecursionError:  # a schema that refers to itself without end (an MCP server's `$ref: "#"`)
+        log.warning("tool_schema_recursive", tool=item.name)
+        return ToolOutcome.error(
+            "invalid_schema",
+            f"Error: tool {item.name!r} cannot be called: checking arguments against its input schema "
+            "never ends (the schema refers to itself); use another tool.",
+        )
 
 
 def _format_validation_error(item: Tool, exc: ValidationError) -> str:
