@@ -44,17 +44,23 @@ from ._trace import redact
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "MAX_ARGUMENT_CHARS",
     "ArgumentValidator",
     "InvalidArguments",
     "Tool",
     "ToolOutcome",
     "ToolSet",
     "ToolTimeout",
+    "fit_call",
     "tool",
 ]
 
 DEFAULT_MAX_OUTPUT_BYTES = 1_000_000
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NOT_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+MAX_ARGUMENT_CHARS = 200_000  # a call's arguments past this are not run, unless the window allows more
+_KEPT_ARGUMENT_CHARS = 1_000  # what the history keeps of arguments that were too long
+_QUOTED_NAME_CHARS = 100
 _SECTION_RE = re.compile(
     r"^(Args|Arguments|Parameters|Params|Keyword Args|Returns?|Yields?|Raises|Examples?|Notes?|"
     r"Attributes|See Also|Warnings?|Todo|References)\s*:\s*$",
@@ -153,6 +159,34 @@ class ToolOutcome:
     @classmethod
     def error(cls, kind: str, content: str) -> ToolOutcome:
         return cls(content=content, is_error=True, error_kind=kind, original_bytes=len(content.encode()))
+
+
+def fit_call(call: ToolCall, max_argument_chars: int = MAX_ARGUMENT_CHARS) -> tuple[ToolCall, str | None]:
+    """The call as the next request can carry it, and why it cannot run (None: it runs as it is).
+
+    A provider refuses a request whose history holds a tool name outside 1-64 letters, digits,
+    ``_`` or ``-`` (empty, spaced, megabytes long), and no window holds megabytes of arguments:
+    such a call gets a name that fits (its characters outside the rule as ``_``, ``invalid_name``
+    when none is left) and arguments cut to ``{"arguments_cut": <their first 1,000 characters>}``.
+    The call never runs; the reason says what was wrong, quoting at most 100 characters."""
+    problems = []
+    name, arguments = call.name, call.arguments
+    if not _NAME_RE.match(name):
+        name = _NOT_NAME_CHARS.sub("_", name)[:64] or "invalid_name"
+        shown = call.name if len(call.name) <= _QUOTED_NAME_CHARS else call.name[:_QUOTED_NAME_CHARS] + "..."
+        problems.append(
+            f"the tool name {shown!r} ({len(call.name):,} characters) is no tool name: "
+            "names are 1-64 letters, digits, '_' or '-'"
+        )
+    if len(arguments) > max_argument_chars:
+        arguments = orjson.dumps({"arguments_cut": arguments[:_KEPT_ARGUMENT_CHARS]}).decode()
+        problems.append(
+            f"its arguments are {len(call.arguments):,} characters, over the {max_argument_chars:,} "
+            "a call may send (write a large file in parts, or have a command produce it)"
+        )
+    if not problems:
+        return call, None
+    return ToolCall(call.id, name, arguments), "; ".join(problems)
 
 
 class InvalidArguments(ValueError):
