@@ -241,3 +241,41 @@ def test_huge_arguments_and_invalid_names_are_answered_and_the_run_goes_on(tmp_p
         (e.kind, e.message.split(":")[0]) for e in read_trace(result.trace_path) if isinstance(e, ErrorEvent)
     ]
     assert kinds == [("reply_repair", f"tool call {n}") for n in ("c1", "c2", "c3")]
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        (
+            _body([], "ok", {"prompt_tokens": 5, "completion_tokens": 0.5}),
+            "1 validation error for Usage completion_tokens Input should be a valid integer, got a number "
+            "with a fractional part [type=int_from_float, input_value=0.5, input_type=float]",
+        ),
+        (_body([], 42, None), "1 validation error for Message content Input should be a valid string"),
+        (
+            _body([("c1", "echo", _deep(2000))], None, None),
+            "RecursionError: maximum recursion depth exceeded while decoding a JSON array",
+        ),
+    ],
+)
+def test_a_reply_litellm_cannot_read_says_why_in_one_sentence_and_warns_nothing(
+    tmp_path: Path, reply: dict[str, Any], why: str
+) -> None:
+    """Case 39: litellm refuses a reply whose usage count is a fraction, whose content is a number or
+    whose arguments nest past ~1,000 levels (it parses them); the run ended saying only "Invalid
+    response object", and pydantic printed a serializer warning with a line of its source on stderr."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        from tiered_agent import _litellm
+
+        _litellm._configure(_litellm.import_litellm())  # the filter, after simplefilter reset it
+        result, requests = _run(tmp_path, [_raw(reply)])
+    assert result.stop_reason.value == "error" and len(requests) == 1
+    assert result.error.startswith(
+        "Model 'openai/gpt-4o-mini' sent a reply that is not a chat completion: Invalid response object ("
+    )
+    assert why in result.error and len(result.error) < 700 and "\n" not in result.error
+    assert [str(w.message)[:40] for w in caught if "serializer" in str(w.message)] == []
+    _check_trace(result.trace_path)
