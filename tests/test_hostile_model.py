@@ -223,7 +223,11 @@ def test_huge_arguments_and_invalid_names_are_answered_and_the_run_goes_on(tmp_p
         "name": "echo",
         "arguments": json.dumps({"arguments_cut": huge[:1000]}, separators=(",", ":")),
     }
-    assert (calls["c2"]["name"], calls["c3"]["name"], calls["c4"]["name"]) == ("n" * 64, "read_file", "echo")
+    assert (calls["c2"]["name"], calls["c3"]["name"], calls["c4"]["name"]) == (
+        "invalid_" + "n" * 56,
+        "invalid_read_file",
+        "echo",
+    )
     answers = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
     available = "Available tools: echo, context_retrieve."
     assert answers["c1"] == (

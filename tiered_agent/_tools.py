@@ -166,13 +166,14 @@ def fit_call(call: ToolCall, max_argument_chars: int = MAX_ARGUMENT_CHARS) -> tu
 
     A provider refuses a request whose history holds a tool name outside 1-64 letters, digits,
     ``_`` or ``-`` (empty, spaced, megabytes long), and no window holds megabytes of arguments:
-    such a call gets a name that fits (its characters outside the rule as ``_``, ``invalid_name``
-    when none is left) and arguments cut to ``{"arguments_cut": <their first 1,000 characters>}``.
-    The call never runs; the reason says what was wrong, quoting at most 100 characters."""
+    such a call gets a name that fits and names no tool (``invalid_`` and its characters outside the
+    rule as ``_``, cut at 64: ``invalid_read_file`` for ``read file``, ``invalid_name`` for ``""``)
+    and arguments cut to ``{"arguments_cut": <their first 1,000 characters>}``. The call never
+    runs; the reason says what was wrong, quoting at most 100 characters."""
     problems = []
     name, arguments = call.name, call.arguments
     if not _NAME_RE.match(name):
-        name = _NOT_NAME_CHARS.sub("_", name)[:64] or "invalid_name"
+        name = f"invalid_{_NOT_NAME_CHARS.sub('_', name) or 'name'}"[:64]  # never a tool's name
         shown = call.name if len(call.name) <= _QUOTED_NAME_CHARS else call.name[:_QUOTED_NAME_CHARS] + "..."
         problems.append(
             f"the tool name {shown!r} ({len(call.name):,} characters) is no tool name: "
