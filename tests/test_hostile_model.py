@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from tiered_agent import Agent, RunLimits, tool
 from tiered_agent._model import LiteLLMModel, RetryPolicy
 from tiered_agent._resume import ResumeState
-from tiered_agent._trace import ErrorEvent, MessageEvent, read_trace, scan_trace
+from tiered_agent._trace import ErrorEvent, MessageEvent, StepError, read_trace, scan_trace
 from tiered_agent.inspect._load import load_trace
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -159,6 +159,7 @@ def _check_trace(trace: Path) -> None:
     assert scan_trace(trace).skipped == ()
     assert load_trace(trace).warning is None
     ResumeState.load(trace, "go on")
+    assert [e for e in events if isinstance(e, StepError)] == []  # every context step coped
     refused = {
         (e.iteration, e.message.split(":")[0].removeprefix("tool call "))
         for e in events
@@ -282,4 +283,21 @@ def test_a_reply_litellm_cannot_read_says_why_in_one_sentence_and_warns_nothing(
     )
     assert why in result.error and len(result.error) < 700 and "\n" not in result.error
     assert [str(w.message)[:40] for w in caught if "serializer" in str(w.message)] == []
+    _check_trace(result.trace_path)
+
+
+def test_arguments_nested_past_255_levels_are_answered_and_the_context_steps_go_on(tmp_path: Path) -> None:
+    """Arguments 256-1,023 levels deep (JSON for orjson, not for the runtime's readers) made the
+    aging step fail at every later iteration (``TypeError: Recursion limit reached`` writing them
+    back out in ``context/aging/_forms.py``): they are refused and cut like arguments too long."""
+    reply = _raw(_body([("c1", "echo", _deep(300)), ("c2", "echo", _deep(250))], None, None))
+    result, requests = _run(tmp_path, [reply, reply, reply])
+    assert result.output == "final answer"
+    answers = {m["tool_call_id"]: m["content"] for m in requests[1].body["messages"] if m["role"] == "tool"}
+    assert answers["c1"].startswith(
+        "Error: this call was not run: its arguments nest deeper than 255 levels, which no JSON writer goes."
+    )
+    assert answers["c2"].startswith(
+        "Error: invalid arguments for tool 'echo':"
+    )  # 250 levels: JSON, validated
     _check_trace(result.trace_path)

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, Validation
 from ._errors import ConfigurationError, ToolError
 from ._messages import ToolCall
 from ._text import clean_surrogates, escape_nul
-from ._trace import redact
+from ._trace import parse_json, redact
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
@@ -179,15 +179,40 @@ def fit_call(call: ToolCall, max_argument_chars: int = MAX_ARGUMENT_CHARS) -> tu
             f"the tool name {shown!r} ({len(call.name):,} characters) is no tool name: "
             "names are 1-64 letters, digits, '_' or '-'"
         )
-    if len(arguments) > max_argument_chars:
+    wrong = _arguments_problem(arguments, max_argument_chars)
+    if wrong is not None:
+        problems.append(wrong)
         arguments = orjson.dumps({"arguments_cut": arguments[:_KEPT_ARGUMENT_CHARS]}).decode()
-        problems.append(
-            f"its arguments are {len(call.arguments):,} characters, over the {max_argument_chars:,} "
-            "a call may send (write a large file in parts, or have a command produce it)"
-        )
     if not problems:
         return call, None
     return ToolCall(call.id, name, arguments), "; ".join(problems)
+
+
+def _arguments_problem(arguments: str, max_chars: int) -> str | None:
+    """Why a call's arguments cannot stay in the history as they are, or None."""
+    if len(arguments) > max_chars:
+        return (
+            f"its arguments are {len(arguments):,} characters, over the {max_chars:,} a call may send "
+            "(write a large file in parts, or have a command produce it)"
+        )
+    if _nested_too_deep(arguments):
+        return "its arguments nest deeper than 255 levels, which no JSON writer goes"
+    return None
+
+
+def _nested_too_deep(arguments: str) -> bool:
+    """Whether ``arguments`` is JSON nested past 255 levels: JSON for orjson (up to 1,024 levels), not
+    for :func:`~._trace.parse_json`, whose rule every reader of the history keeps (the context steps
+    write a call's arguments back out, which orjson cannot past 255)."""
+    try:
+        orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return False  # not JSON at all: the tool's answer says so (invalid_json)
+    try:
+        parse_json(arguments.encode("utf-8", "surrogatepass"))
+    except orjson.JSONDecodeError:
+        return True
+    return False
 
 
 class InvalidArguments(ValueError):
