@@ -1,4 +1,4 @@
-"""A hostile model through the real litellm path (round 23, cases 37 and 39 of docs/faults.md).
+"""A hostile model through the real litellm path (round 23, cases 37, 38 and 40 of docs/faults.md).
 
 An OpenAI-compatible fake on 127.0.0.1 answers with what hypothesis draws (seeded, bounded): tool
 calls whose arguments are not JSON, not an object, nested deep, hundreds of KB long, hold lone
@@ -266,7 +266,7 @@ def test_huge_arguments_and_invalid_names_are_answered_and_the_run_goes_on(tmp_p
 def test_a_reply_litellm_cannot_read_says_why_in_one_sentence_and_warns_nothing(
     tmp_path: Path, reply: dict[str, Any], why: str
 ) -> None:
-    """Case 39: litellm refuses a reply whose usage count is a fraction, whose content is a number or
+    """Case 40: litellm refuses a reply whose usage count is a fraction, whose content is a number or
     whose arguments nest past ~1,000 levels (it parses them); the run ended saying only "Invalid
     response object", and pydantic printed a serializer warning with a line of its source on stderr."""
     import warnings

@@ -743,7 +743,7 @@ HOSTILE_SERVER = ROOT / "tests" / "mcp_hostile_server.py"
 
 
 async def test_a_hostile_server_the_run_goes_on_with_what_works(tmp_path: Path) -> None:
-    """Case 38: megabytes, binary, errors, a call that never returns, a server that exits mid-call,
+    """Case 39: megabytes, binary, errors, a call that never returns, a server that exits mid-call,
     colliding and odd names, schemas that refer to themselves, are invalid or enormous."""
     server = MCPStdioServer("h", sys.executable, (str(HOSTILE_SERVER),), tool_timeout_s=2.0)
     model = FunctionModel.scripted(
