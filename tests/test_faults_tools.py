@@ -196,3 +196,101 @@ async def test_run_shell_output_cap_cuts_after_redaction(
     outcome = await tools.execute(_call("run_shell", command=command))
     assert SECRET[:10] not in outcome.content and SECRET[-10:] not in outcome.content
     assert outcome.content.startswith("x" * 985 + "[redacted]")  # was: x*985 + the key's first 15 chars
+
+
+# ================================================================ 36: paths the system cannot name
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("x" * 100_000, "is too long (100,000 bytes; at most 4,096)"),
+        ("d/" * 3000 + "x", "is too long (6,001 bytes; at most 4,096)"),
+        ("y" * 300, "holds a name of 300 bytes; a file name is at most 255"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("tool", "extra"), [("read_file", {}), ("list_dir", {}), ("write_file", {"content": "x"})]
+)
+async def test_a_path_too_long_for_the_system_is_one_short_sentence(
+    tmp_path: Path, path: str, says: str, tool: str, extra: dict[str, object]
+) -> None:
+    outcome = await _run(Workspace(tmp_path), tool, allow_write=True, path=path, **extra)
+    assert outcome.error_kind == "tool_error"  # not "exception": no traceback logged
+    assert outcome.content.startswith("Error: path '") and outcome.content.endswith(says)
+    assert len(outcome.content) < 400  # the path is quoted at most 200 characters, not 100,000
+    assert not any(tmp_path.iterdir())
+
+
+async def test_search_text_skips_a_symlink_loop_the_agent_made(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("needle\n")
+    (tmp_path / "loop").symlink_to("loop")  # `ln -s loop loop`, as run_shell can do
+    (tmp_path / "b").symlink_to("c")
+    (tmp_path / "c").symlink_to("b")
+    outcome = await _run(Workspace(tmp_path), "search_text", pattern="needle")
+    assert (outcome.error_kind, outcome.content) == (None, "a.txt:1: needle")
+
+
+async def test_writing_below_a_file_is_one_sentence(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x")
+    outcome = await _run(Workspace(tmp_path), "write_file", allow_write=True, path="a.txt/b", content="y")
+    assert outcome.error_kind == "tool_error"
+    assert outcome.content == "Error: cannot create 'a.txt/b': a part of it is a file, not a directory"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "says"),
+    [
+        (
+            "read_file",
+            {"path": "passwd"},
+            "leads outside the workspace root through a symlink (to /etc/passwd)",
+        ),
+        ("read_file", {"path": "etc/hostname"}, "leads outside the workspace root through a symlink"),
+        ("write_file", {"path": "etc/evil", "content": "x"}, "leads outside the workspace root"),
+        (
+            "read_file",
+            {"path": "/proc/self/environ"},
+            "is not allowed: use a path relative to the workspace root",
+        ),
+        ("read_file", {"path": "self/environ"}, "leads outside the workspace root through a symlink"),
+        ("read_file", {"path": "zero"}, "leads outside the workspace root through a symlink (to /dev/zero)"),
+        ("read_file", {"path": "sub/../../x"}, "escapes the workspace root through '..'"),
+        ("read_file", {"path": "sub"}, "'sub' is a directory; use list_dir to see its contents"),
+        ("list_dir", {"path": "etc"}, "leads outside the workspace root through a symlink (to /etc)"),
+        ("search_text", {"pattern": "root", "path": "etc"}, "leads outside the workspace root"),
+    ],
+)
+async def test_links_out_of_the_workspace_made_by_the_agent_are_refused(
+    tmp_path: Path, tool: str, arguments: dict[str, object], says: str
+) -> None:
+    (tmp_path / "sub").mkdir()
+    for name, target in [
+        ("passwd", "/etc/passwd"),
+        ("etc", "/etc"),
+        ("self", "/proc/self"),
+        ("zero", "/dev/zero"),
+    ]:
+        (tmp_path / name).symlink_to(target)
+    outcome = await _run(Workspace(tmp_path), tool, allow_write=True, **arguments)
+    assert outcome.is_error and outcome.error_kind == "tool_error"
+    assert says in outcome.content and "\n" not in outcome.content
+    assert not Path("/etc/evil").exists()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"start_line": -5}, {"start_line": 0}, {"start_line": 1.5}, {"end_line": -1}, {"start_line": "9" * 30}],
+)
+async def test_negative_fractional_or_huge_line_numbers_are_refused(
+    tmp_path: Path, arguments: dict[str, object]
+) -> None:
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    outcome = await _run(Workspace(tmp_path), "read_file", path="a.txt", **arguments)
+    assert outcome.error_kind in ("invalid_arguments", "tool_error"), outcome.content
+
+
+async def test_a_huge_start_line_is_past_the_end_not_a_long_read(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    outcome = await _run(
+        Workspace(tmp_path), "read_file", path="a.txt", start_line=10**18, end_line=10**18 + 5
+    )
+    assert outcome.content == f"Error: start_line {10**18} is past the end of 'a.txt', which has 2 lines"

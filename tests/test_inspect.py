@@ -695,3 +695,70 @@ def test_building_a_view_leaves_no_reference_cycle(recorded: Path) -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+HOSTILE_TEXTS = (
+    "</script><script>alert(1)</script>",
+    "<img src=x onerror=alert(2)>",
+    '<a href="javascript:alert(3)">x</a>',
+    "javascript:alert(4)",
+    "line\u2028separator\u2029paragraph",
+    "<!-- <script> -->",
+)
+
+
+def test_nothing_a_trace_holds_executes_or_breaks_the_page(tmp_path: Path) -> None:
+    """Round 23: the task, a call's arguments and name, a tool's output and error, the answer and an
+    error event each hold markup, a ``javascript:`` URL and U+2028/U+2029: the page has exactly its two
+    script elements, no element or attribute from the trace, and the data block gives each back."""
+    import anyio
+
+    from tiered_agent import Agent, tool
+    from tiered_agent.testing import FunctionModel, calls, text
+
+    hostile = " ".join(HOSTILE_TEXTS)
+
+    @tool(read_only=True)
+    def show(what: str) -> str:
+        """Show a text.
+
+        Args:
+            what: The text.
+        """
+        if what == "fail":
+            raise ValueError(hostile)
+        return hostile
+
+    model = FunctionModel.scripted(
+        [
+            calls(
+                ("c1", "show", {"what": hostile}),
+                ("c2", "show", {"what": "fail"}),
+                ("c3", "no <b>tool</b>", {}),
+            ),
+            text(hostile),
+        ]
+    )
+    result = anyio.run(Agent(model, tools=[show], trace_dir=tmp_path).run, hostile)
+    page = render_page(build_run(load_trace(result.trace_path)))
+
+    assert page.count("<script") == 2 and page.count("</script>") == 2
+    assert "<img" not in page and "<a " not in page and "<b>tool" not in page and "<!-- <script>" not in page
+    markup = page.split('id="trace-data">')[0]
+    assert re.search(r"<[a-z][^>]*\son\w+=", markup) is None  # no element carries a handler
+    assert "&lt;img src=x onerror=alert(2)&gt;" in markup  # the task, shown as text
+    assert re.search(r"<[a-z][^>]*\s(href|src)=", markup) is None  # no link, no image, no frame
+    data = re.search(r'<script type="application/json" id="trace-data">(.*?)</script>', page, re.S)
+    assert data is not None and "\u2028" not in data.group(1) and "<" not in data.group(1)
+    payload = data.group(1)
+    for piece in HOSTILE_TEXTS:  # every text is in the data, escaped, and reads back as it was
+        assert (
+            orjson.dumps(piece)
+            .decode()
+            .replace("<", "\\u003c")
+            .replace(">", "\\u003e")
+            .replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028")
+            .replace("\u2029", "\\u2029")[1:-1]
+            in payload
+        )

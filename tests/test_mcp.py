@@ -715,19 +715,124 @@ def test_agent_rejects_repeated_server_names() -> None:
         Agent(FunctionModel.scripted([]), mcp_servers=servers)
 
 
-async def test_tools_whose_names_collide_are_a_configuration_error() -> None:
+async def test_tools_whose_names_collide_are_refused_and_the_others_offered() -> None:
     from mcp.types import Tool as MCPTool
 
     from tiered_agent.mcp._client import ServerConnection
     from tiered_agent.mcp._runtime import _load
 
     connection = ServerConnection(MCPStdioServer("srv", "x"))
-    connection.tools = [MCPTool(name=n, input_schema={"type": "object"}) for n in ("get.item", "get_item")]
-    with pytest.raises(ConfigurationError) as caught:
-        _load([connection])
-    assert str(caught.value) == (
-        "tool 'get_item' of MCP server 'srv' and tool 'get.item' of MCP server 'srv' "
-        "both become 'srv__get_item'"
+    names = ("get.item", "get_item", "mine", "other")
+    connection.tools = [MCPTool(name=n, input_schema={"type": "object"}) for n in names]
+    with capture_logs() as logs:
+        loaded = _load([connection], taken=("srv__mine",))  # a tool of the run's own
+    assert [t.name for t in loaded.tools] == ["srv__get_item", "srv__other"]
+    assert loaded.servers[0]["refused"] == {
+        "get_item": "its name 'srv__get_item' is taken by tool 'get.item' of MCP server 'srv'",
+        "mine": "its name 'srv__mine' is taken by a tool of the run",
+    }
+    assert [e["detail"] for e in logs if e["event"] == "mcp_tool_refused"] == [
+        "tool 'get_item' of MCP server 'srv' is not offered to the model: its name 'srv__get_item' is "
+        "taken by tool 'get.item' of MCP server 'srv'",
+        "tool 'mine' of MCP server 'srv' is not offered to the model: its name 'srv__mine' is taken by "
+        "a tool of the run",
+    ]
+
+
+HOSTILE_SERVER = ROOT / "tests" / "mcp_hostile_server.py"
+
+
+async def test_a_hostile_server_the_run_goes_on_with_what_works(tmp_path: Path) -> None:
+    """Case 39: megabytes, binary, errors, a call that never returns, a server that exits mid-call,
+    colliding and odd names, schemas that refer to themselves, are invalid or enormous."""
+    server = MCPStdioServer("h", sys.executable, (str(HOSTILE_SERVER),), tool_timeout_s=2.0)
+    model = FunctionModel.scripted(
+        [
+            calls(
+                ("c1", "h__huge", {"megabytes": 3}),
+                ("c2", "h__picture", {}),
+                ("c3", "h__broken", {"reason": "no"}),
+            ),
+            calls(
+                ("c4", "h__forever", {}),
+                ("c5", "h__self_ref", {"a": 1}),
+                ("c6", "h__root_ref", {"a": 1}),
+                ("c7", "h__get_item", {"text": "x"}),
+                ("c8", "h__na_ve_tool__", {"text": "y"}),
+            ),
+            calls(("c9", "h__die", {})),
+            calls(("c10", "h__nul", {})),
+            text("done"),
+        ]
+    )
+    with anyio.fail_after(120):
+        result = await Agent(model, mcp_servers=[server], trace_dir=tmp_path / "traces").run("x")
+
+    assert (result.stop_reason, result.output) == (StopReason.ANSWERED, "done")
+    offered = {t["function"]["name"] for t in model.requests[0].tools}
+    assert "h__enormous" not in offered and {"h__get_item", "h__self_ref", "h__invalid"} <= offered
+    outputs = tool_outputs(result.trace_path)
+    assert (
+        outputs["c1"].startswith("0123456789abcdef")
+        and "[output capped: showing the first 1000000" in outputs["c1"]
+    )
+    assert outputs["c2"] == "[image: image/png, 4,096 bytes, not shown]"
+    assert outputs["c3"] == "Error: Error executing tool broken: no"
+    assert outputs["c4"] == "Error: tool 'h__forever' timed out after 2 s and was stopped."
+    for call_id, name in (
+        ("c5", "h__self_ref"),
+        ("c6", "h__root_ref"),
+    ):  # RecursionError out of the run before
+        assert outputs[call_id] == (
+            f"Error: tool {name!r} cannot be called: checking arguments against its input schema never "
+            "ends (the schema refers to itself); use another tool."
+        )
+    assert (outputs["c7"], outputs["c8"]) == ("x", "y")
+    gone = "Error: MCP server 'h' is no longer running (connection closed)"
+    assert outputs["c9"].startswith(gone) and outputs["c10"].startswith(gone)
+    started = next(e for e in read_trace(result.trace_path) if isinstance(e, RunStarted))
+    [record] = started.config["mcp_servers"]
+    assert record["tools"]["h__get_item"] == "get.item"
+    assert record["tools"]["h__na_ve_tool__"] == "naïve tool ✓"
+    assert record["refused"] == {
+        "get item": "its name 'h__get_item' is taken by tool 'get.item' of MCP server 'h'",
+        "get_item": "its name 'h__get_item' is taken by tool 'get.item' of MCP server 'h'",
+        "enormous": "its input schema is 484,922 bytes; at most 100,000 are sent to a model",
+    }
+
+
+async def test_a_user_tool_named_like_a_server_tool_keeps_its_name(tmp_path: Path) -> None:
+    from tiered_agent import tool
+
+    @tool(name="test__add")
+    def mine(a: int, b: int) -> str:
+        """Not the server's add."""
+        return "mine"
+
+    model = FunctionModel.scripted([calls(("c1", "test__add", {"a": 1, "b": 2})), text("done")])
+    agent_ = Agent(model, tools=[mine], mcp_servers=[stdio_server(tmp_path)], trace_dir=tmp_path / "traces")
+    result = await agent_.run("x")  # ConfigurationError ("duplicate tool name") before
+    assert result.output == "done" and tool_outputs(result.trace_path)["c1"] == "mine"
+    started = next(e for e in read_trace(result.trace_path) if isinstance(e, RunStarted))
+    assert started.config["mcp_servers"][0]["refused"] == {
+        "add": "its name 'test__add' is taken by a tool of the run"
+    }
+
+
+def test_refusal_of_schemas_no_provider_takes() -> None:
+    from mcp.types import Tool as MCPTool
+
+    from tiered_agent.mcp._adapt import refusal
+
+    assert refusal(MCPTool(name="a", input_schema={"type": "object"})) is None
+    assert refusal(MCPTool(name="a", input_schema={"type": "array"})) == (
+        "its input schema is of type 'array'; a tool's parameters must be an object"
+    )
+    deep: dict[str, Any] = {"type": "object"}
+    for _ in range(300):
+        deep = {"type": "object", "properties": {"a": deep}}
+    assert (refusal(MCPTool(name="a", input_schema=deep)) or "").startswith(
+        "its input schema cannot be sent as JSON (Recursion limit reached)"
     )
 
 

@@ -40,7 +40,7 @@ from ._model import (
 from ._result import IterationStats, RunResult, StopReason
 from ._resume import INTERRUPTED, ResumeState, describe_notes
 from ._tokens import TokenCounter
-from ._tools import Tool, ToolOutcome, ToolSet
+from ._tools import MAX_ARGUMENT_CHARS, Tool, ToolOutcome, ToolSet, fit_call
 from ._trace import (
     ErrorEvent,
     Event,
@@ -250,6 +250,7 @@ class _Run:
         self.usage = Usage()
         self.spent = 0  # tokens charged against the budget: provider usage, else local counts
         self.finished: dict[str, ToolOutcome] = {}  # outcomes of the current batch, by call id
+        self.refused: dict[str, str] = {}  # why each call of the current reply cannot run, by id
         self.empty_replies = 0
         self.manager = ContextManager(
             agent.context,
@@ -306,7 +307,7 @@ class _Run:
         self.created = not self.trace_path.exists()
         self.trace.open()
         try:
-            async with self.manager, open_mcp_tools(self.agent.mcp_servers) as mcp:
+            async with self.manager, open_mcp_tools(self.agent.mcp_servers, self.tools.names) as mcp:
                 self.tools = self.tools.with_tools(mcp.tools)
                 self.mcp_servers = mcp.servers
                 self.start()
@@ -434,7 +435,7 @@ class _Run:
         self.manager.observe_usage(reply.usage.prompt_tokens, prepared.prompt_tokens)
         self.usage = self.usage + reply.usage
         message = dataclasses.replace(
-            reply.message, iteration=iteration, tool_calls=_unique_ids(reply.message.tool_calls, iteration)
+            reply.message, iteration=iteration, tool_calls=self.fit_calls(iteration, reply.message.tool_calls)
         )
         self.append(message)
         self.emit(
@@ -448,6 +449,8 @@ class _Run:
                 route=reply.route,
             )
         )
+        for call_id, problem in self.refused.items():
+            self.emit(ErrorEvent(iteration, "reply_repair", f"tool call {call_id}: {problem}"))
         hits_before = self.manager.dedup_hits
         if message.tool_calls:
             await self.run_tools(iteration, message.tool_calls)
@@ -467,6 +470,32 @@ class _Run:
         if message.text.strip():
             return StopReason.ANSWERED, message.text, None
         return self.empty_reply(iteration)
+
+    def fit_calls(self, iteration: int, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+        """The reply's calls as the next request can carry them (:func:`~._tools.fit_call`, ids
+        unique); why each call that cannot run goes to ``refused``, to be recorded (an ``error``
+        event of kind ``reply_repair``) and answered (:meth:`run_tools`), so the model can act on it
+        and the provider never sees a history it refuses. Arguments may hold as many characters as
+        the model's window holds tokens (about a quarter of it), at least 200,000."""
+        limit = max(MAX_ARGUMENT_CHARS, self.manager.context_window or 0)
+        self.refused.clear()
+        fitted = []
+        for call in _unique_ids(calls, iteration):
+            fit, problem = fit_call(call, limit)
+            if problem is not None:
+                self.refused[fit.id] = problem
+            fitted.append(fit)
+        return tuple(fitted)
+
+    def refusal(self, call: ToolCall) -> ToolOutcome | None:
+        """The answer to a call :meth:`fit_calls` refused, None for a call that runs."""
+        problem = self.refused.get(call.id)
+        if problem is None:
+            return None
+        tools = ", ".join(self.tools.names)
+        return ToolOutcome.error(
+            "invalid_call", f"Error: this call was not run: {problem}. Available tools: {tools}."
+        )
 
     def empty_reply(self, iteration: int) -> tuple[StopReason, str | None, str | None] | None:
         self.empty_replies += 1
@@ -518,6 +547,10 @@ class _Run:
         outcomes: dict[int, ToolOutcome] = {}
 
         async def run_one(index: int) -> None:
+            refused = self.refusal(calls[index])
+            if refused is not None:  # answered with why, never run
+                outcomes[index] = self.finished[calls[index].id] = refused
+                return
             async with limiter:
                 started_at, started = time.time(), time.perf_counter()
                 with self.tool_scope(calls[index], started_at):

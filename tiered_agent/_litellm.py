@@ -11,6 +11,7 @@ import gc
 import logging
 import os
 import threading
+import warnings
 from functools import lru_cache
 from types import ModuleType
 from typing import Any
@@ -65,6 +66,9 @@ def _configure(litellm: Any) -> ModuleType:
     litellm.disable_hf_tokenizer_download = True
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" prints on errors
     litellm.telemetry = False
+    # litellm re-serializes a provider's reply with pydantic, which warns on stderr (with a line of its
+    # source) about each field of the wrong type a hostile reply holds: the reply is judged by us.
+    warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
     if "LITELLM_LOG" not in os.environ:  # an explicit LITELLM_LOG is the user asking for litellm's logs
         for name in _LITELLM_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)

@@ -405,7 +405,7 @@ class LiteLLMModel:
         if isinstance(exc, litellm.BadRequestError) and _NO_PROVIDER_MARKER in text:
             return _Failure(ModelNotFoundError(self._no_provider_message()), retryable=False)
         if _malformed(exc, text):  # the server answered, with garbage: asking again is no fix
-            message = f"Model {self.name!r} sent a reply that is not a chat completion: {text}"
+            message = f"Model {self.name!r} sent a reply that is not a chat completion: {text}{_why(exc)}"
             return _Failure(ModelError(message), retryable=False)
         retryable = isinstance(exc, tuple(getattr(litellm, n) for n in _RETRYABLE))
         return _Failure(ModelError(self._failed_message(litellm, exc, attempt, text)), retryable=retryable)
@@ -576,6 +576,22 @@ def _malformed(exc: BaseException, text: str) -> bool:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return False
+
+
+def _why(exc: BaseException) -> str:
+    """What litellm found wrong in a reply it could not read, from the traceback its message holds
+    (``Invalid response object Traceback ... ValidationError: 1 validation error for Usage ...``):
+    `` (the error, its first lines)``, or '' when the message holds none."""
+    _, found, tail = str(exc).partition("Traceback (most recent call last)")
+    lines = [line.strip() for line in tail.split("received_args=")[0].splitlines() if found and line.strip()]
+    start = next((i for i, line in enumerate(lines) if _RAISED.match(line)), None)
+    if start is None:
+        return ""
+    detail = redact(" ".join(line for line in lines[start : start + 4] if not line.startswith("For further")))
+    return f" ({detail[:_MAX_ERROR_CHARS]})"
+
+
+_RAISED = re.compile(r"^(?:[A-Za-z_.]+\.)?[A-Za-z]*(?:Error|Exception): ")
 
 
 def _says_context(text: str) -> bool:

@@ -40,21 +40,27 @@ from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, Validation
 from ._errors import ConfigurationError, ToolError
 from ._messages import ToolCall
 from ._text import clean_surrogates, escape_nul
-from ._trace import redact
+from ._trace import parse_json, redact
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "MAX_ARGUMENT_CHARS",
     "ArgumentValidator",
     "InvalidArguments",
     "Tool",
     "ToolOutcome",
     "ToolSet",
     "ToolTimeout",
+    "fit_call",
     "tool",
 ]
 
 DEFAULT_MAX_OUTPUT_BYTES = 1_000_000
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NOT_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+MAX_ARGUMENT_CHARS = 200_000  # a call's arguments past this are not run, unless the window allows more
+_KEPT_ARGUMENT_CHARS = 1_000  # what the history keeps of arguments that were too long
+_QUOTED_NAME_CHARS = 100
 _SECTION_RE = re.compile(
     r"^(Args|Arguments|Parameters|Params|Keyword Args|Returns?|Yields?|Raises|Examples?|Notes?|"
     r"Attributes|See Also|Warnings?|Todo|References)\s*:\s*$",
@@ -137,7 +143,7 @@ class ToolOutcome:
     """The result of one tool call as the model will see it.
 
     ``error_kind`` names what went wrong (``unknown_tool``, ``invalid_json``,
-    ``invalid_arguments``, ``tool_error``, ``exception``, ``timeout``) or what
+    ``invalid_arguments``, ``invalid_schema``, ``tool_error``, ``exception``, ``timeout``) or what
     was done to a successful output (``binary_output``, ``invalid_utf8``,
     ``output_capped``; ``is_error`` stays False for those). ``original_bytes``
     is the UTF-8 size of the output before capping; ``spill_path`` is where the
@@ -153,6 +159,60 @@ class ToolOutcome:
     @classmethod
     def error(cls, kind: str, content: str) -> ToolOutcome:
         return cls(content=content, is_error=True, error_kind=kind, original_bytes=len(content.encode()))
+
+
+def fit_call(call: ToolCall, max_argument_chars: int = MAX_ARGUMENT_CHARS) -> tuple[ToolCall, str | None]:
+    """The call as the next request can carry it, and why it cannot run (None: it runs as it is).
+
+    A provider refuses a request whose history holds a tool name outside 1-64 letters, digits,
+    ``_`` or ``-`` (empty, spaced, megabytes long), and no window holds megabytes of arguments:
+    such a call gets a name that fits and names no tool (``invalid_`` and its characters outside the
+    rule as ``_``, cut at 64: ``invalid_read_file`` for ``read file``, ``invalid_name`` for ``""``)
+    and arguments cut to ``{"arguments_cut": <their first 1,000 characters>}``. The call never
+    runs; the reason says what was wrong, quoting at most 100 characters."""
+    problems = []
+    name, arguments = call.name, call.arguments
+    if not _NAME_RE.match(name):
+        name = f"invalid_{_NOT_NAME_CHARS.sub('_', name) or 'name'}"[:64]  # never a tool's name
+        shown = call.name if len(call.name) <= _QUOTED_NAME_CHARS else call.name[:_QUOTED_NAME_CHARS] + "..."
+        problems.append(
+            f"the tool name {shown!r} ({len(call.name):,} characters) is no tool name: "
+            "names are 1-64 letters, digits, '_' or '-'"
+        )
+    wrong = _arguments_problem(arguments, max_argument_chars)
+    if wrong is not None:
+        problems.append(wrong)
+        arguments = orjson.dumps({"arguments_cut": arguments[:_KEPT_ARGUMENT_CHARS]}).decode()
+    if not problems:
+        return call, None
+    return ToolCall(call.id, name, arguments), "; ".join(problems)
+
+
+def _arguments_problem(arguments: str, max_chars: int) -> str | None:
+    """Why a call's arguments cannot stay in the history as they are, or None."""
+    if len(arguments) > max_chars:
+        return (
+            f"its arguments are {len(arguments):,} characters, over the {max_chars:,} a call may send "
+            "(write a large file in parts, or have a command produce it)"
+        )
+    if _nested_too_deep(arguments):
+        return "its arguments nest deeper than 255 levels, which no JSON writer goes"
+    return None
+
+
+def _nested_too_deep(arguments: str) -> bool:
+    """Whether ``arguments`` is JSON nested past 255 levels: JSON for orjson (up to 1,024 levels), not
+    for :func:`~._trace.parse_json`, whose rule every reader of the history keeps (the context steps
+    write a call's arguments back out, which orjson cannot past 255)."""
+    try:
+        orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return False  # not JSON at all: the tool's answer says so (invalid_json)
+    try:
+        parse_json(arguments.encode("utf-8", "surrogatepass"))
+    except orjson.JSONDecodeError:
+        return True
+    return False
 
 
 class InvalidArguments(ValueError):
@@ -536,6 +596,11 @@ def _prepare_arguments(item: Tool, raw: str) -> dict[str, Any] | ToolOutcome:
             f"Error: the arguments for tool {item.name!r} must be a JSON object, "
             f"got {type(parsed).__name__}.",
         )
+    return _validated(item, parsed)
+
+
+def _validated(item: Tool, parsed: dict[str, Any]) -> dict[str, Any] | ToolOutcome:
+    """``parsed`` checked by the tool's validator; what does not fit is an error outcome."""
     try:
         return item.validate_arguments(parsed)
     except ValidationError as exc:
@@ -545,6 +610,13 @@ def _prepare_arguments(item: Tool, raw: str) -> dict[str, Any] | ToolOutcome:
     except TypeError as exc:
         message = f"Error: invalid arguments for tool {item.name!r}: {exc}"
         return ToolOutcome.error("invalid_arguments", message)
+    except RecursionError:  # a schema that refers to itself without end (an MCP server's `$ref: "#"`)
+        log.warning("tool_schema_recursive", tool=item.name)
+        return ToolOutcome.error(
+            "invalid_schema",
+            f"Error: tool {item.name!r} cannot be called: checking arguments against its input schema "
+            "never ends (the schema refers to itself); use another tool.",
+        )
 
 
 def _format_validation_error(item: Tool, exc: ValidationError) -> str:

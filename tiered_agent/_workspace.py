@@ -46,6 +46,10 @@ _SNIFF_BYTES = 8192
 _LINE_BYTES = READ_FILE_MAX_LINE_CHARS * 4 + 4  # enough bytes for the characters a line shows
 _COUNT_CHUNK = 1 << 20
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # UTF-8 bytes that do not start a character
+# what a path may hold before the system refuses it (ENAMETOOLONG): a name, and the whole path
+_MAX_NAME_BYTES = 255
+_MAX_PATH_BYTES = 4096
+_QUOTED_PATH_CHARS = 200  # how much of a path a refusal quotes back to the model
 
 Depth = Annotated[int, Field(ge=1, le=10)]
 LineNumber = Annotated[int, Field(ge=1)]
@@ -74,21 +78,28 @@ class Workspace:
         return f"Workspace({str(self._root)!r})"
 
     def resolve(self, path: str) -> Path:
-        """The real path of ``path`` (relative to the root); raises PathOutsideWorkspace if it escapes."""
+        """The real path of ``path`` (relative to the root); raises PathOutsideWorkspace if it escapes,
+        ToolError (one sentence, the path quoted at most 200 characters) if the system cannot name it:
+        a name over 255 bytes, a path over 4,096, a NUL byte, a symlink loop."""
         text = path.strip() or "."
         if PurePosixPath(text).is_absolute() or PureWindowsPath(text).is_absolute():
             raise PathOutsideWorkspace(
-                f"absolute path {path!r} is not allowed: use a path relative to the workspace root"
+                f"absolute path {_quote(path)} is not allowed: use a path relative to the workspace root"
             )
         if ".." in PurePosixPath(os.path.normpath(text)).parts:
-            raise PathOutsideWorkspace(f"path {path!r} escapes the workspace root through '..'")
+            raise PathOutsideWorkspace(f"path {_quote(path)} escapes the workspace root through '..'")
+        _check_length(path, text)
         try:
             real = (self._root / text).resolve()
         except (OSError, RuntimeError, ValueError) as exc:  # symlink loops, NUL bytes
-            raise ToolError(f"cannot resolve path {path!r}: {exc}") from exc
+            raise ToolError(f"cannot resolve path {_quote(path)}: {exc}") from exc
         if not real.is_relative_to(self._root):
             raise PathOutsideWorkspace(
-                f"path {path!r} leads outside the workspace root through a symlink (to {real})"
+                f"path {_quote(path)} leads outside the workspace root through a symlink (to {real})"
+            )
+        if len(os.fsencode(real)) > _MAX_PATH_BYTES:  # short as written, long under the root
+            raise ToolError(
+                f"path {_quote(path)} is too long: under the workspace root it is over 4,096 bytes"
             )
         return real
 
@@ -105,6 +116,28 @@ class Workspace:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _quote(path: str) -> str:
+    """``path`` as a refusal shows it: quoted, its middle cut past 200 characters (a model may send
+    a path of megabytes; the sentence stays one sentence)."""
+    if len(path) <= _QUOTED_PATH_CHARS:
+        return repr(path)
+    half = _QUOTED_PATH_CHARS // 2
+    return f"{path[:half]!r}...{path[-half:]!r} ({len(path):,} characters)"
+
+
+def _check_length(path: str, text: str) -> None:
+    """ToolError when ``text`` holds a name over 255 bytes or is over 4,096 bytes: the system
+    would refuse it (ENAMETOOLONG) in whatever call met it first."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) > _MAX_PATH_BYTES:
+        raise ToolError(f"path {_quote(path)} is too long ({len(data):,} bytes; at most 4,096)")
+    longest = max(data.split(b"/"), key=len)
+    if len(longest) > _MAX_NAME_BYTES:
+        raise ToolError(
+            f"path {_quote(path)} holds a name of {len(longest):,} bytes; a file name is at most 255"
+        )
 
 
 def _open_file(path: str, real: Path) -> BinaryIO:
@@ -152,9 +185,12 @@ def _search_candidates(ws: Workspace, top: Path, glob: str | None) -> Iterator[t
     """(real path, path as the model writes it) of each file to search; symlinks out of the root
     and what is not a file are left out (the search itself refuses FIFOs and devices)."""
     for path in _iter_files(ws, top, glob):
-        real = path.resolve()
-        if real.is_relative_to(ws.root) and real.is_file():
-            yield str(real), ws.relative(path)
+        try:
+            real = path.resolve()
+            if real.is_relative_to(ws.root) and real.is_file():
+                yield str(real), ws.relative(path)
+        except (OSError, RuntimeError):  # a symlink loop, a name the system refuses: not a file to search
+            continue
 
 
 def _text_file(ws: Workspace, path: str) -> tuple[Path, BinaryIO]:
@@ -295,7 +331,7 @@ def _read_tools(ws: Workspace) -> list[Tool]:
 
 
 def _search_report(found: Found, limits: SearchLimits, pattern: str, path: str) -> str:
-    lines = list(found.lines) or [f"No matches for {pattern!r} in {path!r}."]
+    lines = list(found.lines) or [f"No matches for {_quote(pattern)} in {_quote(path)}."]
     if len(found.lines) >= limits.max_results:
         lines.append(f"[stopped after {limits.max_results} matches; narrow the pattern, path or glob]")
     if found.too_many_files:
@@ -326,7 +362,7 @@ def _write_tools(ws: Workspace) -> list[Tool]:
         if real.is_dir():
             raise ToolError(f"{path!r} is a directory")
         existed = real.exists()
-        real.parent.mkdir(parents=True, exist_ok=True)
+        _make_parents(path, real)
         data = content.encode("utf-8", "backslashreplace")
         _write(path, real, data)
         verb = "Overwrote" if existed else "Created"
@@ -362,6 +398,14 @@ def _write_tools(ws: Workspace) -> list[Tool]:
         return f"Replaced {found} occurrence(s) in {ws.relative(real)} (first at line {first_line})"
 
     return [write_file, edit_file]
+
+
+def _make_parents(path: str, real: Path) -> None:
+    """Create the folders above ``real``; one that is a file (``a.txt/b``) is one sentence."""
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ToolError(f"cannot create {_quote(path)}: a part of it is a file, not a directory") from None
 
 
 def _write(path: str, real: Path, data: bytes) -> None:

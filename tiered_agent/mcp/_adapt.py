@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import jsonschema
+import orjson
 import structlog
 from jsonschema.exceptions import SchemaError
 from mcp.types import Tool as MCPTool
@@ -23,11 +24,12 @@ from mcp.types import Tool as MCPTool
 from .._tools import ArgumentValidator, Tool
 from ._config import MCPServerConfig
 
-__all__ = ["adapt_tool", "marked_read_only", "tool_name"]
+__all__ = ["MAX_SCHEMA_BYTES", "adapt_tool", "marked_read_only", "refusal", "tool_name"]
 
 log = structlog.get_logger(__name__)
 
 MAX_NAME = 64
+MAX_SCHEMA_BYTES = 100_000  # every request carries every tool's schema: ~25,000 tokens at most each
 _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_PROBLEM_CHARS = 300
 
@@ -68,6 +70,22 @@ def adapt_tool(server: MCPServerConfig, spec: MCPTool, call: CallFn) -> Tool:
         timeout_s=server.tool_timeout_s,
         validator=schema_validator(name, parameters),
     )
+
+
+def refusal(spec: MCPTool) -> str | None:
+    """Why the run cannot offer ``spec`` to a model (a provider would refuse every request carrying
+    it), or None: an input schema whose ``type`` is not ``object``, or one over 100,000 bytes."""
+    schema = spec.input_schema
+    kind = schema.get("type", "object")
+    if kind != "object":
+        return f"its input schema is of type {str(kind)[:40]!r}; a tool's parameters must be an object"
+    try:
+        size = len(orjson.dumps(schema))
+    except (TypeError, orjson.JSONEncodeError) as exc:  # nested past 255 levels, a key that is not text
+        return f"its input schema cannot be sent as JSON ({exc})"
+    if size > MAX_SCHEMA_BYTES:
+        return f"its input schema is {size:,} bytes; at most {MAX_SCHEMA_BYTES:,} are sent to a model"
+    return None
 
 
 def marked_read_only(server: MCPServerConfig, tool: str) -> bool:

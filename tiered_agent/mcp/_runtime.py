@@ -53,12 +53,16 @@ def check_servers(servers: Sequence[MCPServerConfig]) -> tuple[MCPServerConfig, 
 
 
 @asynccontextmanager
-async def open_mcp_tools(servers: Sequence[MCPServerConfig]) -> AsyncIterator[MCPTools]:
+async def open_mcp_tools(
+    servers: Sequence[MCPServerConfig], taken: Sequence[str] = ()
+) -> AsyncIterator[MCPTools]:
     """Start ``servers`` concurrently, yield their tools, stop them all on the way out.
 
-    Raises :class:`ConfigurationError` (missing command, tool-name collision) or
-    :class:`MCPServerError` (a server exited, timed out or was unreachable) before
-    yielding, after stopping the servers that did start.
+    A tool the run cannot offer (its name taken by one of ``taken``, the run's other tools, or by
+    an earlier tool; an input schema that is not an object or is enormous) is refused: left out,
+    named in a warning and under ``refused`` in its server's record; the others are offered.
+    Raises :class:`ConfigurationError` (missing command) or :class:`MCPServerError` (a server
+    exited, timed out or was unreachable) before yielding, after stopping the servers that did start.
     """
     if not servers:
         yield MCPTools()
@@ -73,7 +77,7 @@ async def open_mcp_tools(servers: Sequence[MCPServerConfig]) -> AsyncIterator[MC
         try:
             failure = await _settle(connections)
             if failure is None:
-                loaded = _load(connections)
+                loaded = _load(connections, taken)
                 log.info("mcp_servers_started", servers=[s["name"] for s in loaded.servers])
                 yield loaded
         except Exception as exc:  # the run's own error: re-raised below, outside the task group
@@ -102,24 +106,31 @@ async def _settle(connections: Sequence[ServerConnection]) -> TieredAgentError |
     return next((c.error for c in connections if c.error is not None), None)
 
 
-def _load(connections: Sequence[ServerConnection]) -> MCPTools:
-    from ._adapt import adapt_tool
+def _load(connections: Sequence[ServerConnection], taken: Sequence[str] = ()) -> MCPTools:
+    from ._adapt import adapt_tool, refusal
 
     tools: list[Tool] = []
-    owners: dict[str, str] = {}
+    owners = dict.fromkeys(taken, "a tool of the run")
     records: list[dict[str, Any]] = []
     for connection in connections:
         _check_read_only(connection)
         names: dict[str, str] = {}
+        refused: dict[str, str] = {}
         for spec in connection.tools:
             item = adapt_tool(connection.config, spec, connection.call)
             origin = f"tool {spec.name!r} of MCP server {connection.name!r}"
-            if item.name in owners:
-                raise ConfigurationError(f"{origin} and {owners[item.name]} both become {item.name!r}")
+            reason = refusal(spec) or (
+                f"its name {item.name!r} is taken by {owners[item.name]}" if item.name in owners else None
+            )
+            if reason is not None:
+                log.warning("mcp_tool_refused", detail=f"{origin} is not offered to the model: {reason}")
+                refused[spec.name] = reason
+                continue
             owners[item.name] = origin
             names[item.name] = spec.name
             tools.append(item)
-        records.append({"name": connection.name, "transport": connection.config.transport, "tools": names})
+        record = {"name": connection.name, "transport": connection.config.transport, "tools": names}
+        records.append({**record, "refused": refused} if refused else record)
     return MCPTools(tuple(tools), tuple(records))
 
 
