@@ -29,7 +29,7 @@ from tiered_agent.context._step import Run, Step, StepRuntime, Turn
 from tiered_agent.context.pipeline._build import validate_pairs
 from tiered_agent.context.pipeline._draft import BuildContext, Draft
 from tiered_agent.context.pipeline._types import Summary
-from tiered_agent.context.steps import Summarize, Truncate
+from tiered_agent.context.steps import Age, Summarize, Truncate
 from tiered_agent.context.steps._truncate import TruncateRuntime
 from tiered_agent.inspect._load import load_trace
 from tiered_agent.inspect._view import build_run
@@ -303,3 +303,46 @@ def test_the_bench_counts_step_errors_and_strict_fails_on_them(
     }
     code, output, _ = _bench(tmp_path / "strict", "--strict")
     assert code == 1 and "Error: " in output and "context step error" in output
+
+
+_AGING_EVERY_CALL = Policy("aging", (Age(every=1, window=1),))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("depth", [300, 1020])
+@pytest.mark.parametrize("policy", [_AGING_EVERY_CALL, *PRESETS.values()], ids=lambda p: p.name)
+async def test_a_recorded_call_nested_past_what_orjson_writes_ages_without_a_step_error(
+    depth: int, policy: Policy
+) -> None:
+    """A log (or a trace of an older runtime) may hold a call whose arguments, or an output, nest
+    256-1,023 levels: orjson reads them but will not write them back, and Python's recursion stops
+    near 1,000. The aging step's key of a call raised ``JSONEncodeError`` and its cut of long
+    arguments and its reading of JSON outputs ``RecursionError`` at every later prompt, and so did
+    the digest summary's (round 23); no preset's step fails on them now."""
+    from tiered_agent._messages import ToolCall
+    from tiered_agent._tokens import TokenCounter
+    from tiered_agent.context._manager import ContextManager
+    from tiered_agent.context.aging._forms import _call_key
+
+    deep = '{"text": ' + "[" * depth + "]" * depth + "}"
+    assert _call_key(ToolCall("c", "echo", deep)) == "echo\x00" + deep
+    manager = ContextManager(policy, counter=TokenCounter("o200k_base"), background=False)
+    history = [Message("system", "s"), Message("user", "task")]
+    async with manager:
+        for k in range(1, 8):
+            await manager.prepare(history)
+            call = ToolCall(f"c{k}", "echo", deep)
+            history += [
+                Message("assistant", "Reading it again.", (call,), iteration=k),
+                Message(
+                    "tool",
+                    deep if k % 2 else "line\n" * 400 + deep,
+                    tool_call_id=call.id,
+                    name="echo",
+                    iteration=k,
+                ),
+            ]
+        prepared = await manager.prepare(history)
+    assert manager.step_errors == []
+    if policy is _AGING_EVERY_CALL:
+        assert prepared.prompt_tokens < prepared.counterfactual_tokens  # the old outputs aged

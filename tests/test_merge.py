@@ -316,6 +316,19 @@ def test_a_fifo_is_refused_not_waited_on(benched: dict[str, Path], tmp_path: Pat
     assert "bench.runs.jsonl: a FIFO (named pipe), not the per-run detail of" in message
 
 
+def test_a_runs_file_the_system_cannot_name_is_one_sentence(benched: dict[str, Path], tmp_path: Path) -> None:
+    """A shard whose ``runs_file`` is 300 chars long ended the merge with ``OSError: File name too
+    long`` (round 23's fuzz, seed 11); a missing one is still "missing"."""
+    copy = tmp_path / "s2"
+    shutil.copytree(benched["2"].parent, copy)
+    document = load_json(copy / "bench.json")
+    for name, expected in (("x" * 300, "cannot be read (File name too long)"), ("gone.jsonl", "missing")):
+        document["runs_file"] = name
+        (copy / "bench.json").write_bytes(orjson.dumps(document))
+        message = _refused(benched["1"], copy / "bench.json", benched["3"], "--out", tmp_path / "m")
+        assert expected in message and "x" * 81 not in message
+
+
 _HOSTILE: list[Any] = [None, "x", [], {}, -1, 10**30, 1e300, 2.5, True, [1, 2], {"": None}, "../x"]
 
 

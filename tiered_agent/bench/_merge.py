@@ -17,6 +17,7 @@ regular file (a FIFO would block), are each one sentence
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,9 +195,16 @@ def _detail(shard: _Shard) -> Iterator[dict[str, Any]]:
             "merge with --run-detail none"
         )
     path = shard.path.parent / name
-    if path.exists() and not path.is_file():  # a FIFO, a device, a folder
-        kind = describe_mode(path.stat().st_mode)
-        raise ConfigurationError(f"{path}: {kind}, not the per-run detail of {shard.path}")
-    if not path.is_file():
-        raise ConfigurationError(f"{path}: missing (the per-run detail of {shard.path}; keep them together)")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ConfigurationError(
+            f"{path}: missing (the per-run detail of {shard.path}; keep them together)"
+        ) from None
+    except OSError as error:  # a name too long, a loop of links, no permission
+        raise ConfigurationError(
+            f"{shard.path}: its runs_file {name[:80]!r} cannot be read ({error.strerror})"
+        ) from None
+    if not stat.S_ISREG(mode):  # a FIFO, a device, a folder
+        raise ConfigurationError(f"{path}: {describe_mode(mode)}, not the per-run detail of {shard.path}")
     yield from read_jsonl(path)

@@ -361,7 +361,7 @@ def _lasting_refs(style: AgedStyle, message: Message, told: _Told) -> Iterable[s
 def _call_key(call: ToolCall) -> str:
     try:
         canonical = orjson.dumps(orjson.loads(call.arguments or "{}"), option=orjson.OPT_SORT_KEYS).decode()
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):  # not JSON; or nested past what orjson writes
         canonical = call.arguments
     return f"{call.name}\x00{canonical}"
 

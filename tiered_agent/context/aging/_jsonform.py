@@ -29,6 +29,11 @@ __all__ = ["JsonFields", "json_fields", "output_lines"]
 _MIN_LINE_CHARS = 200  # only outputs with a line this long are rewritten
 _MAX_FIELDS = 2_000  # scalar fields
 _MAX_LINES = 20_000  # lines, those of multi-line strings included
+_MAX_DEPTH = 64  # nested objects and arrays: deeper, the output is read as its own lines
+
+
+class _TooDeep(Exception):
+    """A value nested deeper than :data:`_MAX_DEPTH` (orjson reads up to 1,024 levels)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,14 +52,17 @@ def _scalar(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def _walk(value: Any, path: str) -> Iterator[tuple[str, str, bool]]:
-    """``(line, value, starts a field)`` for each line of the fields under ``path``."""
+def _walk(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, str, bool]]:
+    """``(line, value, starts a field)`` for each line of the fields under ``path``; raises
+    :class:`_TooDeep` past :data:`_MAX_DEPTH` levels."""
+    if depth > _MAX_DEPTH:
+        raise _TooDeep
     if isinstance(value, dict) and value:
         for key, item in value.items():
-            yield from _walk(item, f"{path}.{key}" if path else str(key))
+            yield from _walk(item, f"{path}.{key}" if path else str(key), depth + 1)
     elif isinstance(value, list) and value:
         for index, item in enumerate(value):
-            yield from _walk(item, f"{path}[{index}]")
+            yield from _walk(item, f"{path}[{index}]", depth + 1)
     elif isinstance(value, str) and ("\n" in value or "\r" in value):
         first, *rest = value.splitlines() or [""]
         yield f"{path or '(value)'}: {first}", first, True
@@ -67,7 +75,8 @@ def _walk(value: Any, path: str) -> Iterator[tuple[str, str, bool]]:
 
 @run_memo(64)
 def json_fields(text: str) -> JsonFields | None:
-    """The fields of a JSON object or array written on long lines; None for anything else.
+    """The fields of a JSON object or array written on long lines; None for anything else (one
+    nested past 64 levels, or with over 2,000 fields or 20,000 lines, too).
 
     Memoized for the run (the last few texts): an old output is read by its estimated aged form, its
     aged form, its condensed line and its note's reading, each a few prompts apart."""
@@ -83,12 +92,15 @@ def json_fields(text: str) -> JsonFields | None:
     lines: list[str] = []
     values: list[str] = []
     fields = 0
-    for line, value, starts in _walk(data, ""):
-        lines.append(line)
-        values.append(value)
-        fields += starts
-        if fields > _MAX_FIELDS or len(lines) > _MAX_LINES:
-            return None
+    try:
+        for line, value, starts in _walk(data, ""):
+            lines.append(line)
+            values.append(value)
+            fields += starts
+            if fields > _MAX_FIELDS or len(lines) > _MAX_LINES:
+                return None
+    except _TooDeep:
+        return None
     return JsonFields(tuple(lines), tuple(values), multiline=fields < len(lines))
 
 

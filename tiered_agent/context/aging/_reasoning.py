@@ -186,15 +186,19 @@ def cut_arguments(
     With ``wanted`` (references the agent went on to use) and ``max_lines``, a long string value
     (text the agent wrote: a script, a file, a patch) also keeps up to ``max_lines`` of its later
     lines naming one of them. Arguments that are not a JSON object are cut as text only if they were
-    not valid JSON.
+    not valid JSON, or nest deeper than JSON is written back (256 levels).
     """
     if len(arguments) <= max_chars:
         return arguments
+    as_text = arguments[:max_chars] + f"[... {len(arguments) - max_chars:,} chars cut]"
     try:
         data = orjson.loads(arguments)
     except orjson.JSONDecodeError:
-        return arguments[:max_chars] + f"[... {len(arguments) - max_chars:,} chars cut]"
+        return as_text
     if not isinstance(data, dict | list):
         return arguments
-    cut = orjson.dumps(_cut_value(data, max_chars, wanted, line_chars, max_lines)).decode()
+    try:
+        cut = orjson.dumps(_cut_value(data, max_chars, wanted, line_chars, max_lines)).decode()
+    except (orjson.JSONEncodeError, RecursionError):  # nested past what orjson writes (256+ levels)
+        return as_text
     return cut if len(cut) < len(arguments) else arguments

@@ -234,9 +234,15 @@ def _scalar(key: str, value: Any) -> str:
     return str(value)
 
 
+_COMPACT_DEPTH = 32  # nested objects and arrays shown; deeper ones are "..."
+
+
 def _compact(value: Any, key: str = "", depth: int = 0) -> str:
+    if depth > _COMPACT_DEPTH and isinstance(value, Mapping | list):
+        return "..."
     if isinstance(value, Mapping):
-        items = [(str(k), v) for k, v in value.items() if v not in (None, "", [], {}) and str(v) != key]
+        kept = value.items()
+        items = [(str(k), v) for k, v in kept if v not in (None, "", [], {}) and not _repeats(v, key)]
         if depth > 0 and all(_leaf(v) for _, v in items):
             return " ".join(_scalar(k, v) for k, v in items)
         separator = "; " if depth == 0 else ", "
@@ -248,6 +254,12 @@ def _compact(value: Any, key: str = "", depth: int = 0) -> str:
         inner = [_compact(item, key, depth + 1) for item in value]
         return ", ".join(f"({text})" if "," in text else text for text in inner)
     return _scalar(key, value) if depth == 0 or isinstance(value, bool) else str(value)
+
+
+def _repeats(value: Any, key: str) -> bool:
+    """A scalar that only repeats its key (``{"id": "id"}``); a nested value never does (and ``str``
+    of one nested a thousand levels deep would not return)."""
+    return not isinstance(value, Mapping | list) and str(value) == key
 
 
 def _labelled(key: str, value: Any, depth: int) -> str:
