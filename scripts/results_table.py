@@ -9,7 +9,8 @@ that cost more than ``full`` (how many, and by how much the worst); and the doll
 over the reach, the share of ``full``'s cost that lies in re-sent history (docs/results.md, "What a
 policy can reach"). Then ``full``'s cost anatomy: all runs, and with ``--families`` each family and
 group, and ``tiered``'s figures with their 95% intervals over runs (``interval_95``); last, issue 18's
-targets checked on the sets of runs it names (``tiered_agent/bench/_targets.py``).
+targets checked on the sets of runs it names, and whether any preset is both cheaper and at most as lossy
+on every ruler in any set (``tiered_agent/bench/_targets.py``).
 
 Usage: ``python scripts/results_table.py bench-out/bench.json [--families]``
 """
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this tree's tier
 
 from tiered_agent.bench._report_anatomy import ANATOMY_HEADERS
 from tiered_agent.bench._report_spread import SPREAD_HEADERS, spread_rows
-from tiered_agent.bench._targets import targets_dict, targets_lines
+from tiered_agent.bench._targets import dominance_line, targets_dict, targets_lines
 
 ORDER = ("tiered", "kb-labs-adr", "adk-compaction", "adk-code", "codex", "anthropic-clear", "masking", "full")
 COLUMNS = ("policy", "tokens", "input cost (w/ retrieval)", "USD", "salient", "word", "line", "own")
@@ -141,7 +142,7 @@ def main() -> None:
         ]
     targets = targets_lines(document.get("targets") or targets_dict(document))
     if targets:
-        out += ["\nIssue 18's targets:\n", *targets]
+        out += ["\nIssue 18's targets:\n", *targets, dominance_line(document)]
     sys.stdout.write("\n".join(out) + "\n")
 
 

@@ -20,7 +20,15 @@ from tiered_agent.bench._importers import FORMATS, load_runs, write_run_trace
 from tiered_agent.bench._recorded import RecordedRun
 from tiered_agent.bench._replay import ReplaySettings, replay_runs, resolve_policies
 from tiered_agent.bench._report import build_document, render_markdown
-from tiered_agent.bench._targets import ISSUE_18, Target, TargetSet, targets_dict, targets_lines
+from tiered_agent.bench._targets import (
+    ISSUE_18,
+    Target,
+    TargetSet,
+    dominance_line,
+    dominating,
+    targets_dict,
+    targets_lines,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAUDE = (
@@ -178,3 +186,35 @@ def test_targets_of_a_document_of_another_shape_are_not_measured(hostile: dict[s
     entries = targets_dict(hostile)
     assert all(c["met"] is None for e in entries for c in e["targets"])
     assert [e["runs"] for e in entries] == [0, 0]
+
+
+def _policy(cost: float, *rates: float) -> dict[str, Any]:
+    keys = ("miss_rate", "word_miss_rate", "line_miss_rate", "own_miss_rate")
+    return {"totals": {"input_cost_savings_vs_full": cost, **dict(zip(keys, rates, strict=True))}}
+
+
+def test_a_preset_cheaper_and_no_lossier_on_every_ruler_is_named() -> None:
+    """Issue 18's last target: no preset both cheaper and at most as lossy on every ruler, in any
+    family (ablations are not presets; a tie on cost is not cheaper; a missing figure never counts)."""
+    fine = {"tiered": _policy(0.3, 0.01, 0.02, 0.02, 0.01), "lossy": _policy(0.5, 0.01, 0.3, 0.02, 0.01)}
+    document: dict[str, Any] = {
+        "policies": fine,
+        "families": {
+            "a": {"policies": {**fine, "tiered:aging-only": _policy(0.4, 0.0, 0.0, 0.0, 0.0)}},
+            "b": {
+                "policies": {"tiered": _policy(0.3, 0.01, 0.02, 0.02, 0.01), "same": _policy(0.3, 0, 0, 0, 0)}
+            },
+            "c": {
+                "policies": {
+                    "tiered": _policy(0.1, 0.02, 0.02, 0.02, 0.02),
+                    "better": _policy(0.2, 0.02, 0.0, 0.02, 0.01),
+                }
+            },
+        },
+        "groups": {"g": {"policies": {"tiered": _policy(0.1, 0, 0, 0, 0), "odd": {"totals": {}}}}},
+    }
+    assert dominating(document) == [("c", "better")]
+    assert dominance_line(document).endswith("`better` on c (target: none: not met).")
+    del document["families"]["c"]
+    assert dominating(document) == [] and dominance_line(document).endswith("none (target: none: met).")
+    assert dominating({"policies": "x", "families": [1]}) == []  # a document of another shape

@@ -15,7 +15,17 @@ from typing import Any
 
 from ._groups import REAL_SESSIONS
 
-__all__ = ["ISSUE_18", "TARGET_POLICY", "Target", "TargetSet", "md_targets", "targets_dict", "targets_lines"]
+__all__ = [
+    "ISSUE_18",
+    "TARGET_POLICY",
+    "Target",
+    "TargetSet",
+    "dominance_line",
+    "dominating",
+    "md_targets",
+    "targets_dict",
+    "targets_lines",
+]
 
 TARGET_POLICY = "tiered"
 
@@ -143,6 +153,45 @@ def targets_lines(targets: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 _KINDS = {"families": "family", "groups": "group"}
+_RULER_KEYS = tuple(t.key for t in _RULERS)
+
+
+def dominating(document: Mapping[str, Any], policy: str = TARGET_POLICY) -> list[tuple[str, str]]:
+    """Issue 18's last target, "no preset both cheaper and at most as lossy on every ruler, in any
+    family": the (set of runs, preset) pairs where a preset saves more input cost than ``policy``
+    and misses no more on each of the four rulers; over all runs, each family and each group."""
+    sets: list[tuple[str, Mapping[str, Any]]] = [("all runs", _at(document, "policies"))]
+    for kind in ("families", "groups"):
+        sets += [(name, _at(entry, "policies")) for name, entry in sorted(_at(document, kind).items())]
+    found = []
+    for name, policies in sets:
+        mine = _at(_at(policies, policy), "totals")
+        for other in sorted(policies):
+            theirs = _at(_at(policies, other), "totals")
+            if other != policy and ":" not in other and _dominates(theirs, mine):  # presets, not ablations
+                found.append((name, other))
+    return found
+
+
+def _dominates(theirs: Mapping[str, Any], mine: Mapping[str, Any]) -> bool:
+    cost = [_number(t.get("input_cost_savings_vs_full")) for t in (theirs, mine)]
+    if cost[0] is None or cost[1] is None or cost[0] <= cost[1]:
+        return False
+    rates = [(_number(theirs.get(k)), _number(mine.get(k))) for k in _RULER_KEYS]
+    return all(a is not None and b is not None and a <= b for a, b in rates)
+
+
+def dominance_line(document: Mapping[str, Any], policy: str = TARGET_POLICY) -> str:
+    """The dominance target as one Markdown line."""
+    found = dominating(document, policy)
+    head = (
+        f"- **every family and group** (`{policy}`): a preset both cheaper (input cost) and at most "
+        "as lossy on every ruler"
+    )
+    if not found:
+        return f"{head}: none (target: none: met)."
+    pairs = ", ".join(f"`{other}` on {name}" for name, other in found)
+    return f"{head}: {pairs} (target: none: not met)."
 
 
 def md_targets(document: Mapping[str, Any]) -> list[str]:
@@ -150,6 +199,7 @@ def md_targets(document: Mapping[str, Any]) -> list[str]:
     lines = targets_lines(document.get("targets") or [])
     if not lines:
         return []
+    lines.append(dominance_line(document))
     intro = (
         "Issue 18's targets, computed from the totals above (thresholds: `tiered_agent/bench/_targets.py`; "
         "the real-sessions group: docs/bench-json-schema.md, `groups`)."
