@@ -16,6 +16,13 @@ standard library only), which:
 
 So no command outlives its tool call, and a run killed mid-command leaves nothing running behind
 it. Where there is no ``/proc`` or no ``prctl`` (macOS), the command's process group is killed.
+
+``_reaper.py --serve COMMAND...`` supervises a long-lived server that speaks over the supervisor's
+own stdin and stdout (an MCP stdio server, which the MCP SDK starts): the command inherits them,
+and the supervisor stays until the command exits, a stop signal arrives (then the command's group
+gets SIGTERM and :data:`_SERVE_GRACE_S` to exit), or the supervisor's parent dies; then it kills
+the command's whole tree, as above, and exits with the command's exit code. Invariant: when the
+supervisor is gone, nothing the command started runs (a subreaper's descendants cannot escape).
 """
 
 from __future__ import annotations
@@ -36,11 +43,16 @@ _MAX_ROUNDS = 100
 _ROUND_PAUSE_S = 0.005
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # Python ignores these at startup; an ignored signal stays ignored across exec (subprocess restores them)
+_SERVE_GRACE_S = 1.0  # under the MCP SDK's 2 s between SIGTERM and SIGKILL of the supervisor
+_EXEC_FAILED = 127
 _RESTORED = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name))
 
 
 def main(argv: list[str]) -> int:
-    """``_reaper.py STATUS_FD LIFELINE_FD COMMAND...``; see the module docstring."""
+    """``_reaper.py STATUS_FD LIFELINE_FD COMMAND...`` or ``_reaper.py --serve COMMAND...``; see the
+    module docstring."""
+    if argv[1] == "--serve":
+        return serve(argv[2:])
     status_fd, lifeline_fd, command = int(argv[1]), int(argv[2]), argv[3:]
     for fd in (status_fd, lifeline_fd):
         os.set_inheritable(fd, False)
@@ -73,11 +85,60 @@ def _spawn(command: list[str]) -> int:
             for number in (*_STOP_SIGNALS, signal.SIGCHLD, *_RESTORED):
                 signal.signal(number, signal.SIG_DFL)
             os.execvp(command[0], command)
+        except OSError as exc:
+            _write(2, f"cannot start {command[0]!r}: {exc.strerror}\n")
         finally:
-            os._exit(127)
+            os._exit(_EXEC_FAILED)
     with contextlib.suppress(OSError):  # both sides set it: no window where the group does not exist
         os.setpgid(pid, pid)
     return pid
+
+
+def serve(command: list[str]) -> int:
+    """Run ``command`` on this process's stdin and stdout until it exits, a stop signal arrives or
+    the parent dies; then kill its tree. Returns the command's exit code (negative for a signal)."""
+    parent = os.getppid()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, _ignore)
+    stop: list[int] = []
+    for number in _STOP_SIGNALS:
+        signal.signal(number, lambda signum, frame: stop.append(signum))
+    _become_subreaper()
+    child = _spawn(command)
+    _release_output()
+    status = _watch(child, parent, wake_r, stop)
+    if status is None:
+        status = _stop_child(child)
+    _kill_tree(child)
+    return _EXEC_FAILED if status is None else os.waitstatus_to_exitcode(status)
+
+
+def _watch(child: int, parent: int, wake_fd: int, stop: list[int]) -> int | None:
+    """The command's wait status once it exits; ``None`` when told to stop or orphaned first."""
+    while not stop and os.getppid() == parent:
+        ready, _, _ = select.select([wake_fd], [], [], 1.0)
+        if ready:
+            with contextlib.suppress(OSError):
+                os.read(wake_fd, 512)
+        status = _reap(child)
+        if status is not None:
+            return status
+    return None
+
+
+def _stop_child(child: int) -> int | None:
+    """SIGTERM the command's group and give it :data:`_SERVE_GRACE_S` to exit."""
+    with contextlib.suppress(OSError):
+        os.killpg(child, signal.SIGTERM)
+    deadline = time.monotonic() + _SERVE_GRACE_S
+    while time.monotonic() < deadline:
+        status = _reap(child)
+        if status is not None:
+            return status
+        time.sleep(_ROUND_PAUSE_S * 4)
+    return None
 
 
 def _release_output() -> None:
