@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -247,3 +250,43 @@ def test_sdk_records_at_debug_are_redacted_before_they_are_cut() -> None:
     )
     assert record.exc_info is None and "tok-9f8e" not in logging.Formatter().format(record)
     assert "tok-9f8e" in str(exc) and secret not in str(exc)  # pydantic's own message, cut
+
+
+_KILLED_RUNTIME = """
+import sys, time, anyio
+from pathlib import Path
+from tiered_agent import Agent, MCPStdioServer
+from tiered_agent.testing import FunctionModel, text
+
+def model(request):
+    time.sleep(120)
+    return text("never")
+
+server = MCPStdioServer("h", sys.executable, (sys.argv[1],), env={
+    "MCP_STDIO_MODE": "stubborn", "MCP_STDIO_PID_FILE": sys.argv[2]})
+anyio.run(Agent(FunctionModel(model), mcp_servers=[server], trace_dir=Path(sys.argv[3])).run, "x")
+"""
+
+
+def test_a_server_that_ignores_sigterm_and_its_stdin_dies_with_a_runtime_killed_by_kill_9(
+    tmp_path: Path,
+) -> None:
+    """Case 45: with the runtime gone, nobody sends SIGTERM and nobody kills the group; a server
+    that ignores the end of its stdin ran on forever. Its supervisor sees its parent die."""
+    pid_file = tmp_path / "server.pid"
+    args = [sys.executable, "-c", _KILLED_RUNTIME, str(STDIO_SERVER), str(pid_file), str(tmp_path / "t")]
+    runtime = subprocess.Popen(args, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server_pid = int(pid_file.read_text())
+    finally:
+        runtime.kill()
+        runtime.wait()
+    deadline = time.monotonic() + 30  # the supervisor looks at its parent every second
+    while not is_gone(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not is_gone(server_pid):
+        os.kill(server_pid, signal.SIGKILL)
+        pytest.fail("the server outlived the runtime that started it")
