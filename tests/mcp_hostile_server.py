@@ -1,5 +1,9 @@
 """A hostile MCP server for the tests, written with the official SDK (``MCPServer``), over stdio.
 
+At startup it may also write ``MCP_HOSTILE_STDERR_MB`` megabytes of lines to stderr (from a
+thread, while it serves) and fork a child that sleeps, writing its pid to ``MCP_HOSTILE_CHILD_FILE``
+(the child outlives the server unless the runtime kills it).
+
 Its tools answer with what a server may send: megabytes of text, image and binary content, an
 error, no answer at all, an exit in the middle of a call. Its listing holds what a server may list:
 names that collide once made to fit the tool-name rule (``get.item``, ``get item``), names with
@@ -10,6 +14,8 @@ objects or are enormous.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from typing import Any
 
 import anyio
@@ -78,5 +84,25 @@ for name, schema in _ODD_SCHEMAS.items():
     server._tool_manager.get_tool(name).parameters = schema  # type: ignore[union-attr]
 
 
+def _flood_stderr(megabytes: int) -> None:
+    block = (b"e" * 1023 + b"\n") * 1024
+    for _ in range(megabytes):
+        os.write(2, block)
+
+
+def _fork_child(pid_file: str) -> None:
+    child = os.fork()
+    if child == 0:
+        time.sleep(300)
+        os._exit(0)
+    with open(pid_file, "w") as handle:
+        handle.write(str(child))
+
+
 if __name__ == "__main__":
+    if os.environ.get("MCP_HOSTILE_CHILD_FILE"):
+        _fork_child(os.environ["MCP_HOSTILE_CHILD_FILE"])
+    if os.environ.get("MCP_HOSTILE_STDERR_MB"):
+        megabytes = int(os.environ["MCP_HOSTILE_STDERR_MB"])
+        threading.Thread(target=_flood_stderr, args=(megabytes,), daemon=True).start()
     server.run()

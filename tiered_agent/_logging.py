@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 
@@ -61,9 +62,8 @@ def configure_logging(*, json: bool = False, level: str = "warning") -> None:
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr, force=True)
-    if numeric > logging.DEBUG:
-        for handler in logging.getLogger().handlers:
-            handler.addFilter(_sdk_records_on_one_line)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_sdk_records_redacted if numeric <= logging.DEBUG else _sdk_records_on_one_line)
     for name in _QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else logging.CRITICAL)
 
@@ -75,3 +75,36 @@ def _sdk_records_on_one_line(record: logging.LogRecord) -> bool:
         record.exc_info = None
         record.exc_text = None
     return True
+
+
+_MAX_SDK_DETAIL = 300  # characters of an MCP SDK error's redacted detail kept at debug level
+
+
+def _sdk_records_redacted(record: logging.LogRecord) -> bool:
+    """At ``--log-level debug``, a standard-library record reaches the console redacted like
+    structlog's, and an MCP SDK record's exception as one line. Such an exception quotes what a
+    server wrote (pydantic's message keeps the two ends of a long stdout line, which the
+    redaction can no longer recognize as a secret), so its detail is redacted whole, then cut."""
+    message = redact(record.getMessage())
+    if record.exc_info and (record.name == "mcp" or record.name.startswith("mcp.")):
+        message = f"{message}: {_exception_line(record.exc_info[1])}"
+        record.exc_info = None
+        record.exc_text = None
+    record.msg, record.args = terminal_safe(message), None
+    return True
+
+
+def _exception_line(exc: BaseException | None) -> str:
+    """``Type: detail``, the detail redacted before it is cut; for a pydantic error, the input it
+    refused (whole) and why."""
+    if exc is None:
+        return ""
+    errors = getattr(exc, "errors", None)
+    detail = str(exc)
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            first = errors()[0]
+            detail = f"{first.get('msg')}: {first.get('input')!r}"
+    text = " ".join(redact(detail).split())
+    cut = text if len(text) <= _MAX_SDK_DETAIL else text[: _MAX_SDK_DETAIL - 1] + "…"
+    return f"{type(exc).__name__}: {cut}"

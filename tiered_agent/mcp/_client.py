@@ -17,11 +17,14 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
+import sys
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import IO, Any, TextIO
 from urllib.parse import urlsplit
 
@@ -36,6 +39,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT, Implementation
 from mcp.types import Tool as MCPTool
 
+from .. import _reaper
 from .._errors import ConfigurationError, MCPServerError, TieredAgentError, ToolError
 from .._tools import ToolTimeout
 from .._trace import is_secret_name, redact, register_secret
@@ -53,6 +57,39 @@ _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults: a respon
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 _MAX_QUOTED = 300  # chars of an exception's text quoted in a startup sentence
 _SSE_PATH = re.compile(r"/sse(?:/|$)", re.I)
+_STDERR_LINE = 64 * 1024  # bytes of one stderr line read at a time (a longer one is logged in parts)
+_SUPERVISOR = str(Path(_reaper.__file__))
+
+
+def _checked_command(name: str, config: MCPStdioServer) -> str:
+    """The command, once it names an executable file (looked up on the server's ``PATH`` when it
+    has no ``/``); else one :class:`ConfigurationError` sentence saying what it names."""
+    if config.cwd is not None and not config.cwd.is_dir():
+        raise ConfigurationError(f"MCP server {name!r}: working directory {config.cwd} does not exist")
+    command = config.command
+    if "/" not in command:
+        search = config.env.get("PATH", os.environ.get("PATH", os.defpath))
+        found = shutil.which(command, path=search)
+        problem = None if found else "not found"
+    else:
+        path = Path(command) if config.cwd is None else config.cwd / command
+        problem = _file_problem(path)
+    if problem is not None:
+        raise ConfigurationError(
+            f"MCP server {name!r}: command {command!r} is {problem}; fix it in the MCP config"
+        )
+    return command
+
+
+def _file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be run, or ``None``."""
+    if path.is_dir():
+        return "a directory"
+    if not path.exists():
+        return "not found"
+    if not os.access(path, os.X_OK):
+        return "not executable"
+    return None
 
 
 def _client_info() -> Implementation:
@@ -121,12 +158,16 @@ class ServerConnection:
 
     @asynccontextmanager
     async def _stdio(self, config: MCPStdioServer) -> AsyncIterator[Any]:
-        if config.cwd is not None and not config.cwd.is_dir():
-            raise ConfigurationError(
-                f"MCP server {self.name!r}: working directory {config.cwd} does not exist"
-            )
+        """The server runs under the shell's supervisor (``_reaper.py --serve``), so whatever it
+        starts is killed with it, also when it exits on its own; bytes of its stdout that are not
+        UTF-8 are read as U+FFFD (that line is then not JSON-RPC, and is skipped by the SDK)."""
+        command = _checked_command(self.name, config)
         params = StdioServerParameters(
-            command=config.command, args=list(config.args), env=dict(config.env) or None, cwd=config.cwd
+            command=sys.executable,
+            args=["-I", "-S", _SUPERVISOR, "--serve", command, *config.args],
+            env=dict(config.env) or None,
+            cwd=config.cwd,
+            encoding_error_handler="replace",
         )
         self._stderr = stderr = _StderrLog(self.name)
         try:
@@ -186,11 +227,6 @@ class ServerConnection:
         name, config = self.name, self.config
         if isinstance(exc, TieredAgentError):
             return exc
-        if isinstance(config, MCPStdioServer) and isinstance(exc, FileNotFoundError | PermissionError):
-            problem = "not found" if isinstance(exc, FileNotFoundError) else "not executable"
-            return ConfigurationError(
-                f"MCP server {name!r}: command {config.command!r} is {problem}; fix it in the MCP config"
-            )
         if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
             return MCPServerError(f"MCP server {name!r} exited during startup{await self._stderr_hint()}")
         if isinstance(config, MCPHttpServer):
@@ -341,8 +377,10 @@ class _StderrLog:
             self.writer.close()
 
     def _pump(self, stream: IO[bytes]) -> None:
+        """Read to EOF in lines of at most :data:`_STDERR_LINE` bytes (memory stays bounded
+        whatever the server writes); each is redacted where it is logged (``_logging``)."""
         with stream:
-            for raw in stream:
+            while raw := stream.readline(_STDERR_LINE):
                 line = raw.decode("utf-8", errors="replace").rstrip()
                 if line.strip():
                     self.tail.append(line.strip())
