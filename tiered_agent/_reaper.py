@@ -70,13 +70,7 @@ def main(argv: list[str]) -> int:
     status_fd, lifeline_fd, command = int(argv[1]), int(argv[2]), argv[3:]
     for fd in (status_fd, lifeline_fd):
         os.set_inheritable(fd, False)
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, _ignore)
-    stop: list[int] = []
-    for number in _STOP_SIGNALS:
-        signal.signal(number, lambda signum, frame: stop.append(signum))
+    wake_r, stop = _catch_signals()
     _become_subreaper()
     child = _spawn(command)
     _release_output()
@@ -84,6 +78,19 @@ def main(argv: list[str]) -> int:
     _supervise(child, status_fd, lifeline_fd, wake_r, stop)
     _kill_tree(child)
     return 0
+
+
+def _catch_signals() -> tuple[int, list[int]]:
+    """(the read end of the pipe each signal wakes the loop through, the stop signals received so
+    far): SIGCHLD only wakes the loop, a stop signal is also appended to the list."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, _ignore)
+    stop: list[int] = []
+    for number in _STOP_SIGNALS:
+        signal.signal(number, lambda signum, frame: stop.append(signum))
+    return wake_r, stop
 
 
 def _ignore(signum: int, frame: object) -> None:
@@ -118,13 +125,7 @@ def serve(command: list[str]) -> int:
     """Run ``command`` on this process's stdin and stdout until it exits, a stop signal arrives or
     the parent dies; then kill its tree. Returns the command's exit code (negative for a signal)."""
     parent = os.getppid()
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, _ignore)
-    stop: list[int] = []
-    for number in _STOP_SIGNALS:
-        signal.signal(number, lambda signum, frame: stop.append(signum))
+    wake_r, stop = _catch_signals()
     _become_subreaper()
     out_r, out_w = os.pipe()
     child = _spawn(command, stdout=out_w)
