@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import pytest
 from structlog.testing import capture_logs
+from test_mcp import is_gone
 
 from tiered_agent import Agent, ConfigurationError, MCPServerError, MCPStdioServer, StopReason
 from tiered_agent._logging import _sdk_records_redacted
@@ -43,15 +44,6 @@ def server(tmp_path: Path, mode: str, **kwargs: Any) -> MCPStdioServer:
     }
     options = {"tool_timeout_s": 5.0, "startup_timeout_s": 20.0, **kwargs}
     return MCPStdioServer("h", sys.executable, (str(STDIO_SERVER),), env=env, **options)
-
-
-def is_gone(pid: int) -> bool:
-    """True when no process, not even a zombie, has this pid."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def pids(tmp_path: Path) -> list[int]:
