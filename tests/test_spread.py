@@ -215,3 +215,26 @@ def test_report_rows_show_each_figure_with_its_interval() -> None:
     ]
     assert md_spread(document)[0] == "## How far the figures could move"
     assert spread_rows(document, "masking") == [] and md_spread(document, "masking") == []
+
+
+def test_a_figure_the_set_does_not_have_has_no_interval() -> None:
+    """A summarizer left unpriced voids a policy's dollars (``usd_void``): its USD figure is null, so
+    its interval is too, though every run's dollars were summed (docs/bench-json-schema.md)."""
+    from tiered_agent.bench._aggregate import FamilySum
+    from tiered_agent.bench._record import PolicyRecord, RunRecord
+
+    family = FamilySum(["full", "tiered"])
+    for k, tokens in enumerate((1000, 2000, 4000, 500)):
+        full = _totals(
+            runs=1, prompt_tokens=tokens, input_cost=float(tokens), cost_usd=tokens / 1e3, priced_runs=1
+        )
+        tiered = _totals(
+            runs=1, prompt_tokens=tokens // 2, input_cost=tokens / 2, cost_usd=tokens / 2e3, priced_runs=1
+        )
+        policies = {"full": PolicyRecord(full), "tiered": PolicyRecord(tiered, usd_void=k == 0)}
+        family.add(RunRecord(f"r{k}", "agent", 1, 1.0, None, None, "ideal", {}, policies))
+    totals, _ = family.policy_totals()
+    assert totals["tiered"]["cost_usd_savings_vs_full"] is None
+    assert totals["tiered"]["interval_95"]["cost_usd_savings_vs_full"] is None
+    assert totals["tiered"]["interval_95"]["token_savings_vs_full"] == [0.5, 0.5]
+    assert totals["full"]["interval_95"]["cost_usd_savings_vs_full"] == [0.0, 0.0]

@@ -194,12 +194,7 @@ class FamilySum:
         ``full``'s cost anatomy over them, with each policy's saving over its reach."""
         done = {name: total.totals() for name, total in self.totals.items()}
         full = done[BASELINE]
-        totals = {
-            name: totals_dict(t, full)
-            | self.losses[name].result()
-            | {"interval_95": self.spread.intervals(name)}
-            for name, t in sorted(done.items())
-        }
+        totals = {name: self._policy_dict(name, t, full) for name, t in sorted(done.items())}
         return totals, anatomy_dict(self.anatomy.result(), done, BASELINE)
 
     def _policy_dict(self, name: str, t: Totals, full: Totals) -> dict[str, Any]:
