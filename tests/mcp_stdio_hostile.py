@@ -4,9 +4,10 @@
 ``MCP_STDIO_CHILD_FILE`` the id of a child it forks (modes ``fork``). The one tool, ``echo``,
 answers its ``text``; the call whose text is ``bad`` is the one that misbehaves:
 
-- ``banner`` / ``partial`` / ``badutf8`` / ``bigline``: that garbage on stdout (a banner, a JSON
-  line cut midway, bytes that are not UTF-8, a 50 MB line) before the first reply (``-before``)
-  or before the bad call's reply (``-between``);
+- ``banner`` / ``partial`` / ``badutf8`` / ``bigline`` / ``leak``: that garbage on stdout (a banner,
+  a JSON line cut midway, bytes that are not UTF-8, a 50 MB line, a line quoting
+  ``MCP_STDIO_TOKEN``) before the first reply (``-before``) or before the bad call's reply
+  (``-between``);
 - ``no-init`` never answers ``initialize``; ``exit-init`` exits on it;
 - ``twice`` answers the bad call three times; ``other-id`` answers it with another id;
 - ``huge-reply``: the bad call's reply is a 20 MB line;
@@ -29,6 +30,7 @@ GARBAGE = {
     "partial": b'{"jsonrpc": "2.0", "id": \n',
     "badutf8": b"\xff\xfe\xfd garbage \xc3\x28\n",
     "bigline": b"z" * (50 * 1024 * 1024) + b"\n",
+    "leak": f"stdout leak {os.environ.get('MCP_STDIO_TOKEN', '')} ".encode() + b"x" * 100 + b"\n",
 }
 TOOL = {
     "name": "echo",

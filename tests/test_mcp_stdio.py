@@ -244,6 +244,39 @@ def test_sdk_records_at_debug_are_redacted_before_they_are_cut() -> None:
     assert "tok-9f8e" in str(exc) and secret not in str(exc)  # pydantic's own message, cut
 
 
+_LIBRARY_USER = """
+import sys, anyio
+from pathlib import Path
+from tiered_agent import Agent, MCPStdioServer
+from tiered_agent.testing import FunctionModel, calls, text
+
+server = MCPStdioServer("h", sys.executable, (sys.argv[1],), tool_timeout_s=5.0, env={
+    "MCP_STDIO_MODE": "leak-before", "MCP_STDIO_TOKEN": "tok-9f8e7d6c5b4a39281706"})
+model = FunctionModel.scripted([calls(("c1", "h__echo", {"text": "good"})), text("done")])
+result = anyio.run(Agent(model, mcp_servers=[server], trace_dir=Path(sys.argv[2])).run, "x")
+print(result.stop_reason.value, result.output)
+"""
+
+
+def test_a_library_user_without_logging_sees_the_sdk_record_redacted_on_one_line(tmp_path: Path) -> None:
+    """Case 49: a program that never configures logging got the SDK's record of a stdout line it could
+    not parse through Python's last-resort handler, traceback and all, with the first 12 characters of
+    a token the server's ``env`` gave it."""
+    args = [sys.executable, "-c", _LIBRARY_USER, str(STDIO_SERVER), str(tmp_path / "traces")]
+    done = subprocess.run(
+        args,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert (done.returncode, done.stdout.splitlines()[-1]) == (0, "answered done")
+    assert "Traceback" not in done.stderr and "tok-9f8e" not in done.stderr
+    assert "Failed to parse JSONRPC message from server: ValidationError: " in done.stderr
+    assert "'stdout leak [redacted] xxxx" in done.stderr
+
+
 _KILLED_RUNTIME = """
 import sys, time, anyio
 from pathlib import Path

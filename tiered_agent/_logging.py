@@ -11,7 +11,7 @@ import structlog
 from ._text import terminal_safe
 from ._trace import redact
 
-__all__ = ["configure_logging"]
+__all__ = ["configure_logging", "redact_sdk_records"]
 
 # SDK loggers whose records the CLI says itself, once and in one sentence, unless --log-level debug
 _QUIET_LOGGERS = (
@@ -66,6 +66,17 @@ def configure_logging(*, json: bool = False, level: str = "warning") -> None:
         handler.addFilter(_sdk_records_redacted if numeric <= logging.DEBUG else _sdk_records_on_one_line)
     for name in _QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if numeric <= logging.DEBUG else logging.CRITICAL)
+
+
+def redact_sdk_records() -> None:
+    """Every MCP SDK logger the process has made so far redacts its own records and keeps their
+    exception to one line (:func:`_sdk_records_redacted`), whoever handles them: a library user who
+    never configured logging gets them through Python's last-resort handler, which printed a
+    server's stdout line (a secret's first characters in it) with a traceback. Called when an MCP
+    server starts (its SDK modules imported by then); adding the filter again is a no-op."""
+    for name in list(logging.root.manager.loggerDict):
+        if name == "mcp" or name.startswith("mcp."):
+            logging.getLogger(name).addFilter(_sdk_records_redacted)
 
 
 def _sdk_records_on_one_line(record: logging.LogRecord) -> bool:

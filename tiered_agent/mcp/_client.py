@@ -41,6 +41,7 @@ from mcp.types import Tool as MCPTool
 
 from .. import _reaper
 from .._errors import ConfigurationError, MCPServerError, TieredAgentError, ToolError
+from .._logging import redact_sdk_records
 from .._tools import ToolTimeout
 from .._trace import is_secret_name, redact, register_secret
 from ._config import MCPHttpServer, MCPServerConfig, MCPSseServer, MCPStdioServer
@@ -107,6 +108,7 @@ class ServerConnection:
         self.config = config
         for secret in _secret_values(config):
             register_secret(secret)
+        redact_sdk_records()  # also for a library user who never configured logging
         self.settled = anyio.Event()  # started, or failed to
         self.tools: list[MCPTool] = []
         self.error: TieredAgentError | None = None
