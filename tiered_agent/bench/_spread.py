@@ -6,11 +6,17 @@ ruler's rate ``Σ missed / Σ needed``. Other people's runs of the same agents a
 runs, so each ratio comes with the interval of the ratio estimator (the delta method, Cochran,
 *Sampling Techniques*, 6.3-6.4), over runs as the units:
 
-    R = Y / X,   SE(R)^2 = n / (n - 1) * Σ (y_i - R x_i)^2 / X^2,   R ± t(0.975, n - 1) * SE(R)
+    R = Y / X,   SE(R)^2 = n / (n - 1) * Σ (y_i - R x_i)^2 / X^2,   R ± t(0.975, d) * SE(R)
 
-with ``X = Σ x_i``, ``Y = Σ y_i`` over the ``n`` runs. A set whose ratio rests on a few runs gets a
-wide interval; one of fewer than 3 runs, or whose denominator is 0, gets none. The interval says
-how the set's own runs vary, nothing of runs unlike them (another agent, another task mix).
+with ``X = Σ x_i``, ``Y = Σ y_i`` over the ``n`` runs. The ratio is a mean of the runs' own ratios
+weighted by their sizes ``x_i``, so its degrees of freedom are those of the runs that carry it:
+``d = ⌊n_eff⌋ - 1`` (at least 1) with Kish's effective number of runs ``n_eff = X^2 / Σ x_i^2``,
+which is ``n`` for runs of one size and near 1 when one run outweighs the rest. With ``n - 1``
+instead, the interval covered a ratio drawn from runs whose log-sizes spread as Claude Code's do
+(1.8) only ~79% of the time (``tests/test_spread.py``'s simulation; now ~91%). A set whose ratio
+rests on a few runs gets a wide interval; one of fewer than 3 runs, or whose denominator is 0, gets
+none. The interval says how the set's own runs vary, nothing of runs unlike them (another agent,
+another task mix).
 
 The sums (``n``, ``X``, ``Y``, ``Σx²``, ``Σy²``, ``Σxy``) are integers: counts as they are, input
 cost in millionths of a unit and dollars in billionths (each run's value rounded once), and the
@@ -121,7 +127,7 @@ class RatioSum:
         ratio = Fraction(y, x)
         spread = max(yy - 2 * ratio * xy + ratio * ratio * xx, Fraction(0))
         error = math.sqrt(float(spread * self.n / (self.n - 1))) / x
-        half = t_quantile(self.n - 1) * error
+        half = t_quantile(max(1, x * x // xx - 1)) * error  # ⌊n_eff⌋ - 1 degrees of freedom
         return float(ratio) - half, float(ratio) + half
 
     def state(self) -> dict[str, Any]:
