@@ -84,6 +84,92 @@ def _command_kind(arguments: str) -> str:
     return "other"
 
 
+# What a command did, by its first program (a shell tool's command, or SWE-agent's own commands)
+_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "edit",
+        (
+            "sed -i",
+            "str_replace_editor str_replace",
+            "str_replace_editor create",
+            "edit ",
+            "patch ",
+            "git apply",
+            "apply_patch",
+            "str_replace",
+            "create",
+        ),
+    ),
+    (
+        "test",
+        (
+            "pytest",
+            "python -m pytest",
+            "tox",
+            "./runtests",
+            "python runtests",
+            "python tests/runtests",
+            "python -m unittest",
+            "make test",
+            "bin/test",
+        ),
+    ),
+    (
+        "read",
+        (
+            "cat ",
+            "sed -n",
+            "head ",
+            "tail ",
+            "nl ",
+            "open ",
+            "goto ",
+            "scroll",
+            "less ",
+            "more ",
+            "str_replace_editor view",
+            "view ",
+        ),
+    ),
+    ("search", ("grep", "rg ", "git grep", "search_", "find_file", "ag ")),
+    ("listing", ("ls", "find ", "tree", "git status", "git diff", "git log", "git show")),
+    ("script", ("python", "python3", "./", "bash ", "sh ")),
+)
+
+
+def command_of(arguments: str) -> str:
+    """The command text of a call's arguments (a shell tool's ``command``; else the arguments)."""
+    try:
+        data = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return arguments
+    command = data.get("command", "") if isinstance(data, dict) else ""
+    if isinstance(command, list):  # Codex: ["bash", "-lc", SCRIPT]
+        command = command[-1] if command and isinstance(command[-1], str) else ""
+    if not isinstance(command, str):
+        return ""
+    if isinstance(data, dict) and not command.strip():
+        return " ".join(str(v) for v in data.values())
+    return command
+
+
+def action_kind(name: str, arguments: str) -> str:
+    """What a call did: edit, test, read, search, listing, script or other (its first program; a
+    ``cd DIR &&`` before it skipped; a heredoc writing a file is an edit)."""
+    command = command_of(arguments).strip()
+    if name not in ("bash", "Bash", "shell", "exec_command", "execute_bash", "run_shell"):
+        command = f"{name} {command}"
+    while command.startswith("cd ") and "&&" in command:
+        command = command.split("&&", 1)[1].strip()
+    first = command.split("\n", 1)[0]
+    if "<<" in first and (">" in first.split("<<", 1)[0] or "tee" in first):
+        return "edit"
+    for kind, heads in _KINDS:
+        if any(command.startswith(h) or (kind in ("edit", "test") and f" {h}" in first) for h in heads):
+            return kind
+    return "other"
+
+
 def _tier(iteration: int, through: int, condensed: int) -> str:
     if iteration <= condensed:
         return "condensed"
@@ -111,6 +197,8 @@ class _Classifier:
         self.words = WordIndex(run)
         self.messages = [m for m in run.messages if m.iteration >= 1]
         self.max_args = max_args
+        self.calls = {c.id: c for m in self.messages for c in m.tool_calls}
+        self.actions = {m.iteration: m for m in self.messages if m.role == "assistant"}
 
     def source(self, term: str, cutoff: int, *, observed: bool, raw: bool) -> Message | None:
         for message in reversed(self.messages[:cutoff]):
@@ -121,6 +209,34 @@ class _Classifier:
                 return message
         return None
 
+    def kind(self, message: Message) -> str:
+        """What produced ``message``: the kind of the call it answers (an output), ``own:KIND`` (the
+        agent's call that holds it), ``own:text``, or its role."""
+        if message.role == "tool":
+            call = self.calls.get(message.tool_call_id or "")
+            return action_kind(call.name, call.arguments) if call is not None else "tool:?"
+        if message.role == "assistant":
+            kinds = [action_kind(c.name, c.arguments) for c in message.tool_calls]
+            return f"own:{kinds[0]}" if kinds else "own:text"
+        action = self.actions.get(message.iteration)  # mini-swe-agent's outputs are user messages
+        if action is not None and action.tool_calls:
+            call = action.tool_calls[0]
+            return action_kind(call.name, call.arguments)
+        return message.role
+
+    def action(self, iteration: int) -> str:
+        """The kind of the action of ``iteration`` (its first call's)."""
+        action = self.actions.get(iteration)
+        if action is None or not action.tool_calls:
+            return "text"
+        return action_kind(action.tool_calls[0].name, action.tool_calls[0].arguments)
+
+    def mentioned(self, term: str, since: int, iteration: int) -> bool:
+        """Whether the agent named ``term`` in an action after ``since`` and before ``iteration``."""
+        return any(
+            term in message_text(self.actions[k]) for k in range(since + 1, iteration) if k in self.actions
+        )
+
     def classify(
         self,
         term: str,
@@ -130,14 +246,14 @@ class _Classifier:
         *,
         observed: bool,
         raw: bool,
-    ) -> str:
+    ) -> tuple[str, Message | None]:
         found = self.source(term, cutoff, observed=observed, raw=raw)
         if found is None:
-            return "no-source"
+            return "no-source", None
         tier = _tier(found.iteration, *aging)
         part = _part(found, term, self.max_args)
         holders = sorted({_holder(m) for m in prompt if term in normalize(message_text(m))})
-        return f"{tier}|{part}|{'+'.join(holders) or 'absent'}"
+        return f"{tier}|{part}|{'+'.join(holders) or 'absent'}", found
 
 
 async def _classify_run(
@@ -147,6 +263,7 @@ async def _classify_run(
     counts: dict[str, Counter[str]] = {r: Counter() for r in RULERS}
     needed: Counter[str] = Counter()
     samples: dict[str, list[str]] = {}
+    records: list[dict[str, Any]] = []
     step = 0
     iterations = sorted({m.iteration for m in run.messages if m.role == "assistant" and m.iteration >= 1})
     async for prepared in replay_prompts(run, policy, ReplaySettings(), plan):
@@ -176,12 +293,31 @@ async def _classify_run(
         needed.update(line=len(need.observed), own=len(need.own), salient=len(salient), word=len(words))
         for ruler, missed in groups.items():
             for term, observed, raw in missed:
-                key = cls.classify(term, cutoff, prompt, aging, observed=observed, raw=raw)
+                key, found = cls.classify(term, cutoff, prompt, aging, observed=observed, raw=raw)
                 counts[ruler][key] += 1
+                if found is not None:
+                    records.append(
+                        {
+                            "run": run.run_id,
+                            "iteration": iteration,
+                            "ruler": ruler,
+                            "term": term,
+                            "key": key,
+                            "back": iteration - found.iteration,
+                            "source": cls.kind(found),
+                            "action": cls.action(iteration),
+                            "mentioned": cls.mentioned(term, found.iteration, iteration),
+                        }
+                    )
                 bucket = samples.setdefault(f"{ruler} {key}", [])
                 if len(bucket) < examples:
                     bucket.append(f"{run.run_id} step {step} it {iteration}: {term}")
-    return {"counts": {r: dict(c) for r, c in counts.items()}, "needed": dict(needed), "samples": samples}
+    return {
+        "counts": {r: dict(c) for r, c in counts.items()},
+        "needed": dict(needed),
+        "samples": samples,
+        "records": records,
+    }
 
 
 def _job(args: tuple[RecordedRun, dict[str, Any], int, int, RunPlan]) -> dict[str, Any]:
