@@ -312,6 +312,7 @@ CANDIDATES: dict[str, Policy] = {
     "patience-0.5": _with_age("patience-0.5", patience=0.5),
     "patience-0.3": _with_age("patience-0.3", patience=0.3),
     "patience-0.2": _with_age("patience-0.2", patience=0.2),
+    "patience-0.4": _with_age("patience-0.4", patience=0.4),
     "patience-0.1": _with_age("patience-0.1", patience=0.1),
     # round 24 (issue 18): eager aging with condensing later or never (where the extra misses are)
     **{
@@ -332,25 +333,11 @@ CANDIDATES: dict[str, Policy] = {
             patience=p,
             named_again=n,
         )
-        for k in (2, 3, 5)
-        for p in (0.1, 0.2, 0.3, 0.5)
+        for k in (1, 2, 3, 5)
+        for p in (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0)
         for n in (2, 8)
     },
     "patience-0.1-no-condense": _with_age("patience-0.1-no-condense", patience=0.1, condense_after=None),
-    # round 24 (issue 18): the newest hidden reads of the files the agent still works on (named in
-    # its last K iterations), shown again in a note after the aged iterations (Age(reads_chars=N,
-    # reads_recent=K)), with eager aging
-    **{
-        f"reads-{n // 1000}k-{k}{'' if p == 1.0 else f'-patience-{p}'}": _with_age(
-            f"reads-{n // 1000}k-{k}{'' if p == 1.0 else f'-patience-{p}'}",
-            reads_chars=n,
-            reads_recent=k,
-            patience=p,
-        )
-        for n in (4000, 8000, 16000, 24000)
-        for k in (2, 3, 5)
-        for p in (1.0, 0.5, 0.3, 0.2, 0.1)
-    },
     "patience-2": _with_age("patience-2", patience=2.0),
     "patience-1.25": _with_age("patience-1.25", patience=1.25),
     "patience-1.5": _with_age("patience-1.5", patience=1.5),

@@ -402,7 +402,7 @@ def _age_iteration(
             out.append(_age_assistant(style, message, seen, used, told, paths=paths))
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
-            if style.reports.keeps(call, message) or _in_focus(call, message, focus):
+            if style.reports.keeps(call, message) or _in_focus(call, focus):
                 # a sub-agent's report, a read of a file the agent still works on: kept whole
                 _show(text_refs(message.text), seen, shown)
                 out.append(message)
@@ -416,15 +416,13 @@ def _age_iteration(
     return tuple(reversed(out))
 
 
-def _in_focus(call: ToolCall | None, message: Message, focus: set[str] | frozenset[str]) -> bool:
-    """Whether ``message`` is a read (an output showing one file, :func:`~._reads.file_read`) of a
-    file whose path or file name ``focus`` holds: a file the agent is still working on."""
+def _in_focus(call: ToolCall | None, focus: set[str] | frozenset[str]) -> bool:
+    """Whether ``call`` reads one file (:func:`~._reads.file_read`) whose path or file name
+    ``focus`` holds: a file the agent is still working on (``Age.focus_reads``)."""
     if not focus or call is None:
         return False
-    read = file_read(message.iteration, call, message.content)
-    if read is None:
-        return False
-    return read.path in focus or read.path.rstrip("/").rsplit("/", 1)[-1] in focus
+    read = file_read(call)
+    return read is not None and (read.path in focus or read.name in focus)
 
 
 def _show(names: Iterable[str], seen: set[str], shown: set[str] | None) -> None:

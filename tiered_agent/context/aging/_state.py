@@ -85,9 +85,6 @@ class AgingSettings(Protocol):
     @property
     def written_chars(self) -> int: ...
 
-    @property
-    def notes_after(self) -> bool: ...
-
     def written(
         self,
         groups: Mapping[int, tuple[Message, ...]],
@@ -262,7 +259,7 @@ class AgingState:
     def _written_pays(self, last: int, limit: int, saving: int, cost: float) -> bool:
         """Whether the epoch still pays once the note of the files the agent wrote is counted: it
         grows by what the epoch hides (less saving) and is re-sent with the tail (more cost)."""
-        if not self.step.notes_after:
+        if self.step.written_chars <= 0:
             return True
         net, new = self._written_net(last, limit, saving)
         if net <= 0:
@@ -273,7 +270,7 @@ class AgingState:
     def _written_net(self, last: int, through: int, saving: int) -> tuple[int, int]:
         """(``saving`` less what the note of the files the agent wrote grows by when iterations
         through ``through`` are hidden at ``last``, that note's tokens then); (saving, 0) when off."""
-        if not self.step.notes_after:
+        if self.step.written_chars <= 0:
             return saving, 0
         known_last, known_through, new = self._written_at
         if (known_last, known_through) != (last, through):  # else counted earlier in this update
@@ -509,7 +506,7 @@ class AgingState:
             self._counted_through = last
         self._notes = 0
         groups = dict(self._tuples)
-        if self.step.notes_after and epochs:
+        if self.step.written_chars > 0 and epochs:
             at = epochs[-1].at
             upto = {k: v for k, v in groups.items() if k <= at}
             self._written = self._count(

@@ -58,12 +58,11 @@ the provider's cache holds all of it. The forms:
   shown with their current text in one note after the aged iterations, up to
   ``written_chars`` characters (0: never; :mod:`._written`); the note changes
   only at epochs, and an epoch must pay for what it adds;
-* with ``reads_chars`` > 0 (0, the default: off), the newest reads of a file (an output showing
-  one file) that an epoch hid, of the files the agent named after them in its last
-  ``reads_recent`` iterations (the files it is still working on), are shown again verbatim in one
-  note after that one, newest first, within ``reads_chars`` characters; a read whose lines newer
-  reads cover, or whose call was made again, is left out (:mod:`._reads`). Like the files note it
-  changes only at epochs and the break-even rule counts it.
+* with ``focus_reads`` = K > 0 (0, the default: off), an output that shows one file (a read:
+  ``cat``, ``sed -n``, ``nl``, an editor's ``view``, ``grep`` in one file; :mod:`._reads`) stays
+  whole when it ages (level 1) if the agent named that file (its path or file name) after it in
+  its last K iterations up to the epoch: the file it is still working on, whose lines and line
+  numbers its next edits and reads take; a condensed note (level 2) reads it as before.
 
 A fixed note before the aged iterations says what these forms mean. The
 rolling summary, when the policy has one, follows the aged iterations, so the
@@ -122,7 +121,6 @@ from ._condense import (
     shown_by,
 )
 from ._forms import AgedStyle, FormsMemo, ShownBy, age_batch, condensed, preamble
-from ._reads import reads_note
 from ._reasoning import ReasoningMode
 from ._reports import Reports, earlier_users
 from ._schedule import AgingSchedule
@@ -184,8 +182,6 @@ class Age(Step):
     keep_user_chars: int = 0
     written_chars: int = 16000
     written_recent: int = 10
-    reads_chars: int = 0
-    reads_recent: int = 3
     focus_reads: int = 0
     refresh_chunks: bool = False
     named_again: int = 2
@@ -214,7 +210,6 @@ class Age(Step):
             "max_arg_chars",
             "chunk",
             "written_recent",
-            "reads_recent",
             "named_again",
         ):
             value = getattr(self, name)
@@ -231,7 +226,6 @@ class Age(Step):
             "keep_max_chars",
             "keep_user_chars",
             "written_chars",
-            "reads_chars",
             "focus_reads",
             "fade_keep",
         ):
@@ -529,7 +523,6 @@ class Age(Step):
         """The note of the files the agent wrote that an epoch aging through ``through`` when the
         newest iteration was ``at`` hid, and the run still works on (:mod:`._written`); ``memo``:
         the run's (the files as the calls it read so far left them)."""
-        files_of = memo.written if memo is not None else None
         note = written_note(
             groups,
             through=through,
@@ -537,23 +530,9 @@ class Age(Step):
             max_chars=self.written_chars,
             recent=self.written_recent,
             retrieval=retrieval,
-            files_of=files_of,
+            files_of=memo.written if memo is not None else None,
         )
-        reads = reads_note(
-            groups,
-            through=through,
-            at=at,
-            max_chars=self.reads_chars,
-            recent=self.reads_recent,
-            retrieval=retrieval,
-            files_of=files_of,
-        )
-        return tuple(n for n in (note, reads) if n is not None)
-
-    @property
-    def notes_after(self) -> bool:
-        """Whether epochs show notes after the aged iterations (the files written, the files read)."""
-        return self.written_chars > 0 or self.reads_chars > 0
+        return (note,) if note is not None else ()
 
     def note(
         self,
