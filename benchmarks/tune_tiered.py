@@ -337,14 +337,6 @@ CANDIDATES: dict[str, Policy] = {
         for p in (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0)
         for n in (2, 8)
     },
-    # round 24: with focus_hold, condensing also waits for such a read (Age(focus_hold=True))
-    **{
-        f"hold-{k}-patience-{p}": _with_age(
-            f"hold-{k}-patience-{p}", focus_reads=k, focus_hold=True, patience=p
-        )
-        for k in (1, 2, 3, 5)
-        for p in (0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
-    },
     "patience-0.1-no-condense": _with_age("patience-0.1-no-condense", patience=0.1, condense_after=None),
     "patience-2": _with_age("patience-2", patience=2.0),
     "patience-1.25": _with_age("patience-1.25", patience=1.25),

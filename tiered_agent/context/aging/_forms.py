@@ -425,33 +425,6 @@ def _in_focus(call: ToolCall | None, focus: set[str] | frozenset[str]) -> bool:
     return read is not None and (read.path in focus or read.name in focus)
 
 
-def focus_held(
-    groups: Mapping[int, tuple[Message, ...]],
-    first: int,
-    last: int,
-    now: int,
-    *,
-    recent: int,
-    memo: FormsMemo | None = None,
-) -> int | None:
-    """The oldest iteration of ``first..last`` whose call read a file (:func:`~._reads.file_read`)
-    that the agent named after it in its last ``recent`` iterations up to ``now`` (None when none
-    did): what ``Age(focus_hold=True)`` keeps from being condensed while the agent works on it."""
-    named = [
-        (k, frozenset(_told(groups[k], memo).actions))
-        for k in range(max(now - recent + 1, 1), now + 1)
-        if k in groups
-    ]
-    if not named:
-        return None
-    for iteration in range(first, last + 1):
-        focus = frozenset().union(*(names for k, names in named if k > iteration))
-        calls = (c for m in groups.get(iteration, ()) if m.role == "assistant" for c in m.tool_calls)
-        if focus and any(_in_focus(call, focus) for call in calls):
-            return iteration
-    return None
-
-
 def _show(names: Iterable[str], seen: set[str], shown: set[str] | None) -> None:
     """``names`` are shown from here on: in ``seen``, and in ``shown`` when outputs are judged by it
     (``seen`` stays a superset of ``shown``)."""

@@ -17,7 +17,7 @@ from ..._messages import Message
 from ..._tokens import PROMPT_OVERHEAD, TokenCounter
 from ..._trace import AgingCarry, AgingRecord, ContextRecord
 from ._breakeven import CacheTerms, IdleGaps
-from ._forms import AgedStyle, FormsMemo, age_batch, focus_held, preamble
+from ._forms import AgedStyle, FormsMemo, age_batch, preamble
 from ._schedule import AgingSchedule, Epoch
 from ._written import note_tokens
 
@@ -41,12 +41,6 @@ class AgingSettings(Protocol):
 
     @property
     def patience(self) -> float: ...
-
-    @property
-    def focus_reads(self) -> int: ...
-
-    @property
-    def focus_hold(self) -> bool: ...
 
     @property
     def refresh_chunks(self) -> bool: ...
@@ -423,12 +417,7 @@ class AgingState:
         if after is None:
             return done
         chunks = (last - after - done) // self.step.chunk
-        due = done + max(chunks, 0) * self.step.chunk
-        if due > done and self.step.focus_hold and self.step.focus_reads > 0:
-            held = focus_held(self._tuples, done + 1, due, last, recent=self.step.focus_reads, memo=self.memo)
-            if held is not None:  # a read of a file the agent still works on: condensed later
-                due = done + (held - 1 - done) // self.step.chunk * self.step.chunk
-        return due
+        return done + max(chunks, 0) * self.step.chunk
 
     # ------------------------------------------------------------------ bookkeeping
     def _absorb(self, history: Sequence[Message]) -> None:

@@ -62,9 +62,7 @@ the provider's cache holds all of it. The forms:
   ``cat``, ``sed -n``, ``nl``, an editor's ``view``, ``grep`` in one file; :mod:`._reads`) stays
   whole when it ages (level 1) if the agent named that file (its path or file name) after it in
   its last K iterations up to the epoch: the file it is still working on, whose lines and line
-  numbers its next edits and reads take; with ``focus_hold`` too, condensing (level 2) stops
-  before the oldest such read (whole chunks before it are condensed), so it stays aged, whole,
-  until the agent's last K iterations no longer name its file.
+  numbers its next edits and reads take; a condensed note (level 2) reads it as before.
 
 A fixed note before the aged iterations says what these forms mean. The
 rolling summary, when the policy has one, follows the aged iterations, so the
@@ -185,7 +183,6 @@ class Age(Step):
     written_chars: int = 16000
     written_recent: int = 10
     focus_reads: int = 0
-    focus_hold: bool = False
     refresh_chunks: bool = False
     named_again: int = 2
     bare_lines: bool = True
@@ -267,7 +264,6 @@ class Age(Step):
         )
         for name in (
             "refresh_chunks",
-            "focus_hold",
             "bare_lines",
             "unique_lines",
             "across_notes",
