@@ -11,8 +11,15 @@ and files every miss under the newest earlier message that held it:
 * whether the term is still in the prompt somewhere (``present``: the evidence window is not) or
   not at all (``absent``), and whether the files note holds it (``note``).
 
+Each miss is also recorded (``--json``): the kind of call whose output (or the agent's own call)
+held the string (``read``, ``search``, ``listing``, ``test``, ``script``, ``edit``, ``own:KIND``:
+:func:`action_kind`, by the command's first program), how many iterations back, the kind of the
+action that needed it, and whether the agent named it in between. ``--compare BASE.json`` (another
+policy's ``--json`` on the same runs) prints the misses this policy adds to that one by those
+aspects: what a leaner policy hides that the other did not (round 24: what eager aging adds).
+
     python benchmarks/classify_misses.py [PATH ...] [--half A] [--family swe-shell] [--policy tiered]
-        [--policy-json FILE] [--examples 3] [--json OUT]
+        [--policy-json FILE] [--examples 3] [--json OUT] [--compare BASE.json]
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import argparse
 import multiprocessing
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +91,92 @@ def _command_kind(arguments: str) -> str:
     return "other"
 
 
+# What a command did, by its first program (a shell tool's command, or SWE-agent's own commands)
+_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "edit",
+        (
+            "sed -i",
+            "str_replace_editor str_replace",
+            "str_replace_editor create",
+            "edit ",
+            "patch ",
+            "git apply",
+            "apply_patch",
+            "str_replace",
+            "create",
+        ),
+    ),
+    (
+        "test",
+        (
+            "pytest",
+            "python -m pytest",
+            "tox",
+            "./runtests",
+            "python runtests",
+            "python tests/runtests",
+            "python -m unittest",
+            "make test",
+            "bin/test",
+        ),
+    ),
+    (
+        "read",
+        (
+            "cat ",
+            "sed -n",
+            "head ",
+            "tail ",
+            "nl ",
+            "open ",
+            "goto ",
+            "scroll",
+            "less ",
+            "more ",
+            "str_replace_editor view",
+            "view ",
+        ),
+    ),
+    ("search", ("grep", "rg ", "git grep", "search_", "find_file", "ag ")),
+    ("listing", ("ls", "find ", "tree", "git status", "git diff", "git log", "git show")),
+    ("script", ("python", "python3", "./", "bash ", "sh ")),
+)
+
+
+def command_of(arguments: str) -> str:
+    """The command text of a call's arguments (a shell tool's ``command``; else the arguments)."""
+    try:
+        data = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return arguments
+    command = data.get("command", "") if isinstance(data, dict) else ""
+    if isinstance(command, list):  # Codex: ["bash", "-lc", SCRIPT]
+        command = command[-1] if command and isinstance(command[-1], str) else ""
+    if not isinstance(command, str):
+        return ""
+    if isinstance(data, dict) and not command.strip():
+        return " ".join(str(v) for v in data.values())
+    return command
+
+
+def action_kind(name: str, arguments: str) -> str:
+    """What a call did: edit, test, read, search, listing, script or other (its first program; a
+    ``cd DIR &&`` before it skipped; a heredoc writing a file is an edit)."""
+    command = command_of(arguments).strip()
+    if name not in ("bash", "Bash", "shell", "exec_command", "execute_bash", "run_shell"):
+        command = f"{name} {command}"
+    while command.startswith("cd ") and "&&" in command:
+        command = command.split("&&", 1)[1].strip()
+    first = command.split("\n", 1)[0]
+    if "<<" in first and (">" in first.split("<<", 1)[0] or "tee" in first):
+        return "edit"
+    for kind, heads in _KINDS:
+        if any(command.startswith(h) or (kind in ("edit", "test") and f" {h}" in first) for h in heads):
+            return kind
+    return "other"
+
+
 def _tier(iteration: int, through: int, condensed: int) -> str:
     if iteration <= condensed:
         return "condensed"
@@ -111,6 +204,8 @@ class _Classifier:
         self.words = WordIndex(run)
         self.messages = [m for m in run.messages if m.iteration >= 1]
         self.max_args = max_args
+        self.calls = {c.id: c for m in self.messages for c in m.tool_calls}
+        self.actions = {m.iteration: m for m in self.messages if m.role == "assistant"}
 
     def source(self, term: str, cutoff: int, *, observed: bool, raw: bool) -> Message | None:
         for message in reversed(self.messages[:cutoff]):
@@ -121,6 +216,74 @@ class _Classifier:
                 return message
         return None
 
+    def kind(self, message: Message) -> str:
+        """What produced ``message``: the kind of the call it answers (an output), ``own:KIND`` (the
+        agent's call that holds it), ``own:text``, or its role."""
+        if message.role == "tool":
+            call = self.calls.get(message.tool_call_id or "")
+            return action_kind(call.name, call.arguments) if call is not None else "tool:?"
+        if message.role == "assistant":
+            kinds = [action_kind(c.name, c.arguments) for c in message.tool_calls]
+            return f"own:{kinds[0]}" if kinds else "own:text"
+        action = self.actions.get(message.iteration)  # mini-swe-agent's outputs are user messages
+        if action is not None and action.tool_calls:
+            call = action.tool_calls[0]
+            return action_kind(call.name, call.arguments)
+        return message.role
+
+    def action(self, iteration: int) -> str:
+        """The kind of the action of ``iteration`` (its first call's)."""
+        action = self.actions.get(iteration)
+        if action is None or not action.tool_calls:
+            return "text"
+        return action_kind(action.tool_calls[0].name, action.tool_calls[0].arguments)
+
+    def mentioned(self, term: str, since: int, iteration: int) -> bool:
+        """Whether the agent named ``term`` in an action after ``since`` and before ``iteration``."""
+        return any(
+            term in message_text(self.actions[k]) for k in range(since + 1, iteration) if k in self.actions
+        )
+
+    def missed(
+        self, iteration: int, prompt: Sequence[Message], cutoff: int, needed: Counter[str]
+    ) -> dict[str, list[tuple[str, bool, bool]]]:
+        """Each ruler's strings the action of ``iteration`` needed and ``prompt`` missed, as (term,
+        observed, raw) (``needed`` gains how many each ruler needed)."""
+        view = PromptView(prompt, TextMemo())
+        need = self.evidence.needed(iteration)
+        joined = "\n".join(message_text(m) for m in prompt)
+        salient = self.salience.salient(iteration)
+        words = self.words.salient(iteration)
+        needed.update(line=len(need.observed), own=len(need.own), salient=len(salient), word=len(words))
+        return {
+            "line": [
+                (t, True, False)
+                for t in need.observed
+                if not self.evidence.shown(t, view, cutoff, observed=True)
+            ],
+            "own": [
+                (t, False, False)
+                for t in need.own
+                if not self.evidence.shown(t, view, cutoff, observed=False)
+            ],
+            "salient": [(t, True, True) for t in salient if t not in joined],
+            "word": [(t, True, True) for t in words if t not in joined],
+        }
+
+    def record(self, ruler: str, term: str, key: str, found: Message, iteration: int) -> dict[str, Any]:
+        """One miss: where it was hidden (``key``), what held it, how far back, what needed it."""
+        return {
+            "run": self.run.run_id,
+            "iteration": iteration,
+            "ruler": ruler,
+            "term": term,
+            "key": key,
+            "back": iteration - found.iteration,
+            "source": self.kind(found),
+            "action": self.action(iteration),
+            "mentioned": self.mentioned(term, found.iteration, iteration),
+        }
+
     def classify(
         self,
         term: str,
@@ -130,14 +293,14 @@ class _Classifier:
         *,
         observed: bool,
         raw: bool,
-    ) -> str:
+    ) -> tuple[str, Message | None]:
         found = self.source(term, cutoff, observed=observed, raw=raw)
         if found is None:
-            return "no-source"
+            return "no-source", None
         tier = _tier(found.iteration, *aging)
         part = _part(found, term, self.max_args)
         holders = sorted({_holder(m) for m in prompt if term in normalize(message_text(m))})
-        return f"{tier}|{part}|{'+'.join(holders) or 'absent'}"
+        return f"{tier}|{part}|{'+'.join(holders) or 'absent'}", found
 
 
 async def _classify_run(
@@ -147,6 +310,7 @@ async def _classify_run(
     counts: dict[str, Counter[str]] = {r: Counter() for r in RULERS}
     needed: Counter[str] = Counter()
     samples: dict[str, list[str]] = {}
+    records: list[dict[str, Any]] = []
     step = 0
     iterations = sorted({m.iteration for m in run.messages if m.role == "assistant" and m.iteration >= 1})
     async for prepared in replay_prompts(run, policy, ReplaySettings(), plan):
@@ -155,39 +319,60 @@ async def _classify_run(
         prompt = prepared.built.messages
         record = prepared.record().aging
         aging = (record.through, record.condensed) if record is not None else (0, 0)
-        view = PromptView(prompt, TextMemo())
         cutoff = cls.evidence.cutoff(iteration)
-        need = cls.evidence.needed(iteration)
-        joined = "\n".join(message_text(m) for m in prompt)
-        salient = cls.salience.salient(iteration)
-        words = cls.words.salient(iteration)
-        groups = {
-            "line": [
-                (t, True, False)
-                for t in need.observed
-                if not cls.evidence.shown(t, view, cutoff, observed=True)
-            ],
-            "own": [
-                (t, False, False) for t in need.own if not cls.evidence.shown(t, view, cutoff, observed=False)
-            ],
-            "salient": [(t, True, True) for t in salient if t not in joined],
-            "word": [(t, True, True) for t in words if t not in joined],
-        }
-        needed.update(line=len(need.observed), own=len(need.own), salient=len(salient), word=len(words))
+        groups = cls.missed(iteration, prompt, cutoff, needed)
         for ruler, missed in groups.items():
             for term, observed, raw in missed:
-                key = cls.classify(term, cutoff, prompt, aging, observed=observed, raw=raw)
+                key, found = cls.classify(term, cutoff, prompt, aging, observed=observed, raw=raw)
                 counts[ruler][key] += 1
+                if found is not None:
+                    records.append(cls.record(ruler, term, key, found, iteration))
                 bucket = samples.setdefault(f"{ruler} {key}", [])
                 if len(bucket) < examples:
                     bucket.append(f"{run.run_id} step {step} it {iteration}: {term}")
-    return {"counts": {r: dict(c) for r, c in counts.items()}, "needed": dict(needed), "samples": samples}
+    return {
+        "counts": {r: dict(c) for r, c in counts.items()},
+        "needed": dict(needed),
+        "samples": samples,
+        "records": records,
+    }
 
 
 def _job(args: tuple[RecordedRun, dict[str, Any], int, int, RunPlan]) -> dict[str, Any]:
     configure_logging(level="error")
     run, policy, max_args, examples, plan = args
     return anyio.run(_classify_run, run, Policy.from_dict(policy), max_args, examples, plan)
+
+
+def _records(results: Sequence[dict[str, Any]]) -> dict[tuple[str, int, str, str], dict[str, Any]]:
+    return {(r["run"], r["iteration"], r["ruler"], r["term"]): r for res in results for r in res["records"]}
+
+
+def _back(record: Mapping[str, Any]) -> str:
+    back = record["back"]
+    return "<=4" if back <= 4 else "5-10" if back <= 10 else "11-30" if back <= 30 else ">30"
+
+
+ASPECTS: tuple[tuple[str, Callable[[Mapping[str, Any]], object]], ...] = (
+    ("tier (what hid it)", lambda r: r["key"].split("|")[0]),
+    ("output of", lambda r: r["source"]),
+    ("iterations back", _back),
+    ("the action needing it", lambda r: r["action"]),
+    ("named by the agent in between", lambda r: r["mentioned"]),
+)
+
+
+def print_added(base: Sequence[dict[str, Any]], results: Sequence[dict[str, Any]]) -> None:
+    """The misses of ``results`` that ``base`` (another policy's, same runs) does not have, and those
+    it has that ``results`` does not, per ruler, by where they were hidden and what the agent did."""
+    before, after = _records(base), _records(results)
+    for ruler in RULERS:
+        added = [r for k, r in after.items() if k not in before and r["ruler"] == ruler]
+        gone = sum(1 for k, r in before.items() if k not in after and r["ruler"] == ruler)
+        print(f"\n== {ruler}: {len(added)} misses added, {gone} gone")
+        for title, aspect in ASPECTS:
+            counts = Counter(str(aspect(r)) for r in added)
+            print(f"  {title}: " + ", ".join(f"{k} {n}" for k, n in counts.most_common(8)))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -202,6 +387,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--examples", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--compare", type=Path, help="a --json of another policy: print the misses this one adds to it"
+    )
     args = parser.parse_args(argv)
     shared = Path(__file__).resolve().parents[2] / "shared"
     paths = args.paths or [shared / "trajectories", shared / "sessions"]
@@ -235,6 +423,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"{'':15}{sample}")
     if args.json:
         args.json.write_bytes(orjson.dumps(results))
+    if args.compare:
+        print_added(orjson.loads(args.compare.read_bytes()), results)
 
 
 if __name__ == "__main__":

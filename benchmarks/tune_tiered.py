@@ -311,6 +311,33 @@ CANDIDATES: dict[str, Policy] = {
     # when to age: the break-even rule with another patience (below 1: sooner); every N iterations
     "patience-0.5": _with_age("patience-0.5", patience=0.5),
     "patience-0.3": _with_age("patience-0.3", patience=0.3),
+    "patience-0.2": _with_age("patience-0.2", patience=0.2),
+    "patience-0.4": _with_age("patience-0.4", patience=0.4),
+    "patience-0.1": _with_age("patience-0.1", patience=0.1),
+    # round 24 (issue 18): eager aging with condensing later or never (where the extra misses are)
+    **{
+        f"patience-0.1-condense-{n}": _with_age(f"patience-0.1-condense-{n}", patience=0.1, condense_after=n)
+        for n in (8, 12, 20)
+    },
+    **{
+        f"patience-{p}-again-{n}": _with_age(f"patience-{p}-again-{n}", patience=p, named_again=n)
+        for p in (0.2, 0.3, 0.5)
+        for n in (4, 8)
+    },
+    # round 24: a read (an output showing one file) of a file the agent named after it in its last K
+    # iterations up to the epoch stays whole when it ages (Age(focus_reads=K)), with eager aging
+    **{
+        f"focus-{k}-patience-{p}{'' if n == 2 else f'-again-{n}'}": _with_age(
+            f"focus-{k}-patience-{p}{'' if n == 2 else f'-again-{n}'}",
+            focus_reads=k,
+            patience=p,
+            named_again=n,
+        )
+        for k in (1, 2, 3, 5)
+        for p in (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0)
+        for n in (2, 8)
+    },
+    "patience-0.1-no-condense": _with_age("patience-0.1-no-condense", patience=0.1, condense_after=None),
     "patience-2": _with_age("patience-2", patience=2.0),
     "patience-1.25": _with_age("patience-1.25", patience=1.25),
     "patience-1.5": _with_age("patience-1.5", patience=1.5),

@@ -49,6 +49,7 @@ from ._condense import (
 )
 from ._jsonform import json_fields
 from ._novel import novel_lines
+from ._reads import file_read
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
 from ._refs import NamedPaths, Refs, line_refs, paths_of, refs, tail_index, text_refs
 from ._reports import NO_REPORTS, Reports, user_texts
@@ -138,6 +139,7 @@ class AgedStyle:
     retrieval: bool = True
     reports: Reports = NO_REPORTS
     shown_by: ShownBy = "any"
+    focus: int = 0  # ``Age.focus_reads``: reads of a file named in the last N iterations stay whole
 
 
 def preamble(style: AgedStyle) -> Message:
@@ -214,6 +216,9 @@ def _render_batch(
     paths = NamedPaths()  # the same, to find the files they name otherwise
     forms: dict[int, tuple[Message, ...]] = {}
     users = _users_before(head, batch) if style.reports.user_max_chars else {}
+    # what the agent's last ``style.focus`` iterations up to the epoch name (the files it works on)
+    recent = batch[-1][0] - style.focus if batch else 0
+    focus: set[str] = set()
     for iteration, messages in reversed(batch):
         told = _told(messages, memo)
         if iteration > last:
@@ -232,7 +237,10 @@ def _render_batch(
                 earlier=earlier,
                 paths=paths,
                 shown=shown,
+                focus=focus,
             )
+        if iteration > recent and style.focus:
+            focus.update(told.actions)
         for key, output, call_id in told.calls:
             later.setdefault(key, []).append((iteration, output, call_id))
         used.update(told.actions)
@@ -377,12 +385,15 @@ def _age_iteration(
     earlier: frozenset[str] = frozenset(),
     paths: NamedPaths | None = None,
     shown: set[str] | None = None,
+    focus: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[Message, ...]:
-    """``told``: what the run's memo found of these messages (their shortened reasoning and cut
-    arguments, shared with what newer iterations read of them); ``earlier``: the texts of the user
-    messages before them (:meth:`~._reports.Reports.keeps_user`); ``shown``: what the messages not the
-    agent's show after them, what an output line is judged by when the style says so (``seen``
-    stays a superset of it: every name either holds)."""
+    """``focus``: what the agent's last ``style.focus`` iterations after these name (a read of a
+    file it names stays whole: :func:`_in_focus`); ``told``: what the run's memo found of these
+    messages (their shortened reasoning and cut arguments, shared with what newer iterations read
+    of them); ``earlier``: the texts of the user messages before them
+    (:meth:`~._reports.Reports.keeps_user`); ``shown``: what the messages not the agent's show
+    after them, what an output line is judged by when the style says so (``seen`` stays a superset
+    of it: every name either holds)."""
     told = told if told is not None else _Told(messages)
     calls = {c.id: c for m in messages for c in m.tool_calls}
     out: list[Message] = []
@@ -391,7 +402,8 @@ def _age_iteration(
             out.append(_age_assistant(style, message, seen, used, told, paths=paths))
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
-            if style.reports.keeps(call, message):  # a sub-agent's report: kept whole
+            if style.reports.keeps(call, message) or _in_focus(call, focus):
+                # a sub-agent's report, a read of a file the agent still works on: kept whole
                 _show(text_refs(message.text), seen, shown)
                 out.append(message)
                 continue
@@ -402,6 +414,15 @@ def _age_iteration(
         else:
             out.append(_age_output(style, message, seen, None, shown))
     return tuple(reversed(out))
+
+
+def _in_focus(call: ToolCall | None, focus: set[str] | frozenset[str]) -> bool:
+    """Whether ``call`` reads one file (:func:`~._reads.file_read`) whose path or file name
+    ``focus`` holds: a file the agent is still working on (``Age.focus_reads``)."""
+    if not focus or call is None:
+        return False
+    read = file_read(call)
+    return read is not None and (read.path in focus or read.name in focus)
 
 
 def _show(names: Iterable[str], seen: set[str], shown: set[str] | None) -> None:

@@ -57,7 +57,12 @@ the provider's cache holds all of it. The forms:
   ``written_recent`` iterations still work on (write, run, read or name) are
   shown with their current text in one note after the aged iterations, up to
   ``written_chars`` characters (0: never; :mod:`._written`); the note changes
-  only at epochs, and an epoch must pay for what it adds.
+  only at epochs, and an epoch must pay for what it adds;
+* with ``focus_reads`` = K > 0 (0, the default: off), an output that shows one file (a read:
+  ``cat``, ``sed -n``, ``nl``, an editor's ``view``, ``grep`` in one file; :mod:`._reads`) stays
+  whole when it ages (level 1) if the agent named that file (its path or file name) after it in
+  its last K iterations up to the epoch: the file it is still working on, whose lines and line
+  numbers its next edits and reads take; a condensed note (level 2) reads it as before.
 
 A fixed note before the aged iterations says what these forms mean. The
 rolling summary, when the policy has one, follows the aged iterations, so the
@@ -157,6 +162,7 @@ class Age(Step):
     """Older iterations in the compressed form fixed when they aged (see the module docstring)."""
 
     kind: ClassVar[str] = "age"
+    unrecorded_defaults: ClassVar[frozenset[str]] = frozenset({"focus_reads"})  # round 24, off
     window: int = 2
     max_lines: int = 60
     head_lines: int = 2
@@ -177,6 +183,7 @@ class Age(Step):
     keep_user_chars: int = 0
     written_chars: int = 16000
     written_recent: int = 10
+    focus_reads: int = 0
     refresh_chunks: bool = False
     named_again: int = 2
     bare_lines: bool = True
@@ -220,6 +227,7 @@ class Age(Step):
             "keep_max_chars",
             "keep_user_chars",
             "written_chars",
+            "focus_reads",
             "fade_keep",
         ):
             value = getattr(self, name)
@@ -284,6 +292,7 @@ class Age(Step):
             retrieval,
             self.reports(),
             self.shown_by,
+            self.focus_reads,
         )
 
     def novel_scale(self) -> NovelScale:
