@@ -168,10 +168,6 @@ class Step:
     hides: ClassVar[bool] = True
     # Whether the step needs the run's summarizer (a background worker is started for it).
     summarizes: ClassVar[bool] = False
-    # Fields added after policies were recorded (bench JSON, traces, golden data) that
-    # :meth:`to_dict` leaves out while at their default: a policy that does not use them is written
-    # as it was (``step_from_dict`` gives a missing field its default).
-    unrecorded_defaults: ClassVar[frozenset[str]] = frozenset()
 
     def start(self, run: Run) -> StepRuntime:
         """This step's runtime for one run. The default keeps nothing and runs :meth:`apply`
@@ -194,15 +190,9 @@ class Step:
         """Raise :class:`ConfigurationError` (one sentence) when this step cannot run in ``policy``."""
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"step": kind, <field>: <value>, ...}`` (JSON-ready; the fields of
-        :attr:`unrecorded_defaults` only when not at their default)."""
+        """``{"step": kind, <field>: <value>, ...}`` (JSON-ready)."""
         assert dataclasses.is_dataclass(self)
-        quiet = self.unrecorded_defaults
-        fields = {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if f.name not in quiet or getattr(self, f.name) != f.default
-        }
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {"step": self.kind} | {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
 
 

@@ -162,7 +162,6 @@ class Age(Step):
     """Older iterations in the compressed form fixed when they aged (see the module docstring)."""
 
     kind: ClassVar[str] = "age"
-    unrecorded_defaults: ClassVar[frozenset[str]] = frozenset({"focus_reads"})  # round 24, off
     window: int = 2
     max_lines: int = 60
     head_lines: int = 2
