@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .._messages import Usage
+from ._import_claude_paths import active_path
 from ._import_common import (
     ShapeError,
     SkippedRun,
@@ -108,13 +109,59 @@ def convert(records: list[Any], path: Path, damaged: tuple[int, ...] = ()) -> li
     micro = sum(1 for r in records if kind_of(r, "subtype") == "microcompact_boundary")
     runs: list[RecordedRun | SkippedRun] = []
     if any(_is_message(e) for e in main) or not threads:
-        meta = {"session_id": session, "microcompactions": micro or None}
-        runs.append(_run(main, f"{FORMAT}/{path.stem}", str(path), meta, damaged))
+        runs.extend(_main_run(main, records, path, session=session, micro=micro, damaged=damaged))
     for n, thread in enumerate(threads, 1):
         name = _thread_name(thread, path, n, len(threads))
         meta = {"session_id": session, "sidechain": True}
         runs.append(_run(thread, f"{FORMAT}/{session}/{name}", f"{path}#{name}", meta, damaged))
     return runs
+
+
+def _main_run(
+    main: list[dict[str, Any]],
+    records: list[Any],
+    path: Path,
+    *,
+    session: str,
+    micro: int,
+    damaged: tuple[int, ...],
+) -> list[RecordedRun | SkippedRun]:
+    """The main conversation, along the path its requests sent (``_import_claude_paths.py``), and
+    the model calls left out with it (a rewound branch), named with their reason."""
+    found = active_path(main, records, _starts(main))
+    kept = [e for i, e in enumerate(main) if i not in found.dropped]
+    meta = {
+        "session_id": session,
+        "microcompactions": micro or None,
+        "context_resets": len(found.resets) or None,
+        "off_path_entries": len(found.dropped) or None,
+        "rewound_steps": found.dropped_steps or None,
+    }
+    resets = frozenset(id(main[i]) for i in found.resets)
+    runs: list[RecordedRun | SkippedRun] = [
+        _run(kept, f"{FORMAT}/{path.stem}", str(path), meta, damaged, resets=resets)
+    ]
+    if found.dropped_steps:
+        reason = (
+            f"{FORMAT}: {found.dropped_steps} model call{'s' * (found.dropped_steps != 1)} on a branch the "
+            "user rewound (no later request sent them) left out; the conversation that went on is replayed"
+        )
+        runs.append(SkippedRun(f"{path}#rewound", reason))
+    return runs
+
+
+def _starts(entries: list[dict[str, Any]]) -> list[bool]:
+    """Per entry, whether it starts a model response (a step), as :func:`_assistant` decides."""
+    starts, current, started = [], None, False
+    for entry in entries:
+        message: dict[str, Any] = entry["message"] if _is_message(entry) else {}
+        if entry.get("type") != "assistant" or not message or message.get("model") == SYNTHETIC_MODEL:
+            starts.append(False)
+            continue
+        message_id = message.get("id") if isinstance(message.get("id"), str) else None
+        starts.append(message_id is None or message_id != current or not started)
+        current, started = message_id, True
+    return starts
 
 
 def _entries(records: list[Any]) -> list[dict[str, Any]]:
@@ -176,7 +223,10 @@ def _run(
     source: str,
     metadata: dict[str, Any],
     damaged: tuple[int, ...],
+    *,
+    resets: frozenset[int] = frozenset(),
 ) -> RecordedRun | SkippedRun:
+    """One run; ``resets``: the entries (by ``id``) before which the context was cleared."""
     builder = HistoryBuilder(damaged)
     step = _Step()
     models: list[str] = []
@@ -184,6 +234,8 @@ def _run(
     for index, entry in enumerate(entries):
         where = f"entry {index + 1} ({entry.get('uuid', 'no uuid')})"
         time = parse_time(entry.get("timestamp"))
+        if id(entry) in resets:
+            builder.restart()
         if _is_boundary(entry):
             compactions += 1
             builder.restart()

@@ -1,0 +1,170 @@
+"""Format variants of Claude Code sessions and Codex rollouts from other CLI versions, written by hand.
+
+Each test is one variant the importers met in the wild (or read in the agents' own source): what
+the requests sent must be what the replay sends, and what cannot be replayed is named with its
+reason, never dropped in silence.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tiered_agent._messages import Usage
+from tiered_agent.bench._importers import SkippedInput, load_runs
+from tiered_agent.bench._recorded import RecordedRun
+
+SESSION = "0e0e0e0e-0000-4000-8000-00000000000b"
+
+
+def _write(path: Path, records: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def _texts(run: RecordedRun) -> list[tuple[str, str]]:
+    return [(m.role, m.text) for m in run.messages]
+
+
+# ---------------------------------------------------------------- Claude Code: the parentUuid tree
+def _entry(kind: str, uuid: str, parent: str | None, message: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "parentUuid": parent, "isSidechain": False, "sessionId": SESSION, "version": "2.1.30", "type": kind,
+        "message": message, "uuid": uuid, "timestamp": "2026-02-01T10:00:00.000Z", **extra,
+    }  # fmt: skip
+
+
+def _prompt(uuid: str, parent: str | None, text: str) -> dict[str, Any]:
+    return _entry("user", uuid, parent, {"role": "user", "content": text})
+
+
+def _reply(uuid: str, parent: str | None, msg: str, text: str, prompt: int) -> dict[str, Any]:
+    usage = {"input_tokens": prompt, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0,
+             "output_tokens": 5}  # fmt: skip
+    message = {"id": msg, "model": "claude-opus-4-6", "role": "assistant", "usage": usage,
+               "content": [{"type": "text", "text": text}]}  # fmt: skip
+    return _entry("assistant", uuid, parent, message)
+
+
+def _call(uuid: str, parent: str, msg: str, call_id: str, prompt: int) -> dict[str, Any]:
+    entry = _reply(uuid, parent, msg, "", prompt)
+    entry["message"]["content"] = [
+        {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": "ls"}}
+    ]
+    return entry
+
+
+def _result(uuid: str, parent: str, call_id: str, text: str) -> dict[str, Any]:
+    content = [{"type": "tool_result", "tool_use_id": call_id, "content": text}]
+    return _entry("user", uuid, parent, {"role": "user", "content": content})
+
+
+def _progress(uuid: str, parent: str | None) -> dict[str, Any]:
+    return {"type": "progress", "uuid": uuid, "parentUuid": parent, "sessionId": SESSION, "data": {}}
+
+
+def test_claude_code_a_cleared_context_restarts_the_history(tmp_path: Path) -> None:
+    """Accepting a plan with "clear context" (2.1) starts a new chain in the same file: its root is
+    a progress entry whose parent is null. The requests after it sent nothing from before."""
+    records = [
+        _prompt("u1", None, "Plan the change."),
+        _reply("a1", "u1", "m1", "Here is the plan.", 900),
+        _prompt("u2", "a1", "yes"),
+        _reply("a2", "u2", "m2", "Ready.", 950),
+        _progress("p1", None),
+        _prompt("u3", "p1", "Implement the following plan: ..."),
+        _reply("a3", "u3", "m3", "Done.", 400),
+    ]
+    loaded = load_runs([_write(tmp_path / f"{SESSION}.jsonl", records)], strict=True)
+    [run] = loaded.runs
+    assert run.steps == 3 and run.restarts == (4,)
+    _, second = run.segments()
+    assert [m.text for m in second.messages] == ["Implement the following plan: ...", "Done."]
+    assert run.metadata["context_resets"] == 1 and "compactions" not in run.metadata
+
+
+def test_claude_code_a_rewound_branch_is_left_out_and_named(tmp_path: Path) -> None:
+    """``/rewind`` writes nothing: the next prompt links to an earlier entry and the branch after it
+    stays in the file. Later requests did not send it; its model calls are left out with a reason."""
+    records = [
+        _prompt("u1", None, "Fix the bug."),
+        _call("a1", "u1", "m1", "t1", 1000),
+        _result("r1", "a1", "t1", "a.py b.py"),
+        _reply("a2", "r1", "m2", "Fixed in a.py.", 1100),
+        _prompt("u2", "a2", "Now delete b.py."),  # the branch the user rewound
+        _call("a3", "u2", "m3", "t2", 1200),
+        _result("r2", "a3", "t2", "removed"),
+        _reply("a4", "r2", "m4", "Deleted.", 1300),
+        _prompt("u3", "a2", "Now rename b.py."),  # rewound to a2
+        _reply("a5", "u3", "m5", "Renamed.", 1150),
+    ]
+    path = _write(tmp_path / f"{SESSION}.jsonl", records)
+    loaded = load_runs([path])
+    [run] = loaded.runs
+    assert _texts(run) == [
+        ("user", "Fix the bug."), ("assistant", ""), ("tool", "a.py b.py"), ("assistant", "Fixed in a.py."),
+        ("user", "Now rename b.py."), ("assistant", "Renamed."),
+    ]  # fmt: skip
+    assert [u.prompt_tokens for u in run.usage if u is not None] == [1000, 1100, 1150]
+    assert run.metadata["rewound_steps"] == 2 and run.metadata["off_path_entries"] == 4
+    assert loaded.skipped == (
+        SkippedInput(
+            f"{path}#rewound",
+            "claude-code: 2 model calls on a branch the user rewound (no later request sent them) left out; "
+            "the conversation that went on is replayed",
+        ),
+    )
+
+
+def test_claude_code_a_prompt_no_request_sent_is_left_out(tmp_path: Path) -> None:
+    """A message typed while a tool ran, then interrupted, on a branch of its own (parented to a stale
+    system entry); the next request links past it."""
+    records = [
+        _prompt("u1", None, "Run the tests."),
+        _call("a1", "u1", "m1", "t1", 1000),
+        {"type": "system", "subtype": "turn_duration", "uuid": "s1", "parentUuid": "u1", "durationMs": 5},
+        _result("r1", "a1", "t1", "3 passed"),
+        _prompt("u2", "s1", "are they still running?"),
+        _entry(
+            "user",
+            "u3",
+            "u2",
+            {"role": "user", "content": [{"type": "text", "text": "[Request interrupted]"}]},
+        ),
+        _reply("a2", "r1", "m2", "All 3 pass.", 1050),
+    ]
+    [run] = load_runs([_write(tmp_path / f"{SESSION}.jsonl", records)], strict=True).runs
+    assert _texts(run) == [
+        ("user", "Run the tests."),
+        ("assistant", ""),
+        ("tool", "3 passed"),
+        ("assistant", "All 3 pass."),
+    ]
+    assert run.metadata["off_path_entries"] == 2 and "rewound_steps" not in run.metadata
+
+
+def test_claude_code_parallel_results_linked_to_their_own_calls_stay(tmp_path: Path) -> None:
+    """Parallel calls of one response: each result links to its own call entry (and carries a text
+    block), so only the last is on the next request's chain; all are part of that request."""
+    first, second = _call("a1", "u1", "m1", "t1", 1000), _call("a2", "a1", "m1", "t2", 1000)
+    extra = _result("r1", "a1", "t1", "one")
+    extra["message"]["content"].append({"type": "text", "text": "note"})
+    records = [_prompt("u1", None, "Go."), first, second, extra, _result("r2", "a2", "t2", "two"),
+               _reply("a3", "r2", "m2", "Both done.", 1100)]  # fmt: skip
+    [run] = load_runs([_write(tmp_path / f"{SESSION}.jsonl", records)], strict=True).runs
+    assert [m.role for m in run.messages] == ["user", "assistant", "tool", "tool", "user", "assistant"]
+    assert "off_path_entries" not in run.metadata
+
+
+def test_claude_code_a_chain_that_leaves_the_file_keeps_the_file_order(tmp_path: Path) -> None:
+    """A parent Claude Code never wrote (or a damaged line): no path to trust, file order."""
+    records = [
+        _prompt("u1", None, "One."),
+        _reply("a1", "u1", "m1", "1", 100),
+        _prompt("u2", "gone", "Two."),
+        _reply("a2", "u2", "m2", "2", 200),
+    ]
+    [run] = load_runs([_write(tmp_path / f"{SESSION}.jsonl", records)], strict=True).runs
+    assert [m.text for m in run.messages] == ["One.", "1", "Two.", "2"] and run.restarts == ()
+    assert run.usage[1] == Usage(200, 5, 0, 1)
