@@ -168,3 +168,104 @@ def test_claude_code_a_chain_that_leaves_the_file_keeps_the_file_order(tmp_path:
     [run] = load_runs([_write(tmp_path / f"{SESSION}.jsonl", records)], strict=True).runs
     assert [m.text for m in run.messages] == ["One.", "1", "Two.", "2"] and run.restarts == ()
     assert run.usage[1] == Usage(200, 5, 0, 1)
+
+
+# ---------------------------------------------------------------- Codex rollouts
+def _line(kind: str, **payload: Any) -> dict[str, Any]:
+    return {"timestamp": "2026-02-01T10:00:00.000Z", "type": kind, "payload": payload}
+
+
+def _user(text: str) -> dict[str, Any]:
+    return _line("response_item", type="message", role="user", content=[{"type": "input_text", "text": text}])
+
+
+def _answer(text: str) -> dict[str, Any]:
+    return _line(
+        "response_item", type="message", role="assistant", content=[{"type": "output_text", "text": text}]
+    )
+
+
+def _count(prompt: int) -> dict[str, Any]:
+    usage = {"input_tokens": prompt, "cached_input_tokens": 0, "output_tokens": 7}
+    return _line(
+        "event_msg", type="token_count", info={"last_token_usage": usage, "total_token_usage": {"n": prompt}}
+    )
+
+
+def test_codex_a_rolled_back_turn_is_left_out_and_named(tmp_path: Path) -> None:
+    """``thread_rolled_back`` (Esc Esc, newer CLIs): Codex drops the last ``num_turns`` user turns from
+    its history; the requests after it never sent them."""
+    records = [
+        _line("session_meta", id="s1", cli_version="0.80.0"),
+        _user("<environment_context>cwd</environment_context>"),
+        _user("List the files."),
+        _answer("a.py"),
+        _count(1000),
+        _user("Delete a.py."),
+        _line(
+            "response_item",
+            type="function_call",
+            name="shell",
+            arguments='{"command":["rm","a.py"]}',
+            call_id="c1",
+        ),
+        _count(1100),
+        _line("response_item", type="function_call_output", call_id="c1", output="removed"),
+        _answer("Deleted."),
+        _count(1200),
+        _line("event_msg", type="thread_rolled_back", num_turns=1),
+        _user("Rename a.py."),
+        _answer("Renamed."),
+        _count(1050),
+    ]
+    path = _write(tmp_path / "rollout-rb.jsonl", records)
+    loaded = load_runs([path])
+    [run] = loaded.runs
+    assert _texts(run) == [
+        ("user", "<environment_context>cwd</environment_context>"), ("user", "List the files."),
+        ("assistant", "a.py"), ("user", "Rename a.py."), ("assistant", "Renamed."),
+    ]  # fmt: skip
+    assert [u.prompt_tokens for u in run.usage if u is not None] == [1000, 1050]
+    assert run.metadata["rolled_back_steps"] == 2
+    assert loaded.skipped == (
+        SkippedInput(
+            f"{path}#rolled-back",
+            "codex: 2 model calls of turns the user rolled back (thread_rolled_back) left out; "
+            "the conversation that went on is replayed",
+        ),
+    )
+
+
+def test_codex_rolling_back_more_turns_than_recorded_keeps_the_context(tmp_path: Path) -> None:
+    records = [
+        _line("session_meta", id="s1"),
+        _line(
+            "response_item",
+            type="message",
+            role="developer",
+            content=[{"type": "input_text", "text": "rules"}],
+        ),
+        _user("One."),
+        _answer("1"),
+        _count(100),
+        _line("event_msg", type="thread_rolled_back", num_turns=5),
+        _user("Two."),
+        _answer("2"),
+        _count(90),
+    ]
+    [run] = load_runs([_write(tmp_path / "rollout-rb2.jsonl", records)]).runs
+    assert _texts(run) == [("system", "rules"), ("user", "Two."), ("assistant", "2")]
+    assert run.usage == (Usage(90, 7, 0, 1),)
+
+
+def test_codex_a_token_count_not_wrapped_in_info_is_read(tmp_path: Path) -> None:
+    """Older CLIs wrote the usage itself as the ``token_count`` payload (no ``info``)."""
+    usage = {"input_tokens": 1500, "cached_input_tokens": 1024, "output_tokens": 30}
+    records = [
+        _line("session_meta", id="s1"),
+        _user("Hi."),
+        _answer("Hello."),
+        _line("event_msg", type="token_count", **usage),
+    ]
+    [run] = load_runs([_write(tmp_path / "rollout-flat-count.jsonl", records)], strict=True).runs
+    assert run.usage == (Usage(1500, 30, 1024, 1),)

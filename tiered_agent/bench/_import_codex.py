@@ -57,6 +57,7 @@ from typing import Any, Literal
 from .._messages import Usage
 from ._import_common import (
     ShapeError,
+    SkippedRun,
     blocks_text,
     compact_json,
     count,
@@ -81,6 +82,8 @@ ITEM_TYPES = frozenset(
 )  # fmt: skip
 _OUTPUT_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _RESULTS = frozenset({"function_call_output", "custom_tool_call_output"})
+# User messages Codex writes itself (not a turn the user opened): its context, the AGENTS.md text.
+_CONTEXTUAL = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
 
 
 def matches(records: list[Any]) -> bool:
@@ -127,9 +130,13 @@ class _Rollout:
     order: Literal["unknown", "before", "after"] = "unknown"
     pending: Usage | None = None  # a count written before the response it measures
     since_restart: int = 0  # index of the first message of the agent's current history
+    turns: list[int] = field(default_factory=list)  # indexes of the user messages that opened a turn
+    rolled_back: int = 0  # model calls of turns the user rolled back (left out)
 
 
-def convert(records: list[dict[str, Any]], path: Path, damaged: tuple[int, ...] = ()) -> RecordedRun:
+def convert(
+    records: list[dict[str, Any]], path: Path, damaged: tuple[int, ...] = ()
+) -> list[RecordedRun | SkippedRun]:
     state = _Rollout(HistoryBuilder(damaged))
     envelope = any(_is_envelope(r) for r in records)
     for index, record in enumerate(records):
@@ -149,10 +156,13 @@ def convert(records: list[dict[str, Any]], path: Path, damaged: tuple[int, ...] 
         else None,
         "usage_order": state.order if state.order != "unknown" else None,
     }
-    for key, value in (("compactions", state.compactions), ("unmatched_usage", state.unmatched_usage)):
-        if value:
-            metadata[key] = value
-    return state.builder.build(
+    counts = (
+        ("compactions", state.compactions),
+        ("unmatched_usage", state.unmatched_usage),
+        ("rolled_back_steps", state.rolled_back),
+    )
+    metadata.update((key, value) for key, value in counts if value)
+    run = state.builder.build(
         run_id=f"{FORMAT}/{path.name.removesuffix('.jsonl')}",
         source=str(path),
         fmt=FORMAT,
@@ -162,6 +172,13 @@ def convert(records: list[dict[str, Any]], path: Path, damaged: tuple[int, ...] 
         read_only=read_only_tool,
         prompt_complete=False,
     )
+    if not state.rolled_back:
+        return [run]
+    reason = (
+        f"{FORMAT}: {state.rolled_back} model call{'s' * (state.rolled_back != 1)} of turns the user "
+        "rolled back (thread_rolled_back) left out; the conversation that went on is replayed"
+    )
+    return [run, SkippedRun(f"{path}#rolled-back", reason)]
 
 
 def _envelope(state: _Rollout, record: dict[str, Any], where: str) -> None:
@@ -173,6 +190,8 @@ def _envelope(state: _Rollout, record: dict[str, Any], where: str) -> None:
         _item(state, payload, f"{where}.payload", time)
     elif kind == "event_msg" and kind_of(payload) == "token_count":
         _token_count(state, payload, f"{where}.payload")
+    elif kind == "event_msg" and kind_of(payload) == "thread_rolled_back":
+        _rollback(state, count(payload.get("num_turns")))
     elif kind == "turn_context" and isinstance(payload.get("model"), str):
         state.models.append(payload["model"])
     elif kind == "session_meta":
@@ -227,6 +246,8 @@ def _message(state: _Rollout, item: dict[str, Any], where: str, time: float | No
         state.builder.add_text(text)
     elif role in ("user", "developer", "system"):
         state.responding = False
+        if role == "user" and not text.lstrip().startswith(_CONTEXTUAL):
+            state.turns.append(len(state.builder.messages))
         state.builder.context("user" if role == "user" else "system", text, time=time)
     else:
         raise ShapeError(f"{where}: message of unknown role {role!r}")
@@ -250,9 +271,23 @@ def _compacted(state: _Rollout, payload: dict[str, Any], time: float | None) -> 
         kept.append(("user", summary))
     builder.restart()
     state.since_restart = len(builder.messages)
+    state.turns = []
     for role, text in kept:
         if role in ("system", "developer", "user") and text:
+            if role == "user" and not text.lstrip().startswith(_CONTEXTUAL):
+                state.turns.append(len(builder.messages))
             builder.context("user" if role == "user" else "system", text, time=time)
+
+
+def _rollback(state: _Rollout, turns: int) -> None:
+    """The user rolled the last ``turns`` turns back: Codex drops its history from the user message
+    that opened the first of them (from the first user message when there are fewer)."""
+    if not turns or not state.turns:
+        return
+    cut = state.turns[-turns] if turns < len(state.turns) else state.turns[0]
+    state.turns = [t for t in state.turns if t < cut]
+    state.rolled_back += state.builder.truncate(cut)
+    state.responding = False
 
 
 def _call(item: dict[str, Any], where: str) -> tuple[str | None, str, str]:
@@ -283,6 +318,8 @@ def _output_text(output: Any) -> str:
 
 def _token_count(state: _Rollout, payload: dict[str, Any], where: str) -> None:
     info = payload.get("info")
+    if not isinstance(info, dict) and "input_tokens" in payload:
+        info = {"last_token_usage": payload}  # older CLIs: the usage itself, not wrapped in info
     if not isinstance(info, dict):
         return
     last, total = info.get("last_token_usage"), info.get("total_token_usage")
