@@ -269,3 +269,59 @@ def test_codex_a_token_count_not_wrapped_in_info_is_read(tmp_path: Path) -> None
     ]
     [run] = load_runs([_write(tmp_path / "rollout-flat-count.jsonl", records)], strict=True).runs
     assert run.usage == (Usage(1500, 30, 1024, 1),)
+
+
+def test_claude_code_documents_and_the_providers_own_tools_are_replayed_as_text(tmp_path: Path) -> None:
+    """A PDF attached to a prompt or returned by a tool is a ``document`` block; a web search the API
+    ran inside a response is a ``server_tool_use`` block and a ``web_search_tool_result`` block of the
+    assistant message. Later requests send all of them: none may vanish from the replay."""
+    pdf = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="},
+    }
+    prompt = _entry(
+        "user", "u1", None, {"role": "user", "content": [{"type": "text", "text": "Summarize."}, pdf]}
+    )
+    search = {
+        "type": "server_tool_use",
+        "id": "srvtoolu_1",
+        "name": "web_search",
+        "input": {"query": "pdf spec"},
+    }
+    result = {"type": "web_search_result", "title": "PDF 2.0", "url": "https://example.org/pdf",
+              "encrypted_content": "Zm9v"}  # fmt: skip
+    found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [result]}
+    reply = _reply("a1", "u1", "m1", "", 900)
+    reply["message"]["content"] = [search, found, {"type": "text", "text": "It is a PDF spec."}]
+    [run] = load_runs([_write(tmp_path / f"{SESSION}.jsonl", [prompt, reply])], strict=True).runs
+    assert _texts(run) == [
+        ("user", "Summarize.\n[document]"),
+        ("assistant", '[web_search: {"query":"pdf spec"}]\n[web_search_tool_result]\nPDF 2.0 https://example.org/pdf\n'
+                      "It is a PDF spec."),
+    ]  # fmt: skip
+
+
+def test_codex_an_encrypted_compaction_is_marked_not_lost(tmp_path: Path) -> None:
+    """Remote compaction (OpenAI's ``/responses/compact``) keeps the history as an encrypted
+    ``compaction`` item: its text is not in the log, its place and size are."""
+    summary = {"type": "compaction", "encrypted_content": "x" * 4000}
+    kept = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix it."}]},
+        summary,
+    ]
+    records = [
+        _line("session_meta", id="s1"),
+        _user("Fix it."),
+        _answer("Looking."),
+        _count(5000),
+        _line("compacted", message="", replacement_history=kept),
+        _answer("Fixed."),
+        _count(1500),
+    ]
+    [run] = load_runs([_write(tmp_path / "rollout-enc.jsonl", records)], strict=True).runs
+    _, after = run.segments()
+    assert _texts(after) == [
+        ("user", "Fix it."),
+        ("user", "[compacted history: the provider's encrypted summary, 4,000 characters, not replayable]"),
+        ("assistant", "Fixed."),
+    ]

@@ -281,7 +281,7 @@ def _user(builder: HistoryBuilder, content: Any, where: str, time: float | None)
             builder.add_result(
                 call_id if isinstance(call_id, str) else "", blocks_text(block.get("content")), time=time
             )
-        elif kind in ("text", "image"):
+        elif kind in ("text", "image", "document"):
             texts.append(blocks_text([block]))
         elif isinstance(block, str):
             texts.append(block)
@@ -309,11 +309,36 @@ def _assistant(
             builder.add_text(text if isinstance(text, str) else "")
         elif kind == "tool_use":
             builder.add_call(*_call(block, where))
+        elif kind in _SERVER_BLOCKS or (kind or "").endswith("_tool_result"):
+            builder.add_text(_server_text(block))
     usage = _usage(message.get("usage"), entry.get("costUSD"))
     if usage is not None:
         step.usage = usage if step.usage is None else _largest(step.usage, usage)
         step.writes_1h = max(step.writes_1h, _writes_1h(message.get("usage")))
         builder.set_usage(step.usage, writes_1h=step.writes_1h)
+
+
+_SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
+
+
+def _server_text(block: dict[str, Any]) -> str:
+    """A tool the provider ran inside the response (web search, web fetch, code execution): its call
+    and its result are part of the assistant message later requests send back. Replayed as text:
+    the call's input, the result's titles and URLs or text (encrypted page content is not)."""
+    if kind_of(block) in _SERVER_BLOCKS:
+        return f"[{block.get('name', 'server tool')}: {compact_json(block.get('input'), 'input')}]"
+    content = block.get("content")
+    items = content if isinstance(content, list) else [content]
+    lines = [
+        " ".join(str(item[k]) for k in ("title", "url") if isinstance(item.get(k), str))
+        for item in items
+        if isinstance(item, dict) and ("url" in item or "title" in item)
+    ]
+    return (
+        "\n".join([f"[{block.get('type')}]", *lines])
+        if lines
+        else f"[{block.get('type')}] {blocks_text(content)}"
+    )
 
 
 def _call(block: dict[str, Any], where: str) -> tuple[str | None, str, str]:

@@ -261,9 +261,7 @@ def _compacted(state: _Rollout, payload: dict[str, Any], time: float | None) -> 
     current = builder.messages[state.since_restart :]
     replacement = payload.get("replacement_history")
     if isinstance(replacement, list):
-        kept = [
-            (m.get("role"), blocks_text(m.get("content"))) for m in replacement if kind_of(m) == "message"
-        ]
+        kept = [_kept(m) for m in replacement if kind_of(m) in ("message", "compaction")]
     else:
         kept = [(m.role, m.text) for m in current if m.role in ("system", "user")]
     summary = payload.get("message")
@@ -277,6 +275,18 @@ def _compacted(state: _Rollout, payload: dict[str, Any], time: float | None) -> 
             if role == "user" and not text.lstrip().startswith(_CONTEXTUAL):
                 state.turns.append(len(builder.messages))
             builder.context("user" if role == "user" else "system", text, time=time)
+
+
+def _kept(item: dict[str, Any]) -> tuple[Any, str]:
+    """A replacement-history item as (role, text); the provider's encrypted summary (remote
+    compaction, ``compaction`` items) as a marker of its size: its text is not in the log."""
+    if kind_of(item) == "message":
+        return item.get("role"), blocks_text(item.get("content"))
+    size = len(item["encrypted_content"]) if isinstance(item.get("encrypted_content"), str) else 0
+    return (
+        "user",
+        f"[compacted history: the provider's encrypted summary, {size:,} characters, not replayable]",
+    )
 
 
 def _rollback(state: _Rollout, turns: int) -> None:
