@@ -325,3 +325,33 @@ def test_codex_an_encrypted_compaction_is_marked_not_lost(tmp_path: Path) -> Non
         ("user", "[compacted history: the provider's encrypted summary, 4,000 characters, not replayable]"),
         ("assistant", "Fixed."),
     ]
+
+
+def test_codex_a_flat_rollout_with_enveloped_lines_reads_both(tmp_path: Path) -> None:
+    """An older flat rollout (session line first, bare items) with enveloped lines among its items:
+    the bare items were ignored with them (a run of 0 steps, skipped)."""
+    records = [
+        {"id": "s1", "timestamp": "2025-06-01T09:00:00.000Z", "instructions": "Be brief."},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the files."}]},
+        {"type": "function_call", "name": "shell", "arguments": '{"command":["ls"]}', "call_id": "c1"},
+        {"record_type": "state"},
+        {"type": "function_call_output", "call_id": "c1", "output": "a.py"},
+        _line("event_msg", type="agent_message", message="One file."),
+        _answer("One file: a.py."),
+        _count(800),
+    ]
+    [run] = load_runs([_write(tmp_path / "rollout-mixed.jsonl", records)], strict=True).runs
+    assert [m.role for m in run.messages] == ["user", "assistant", "tool", "assistant"]
+    assert run.usage == (None, Usage(800, 7, 0, 1))
+
+
+def test_claude_code_a_sidechain_line_written_before_its_parent_stays_in_its_thread(tmp_path: Path) -> None:
+    """A subagent's entries out of order (a log concatenated or merged by a tool): the thread is the
+    chain's, not the file order's (a child before its parent made a thread of its own, of 0 steps)."""
+    prompt = {**_prompt("s1", None, "Find the callers."), "isSidechain": True, "agentId": "a1b2"}
+    call = {**_call("s2", "s1", "m1", "t1", 300), "isSidechain": True, "agentId": "a1b2"}
+    result = {**_result("s3", "s2", "t1", "parse.py:3"), "isSidechain": True, "agentId": "a1b2"}
+    answer = {**_reply("s4", "s3", "m2", "One caller.", 320), "isSidechain": True, "agentId": "a1b2"}
+    loaded = load_runs([_write(tmp_path / "agent-a1b2.jsonl", [prompt, call, answer, result])])
+    [run] = loaded.runs
+    assert run.run_id.endswith("/agent-a1b2") and run.steps == 2 and not loaded.skipped

@@ -186,19 +186,41 @@ def _entries(records: list[Any]) -> list[dict[str, Any]]:
 
 
 def _threads(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Sidechain message entries grouped by thread (the root their ``parentUuid`` chain reaches)."""
-    root_of: dict[str, str] = {}
+    """Sidechain message entries grouped by thread (the root their ``parentUuid`` chain reaches),
+    whatever the order of the lines (a child written before its parent is in its parent's thread)."""
+    parent = {r["uuid"]: r.get("parentUuid") for r in records if isinstance(r.get("uuid"), str)}
+    roots: dict[str, str] = {}
     threads: dict[str, list[dict[str, Any]]] = {}
     for index, record in enumerate(records):
-        uuid, parent = record.get("uuid"), record.get("parentUuid")
-        key = root_of.get(parent) if isinstance(parent, str) else None
-        key = key or (uuid if isinstance(uuid, str) else f"#{index}")
-        if isinstance(uuid, str):
-            root_of[uuid] = key
+        uuid = record.get("uuid")
+        key = _root(uuid, parent, roots) if isinstance(uuid, str) else f"#{index}"
         threads.setdefault(key, [])
         if _is_message(record):
             threads[key].append(record)
     return [_entries(t) for t in threads.values() if t]
+
+
+def _root(uuid: str, parent: dict[str, Any], roots: dict[str, str]) -> str:
+    """The first entry of ``uuid``'s chain among ``parent``'s (memoized in ``roots``); the chain of a
+    cycle ends at the least ``uuid`` of the cycle, so all of the cycle is one thread."""
+    path: list[str] = []
+    seen: dict[str, int] = {}
+    node: str = uuid
+    while node not in roots:
+        seen[node] = len(path)
+        path.append(node)
+        up = parent.get(node)
+        if not isinstance(up, str) or up not in parent:
+            root = node
+            break
+        if up in seen:  # a cycle: its members from ``up`` on
+            root = min(path[seen[up] :])
+            break
+        node = up
+    else:
+        root = roots[node]
+    roots.update((p, root) for p in path)
+    return root
 
 
 def _thread_name(thread: list[dict[str, Any]], path: Path, n: int, count: int) -> str:

@@ -37,7 +37,10 @@ response, so one step with all its tool calls (parallel calls included).
 
 Older rollouts are flat: the first line is the session meta itself (``id``, ``timestamp``,
 ``instructions``, no ``type``), then the response items themselves, one per line, with
-``{"record_type": "state"}`` lines in between; they record neither usage nor model.
+``{"record_type": "state"}`` lines in between; they record neither usage nor model. A flat
+rollout with enveloped lines among its items is read line by line: its bare items as a flat
+rollout's, its enveloped lines as the current format's (they were ignored, and the bare items
+with them: a run of 0 steps).
 
 No rollout records the tool schemas (``prompt_complete`` is False: the bench estimates the
 missing prefix from the usage); they are derived from the calls. Damaged rollouts (lines
@@ -138,11 +141,15 @@ def convert(
     records: list[dict[str, Any]], path: Path, damaged: tuple[int, ...] = ()
 ) -> list[RecordedRun | SkippedRun]:
     state = _Rollout(HistoryBuilder(damaged))
-    envelope = any(_is_envelope(r) for r in records)
+    # a flat rollout (its session line first, or no envelope at all) reads its bare items, and its
+    # enveloped lines as such
+    flat = (bool(records) and _flat_meta(records[0])) or not any(_is_envelope(r) for r in records)
     for index, record in enumerate(records):
         where = f"record {index + 1}"
-        if envelope:
+        if _is_envelope(record):
             _envelope(state, record, where)
+        elif not flat:
+            continue
         elif index == 0 and _flat_meta(record):
             _session(state, record)
         elif record.get("record_type") is None:
