@@ -5,7 +5,11 @@ One JSON entry per line, by ``type``:
 - ``assistant``: one content block of a model response. Claude Code writes one API response
   as several entries sharing ``message.id``; they are merged into ONE step: ``text`` blocks
   become the assistant text, ``tool_use`` blocks its tool calls (``input`` as JSON arguments),
-  ``thinking`` blocks are not replayed. ``message.model`` is the run's model.
+  ``thinking`` and ``redacted_thinking`` blocks are not replayed; a tool the API ran inside the
+  response (``server_tool_use``, ``web_search_tool_result`` and other ``*_tool_result`` blocks)
+  is replayed as text (its input; the result's titles and URLs: encrypted page content is not in
+  the log). ``message.model`` is the run's model (the first; a session that switched models is
+  priced at it).
   ``message.usage`` is the step's usage: ``prompt_tokens`` = ``input_tokens`` +
   ``cache_read_input_tokens`` + ``cache_creation_input_tokens``, ``cached_tokens`` = the cache
   read, ``cache_write_tokens`` = the cache creation, ``completion_tokens`` = ``output_tokens``
@@ -15,8 +19,10 @@ One JSON entry per line, by ``type``:
   (:attr:`RecordedRun.cache_writes_1h`), the rest with the 5-minute one.
 - ``timestamp`` (every entry): a step's request was sent at the latest entry before its
   response (the tool results or the user's prompt), else at the response's first entry.
-- ``user``: the user's prompt (a string, or ``text``/``image`` blocks) or tool results
-  (``tool_result`` blocks: tool messages answering ``tool_use_id``).
+- ``user``: the user's prompt (a string, or ``text``/``image``/``document`` blocks; an image is
+  ``[image]``, an attached PDF ``[document]``) or tool results (``tool_result`` blocks: tool
+  messages answering ``tool_use_id``; text written with them, such as a message the user queued
+  while the tool ran, is a user message after them).
 - ``summary``, ``system``, ``progress``, ``file-history-snapshot``, ``queue-operation`` ...:
   never sent to the model as such; ignored, except the ``compact_boundary`` system entry: Claude
   Code compacted the conversation there, and the next user entry (``isCompactSummary``) is the
@@ -25,14 +31,22 @@ One JSON entry per line, by ``type``:
   counts them). ``microcompact_boundary`` entries (older tool results cleared in place) are
   counted in ``metadata["microcompactions"]`` but not followed.
 
-Entries are read in file order; an entry repeated (the same ``uuid`` and ``message``) is read once.
+Entries are read in file order, along the path the requests sent (``_import_claude_paths.py``:
+the ``parentUuid`` tree): a cleared context (a new root mid-file: a plan accepted with "clear
+context") restarts the history like a compaction (``metadata["context_resets"]``); a branch
+the user rewound (``/rewind``, Esc Esc) and a prompt no later request sent are left out
+(``metadata["off_path_entries"]``), and the model calls among them are listed as one skipped
+input, ``<file>#rewound``, with the reason (``metadata["rewound_steps"]``). Without a tree to
+trust (no ``parentUuid``, a chain that leaves the file) the file order stands.
+An entry repeated (the same ``uuid`` and ``message``) is read once.
 Assistant entries of model ``<synthetic>`` (notices Claude Code writes itself, such as API
 errors) are no model call and are dropped (``metadata["synthetic_messages"]``).
 
 Subagents: entries with ``isSidechain`` true are a subagent's own conversation, not part of
 the main one. Each subagent thread (entries linked by ``parentUuid``) becomes a run of its own,
 ``claude-code/<session>/agent-<agentId>`` (or ``sidechain-<n>``), whether it is inline (older
-versions) or in ``<session>/subagents/agent-*.jsonl``.
+versions) or in ``<session>/subagents/agent-*.jsonl``; a thread follows the chain whatever the
+order of its lines.
 
 The logs hold neither the system prompt nor the tool schemas (``prompt_complete`` is False:
 the bench estimates that prefix from the usage): iteration 0 is the first user prompt;

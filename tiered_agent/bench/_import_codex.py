@@ -15,20 +15,30 @@ Current rollouts hold one ``{"timestamp", "type", "payload"}`` object per line:
   ``function_call`` (``name``, JSON ``arguments``), ``custom_tool_call`` (raw ``input`` as the
   arguments, as the model wrote it), ``local_shell_call`` (tool ``local_shell``, its ``action``
   as arguments) and ``web_search_call`` (tool ``web_search``, answered by the provider, so
-  without a tool message). Ghost snapshots and compaction items are dropped.
+  without a tool message). Ghost snapshots and item types this reader does not know (a newer
+  CLI's) are dropped.
 - ``event_msg`` of type ``token_count``: ``info.last_token_usage`` is the usage of one response:
   ``prompt_tokens`` = ``input_tokens`` (OpenAI counts the cached part in it), ``cached_tokens`` =
   ``cached_input_tokens``, ``completion_tokens`` = ``output_tokens`` (reasoning tokens included).
   Counts that carry only the running ``total_token_usage`` give the difference to the previous
-  total. A ``token_count`` whose ``total_token_usage`` equals the previous one is a repeat and is
-  ignored. Which response a count measures depends on the CLI version, and the rollout says which
-  by its first count: current versions write it after the response's items (it measures the
-  latest step), CLI 0.44 to 0.63 before them (it measures the next step: the count is held until
-  that response's first item). Other events duplicate the items.
+  total; a count whose payload is the usage itself (``input_tokens`` beside ``type``, no
+  ``info``) is read as a ``last_token_usage``. A ``token_count`` whose ``total_token_usage``
+  equals the previous one is a repeat and is ignored. Which response a count measures depends on
+  the CLI version, and the rollout says which by its first count: current versions write it
+  after the response's items (it measures the latest step), CLI 0.44 to 0.63 before them (it
+  measures the next step: the count is held until that response's first item). Other events
+  duplicate the items.
 - ``compacted``: the agent replaced its history (``metadata["compactions"]``). The run restarts
   there (:attr:`RecordedRun.restarts`) with what Codex kept: the ``replacement_history``
   messages when recorded, else what Codex rebuilds, the system and developer messages and the
-  user messages since the last restart, then the summary (``message``) as a user message.
+  user messages since the last restart, then the summary (``message``) as a user message. A
+  remote compaction's ``compaction`` item (the provider's summary, encrypted) is kept as a
+  marker naming its size: its text is not in the log, so the replay sends less than Codex did.
+- ``event_msg`` of type ``thread_rolled_back``: the user rolled the last ``num_turns`` turns back
+  (a turn opens at a user message Codex did not write itself: not its ``<environment_context>``
+  or AGENTS.md text). As Codex does, the history loses them from that message on (from the first
+  user message when there are fewer turns); their model calls are left out of the run and listed
+  as one skipped input, ``<file>#rolled-back``, with the reason (``metadata["rolled_back_steps"]``).
 - ``timestamp`` (every line): a step's request was sent at the latest input item before its
   response (the user's message, the tool outputs), else at the response's first item.
 
