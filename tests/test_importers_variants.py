@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from structlog.testing import capture_logs
+
 from tiered_agent._messages import Usage
 from tiered_agent.bench._importers import SkippedInput, load_runs
 from tiered_agent.bench._recorded import RecordedRun
@@ -355,3 +357,37 @@ def test_claude_code_a_sidechain_line_written_before_its_parent_stays_in_its_thr
     loaded = load_runs([_write(tmp_path / "agent-a1b2.jsonl", [prompt, call, answer, result])])
     [run] = loaded.runs
     assert run.run_id.endswith("/agent-a1b2") and run.steps == 2 and not loaded.skipped
+
+
+# ---------------------------------------------------------------- one session in two files
+def test_a_session_copied_into_another_file_is_replayed_once(tmp_path: Path) -> None:
+    """A backup of ``~/.claude/projects`` next to the original: the same run twice, skipped the second
+    time naming the first; a fork that copied the history and went on is kept (one warning: the
+    calls it shares with the first count twice)."""
+    records = [
+        _prompt("u1", None, "Fix the bug."),
+        _call("a1", "u1", "m1", "toolu_9f8e", 1000),
+        _result("r1", "a1", "toolu_9f8e", "a.py"),
+        _reply("a2", "r1", "m2", "Fixed.", 1100),
+    ]
+    fork = [*records, _prompt("u2", "a2", "And the docs?"), _call("a3", "u2", "m3", "toolu_7d6c", 1200)]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _write(tmp_path / "a" / f"{SESSION}.jsonl", records)
+    _write(tmp_path / "b" / f"{SESSION}.jsonl", records)
+    _write(tmp_path / "b" / "fork.jsonl", fork)
+    with capture_logs() as logs:
+        loaded = load_runs([tmp_path / "a", tmp_path / "b"])
+    assert [(r.source, r.steps) for r in loaded.runs] == [
+        (str(first), 2),
+        (str(tmp_path / "b" / "fork.jsonl"), 3),
+    ]
+    assert loaded.skipped == (
+        SkippedInput(
+            str(tmp_path / "b" / f"{SESSION}.jsonl"),
+            f"the same conversation and usage as claude-code/{SESSION}, which is replayed once",
+        ),
+    )
+    assert [(e["event"], e["calls"]) for e in logs if e["event"] == "importers.shared_calls"] == [
+        ("importers.shared_calls", 1)
+    ]
