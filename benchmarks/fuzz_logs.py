@@ -538,15 +538,19 @@ def write_drift(roots: list[Path], out: Path, seed: int, per_folder: int) -> int
     return written
 
 
-def drift_summary(out: Path, document: dict[str, Any]) -> dict[str, tuple[int, int, int]]:
-    """Per drift case: files written, files with a replayed run, files (or runs of files) skipped."""
+def drift_summary(out: Path, document: dict[str, Any]) -> dict[str, tuple[int, int, int, int]]:
+    """Per drift case: files written, files with a replayed run, files with a run skipped as the same
+    run as another file's (the drift changed nothing the replay reads), files with a run skipped for
+    another reason."""
     inputs = document["inputs"]
     summary = {}
     for case in sorted(p.name for p in (out / "drift").glob("*")):
         files = {str(f) for f in (out / "drift" / case).glob("*")}
         replayed = {r["source"].split("#")[0] for r in inputs["runs"]} & files
-        skipped = {s["path"].split("#")[0] for s in inputs["skipped"]} & files
-        summary[case] = (len(files), len(replayed), len(skipped))
+        skipped = [(s["path"].split("#")[0], s["reason"]) for s in inputs["skipped"]]
+        same = {path for path, reason in skipped if reason.startswith("the same conversation")} & files
+        other = {path for path, reason in skipped if not reason.startswith("the same conversation")} & files
+        summary[case] = (len(files), len(replayed), len(same), len(other))
     return summary
 
 
@@ -570,10 +574,10 @@ def check(out: Path) -> list[str]:
     failures += [f"replay failed: {f['run_id']!r}: {f['reason']}" for f in document["inputs"]["failed"]]
     skipped = done.stderr.count("importers.skipped")
     print(f"{out}: bench exit {done.returncode}, {skipped} files skipped with a reason, report in {report}")
-    for case, (files, replayed, skipped_files) in drift_summary(out, document).items():
+    for case, (files, replayed, same, other) in drift_summary(out, document).items():
         print(
-            f"  drift {case}: {files} files, {replayed} replayed, "
-            f"{skipped_files} with a run skipped (reason listed)"
+            f"  drift {case}: {files} files, {replayed} replayed, {same} the same run as another "
+            f"file's, {other} with a run skipped for another reason (listed)"
         )
     return failures
 
