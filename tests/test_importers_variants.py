@@ -391,3 +391,21 @@ def test_a_session_copied_into_another_file_is_replayed_once(tmp_path: Path) -> 
     assert [(e["event"], e["calls"]) for e in logs if e["event"] == "importers.shared_calls"] == [
         ("importers.shared_calls", 1)
     ]
+
+
+def test_claude_code_a_response_written_again_later_is_one_step(tmp_path: Path) -> None:
+    """A response's entry written again after the next response began (under another ``uuid``): the
+    same API response, not a second step, and its usage is counted once."""
+    again = _call("a1-again", "r1", "m1", "t1", 1000)
+    records = [
+        _prompt("u1", None, "Go."),
+        _call("a1", "u1", "m1", "t1", 1000),
+        _result("r1", "a1", "t1", "done"),
+        _reply("a2", "r1", "m2", "Done.", 1100),
+        again,
+        _prompt("u2", "a2", "Thanks."),
+        _reply("a3", "u2", "m3", "You're welcome.", 1200),
+    ]
+    [run] = load_runs([_write(tmp_path / f"{SESSION}.jsonl", records)], strict=True).runs
+    assert [u.prompt_tokens for u in run.usage if u is not None] == [1000, 1100, 1200]
+    assert [m.role for m in run.messages] == ["user", "assistant", "tool", "assistant", "user", "assistant"]

@@ -38,7 +38,9 @@ the user rewound (``/rewind``, Esc Esc) and a prompt no later request sent are l
 (``metadata["off_path_entries"]``), and the model calls among them are listed as one skipped
 input, ``<file>#rewound``, with the reason (``metadata["rewound_steps"]``). Without a tree to
 trust (no ``parentUuid``, a chain that leaves the file) the file order stands.
-An entry repeated (the same ``uuid`` and ``message``) is read once.
+An entry repeated (the same ``uuid`` and ``message``) is read once, and so is a response: an
+assistant entry whose ``message.id`` an earlier step closed (written again under another
+``uuid``) is dropped, not a second step with the same usage.
 Assistant entries of model ``<synthetic>`` (notices Claude Code writes itself, such as API
 errors) are no model call and are dropped (``metadata["synthetic_messages"]``).
 
@@ -117,8 +119,9 @@ def read_only_tool(name: str) -> bool:
 
 def convert(records: list[Any], path: Path, damaged: tuple[int, ...] = ()) -> list[RecordedRun | SkippedRun]:
     entries = _entries(records)
-    main = [e for e in entries if e.get("isSidechain") is not True]
-    threads = _threads([r for r in records if isinstance(r, dict) and r.get("isSidechain") is True])
+    main = _responses_once([e for e in entries if e.get("isSidechain") is not True])
+    sidechains = [r for r in records if isinstance(r, dict) and r.get("isSidechain") is True]
+    threads = [_responses_once(t) for t in _threads(sidechains)]
     session = next((e["sessionId"] for e in entries if isinstance(e.get("sessionId"), str)), path.stem)
     micro = sum(1 for r in records if kind_of(r, "subtype") == "microcompact_boundary")
     runs: list[RecordedRun | SkippedRun] = []
@@ -162,6 +165,27 @@ def _main_run(
         )
         runs.append(SkippedRun(f"{path}#rewound", reason))
     return runs
+
+
+def _responses_once(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``entries`` without the assistant entries of a response an earlier step already closed (its
+    ``message.id`` seen before another response's): a response written again under another
+    ``uuid`` would be a second step, its usage counted twice. The entries of the current response
+    (parallel calls with their results in between) stay."""
+    closed: set[str] = set()
+    current: str | None = None
+    kept = []
+    for entry in entries:
+        message = entry.get("message") if kind_of(entry) == "assistant" else None
+        message_id = kind_of(message, "id")
+        if message_id is not None and message_id != current:
+            if message_id in closed:
+                continue
+            if current is not None:
+                closed.add(current)
+            current = message_id
+        kept.append(entry)
+    return kept
 
 
 def _starts(entries: list[dict[str, Any]]) -> list[bool]:
