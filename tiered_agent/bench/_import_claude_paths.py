@@ -4,7 +4,7 @@ A Claude Code log is append-only and tree-shaped: every entry names the entry it
 (``parentUuid``; ``progress`` and ``system`` entries are links of the chain too). Read in file
 order, three things the links record would be replayed wrongly:
 
-- **A cleared context.** A message entry whose chain ends at a root (``parentUuid`` null) after
+- **A cleared context.** A user entry whose chain ends at a root (``parentUuid`` null) after
   the session's first message started a new conversation in the same file (accepting a plan with
   "clear context", Claude Code 2.1): the requests after it sent nothing of what came before. The
   run restarts its history there, as at a compaction (:class:`ActivePath` ``resets``).
@@ -15,15 +15,16 @@ order, three things the links record would be replayed wrongly:
 - **A prompt never sent.** A message typed while a tool ran and then interrupted can be written
   on a branch of its own; the next request links past it. It is left out the same way.
 
-An entry is on the path of a request when it is an ancestor of that request's first entry; a
-response's entries and the tool results answering its calls count as one (parallel calls link
-their results to one another in some versions and to the call in others). Entries after the
-segment's last request are kept (no request followed them).
+Between compaction boundaries and cleared contexts (a segment), what is replayed is the path of
+the segment's last request: the ancestors of its first entry, where a response's entries and
+the entries holding results of its calls count as one (parallel calls link their results to one
+another in some versions and each to its own call in others). An entry of the segment before
+that request and off that path is left out; entries after it are kept (no request followed them).
 
 Fails open (file order, as without links): when a message entry has no ``parentUuid`` key or
-most are roots (a log of another shape, a hand-written one), when two entries share a
-``uuid``, and, per segment, when the chain of its last request leads to an entry the file does
-not hold (a damaged line, or a parent Claude Code never wrote) or loops.
+most are roots (a log of another shape, a hand-written one), when a ``uuid`` has two parents or
+two message entries, and, per segment, when the chain of its last request leads to an entry the
+file does not hold (a damaged line, or a parent Claude Code never wrote) or loops.
 """
 
 from __future__ import annotations
