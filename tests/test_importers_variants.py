@@ -409,3 +409,26 @@ def test_claude_code_a_response_written_again_later_is_one_step(tmp_path: Path) 
     [run] = load_runs([_write(tmp_path / f"{SESSION}.jsonl", records)], strict=True).runs
     assert [u.prompt_tokens for u in run.usage if u is not None] == [1000, 1100, 1200]
     assert [m.role for m in run.messages] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+
+
+def test_codex_a_rollback_to_the_compactions_first_turn_keeps_the_restart(tmp_path: Path) -> None:
+    """Rolled back to the first user turn of what a compaction kept: the history from the cut on is
+    still what the agent kept, not the conversation before the compaction."""
+    kept = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Summary: done."}]}
+    ]
+    records = [
+        _line("session_meta", id="s1"),
+        _user("Long task."),
+        _answer("Working."),
+        _count(9000),
+        _line("compacted", message="", replacement_history=kept),
+        _answer("Continuing."),
+        _count(2000),
+        _line("event_msg", type="thread_rolled_back", num_turns=3),
+        _user("Start over."),
+        _answer("OK."),
+        _count(1500),
+    ]
+    [run] = load_runs([_write(tmp_path / "rollout-rb3.jsonl", records)]).runs
+    assert run.restarts == (2,) and [m.text for m in run.segments()[-1].messages] == ["Start over.", "OK."]

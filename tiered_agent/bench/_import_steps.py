@@ -90,7 +90,7 @@ class HistoryBuilder:
         for per_step in (self.usage, self.times, self.writes_1h):
             del per_step[keep:]
         self.reasoning_steps = {s for s in self.reasoning_steps if s <= keep}
-        self.restarts = [r for r in self.restarts if r < index]
+        self.restarts = [r for r in self.restarts if r <= index]  # one at the cut still holds
         calls = {c.id for m in self.messages for c in m.tool_calls}
         self.read_only_calls &= calls
         self._pending, self._answered = {}, set()
