@@ -11,7 +11,11 @@ promises of hostile input: exit 0, no traceback, every skipped file named with i
 error in any policy, and no run whose replay failed (the bench goes on without such a run and lists
 it under ``inputs.failed``: a bug to fix, not an input to skip). With ``--hostile`` (the default) it
 also writes whole-file faults under ``hostile/``: bytes, sizes, the structure of a conversation and the
-file system (see "hostile classes" below and docs/faults.md).
+file system (see "hostile classes" below and docs/faults.md). With ``--drift`` (the default) it also
+writes, under ``drift/<case>/``, what another CLI version could write of each Claude Code and Codex
+log (:data:`DRIFT`: fields renamed or added, lines reordered, unknown entry and block types, usage
+missing or only as running totals, rewinds and rollbacks, streamed repeats) and prints, per case, how
+many files were replayed and how many had a run skipped with its reason.
 
     python benchmarks/fuzz_logs.py ../shared/trajectories ../shared/sessions --seed 7 --out /tmp/fuzz7
 
@@ -324,6 +328,125 @@ STRUCTURE = {
 }
 
 
+# ---------------------------------------------------------------- version drift
+# What another CLI version writes: fields renamed or added, lines reordered, entry and block types this
+# reader does not know, usage missing or only as a running total, rewinds and rollbacks, streamed repeats.
+RENAMES = {
+    "parentUuid": "parent_uuid", "usage": "usageStats", "last_token_usage": "last_usage",
+    "cache_read_input_tokens": "cache_read_tokens", "tool_use_id": "toolUseId", "call_id": "callId",
+    "content": "contents", "isSidechain": "is_sidechain", "cached_input_tokens": "cached_tokens",
+}  # fmt: skip
+
+
+def _rename_keys(node: Any, renames: dict[str, str]) -> Any:
+    if isinstance(node, dict):
+        return {renames.get(k, k): _rename_keys(v, renames) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_rename_keys(v, renames) for v in node]
+    return node
+
+
+def _renamed(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    renames = dict(rng.sample(sorted(RENAMES.items()), 3))
+    records[:] = [_rename_keys(r, renames) for r in records]
+
+
+def _added(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    for record in records:
+        record[f"newField{rng.randrange(99)}"] = {"nested": [1, "two"], "flag": True}
+        for node in (record.get("message"), record.get("payload")):
+            if isinstance(node, dict):
+                node["future_field"] = "x"
+                content = node.get("content")
+                if isinstance(content, list):
+                    content.insert(rng.randrange(len(content) + 1), {"type": "future_block", "data": "?"})
+
+
+def _reordered(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    for index in range(len(records) - 1):
+        if rng.random() < 0.15:
+            records[index], records[index + 1] = records[index + 1], records[index]
+
+
+def _unknown_types(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    extras = [
+        {"type": "future-entry", "uuid": "f-1", "parentUuid": None, "data": {"x": 1}},
+        {"type": "last-prompt", "leafUuid": "nowhere"},
+        {"type": "event_msg", "payload": {"type": "future_event", "x": 1}},
+        {"type": "response_item", "payload": {"type": "future_item", "id": "fi_1"}},
+        {"type": "future_kind", "payload": {"x": 1}},
+    ]
+    for extra in extras:
+        records.insert(rng.randrange(1, len(records) + 1), copy.deepcopy(extra))
+
+
+def _usage_missing(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    records[:] = [
+        r
+        for r in records
+        if not (isinstance(r.get("payload"), dict) and r["payload"].get("type") == "token_count")
+    ]
+    for record in records:
+        message = record.get("message")
+        if isinstance(message, dict):
+            message.pop("usage", None)
+
+
+def _totals_only(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    for record in records:
+        info = record.get("payload", {}).get("info") if isinstance(record.get("payload"), dict) else None
+        if isinstance(info, dict):
+            info.pop("last_token_usage", None)
+
+
+def _is_prompt(record: dict[str, Any]) -> bool:
+    message = record.get("message")
+    return (
+        record.get("type") == "user"
+        and isinstance(message, dict)
+        and isinstance(message.get("content"), str)
+        and isinstance(record.get("uuid"), str)
+    )
+
+
+def _rewound(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    prompts = [r for r in records if _is_prompt(r)]
+    earlier = [
+        r["uuid"] for r in records[: len(records) // 2] if r.get("type") == "assistant" and "uuid" in r
+    ]
+    for prompt in rng.sample(prompts[1:], min(2, len(prompts) - 1)) if earlier and len(prompts) > 1 else []:
+        prompt["parentUuid"] = rng.choice(earlier)
+    for _ in range(2 if any(r.get("type") == "session_meta" for r in records) else 0):
+        event = {
+            "type": "event_msg",
+            "payload": {"type": "thread_rolled_back", "num_turns": rng.randrange(0, 4)},
+        }
+        records.insert(rng.randrange(1, len(records) + 1), event)
+
+
+def _streamed_twice(rng: random.Random, records: list[dict[str, Any]]) -> None:
+    for index in reversed(range(len(records))):
+        record = records[index]
+        counted = isinstance(record.get("payload"), dict) and record["payload"].get("type") == "token_count"
+        if (record.get("type") == "assistant" or counted) and rng.random() < 0.3:
+            again = copy.deepcopy(record)
+            if isinstance(again.get("uuid"), str):
+                again["parentUuid"], again["uuid"] = again["uuid"], again["uuid"] + "-stream"
+            records.insert(index + 1, again)
+
+
+DRIFT = {
+    "renamed-fields": _renamed,
+    "added-fields": _added,
+    "reordered-lines": _reordered,
+    "unknown-types": _unknown_types,
+    "usage-missing": _usage_missing,
+    "usage-totals-only": _totals_only,
+    "rewound-or-rolled-back": _rewound,
+    "streamed-twice": _streamed_twice,
+}
+
+
 def _object(line: bytes) -> dict[str, Any] | None:
     try:
         record = json.loads(line)
@@ -332,11 +455,14 @@ def _object(line: bytes) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def structure_cases(rng: random.Random, data: bytes) -> dict[str, bytes]:
-    """The conversation-structure faults of a JSON-lines log, by name (each on a fresh copy)."""
+def structure_cases(
+    rng: random.Random, data: bytes, changes: dict[str, Any] | None = None
+) -> dict[str, bytes]:
+    """The conversation-structure faults (or ``changes``: :data:`DRIFT`) of a JSON-lines log, by name
+    (each on a fresh copy)."""
     records = [r for r in map(_object, data.splitlines()) if r is not None]  # damaged lines left out
     cases = {}
-    for name, change in STRUCTURE.items():
+    for name, change in (STRUCTURE if changes is None else changes).items():
         mutated = copy.deepcopy(records)
         change(rng, mutated)
         cases[name] = "".join(json.dumps(r) + "\n" for r in mutated).encode("utf-8", "surrogatepass")
@@ -399,6 +525,35 @@ def write_hostile(roots: list[Path], out: Path, seed: int) -> int:
     return written
 
 
+def write_drift(roots: list[Path], out: Path, seed: int, per_folder: int) -> int:
+    """Every :data:`DRIFT` case of the smallest ``per_folder`` Claude Code and Codex logs of each folder,
+    under ``out/drift/<case>/``; the number of files written."""
+    rng, written = random.Random(seed), 0
+    for source in _sources(roots, per_folder):
+        data = source.read_bytes()
+        if _kind(data) not in ("claude", "codex"):
+            continue
+        for name, content in structure_cases(rng, data, DRIFT).items():
+            written += _write(out / "drift" / name / f"{source.parent.name}-{source.name}", content)
+    return written
+
+
+def drift_summary(out: Path, document: dict[str, Any]) -> dict[str, tuple[int, int, int, int]]:
+    """Per drift case: files written, files with a replayed run, files with a run skipped as the same
+    run as another file's (the drift changed nothing the replay reads), files with a run skipped for
+    another reason."""
+    inputs = document["inputs"]
+    summary = {}
+    for case in sorted(p.name for p in (out / "drift").glob("*")):
+        files = {str(f) for f in (out / "drift" / case).glob("*")}
+        replayed = {r["source"].split("#")[0] for r in inputs["runs"]} & files
+        skipped = [(s["path"].split("#")[0], s["reason"]) for s in inputs["skipped"]]
+        same = {path for path, reason in skipped if reason.startswith("the same conversation")} & files
+        other = {path for path, reason in skipped if not reason.startswith("the same conversation")} & files
+        summary[case] = (len(files), len(replayed), len(same), len(other))
+    return summary
+
+
 def check(out: Path) -> list[str]:
     """Run the bench on the corpus; the promises it broke."""
     report = out.with_name(out.name + "-bench")
@@ -419,6 +574,11 @@ def check(out: Path) -> list[str]:
     failures += [f"replay failed: {f['run_id']!r}: {f['reason']}" for f in document["inputs"]["failed"]]
     skipped = done.stderr.count("importers.skipped")
     print(f"{out}: bench exit {done.returncode}, {skipped} files skipped with a reason, report in {report}")
+    for case, (files, replayed, same, other) in drift_summary(out, document).items():
+        print(
+            f"  drift {case}: {files} files, {replayed} replayed, {same} the same run as another "
+            f"file's, {other} with a run skipped for another reason (listed)"
+        )
     return failures
 
 
@@ -435,11 +595,17 @@ def main() -> None:
         "--hostile", action=argparse.BooleanOptionalAction, default=True,
         help="also the whole-file hostile classes (bytes, sizes, structure, file system) under hostile/",
     )  # fmt: skip
+    parser.add_argument(
+        "--drift", action=argparse.BooleanOptionalAction, default=True,
+        help="also the version-drift cases of the Claude Code and Codex logs (renamed, added and unknown "
+        "fields and types, reordered lines, missing usage, rewinds, streamed repeats) under drift/",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.out.exists():
         parser.error(f"{args.out} exists: name a new folder (nothing is overwritten)")
     written = write_corpus(args.paths, args.out, args.seed, args.per_folder, args.variants)
     written += write_hostile(args.paths, args.out, args.seed) if args.hostile else 0
+    written += write_drift(args.paths, args.out, args.seed, args.per_folder) if args.drift else 0
     print(f"{written} mutated files in {args.out}")
     failures = check(args.out)
     for failure in failures:

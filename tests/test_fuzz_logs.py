@@ -75,3 +75,21 @@ def test_the_hostile_classes_are_seeded_complete_and_read_or_skipped(
     controls = {Path(name).name for name in first if Path(name).name.startswith("controls-raw-")}
     assert len(controls) == 4 and not controls & {Path(d.path).name for d in loaded.skipped_lines}
     assert not [s for s in loaded.skipped if "control character" in s.reason]  # read (case 29)
+
+
+def test_the_drift_cases_are_seeded_and_read_or_skipped_with_a_reason(tmp_path: Path) -> None:
+    """Every version-drift case is written for each Claude Code and Codex fixture, the same seed writes
+    the same bytes, no file trips a converter, and a response streamed twice (Claude Code's repeated
+    entries of one message, Codex's repeated count) is one step with its usage counted once."""
+    written = fuzz.write_drift([FIXTURES], tmp_path / "a", 5, 3)
+    fuzz.write_drift([FIXTURES], tmp_path / "b", 5, 3)
+    first = _corpus(tmp_path / "a")
+    assert len(first) == written and first == _corpus(tmp_path / "b")
+    assert {Path(name).parts[1] for name in first} == set(fuzz.DRIFT)
+    loaded = load_runs([tmp_path / "a"])
+    assert loaded.runs and not [s for s in loaded.skipped if "cannot convert (" in s.reason]
+    streamed = {r.run_id: r for r in load_runs([tmp_path / "a" / "drift" / "streamed-twice"]).runs}
+    originals = {r.run_id: r for r in load_runs([FIXTURES]).runs}
+    for run_id, run in originals.items():
+        copy_id = next(i for i in streamed if i.rsplit("/", 1)[-1].endswith(run_id.rsplit("/", 1)[-1]))
+        assert (streamed[copy_id].steps, streamed[copy_id].usage) == (run.steps, run.usage), run_id

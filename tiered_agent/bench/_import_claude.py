@@ -5,7 +5,11 @@ One JSON entry per line, by ``type``:
 - ``assistant``: one content block of a model response. Claude Code writes one API response
   as several entries sharing ``message.id``; they are merged into ONE step: ``text`` blocks
   become the assistant text, ``tool_use`` blocks its tool calls (``input`` as JSON arguments),
-  ``thinking`` blocks are not replayed. ``message.model`` is the run's model.
+  ``thinking`` and ``redacted_thinking`` blocks are not replayed; a tool the API ran inside the
+  response (``server_tool_use``, ``web_search_tool_result`` and other ``*_tool_result`` blocks)
+  is replayed as text (its input; the result's titles and URLs: encrypted page content is not in
+  the log). ``message.model`` is the run's model (the first; a session that switched models is
+  priced at it).
   ``message.usage`` is the step's usage: ``prompt_tokens`` = ``input_tokens`` +
   ``cache_read_input_tokens`` + ``cache_creation_input_tokens``, ``cached_tokens`` = the cache
   read, ``cache_write_tokens`` = the cache creation, ``completion_tokens`` = ``output_tokens``
@@ -15,8 +19,10 @@ One JSON entry per line, by ``type``:
   (:attr:`RecordedRun.cache_writes_1h`), the rest with the 5-minute one.
 - ``timestamp`` (every entry): a step's request was sent at the latest entry before its
   response (the tool results or the user's prompt), else at the response's first entry.
-- ``user``: the user's prompt (a string, or ``text``/``image`` blocks) or tool results
-  (``tool_result`` blocks: tool messages answering ``tool_use_id``).
+- ``user``: the user's prompt (a string, or ``text``/``image``/``document`` blocks; an image is
+  ``[image]``, an attached PDF ``[document]``) or tool results (``tool_result`` blocks: tool
+  messages answering ``tool_use_id``; text written with them, such as a message the user queued
+  while the tool ran, is a user message after them).
 - ``summary``, ``system``, ``progress``, ``file-history-snapshot``, ``queue-operation`` ...:
   never sent to the model as such; ignored, except the ``compact_boundary`` system entry: Claude
   Code compacted the conversation there, and the next user entry (``isCompactSummary``) is the
@@ -25,14 +31,24 @@ One JSON entry per line, by ``type``:
   counts them). ``microcompact_boundary`` entries (older tool results cleared in place) are
   counted in ``metadata["microcompactions"]`` but not followed.
 
-Entries are read in file order; an entry repeated (the same ``uuid`` and ``message``) is read once.
+Entries are read in file order, along the path the requests sent (``_import_claude_paths.py``:
+the ``parentUuid`` tree): a cleared context (a new root mid-file: a plan accepted with "clear
+context") restarts the history like a compaction (``metadata["context_resets"]``); a branch
+the user rewound (``/rewind``, Esc Esc) and a prompt no later request sent are left out
+(``metadata["off_path_entries"]``), and the model calls among them are listed as one skipped
+input, ``<file>#rewound``, with the reason (``metadata["rewound_steps"]``). Without a tree to
+trust (no ``parentUuid``, a chain that leaves the file) the file order stands.
+An entry repeated (the same ``uuid`` and ``message``) is read once, and so is a response: an
+assistant entry whose ``message.id`` an earlier step closed (written again under another
+``uuid``) is dropped, not a second step with the same usage.
 Assistant entries of model ``<synthetic>`` (notices Claude Code writes itself, such as API
 errors) are no model call and are dropped (``metadata["synthetic_messages"]``).
 
 Subagents: entries with ``isSidechain`` true are a subagent's own conversation, not part of
 the main one. Each subagent thread (entries linked by ``parentUuid``) becomes a run of its own,
 ``claude-code/<session>/agent-<agentId>`` (or ``sidechain-<n>``), whether it is inline (older
-versions) or in ``<session>/subagents/agent-*.jsonl``.
+versions) or in ``<session>/subagents/agent-*.jsonl``; a thread follows the chain whatever the
+order of its lines.
 
 The logs hold neither the system prompt nor the tool schemas (``prompt_complete`` is False:
 the bench estimates that prefix from the usage): iteration 0 is the first user prompt;
@@ -52,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from .._messages import Usage
+from ._import_claude_paths import active_path
 from ._import_common import (
     ShapeError,
     SkippedRun,
@@ -102,19 +119,87 @@ def read_only_tool(name: str) -> bool:
 
 def convert(records: list[Any], path: Path, damaged: tuple[int, ...] = ()) -> list[RecordedRun | SkippedRun]:
     entries = _entries(records)
-    main = [e for e in entries if e.get("isSidechain") is not True]
-    threads = _threads([r for r in records if isinstance(r, dict) and r.get("isSidechain") is True])
+    main = _responses_once([e for e in entries if e.get("isSidechain") is not True])
+    sidechains = [r for r in records if isinstance(r, dict) and r.get("isSidechain") is True]
+    threads = [_responses_once(t) for t in _threads(sidechains)]
     session = next((e["sessionId"] for e in entries if isinstance(e.get("sessionId"), str)), path.stem)
     micro = sum(1 for r in records if kind_of(r, "subtype") == "microcompact_boundary")
     runs: list[RecordedRun | SkippedRun] = []
     if any(_is_message(e) for e in main) or not threads:
-        meta = {"session_id": session, "microcompactions": micro or None}
-        runs.append(_run(main, f"{FORMAT}/{path.stem}", str(path), meta, damaged))
+        runs.extend(_main_run(main, records, path, session=session, micro=micro, damaged=damaged))
     for n, thread in enumerate(threads, 1):
         name = _thread_name(thread, path, n, len(threads))
         meta = {"session_id": session, "sidechain": True}
         runs.append(_run(thread, f"{FORMAT}/{session}/{name}", f"{path}#{name}", meta, damaged))
     return runs
+
+
+def _main_run(
+    main: list[dict[str, Any]],
+    records: list[Any],
+    path: Path,
+    *,
+    session: str,
+    micro: int,
+    damaged: tuple[int, ...],
+) -> list[RecordedRun | SkippedRun]:
+    """The main conversation, along the path its requests sent (``_import_claude_paths.py``), and
+    the model calls left out with it (a rewound branch), named with their reason."""
+    found = active_path(main, records, _starts(main))
+    kept = [e for i, e in enumerate(main) if i not in found.dropped]
+    meta = {
+        "session_id": session,
+        "microcompactions": micro or None,
+        "context_resets": len(found.resets) or None,
+        "off_path_entries": len(found.dropped) or None,
+        "rewound_steps": found.dropped_steps or None,
+    }
+    resets = frozenset(id(main[i]) for i in found.resets)
+    runs: list[RecordedRun | SkippedRun] = [
+        _run(kept, f"{FORMAT}/{path.stem}", str(path), meta, damaged, resets=resets)
+    ]
+    if found.dropped_steps:
+        reason = (
+            f"{FORMAT}: {found.dropped_steps} model call{'s' * (found.dropped_steps != 1)} on a branch the "
+            "user rewound (no later request sent them) left out; the conversation that went on is replayed"
+        )
+        runs.append(SkippedRun(f"{path}#rewound", reason))
+    return runs
+
+
+def _responses_once(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``entries`` without the assistant entries of a response an earlier step already closed (its
+    ``message.id`` seen before another response's): a response written again under another
+    ``uuid`` would be a second step, its usage counted twice. The entries of the current response
+    (parallel calls with their results in between) stay."""
+    closed: set[str] = set()
+    current: str | None = None
+    kept = []
+    for entry in entries:
+        message = entry.get("message") if kind_of(entry) == "assistant" else None
+        message_id = kind_of(message, "id")
+        if message_id is not None and message_id != current:
+            if message_id in closed:
+                continue
+            if current is not None:
+                closed.add(current)
+            current = message_id
+        kept.append(entry)
+    return kept
+
+
+def _starts(entries: list[dict[str, Any]]) -> list[bool]:
+    """Per entry, whether it starts a model response (a step), as :func:`_assistant` decides."""
+    starts, current, started = [], None, False
+    for entry in entries:
+        message: dict[str, Any] = entry["message"] if _is_message(entry) else {}
+        if entry.get("type") != "assistant" or not message or message.get("model") == SYNTHETIC_MODEL:
+            starts.append(False)
+            continue
+        message_id = message.get("id") if isinstance(message.get("id"), str) else None
+        starts.append(message_id is None or message_id != current or not started)
+        current, started = message_id, True
+    return starts
 
 
 def _entries(records: list[Any]) -> list[dict[str, Any]]:
@@ -139,19 +224,41 @@ def _entries(records: list[Any]) -> list[dict[str, Any]]:
 
 
 def _threads(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Sidechain message entries grouped by thread (the root their ``parentUuid`` chain reaches)."""
-    root_of: dict[str, str] = {}
+    """Sidechain message entries grouped by thread (the root their ``parentUuid`` chain reaches),
+    whatever the order of the lines (a child written before its parent is in its parent's thread)."""
+    parent = {r["uuid"]: r.get("parentUuid") for r in records if isinstance(r.get("uuid"), str)}
+    roots: dict[str, str] = {}
     threads: dict[str, list[dict[str, Any]]] = {}
     for index, record in enumerate(records):
-        uuid, parent = record.get("uuid"), record.get("parentUuid")
-        key = root_of.get(parent) if isinstance(parent, str) else None
-        key = key or (uuid if isinstance(uuid, str) else f"#{index}")
-        if isinstance(uuid, str):
-            root_of[uuid] = key
+        uuid = record.get("uuid")
+        key = _root(uuid, parent, roots) if isinstance(uuid, str) else f"#{index}"
         threads.setdefault(key, [])
         if _is_message(record):
             threads[key].append(record)
     return [_entries(t) for t in threads.values() if t]
+
+
+def _root(uuid: str, parent: dict[str, Any], roots: dict[str, str]) -> str:
+    """The first entry of ``uuid``'s chain among ``parent``'s (memoized in ``roots``); the chain of a
+    cycle ends at the least ``uuid`` of the cycle, so all of the cycle is one thread."""
+    path: list[str] = []
+    seen: dict[str, int] = {}
+    node: str = uuid
+    while node not in roots:
+        seen[node] = len(path)
+        path.append(node)
+        up = parent.get(node)
+        if not isinstance(up, str) or up not in parent:
+            root = node
+            break
+        if up in seen:  # a cycle: its members from ``up`` on
+            root = min(path[seen[up] :])
+            break
+        node = up
+    else:
+        root = roots[node]
+    roots.update((p, root) for p in path)
+    return root
 
 
 def _thread_name(thread: list[dict[str, Any]], path: Path, n: int, count: int) -> str:
@@ -176,7 +283,10 @@ def _run(
     source: str,
     metadata: dict[str, Any],
     damaged: tuple[int, ...],
+    *,
+    resets: frozenset[int] = frozenset(),
 ) -> RecordedRun | SkippedRun:
+    """One run; ``resets``: the entries (by ``id``) before which the context was cleared."""
     builder = HistoryBuilder(damaged)
     step = _Step()
     models: list[str] = []
@@ -184,6 +294,8 @@ def _run(
     for index, entry in enumerate(entries):
         where = f"entry {index + 1} ({entry.get('uuid', 'no uuid')})"
         time = parse_time(entry.get("timestamp"))
+        if id(entry) in resets:
+            builder.restart()
         if _is_boundary(entry):
             compactions += 1
             builder.restart()
@@ -229,7 +341,7 @@ def _user(builder: HistoryBuilder, content: Any, where: str, time: float | None)
             builder.add_result(
                 call_id if isinstance(call_id, str) else "", blocks_text(block.get("content")), time=time
             )
-        elif kind in ("text", "image"):
+        elif kind in ("text", "image", "document"):
             texts.append(blocks_text([block]))
         elif isinstance(block, str):
             texts.append(block)
@@ -257,11 +369,36 @@ def _assistant(
             builder.add_text(text if isinstance(text, str) else "")
         elif kind == "tool_use":
             builder.add_call(*_call(block, where))
+        elif kind in _SERVER_BLOCKS or (kind or "").endswith("_tool_result"):
+            builder.add_text(_server_text(block))
     usage = _usage(message.get("usage"), entry.get("costUSD"))
     if usage is not None:
         step.usage = usage if step.usage is None else _largest(step.usage, usage)
         step.writes_1h = max(step.writes_1h, _writes_1h(message.get("usage")))
         builder.set_usage(step.usage, writes_1h=step.writes_1h)
+
+
+_SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
+
+
+def _server_text(block: dict[str, Any]) -> str:
+    """A tool the provider ran inside the response (web search, web fetch, code execution): its call
+    and its result are part of the assistant message later requests send back. Replayed as text:
+    the call's input, the result's titles and URLs or text (encrypted page content is not)."""
+    if kind_of(block) in _SERVER_BLOCKS:
+        return f"[{block.get('name', 'server tool')}: {compact_json(block.get('input'), 'input')}]"
+    content = block.get("content")
+    items = content if isinstance(content, list) else [content]
+    lines = [
+        " ".join(str(item[k]) for k in ("title", "url") if isinstance(item.get(k), str))
+        for item in items
+        if isinstance(item, dict) and ("url" in item or "title" in item)
+    ]
+    return (
+        "\n".join([f"[{block.get('type')}]", *lines])
+        if lines
+        else f"[{block.get('type')}] {blocks_text(content)}"
+    )
 
 
 def _call(block: dict[str, Any], where: str) -> tuple[str | None, str, str]:

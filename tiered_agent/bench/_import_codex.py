@@ -15,20 +15,30 @@ Current rollouts hold one ``{"timestamp", "type", "payload"}`` object per line:
   ``function_call`` (``name``, JSON ``arguments``), ``custom_tool_call`` (raw ``input`` as the
   arguments, as the model wrote it), ``local_shell_call`` (tool ``local_shell``, its ``action``
   as arguments) and ``web_search_call`` (tool ``web_search``, answered by the provider, so
-  without a tool message). Ghost snapshots and compaction items are dropped.
+  without a tool message). Ghost snapshots and item types this reader does not know (a newer
+  CLI's) are dropped.
 - ``event_msg`` of type ``token_count``: ``info.last_token_usage`` is the usage of one response:
   ``prompt_tokens`` = ``input_tokens`` (OpenAI counts the cached part in it), ``cached_tokens`` =
   ``cached_input_tokens``, ``completion_tokens`` = ``output_tokens`` (reasoning tokens included).
   Counts that carry only the running ``total_token_usage`` give the difference to the previous
-  total. A ``token_count`` whose ``total_token_usage`` equals the previous one is a repeat and is
-  ignored. Which response a count measures depends on the CLI version, and the rollout says which
-  by its first count: current versions write it after the response's items (it measures the
-  latest step), CLI 0.44 to 0.63 before them (it measures the next step: the count is held until
-  that response's first item). Other events duplicate the items.
+  total; a count whose payload is the usage itself (``input_tokens`` beside ``type``, no
+  ``info``) is read as a ``last_token_usage``. A ``token_count`` whose ``total_token_usage``
+  equals the previous one is a repeat and is ignored. Which response a count measures depends on
+  the CLI version, and the rollout says which by its first count: current versions write it
+  after the response's items (it measures the latest step), CLI 0.44 to 0.63 before them (it
+  measures the next step: the count is held until that response's first item). Other events
+  duplicate the items.
 - ``compacted``: the agent replaced its history (``metadata["compactions"]``). The run restarts
   there (:attr:`RecordedRun.restarts`) with what Codex kept: the ``replacement_history``
   messages when recorded, else what Codex rebuilds, the system and developer messages and the
-  user messages since the last restart, then the summary (``message``) as a user message.
+  user messages since the last restart, then the summary (``message``) as a user message. A
+  remote compaction's ``compaction`` item (the provider's summary, encrypted) is kept as a
+  marker naming its size: its text is not in the log, so the replay sends less than Codex did.
+- ``event_msg`` of type ``thread_rolled_back``: the user rolled the last ``num_turns`` turns back
+  (a turn opens at a user message Codex did not write itself: not its ``<environment_context>``
+  or AGENTS.md text). As Codex does, the history loses them from that message on (from the first
+  user message when there are fewer turns); their model calls are left out of the run and listed
+  as one skipped input, ``<file>#rolled-back``, with the reason (``metadata["rolled_back_steps"]``).
 - ``timestamp`` (every line): a step's request was sent at the latest input item before its
   response (the user's message, the tool outputs), else at the response's first item.
 
@@ -37,7 +47,10 @@ response, so one step with all its tool calls (parallel calls included).
 
 Older rollouts are flat: the first line is the session meta itself (``id``, ``timestamp``,
 ``instructions``, no ``type``), then the response items themselves, one per line, with
-``{"record_type": "state"}`` lines in between; they record neither usage nor model.
+``{"record_type": "state"}`` lines in between; they record neither usage nor model. A flat
+rollout with enveloped lines among its items is read line by line: its bare items as a flat
+rollout's, its enveloped lines as the current format's (they were ignored, and the bare items
+with them: a run of 0 steps).
 
 No rollout records the tool schemas (``prompt_complete`` is False: the bench estimates the
 missing prefix from the usage); they are derived from the calls. Damaged rollouts (lines
@@ -57,6 +70,7 @@ from typing import Any, Literal
 from .._messages import Usage
 from ._import_common import (
     ShapeError,
+    SkippedRun,
     blocks_text,
     compact_json,
     count,
@@ -81,6 +95,8 @@ ITEM_TYPES = frozenset(
 )  # fmt: skip
 _OUTPUT_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _RESULTS = frozenset({"function_call_output", "custom_tool_call_output"})
+# User messages Codex writes itself (not a turn the user opened): its context, the AGENTS.md text.
+_CONTEXTUAL = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
 
 
 def matches(records: list[Any]) -> bool:
@@ -127,15 +143,23 @@ class _Rollout:
     order: Literal["unknown", "before", "after"] = "unknown"
     pending: Usage | None = None  # a count written before the response it measures
     since_restart: int = 0  # index of the first message of the agent's current history
+    turns: list[int] = field(default_factory=list)  # indexes of the user messages that opened a turn
+    rolled_back: int = 0  # model calls of turns the user rolled back (left out)
 
 
-def convert(records: list[dict[str, Any]], path: Path, damaged: tuple[int, ...] = ()) -> RecordedRun:
+def convert(
+    records: list[dict[str, Any]], path: Path, damaged: tuple[int, ...] = ()
+) -> list[RecordedRun | SkippedRun]:
     state = _Rollout(HistoryBuilder(damaged))
-    envelope = any(_is_envelope(r) for r in records)
+    # a flat rollout (its session line first, or no envelope at all) reads its bare items, and its
+    # enveloped lines as such
+    flat = (bool(records) and _flat_meta(records[0])) or not any(_is_envelope(r) for r in records)
     for index, record in enumerate(records):
         where = f"record {index + 1}"
-        if envelope:
+        if _is_envelope(record):
             _envelope(state, record, where)
+        elif not flat:
+            continue
         elif index == 0 and _flat_meta(record):
             _session(state, record)
         elif record.get("record_type") is None:
@@ -149,10 +173,13 @@ def convert(records: list[dict[str, Any]], path: Path, damaged: tuple[int, ...] 
         else None,
         "usage_order": state.order if state.order != "unknown" else None,
     }
-    for key, value in (("compactions", state.compactions), ("unmatched_usage", state.unmatched_usage)):
-        if value:
-            metadata[key] = value
-    return state.builder.build(
+    counts = (
+        ("compactions", state.compactions),
+        ("unmatched_usage", state.unmatched_usage),
+        ("rolled_back_steps", state.rolled_back),
+    )
+    metadata.update((key, value) for key, value in counts if value)
+    run = state.builder.build(
         run_id=f"{FORMAT}/{path.name.removesuffix('.jsonl')}",
         source=str(path),
         fmt=FORMAT,
@@ -162,6 +189,13 @@ def convert(records: list[dict[str, Any]], path: Path, damaged: tuple[int, ...] 
         read_only=read_only_tool,
         prompt_complete=False,
     )
+    if not state.rolled_back:
+        return [run]
+    reason = (
+        f"{FORMAT}: {state.rolled_back} model call{'s' * (state.rolled_back != 1)} of turns the user "
+        "rolled back (thread_rolled_back) left out; the conversation that went on is replayed"
+    )
+    return [run, SkippedRun(f"{path}#rolled-back", reason)]
 
 
 def _envelope(state: _Rollout, record: dict[str, Any], where: str) -> None:
@@ -173,6 +207,8 @@ def _envelope(state: _Rollout, record: dict[str, Any], where: str) -> None:
         _item(state, payload, f"{where}.payload", time)
     elif kind == "event_msg" and kind_of(payload) == "token_count":
         _token_count(state, payload, f"{where}.payload")
+    elif kind == "event_msg" and kind_of(payload) == "thread_rolled_back":
+        _rollback(state, count(payload.get("num_turns")))
     elif kind == "turn_context" and isinstance(payload.get("model"), str):
         state.models.append(payload["model"])
     elif kind == "session_meta":
@@ -227,6 +263,8 @@ def _message(state: _Rollout, item: dict[str, Any], where: str, time: float | No
         state.builder.add_text(text)
     elif role in ("user", "developer", "system"):
         state.responding = False
+        if role == "user" and not text.lstrip().startswith(_CONTEXTUAL):
+            state.turns.append(len(state.builder.messages))
         state.builder.context("user" if role == "user" else "system", text, time=time)
     else:
         raise ShapeError(f"{where}: message of unknown role {role!r}")
@@ -240,9 +278,7 @@ def _compacted(state: _Rollout, payload: dict[str, Any], time: float | None) -> 
     current = builder.messages[state.since_restart :]
     replacement = payload.get("replacement_history")
     if isinstance(replacement, list):
-        kept = [
-            (m.get("role"), blocks_text(m.get("content"))) for m in replacement if kind_of(m) == "message"
-        ]
+        kept = [_kept(m) for m in replacement if kind_of(m) in ("message", "compaction")]
     else:
         kept = [(m.role, m.text) for m in current if m.role in ("system", "user")]
     summary = payload.get("message")
@@ -250,9 +286,35 @@ def _compacted(state: _Rollout, payload: dict[str, Any], time: float | None) -> 
         kept.append(("user", summary))
     builder.restart()
     state.since_restart = len(builder.messages)
+    state.turns = []
     for role, text in kept:
         if role in ("system", "developer", "user") and text:
+            if role == "user" and not text.lstrip().startswith(_CONTEXTUAL):
+                state.turns.append(len(builder.messages))
             builder.context("user" if role == "user" else "system", text, time=time)
+
+
+def _kept(item: dict[str, Any]) -> tuple[Any, str]:
+    """A replacement-history item as (role, text); the provider's encrypted summary (remote
+    compaction, ``compaction`` items) as a marker of its size: its text is not in the log."""
+    if kind_of(item) == "message":
+        return item.get("role"), blocks_text(item.get("content"))
+    size = len(item["encrypted_content"]) if isinstance(item.get("encrypted_content"), str) else 0
+    return (
+        "user",
+        f"[compacted history: the provider's encrypted summary, {size:,} characters, not replayable]",
+    )
+
+
+def _rollback(state: _Rollout, turns: int) -> None:
+    """The user rolled the last ``turns`` turns back: Codex drops its history from the user message
+    that opened the first of them (from the first user message when there are fewer)."""
+    if not turns or not state.turns:
+        return
+    cut = state.turns[-turns] if turns < len(state.turns) else state.turns[0]
+    state.turns = [t for t in state.turns if t < cut]
+    state.rolled_back += state.builder.truncate(cut)
+    state.responding = False
 
 
 def _call(item: dict[str, Any], where: str) -> tuple[str | None, str, str]:
@@ -283,6 +345,8 @@ def _output_text(output: Any) -> str:
 
 def _token_count(state: _Rollout, payload: dict[str, Any], where: str) -> None:
     info = payload.get("info")
+    if not isinstance(info, dict) and "input_tokens" in payload:
+        info = {"last_token_usage": payload}  # older CLIs: the usage itself, not wrapped in info
     if not isinstance(info, dict):
         return
     last, total = info.get("last_token_usage"), info.get("total_token_usage")

@@ -150,13 +150,15 @@ def text_of(value: Any, where: str) -> str | None:
 
 
 _IMAGE_BLOCKS = frozenset({"image", "input_image", "image_url"})
+_FILE_BLOCKS = frozenset({"document", "input_file", "file"})  # a PDF or text file attached
 
 
 def blocks_text(value: Any) -> str:
     """Text of a content value in any of the recorded shapes, joined by newlines.
 
     A string; a list of blocks (``{"type": "text" | "input_text" | "output_text", "text": ...}``,
-    strings, images as ``[image]``); a single block; anything else as compact JSON.
+    strings, images as ``[image]``, attached files (``document``, ``input_file``) as ``[document]``);
+    a single block; anything else as compact JSON.
     """
     if value is None:
         return ""
@@ -173,6 +175,8 @@ def blocks_text(value: Any) -> str:
                 parts.append(str(block["text"]))
             elif kind_of(block) in _IMAGE_BLOCKS:
                 parts.append("[image]")
+            elif kind_of(block) in _FILE_BLOCKS:
+                parts.append("[document]")
         return "\n".join(parts)
     return compact_json(value, "content", sort_keys=True)
 

@@ -79,6 +79,24 @@ class HistoryBuilder:
         if self.messages and self.step:
             self.restarts.append(len(self.messages))
 
+    def truncate(self, index: int) -> int:
+        """The agent dropped its history from message ``index`` on (a recorded rollback): those
+        messages go, and the steps among them with their usage; returns how many steps went."""
+        self._close_step()
+        index = max(0, min(index, len(self.messages)))
+        dropped = sum(1 for m in self.messages[index:] if m.role == "assistant")
+        del self.messages[index:]
+        keep = self.step - dropped
+        for per_step in (self.usage, self.times, self.writes_1h):
+            del per_step[keep:]
+        self.reasoning_steps = {s for s in self.reasoning_steps if s <= keep}
+        self.restarts = [r for r in self.restarts if r <= index]  # one at the cut still holds
+        calls = {c.id for m in self.messages for c in m.tool_calls}
+        self.read_only_calls &= calls
+        self._pending, self._answered = {}, set()
+        self._assistant_at, self._results_end = -1, len(self.messages)
+        return dropped
+
     def start_step(
         self, text: str | None = None, usage: Usage | None = None, *, time: float | None = None
     ) -> None:

@@ -210,6 +210,7 @@ class RunReader:
     def __iter__(self) -> Iterator[RecordedRun]:
         skipped: list[SkippedInput] = []
         damaged: list[SkippedLines] = []
+        copies = _Copies()
         for file in self._files:
             try:
                 loaded = _load(file)
@@ -221,15 +222,55 @@ class RunReader:
             for run in loaded.runs:
                 if isinstance(run, SkippedRun):
                     skipped.append(SkippedInput(run.source, run.reason))
-                elif run.steps:
-                    yield run
-                else:
+                elif not run.steps:
                     skipped.append(SkippedInput(run.source, NO_STEPS))
+                elif (copy := copies.copy_of(run)) is not None:
+                    skipped.append(SkippedInput(run.source, copy))
+                else:
+                    yield run
         skipped.sort(key=lambda s: (s.path, s.reason))
         damaged.sort(key=lambda d: d.path)
         self.skipped, self.skipped_lines = tuple(skipped), tuple(damaged)
         _check_strict(self._strict, skipped, damaged)
         _warn(skipped, damaged)
+
+
+# Formats whose tool-call ids the provider draws at random (``toolu_...``, ``call_...``): the same id in
+# two runs is the same call.
+_PROVIDER_CALL_IDS = frozenset({_import_claude.FORMAT, _import_codex.FORMAT})
+
+
+class _Copies:
+    """What the runs read so far hold, for one reading: each run's conversation and usage (by hash),
+    and its tool calls (provider call id -> run id).
+
+    A session in two files (a backup of the logs next to them, the same folder given twice under
+    two names) is one run read twice: a run whose messages and usage equal an earlier run's is
+    skipped, naming that run (replayed twice, every call would count twice). A run that shares
+    some calls with earlier ones but not all its conversation (a fork or a resume that copied the
+    history, a backup taken mid-session) is kept, with one warning: the shared calls count in
+    both. The earlier run is the one read first (paths in the order given, files sorted).
+    """
+
+    def __init__(self) -> None:
+        self._runs: dict[int, str] = {}
+        self._made_by: dict[str, str] = {}
+
+    def copy_of(self, run: RecordedRun) -> str | None:
+        """Why ``run`` is skipped as a copy, or None (it is then remembered)."""
+        if run.format not in _PROVIDER_CALL_IDS:
+            return None
+        key = hash((run.messages, run.usage))
+        if key in self._runs:
+            return f"the same conversation and usage as {self._runs[key]}, which is replayed once"
+        self._runs[key] = run.run_id
+        calls = [c.id for m in run.messages for c in m.tool_calls]
+        earlier = sorted({self._made_by[c] for c in calls if c in self._made_by})
+        if earlier:
+            shared = sum(1 for c in calls if c in self._made_by)
+            log.warning("importers.shared_calls", run=run.run_id, calls=shared, also_in=earlier[:3])
+        self._made_by.update((c, run.run_id) for c in calls if c not in self._made_by)
+        return None
 
 
 def _unique_files(paths: Sequence[Path | str]) -> list[Path]:
