@@ -196,8 +196,8 @@ def _starts(entries: list[dict[str, Any]]) -> list[bool]:
         if entry.get("type") != "assistant" or not message or message.get("model") == SYNTHETIC_MODEL:
             starts.append(False)
             continue
-        message_id = message.get("id") if isinstance(message.get("id"), str) else None
-        starts.append(message_id is None or message_id != current or not started)
+        message_id = _message_id(message)
+        starts.append(_new_response(message_id, current) or not started)
         current, started = message_id, True
     return starts
 
@@ -349,13 +349,24 @@ def _user(builder: HistoryBuilder, content: Any, where: str, time: float | None)
         builder.context("user", "\n".join(texts), time=time)
 
 
+def _message_id(message: dict[str, Any]) -> str | None:
+    return message.get("id") if isinstance(message.get("id"), str) else None
+
+
+def _new_response(message_id: str | None, current: str | None) -> bool:
+    """Whether an assistant entry of ``message_id`` opens a model response (a step) after one of
+    ``current``: entries of one response share its id (the rule :func:`_assistant` builds steps by
+    and :func:`_starts` tells the path reader)."""
+    return message_id is None or message_id != current
+
+
 def _assistant(
     builder: HistoryBuilder, step: _Step, entry: dict[str, Any], where: str, time: float | None
 ) -> None:
     """One entry (one or more content blocks) of a response: a new step unless it continues the current."""
     message = entry["message"]
-    message_id = message.get("id") if isinstance(message.get("id"), str) else None
-    if message_id is None or message_id != step.message_id or builder.step == 0:
+    message_id = _message_id(message)
+    if _new_response(message_id, step.message_id) or builder.step == 0:
         builder.start_step(time=time)
         step.message_id, step.usage, step.writes_1h = message_id, None, 0
     content = message.get("content")
