@@ -104,6 +104,7 @@ def simulate(
         usage=run.usage,
         calibration=calibration.providers,
         writes_1h=run.cache_writes_1h,
+        step_models=run.step_models,
     )
     priced = prompts.price_model is not None and model_prices(run.model or "") is not None
     family = fits[family_of(run.format)]
@@ -116,6 +117,7 @@ def simulate(
             at=run.time(step),
             long_ttl=step in long,
             new_turn_after_reasoning=step in turns,
+            partition=run.model_at(step),
         )
         usage = run.usage[index] if index < len(run.usage) else None
         if usage is None or usage.prompt_tokens <= 0:
@@ -131,7 +133,7 @@ def simulate(
         family.size_error += abs(prompts.scale * prompt - usage.prompt_tokens) / usage.prompt_tokens
         if priced:
             writes = run.writes_1h(step)
-            recorded = usage.cost if usage.cost is not None else costing.recorded_usd(usage, writes)
+            recorded = usage.cost if usage.cost is not None else costing.recorded_usd(usage, writes, step)
             family.rec_usd += recorded or 0.0
             output = usage.completion_tokens
             family.sim_usd += costing.step_usd(step, prompt, cached, written, output)

@@ -346,3 +346,38 @@ def test_openai_turn_after_reasoning_reads_up_to_the_previous_turns_first_respon
     # a model that keeps reasoning (Gemini's implicit cache) ignores the flag
     gemini = dataclasses.replace(CACHE_MODELS["gemini"], miss_rate=0.0, min_tokens=0, increment=1)
     assert read(gemini, True) == read(gemini, False) == 2000
+
+
+# ---------------------------------------------------------------- runs that switched models
+def test_each_model_of_a_run_has_its_own_anthropic_cache(counter: IdCounter) -> None:
+    """A run that switched models (a slash command on another model): a request to the other model
+    reads none of the first model's entries; back on the first model within their lifetime, it reads
+    them again; the other model's entries serve its own next request."""
+    system, task = _msg("system", 1200), _msg("user", 10)  # positions 1203, 1216
+    action, result = _msg("assistant", 50, 1), _msg("tool", 100, 1)  # 1269, 1372
+    more = _msg("assistant", 20, 2)  # 1395
+    cache = CacheSimulator(PromptEncoder(counter), SONNET_RULES)
+    assert cache.request([system, task], at=0, partition="opus") == CacheUse(0, 1216)
+    # another model: nothing the first wrote is read, everything up to its newest message is written
+    assert cache.request([system, task, action], at=10, partition="haiku") == CacheUse(0, 1269)
+    assert cache.rewrote is False  # the same prompt grown: not a rewrite by the policy
+    # the first model again: its own entry at 1,216 is read
+    assert cache.request([system, task, action, result], at=20, partition="opus") == CacheUse(1216, 156)
+    # and the second model reads its own entry at 1,269
+    assert cache.request([system, task, action, result, more], at=30, partition="haiku") == CacheUse(1269, 126)
+    # one model throughout (the default partition) is the simulator as before: the entry is read
+    same = CacheSimulator(PromptEncoder(counter), SONNET_RULES)
+    same.request([system, task], at=0)
+    assert same.request([system, task, action], at=10) == CacheUse(1216, 53)
+
+
+def test_each_model_of_a_run_has_its_own_implicit_cache(counter: IdCounter) -> None:
+    """Implicit caches (Gemini's blocks): a request to another model misses what the first model
+    cached, on the same endpoint; the first model's next request hits its own previous request."""
+    base = [_msg("system", 100), _msg("user", 4000)]  # 4,106 tokens: two blocks
+    grown = [*base, _msg("assistant", 5, 1)]
+    hit = round(4096 * 0.965)
+    cache = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"])
+    assert cache.request(base, partition="pro").read == 0
+    assert cache.request(grown, partition="flash").read == 0  # flash never saw the prefix
+    assert cache.request([*grown, _msg("tool", 5, 1)], partition="pro").read == hit  # pro's last: base

@@ -88,6 +88,7 @@ class CacheTrack:
         long_ttl: bool = False,
         new_turn_after_reasoning: bool = False,
         stable: tuple[int, ...] = (),
+        partition: str | None = None,
     ) -> CacheUse:
         """As :meth:`CacheSimulator.request`; ``key``: the request's messages as other policies' requests
         would have the same key only for the same messages (None: messages of the policy's own)."""
@@ -103,6 +104,7 @@ class CacheTrack:
                 long_ttl,
                 new_turn_after_reasoning,
                 stable,
+                partition,
             )
             found = self._chains.get(chained)
             if found is not None:
@@ -117,6 +119,7 @@ class CacheTrack:
             long_ttl=long_ttl,
             new_turn_after_reasoning=new_turn_after_reasoning,
             stable=stable,
+            partition=partition,
         )
         self._simulator, self.rewrote = simulator, simulator.rewrote
         if chained is None:

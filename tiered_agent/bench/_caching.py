@@ -349,8 +349,9 @@ class CacheSimulator:
         self._sums = [0]  # the previous request's tokens before each of its segments, then in all
         self._segments: Series[Message, array[int]] = Series(encoder.message)  # the messages' ids
         self._blocks: Series[Message, int] = Series(content_blocks)
-        self._routes: dict[str | None, _Route] = {}  # implicit: each endpoint's cache
+        self._routes: dict[tuple[str | None, str | None], _Route] = {}  # implicit: per (model, endpoint)
         self._chain: list[int] = []  # explicit: hashes of the previous request's segment prefixes
+        self._partition: str | None = None  # explicit: the model the previous request was sent to
         self._entries: dict[int, _Entry] = {}  # explicit: prefixes (chain hashes) with a cache entry
         self._keys: dict[int, tuple[array[int], int]] = {}
         self.rewrote = False  # the last request changed the previous one before its end
@@ -367,6 +368,7 @@ class CacheSimulator:
         twin.encoder, twin.model, twin.scale = self.encoder, self.model, self.scale
         twin._prefix, twin._shared = self._prefix, self._shared
         twin._previous, twin._sums, twin._chain = self._previous, self._sums, self._chain
+        twin._partition = self._partition
         twin._segments, twin._blocks = self._segments.copy(), self._blocks.copy()
         twin._routes, twin._entries = dict(self._routes), dict(self._entries)
         twin._keys = self._keys  # segment hashes by identity, entries holding their segments: a memo
@@ -383,6 +385,7 @@ class CacheSimulator:
         long_ttl: bool = False,
         new_turn_after_reasoning: bool = False,
         stable: Sequence[int] = (),
+        partition: str | None = None,
     ) -> CacheUse:
         """Record a request; return what the provider would bill as read from (and written to) its cache.
 
@@ -392,6 +395,8 @@ class CacheSimulator:
         ``new_turn_after_reasoning``: it starts a user turn after a turn whose responses reasoned
         (models that drop that reasoning match only up to the turn's first response). ``stable``:
         the prompt's stable prefixes (``BuiltPrompt.stable``), marked where breakpoints are left.
+        ``partition``: the model it was sent to, in a run that switched models (each model has its
+        own cache: an entry another model wrote is never read; None: the run's one model).
         """
         current = [*self._prefix, self.encoder.tools(schemas), *self._segments(messages)]
         same = identical_prefix(self._previous, current)  # the segments it shares, as objects
@@ -400,10 +405,12 @@ class CacheSimulator:
         common = _common_after(self._previous, current, same, sums[same]) if self._previous else 0
         self.rewrote = bool(self._previous) and common < self._sums[-1]
         if self.model.explicit:
-            use = self._explicit(current, sums, same, messages, at=at, long_ttl=long_ttl, stable=stable)
+            use = self._explicit(
+                current, sums, same, messages, at=at, long_ttl=long_ttl, stable=stable, partition=partition
+            )
         else:
             cap = self._turn_cap(current, messages) if new_turn_after_reasoning else None
-            use = CacheUse(self._implicit(current, common, route, at, cap))
+            use = CacheUse(self._implicit(current, common, (partition, route), at, cap))
         self._previous = current
         self._sums = sums
         return use
@@ -425,7 +432,12 @@ class CacheSimulator:
         return sum(map(len, current[: len(current) - len(messages) + first]))
 
     def _implicit(
-        self, current: list[array[int]], common: int, route: str | None, at: float | None, cap: int | None
+        self,
+        current: list[array[int]],
+        common: int,
+        route: tuple[str | None, str | None],
+        at: float | None,
+        cap: int | None,
     ) -> int:
         model = self.model
         if model.provider is None:
@@ -471,8 +483,9 @@ class CacheSimulator:
         at: float | None,
         long_ttl: bool,
         stable: Sequence[int] = (),
+        partition: str | None = None,
     ) -> CacheUse:
-        chain = self._hash_chain(current, same)
+        chain = self._hash_chain(current, same, partition)
         positions = sums[1:]  # tokens up to the end of each segment
         skip = len(self._prefix)  # segments before the tool schemas
         blocks = [0] * (skip + 1) + self._blocks(messages)
@@ -543,16 +556,21 @@ class CacheSimulator:
             else:
                 self._entries[chain[index]] = _Entry(at + ttl, ttl)
 
-    def _hash_chain(self, current: list[array[int]], same: int) -> list[int]:
-        """Hashes of the request's segment prefixes; the first ``same`` segments are the previous
-        request's own (as objects), and so are their hashes."""
-        for a, b in zip(self._previous[same:], current[same:], strict=False):
-            if a != b:
-                break
-            same += 1
+    def _hash_chain(self, current: list[array[int]], same: int, partition: str | None = None) -> list[int]:
+        """Hashes of the request's segment prefixes, seeded by its ``partition`` (the model: entries of
+        one model never match another's); the first ``same`` segments are the previous request's own
+        (as objects), and so are their hashes when it went to the same model."""
+        if partition != self._partition:
+            self._partition, self._chain, same = partition, [], 0
+        else:
+            for a, b in zip(self._previous[same:], current[same:], strict=False):
+                if a != b:
+                    break
+                same += 1
         chain = self._chain[:same]
+        seed = 0 if partition is None else hash(partition)
         for segment in current[same:]:
-            chain.append(hash((chain[-1] if chain else 0, self._key(segment))))
+            chain.append(hash((chain[-1] if chain else seed, self._key(segment))))
         self._chain = chain
         return chain
 

@@ -8,8 +8,9 @@ One JSON entry per line, by ``type``:
   ``thinking`` and ``redacted_thinking`` blocks are not replayed; a tool the API ran inside the
   response (``server_tool_use``, ``web_search_tool_result`` and other ``*_tool_result`` blocks)
   is replayed as text (its input; the result's titles and URLs: encrypted page content is not in
-  the log). ``message.model`` is the run's model (the first; a session that switched models is
-  priced at it).
+  the log). ``message.model`` is the model that answered the step; the first is the run's
+  model, and a session that switched models (a slash command or skill run on another model,
+  ``/model``) is priced and cached per step (:attr:`RecordedRun.step_models`).
   ``message.usage`` is the step's usage: ``prompt_tokens`` = ``input_tokens`` +
   ``cache_read_input_tokens`` + ``cache_creation_input_tokens``, ``cached_tokens`` = the cache
   read, ``cache_write_tokens`` = the cache creation, ``completion_tokens`` = ``output_tokens``
@@ -367,7 +368,8 @@ def _assistant(
     message = entry["message"]
     message_id = _message_id(message)
     if _new_response(message_id, step.message_id) or builder.step == 0:
-        builder.start_step(time=time)
+        model = message.get("model")
+        builder.start_step(time=time, model=model if isinstance(model, str) else None)
         step.message_id, step.usage, step.writes_1h = message_id, None, 0
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content

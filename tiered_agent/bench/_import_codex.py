@@ -5,7 +5,8 @@ Current rollouts hold one ``{"timestamp", "type", "payload"}`` object per line:
 - ``session_meta``: the session (``id``, ``cli_version``); its ``base_instructions`` text, when
   recorded, is the system message (``instructions`` repeats the user's AGENTS.md, which is
   also recorded as a user message, and is not used twice).
-- ``turn_context``: the turn's settings; the first ``model`` is the run's model.
+- ``turn_context``: the turn's settings; its ``model`` answers the turn's steps, and the first is
+  the run's model (a run that switched models is priced and cached per step).
 - ``response_item``: the Responses API items the model read or wrote. Input items: ``message``
   of role ``user`` (user message), ``developer``/``system`` (system message),
   ``function_call_output`` and ``custom_tool_call_output`` (tool messages answering
@@ -249,7 +250,7 @@ def _respond(state: _Rollout, time: float | None) -> None:
     """An output item: part of the current response, or the first item of a new step."""
     if state.responding:
         return
-    state.builder.start_step(time=time)
+    state.builder.start_step(time=time, model=state.models[-1] if state.models else None)
     state.responding = True
     if state.pending is not None:  # counted before its items (CLI 0.44-0.63)
         state.builder.set_usage(state.pending)

@@ -44,6 +44,7 @@ __all__ = [
     "parse_arguments",
     "parse_time",
     "schemas_from_calls",
+    "switched_models",
     "text_of",
     "tool_call",
     "used_tools",
@@ -74,13 +75,14 @@ class StepTiming:
     """Per step (lists as long as the run's steps, or empty): when each request was sent and
     what it wrote to the cache with a 1-hour lifetime; message indexes where the agent restarted
     its history (recorded compaction); whether the log holds the whole prompt; the steps whose
-    response held reasoning items."""
+    response held reasoning items; the model that answered each step (where recorded)."""
 
     timestamps: Sequence[float | None] = ()
     cache_writes_1h: Sequence[int] = ()
     restarts: Sequence[int] = ()
     prompt_complete: bool = True
     reasoning_steps: Iterable[int] = ()
+    models: Sequence[str | None] = ()
 
 
 # ---------------------------------------------------------------- shape checks
@@ -421,6 +423,7 @@ def build_run(
         restarts=tuple(sorted(set(timing.restarts))),
         prompt_complete=timing.prompt_complete,
         reasoning_steps=frozenset(s for s in timing.reasoning_steps if 0 < s <= steps),
+        step_models=switched_models(timing.models),
     )
 
 
@@ -433,10 +436,27 @@ def _check_shape(
         ("routes", routes),
         ("timestamps", timing.timestamps),
         ("cache_writes_1h", timing.cache_writes_1h),
+        ("models", timing.models),
     )
     for name, values in per_step:
         if (values or name == "usage records") and len(values) != steps:
             raise ShapeError(f"{len(values)} {name} for {steps} steps")
+
+
+def switched_models(models: Sequence[str | None]) -> tuple[str, ...]:
+    """Per step, the model that answered it, when the run switched models (two or more named);
+    empty when it used one (its :attr:`RecordedRun.model` then prices every step). A step whose
+    model is not recorded is answered by the model named before it (the first one named, at the
+    start)."""
+    named = [m for m in models if m]
+    if len(set(named)) < 2:
+        return ()
+    current = named[0]
+    out: list[str] = []
+    for model in models:
+        current = model or current
+        out.append(current)
+    return tuple(out)
 
 
 def _recorded_any(values: Sequence[T | None]) -> tuple[T | None, ...]:

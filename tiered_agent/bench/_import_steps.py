@@ -41,6 +41,7 @@ class HistoryBuilder:
         self.usage: list[Usage | None] = []
         self.times: list[float | None] = []
         self.writes_1h: list[int] = []
+        self.models: list[str | None] = []  # per step, the model that answered it (where recorded)
         self.restarts: list[int] = []
         self.reasoning_steps: set[int] = set()
         self.read_only_calls: set[str] = set()
@@ -87,7 +88,7 @@ class HistoryBuilder:
         dropped = sum(1 for m in self.messages[index:] if m.role == "assistant")
         del self.messages[index:]
         keep = self.step - dropped
-        for per_step in (self.usage, self.times, self.writes_1h):
+        for per_step in (self.usage, self.times, self.writes_1h, self.models):
             del per_step[keep:]
         self.reasoning_steps = {s for s in self.reasoning_steps if s <= keep}
         self.restarts = [r for r in self.restarts if r <= index]  # one at the cut still holds
@@ -98,17 +99,24 @@ class HistoryBuilder:
         return dropped
 
     def start_step(
-        self, text: str | None = None, usage: Usage | None = None, *, time: float | None = None
+        self,
+        text: str | None = None,
+        usage: Usage | None = None,
+        *,
+        time: float | None = None,
+        model: str | None = None,
     ) -> None:
         """A new model call: an assistant message with ``text`` and, so far, no tool calls.
 
         ``time``: the timestamp of the response's own entry; the request was sent at the latest
-        entry before it, when the log recorded one (a tool result, the user's prompt).
+        entry before it, when the log recorded one (a tool result, the user's prompt). ``model``:
+        the model that answered it, where the log says.
         """
         self._close_step()
         self.usage.append(usage)
         self.times.append(self._input_time if self._input_time is not None else time)
         self.writes_1h.append(0)
+        self.models.append(model)
         self._input_time = None
         self._pending, self._answered = {}, set()
         self._assistant_at = len(self.messages)
@@ -218,6 +226,6 @@ class HistoryBuilder:
             read_only=read_only,
             read_only_calls=self.read_only_calls,
             timing=StepTiming(
-                self.times, self.writes_1h, self.restarts, prompt_complete, self.reasoning_steps
+                self.times, self.writes_1h, self.restarts, prompt_complete, self.reasoning_steps, self.models
             ),
         )

@@ -148,6 +148,10 @@ class RunCosting:
     summary_prices: ModelPrices | None = None  # the --summary-model's prices
     long_steps: frozenset[int] = frozenset()  # steps whose writes have the 1-hour lifetime
     recorded_prices: ModelPrices | None = None  # the recorded model's list prices
+    # A run that switched models: the steps answered by another model than the one it is priced as
+    # (billed at that model's prices), and than the recorded one (what the provider billed).
+    step_prices: Mapping[int, ModelPrices] = dataclasses.field(default_factory=dict)
+    recorded_step_prices: Mapping[int, ModelPrices] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(
@@ -160,10 +164,16 @@ class RunCosting:
         calibration: Mapping[str, ProviderCalibration],
         summary_prices: ModelPrices | None = None,
         writes_1h: Sequence[int] = (),
+        step_models: Sequence[str] = (),
+        priced_as_recorded: bool = True,
     ) -> RunCosting:
+        """``step_models``: per step, the model that answered it, in a run that switched models;
+        ``priced_as_recorded``: False when every step is priced as one model (``--price-model``)."""
         recorded_scale = token_scale(calibration, provider_of(recorded_model))
+        prices = model_prices(plan_price_model) if plan_price_model else None
+        recorded_prices = model_prices(recorded_model) if recorded_model else None
         return cls(
-            prices=model_prices(plan_price_model) if plan_price_model else None,
+            prices=prices,
             scale=scale,
             recorded_output_scale=scale / recorded_scale,
             recorded_output_steps=frozenset(
@@ -171,8 +181,14 @@ class RunCosting:
             ),
             summary_prices=summary_prices,
             long_steps=long_ttl_steps(usage, writes_1h),
-            recorded_prices=model_prices(recorded_model) if recorded_model else None,
+            recorded_prices=recorded_prices,
+            step_prices=_switched_prices(step_models, prices) if priced_as_recorded else {},
+            recorded_step_prices=_switched_prices(step_models, recorded_prices),
         )
+
+    def prices_at(self, step: int) -> ModelPrices | None:
+        """The prices step ``step`` is billed at (None: the run is not priced)."""
+        return self.step_prices.get(step, self.prices) if self.prices is not None else None
 
     def output_tokens(self, step: int, output: int) -> float:
         """A step's output tokens in the provider's tokens."""
@@ -181,37 +197,41 @@ class RunCosting:
     def step_usd(self, step: int, prompt: int, cached: int, written: int, output: int) -> float:
         """USD of one replayed call (0.0 when the run is not priced); its writes at the price of the
         step's cache lifetime."""
-        if self.prices is None:
+        prices = self.prices_at(step)
+        if prices is None:
             return 0.0
         s = self.scale
         long = written * s if step in self.long_steps else 0.0
-        return self.prices.cost(
+        return prices.cost(
             prompt * s, cached * s, written * s, self.output_tokens(step, output), written_1h=long
         )
 
     def input_rates(self, step: int, prompt: int) -> tuple[float, float, float] | None:
         """USD per replayed token of a step's prompt tokens read from the cache, written to it and
         uncached, as :meth:`step_usd` prices them (None: the run is not priced)."""
-        if self.prices is None:
+        prices = self.prices_at(step)
+        if prices is None:
             return None
         s = self.scale
-        p = self.prices.for_prompt(prompt * s)
+        p = prices.for_prompt(prompt * s)
         write = p.write_1h if step in self.long_steps else p.cache_write
         return p.cache_read * s, write * s, p.input * s
 
     def output_usd(self, step: int, prompt: int, output: int) -> float:
         """USD of a step's output tokens, as :meth:`step_usd` prices them (0.0: not priced)."""
-        if self.prices is None:
+        prices = self.prices_at(step)
+        if prices is None:
             return 0.0
-        return self.output_tokens(step, output) * self.prices.for_prompt(prompt * self.scale).output
+        return self.output_tokens(step, output) * prices.for_prompt(prompt * self.scale).output
 
-    def recorded_usd(self, usage: Usage, writes_1h: int = 0) -> float | None:
-        """USD of a recorded call at the recorded model's list prices (None: not priced there): its
-        uncached input, cache reads, 5-minute and 1-hour writes, and output, as the provider billed
-        them (a cost the log itself recorded is the ``cost`` field; this is the list price)."""
+    def recorded_usd(self, usage: Usage, writes_1h: int = 0, step: int = 0) -> float | None:
+        """USD of recorded call ``step`` at the list prices of the model that answered it (None: not
+        priced there): its uncached input, cache reads, 5-minute and 1-hour writes, and output, as the
+        provider billed them (a cost the log itself recorded is the ``cost`` field; this is the list
+        price)."""
         if self.recorded_prices is None:
             return None
-        return self.recorded_prices.cost(
+        return self.recorded_step_prices.get(step, self.recorded_prices).cost(
             usage.prompt_tokens,
             usage.cached_tokens,
             usage.cache_write_tokens,
@@ -226,3 +246,16 @@ class RunCosting:
         if self.summary_prices is None:
             return None
         return self.summary_prices.cost(usage.prompt_tokens, usage.cached_tokens, 0, usage.completion_tokens)
+
+
+def _switched_prices(step_models: Sequence[str], run_prices: ModelPrices | None) -> dict[int, ModelPrices]:
+    """The steps whose model has other prices than ``run_prices`` (the run's), with those prices; a
+    step whose model litellm has no price for keeps the run's (None: the run is not priced)."""
+    if run_prices is None:
+        return {}
+    out: dict[int, ModelPrices] = {}
+    for step, model in enumerate(step_models, start=1):
+        prices = model_prices(model)
+        if prices is not None and prices.model != run_prices.model:
+            out[step] = prices
+    return out

@@ -104,6 +104,8 @@ def run_costing(
         calibration=providers,
         summary_prices=model_prices(summary) if summary else None,
         writes_1h=info.cache_writes_1h,
+        step_models=info.step_models,
+        priced_as_recorded=settings.price_model is None,
     )
 
 

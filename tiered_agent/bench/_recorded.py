@@ -58,6 +58,9 @@ class RecordedRun:
     - ``reasoning_steps``: the model calls (1-based) whose response held reasoning items (a
       reasoning model's hidden thinking, recorded as such by Codex): providers drop the reasoning
       of earlier turns at the next user message, which changes the prompt they cache;
+    - ``step_models[k - 1]``: the model that answered step ``k``, recorded only for a run that
+      switched models (a slash command or skill run on another model, ``/model`` mid-session):
+      each model has its own prices and its own prompt cache;
     - ``prompt_complete``: False when the log does not hold everything the model was
       sent (Claude Code and Codex record neither the tool schemas nor, for Claude Code,
       the system prompt); the bench then estimates the missing prefix from the usage.
@@ -85,6 +88,7 @@ class RecordedRun:
     restarts: tuple[int, ...] = ()
     prompt_complete: bool = True
     reasoning_steps: frozenset[int] = frozenset()
+    step_models: tuple[str, ...] = ()
 
     @property
     def steps(self) -> int:
@@ -102,6 +106,11 @@ class RecordedRun:
     def time(self, step: int) -> float | None:
         """When model call ``step`` (1-based) was sent, if recorded (POSIX seconds)."""
         return self.timestamps[step - 1] if 0 < step <= len(self.timestamps) else None
+
+    def model_at(self, step: int) -> str | None:
+        """The model that answered call ``step`` (1-based) when the run switched models; None when it
+        used one (:attr:`model`)."""
+        return self.step_models[step - 1] if 0 < step <= len(self.step_models) else None
 
     def writes_1h(self, step: int) -> int:
         """The tokens model call ``step`` wrote to the cache with a 1-hour time to live."""

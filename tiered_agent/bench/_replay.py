@@ -191,6 +191,7 @@ class RunInfo:
     prefix_source: str = "recorded"  # where that number comes from (_calibration.PREFIX_SOURCES)
     cache_writes_1h: tuple[int, ...] = ()  # per step, the recorded writes with the 1-hour lifetime
     restarts: int = 0  # the agent's own compactions the replay followed
+    step_models: tuple[str, ...] = ()  # per step, its model, when the run switched models
 
     @property
     def has_usage(self) -> bool:
@@ -201,7 +202,7 @@ class RunInfo:
         info = cls(
             run.run_id, run.source, run.format, run.model, run.steps, tuple(run.usage), family_of(run.format),
             endpoints=len({r for r in run.routes if r is not None}), cache_writes_1h=run.cache_writes_1h,
-            restarts=len(run.restarts),
+            restarts=len(run.restarts), step_models=run.step_models,
         )  # fmt: skip
         return info if plan is None else info.planned(plan)
 
@@ -703,6 +704,7 @@ async def _step(
         long_ttl=step in state.long_steps,
         new_turn_after_reasoning=step in state.turns_after_reasoning,
         stable=prepared.built.stable,
+        partition=state.run.model_at(step),
     )
     cached = min(use.read, prompt_tokens)
     fixed, new = _regions(state, track, messages, prepared.tools, prompt_tokens)

@@ -59,11 +59,12 @@ def as_recorded(run_model: str | None, price_model: str | None) -> bool:
     return prices is not None and prices.model == price_model
 
 
-def recorded_usd(costing: RunCosting, usage: Usage, writes_1h: int) -> tuple[float | None, bool]:
-    """What one recorded call cost, and whether the log recorded it (else the list price of its usage)."""
+def recorded_usd(costing: RunCosting, usage: Usage, writes_1h: int, step: int) -> tuple[float | None, bool]:
+    """What recorded call ``step`` cost, and whether the log recorded it (else the list price of its
+    usage at its model's prices)."""
     if usage.cost is not None:
         return usage.cost, True
-    return costing.recorded_usd(usage, writes_1h), False
+    return costing.recorded_usd(usage, writes_1h, step), False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +104,8 @@ def check_dollars(
         long = writes_1h.get(replay.run_id, ())
         counted = 0
         for step, use in _recorded_pairs(replay, usage.get(replay.run_id, ())):
-            usd, from_log = recorded_usd(run, use, long[step.step - 1] if step.step <= len(long) else 0)
+            written_1h = long[step.step - 1] if step.step <= len(long) else 0
+            usd, from_log = recorded_usd(run, use, written_1h, step.step)
             if usd is None:
                 continue
             counted, logged = counted + 1, logged + from_log
@@ -218,7 +220,7 @@ def _run_recorded_usd(
     for index, use in enumerate(usage):
         if use is None or use.prompt_tokens <= 0:
             continue
-        usd, _ = recorded_usd(run, use, writes_1h[index] if index < len(writes_1h) else 0)
+        usd, _ = recorded_usd(run, use, writes_1h[index] if index < len(writes_1h) else 0, index + 1)
         if usd is None:
             return None
         total += usd
