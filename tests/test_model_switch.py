@@ -8,6 +8,7 @@ prompt cache.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -127,3 +128,17 @@ def test_the_bench_bills_a_switched_session_per_model(tmp_path: Path) -> None:
     doc = orjson.loads((tmp_path / "out" / "bench.json").read_bytes())
     per_call = [10 * 5e-6 + 2000 * 6.25e-6 + 5 * 2.5e-5, 10 * 1e-6 + 2000 * 1.25e-6 + 5 * 5e-6]
     assert doc["recorded"]["cost_usd"] == pytest.approx(per_call[0] * 2 + per_call[1], abs=1e-6)
+
+
+def test_the_models_of_each_step_survive_the_trace_round_trip(tmp_path: Path) -> None:
+    from tiered_agent.bench._importers import write_run_trace
+
+    [run] = load_runs([_write(tmp_path / "s.jsonl", _session())], strict=True).runs
+    write_run_trace(run, tmp_path / "t.jsonl")
+    [back] = load_runs([tmp_path / "t.jsonl"], strict=True).runs
+    assert back.step_models == (OPUS, HAIKU, OPUS)
+    # a hand-edited recording with a model that is not a name, or too few, is ignored, not half read
+    plain = dataclasses.replace(run, step_models=())
+    assert plain.with_recording({"step_models": [OPUS, HAIKU, OPUS]}).step_models == (OPUS, HAIKU, OPUS)
+    assert plain.with_recording({"step_models": [OPUS, 3, OPUS]}).step_models == ()
+    assert plain.with_recording({"step_models": [OPUS, ""]}).step_models == ()

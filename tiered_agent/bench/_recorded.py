@@ -167,6 +167,8 @@ class RecordedRun:
             out["prompt_complete"] = False
         if self.reasoning_steps:
             out["reasoning_steps"] = sorted(self.reasoning_steps)
+        if self.step_models:
+            out["step_models"] = list(self.step_models)
         return out
 
     def with_recording(self, recording: Any) -> RecordedRun:
@@ -182,6 +184,7 @@ class RecordedRun:
             restarts=_restarts(recording.get("restarts"), len(self.messages)) or self.restarts,
             prompt_complete=recording.get("prompt_complete") is not False and self.prompt_complete,
             reasoning_steps=_steps(recording.get("reasoning_steps"), steps) or self.reasoning_steps,
+            step_models=_models(recording.get("step_models"), steps) or self.step_models,
         )
 
 
@@ -202,6 +205,12 @@ def _per_step(values: Any, steps: int, read: Any) -> tuple[Any, ...]:
     if not isinstance(values, Sequence) or isinstance(values, str) or len(values) != steps:
         return ()
     return tuple(read(v) for v in values)
+
+
+def _models(values: Any, steps: int) -> tuple[str, ...]:
+    """Per step, a model name: all of them strings, one per step (else none)."""
+    models = _per_step(values, steps, lambda v: v if isinstance(v, str) and v else None)
+    return models if models and None not in models else ()
 
 
 def _steps(values: Any, steps: int) -> frozenset[int]:
