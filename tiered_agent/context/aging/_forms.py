@@ -49,7 +49,7 @@ from ._condense import (
 )
 from ._jsonform import json_fields
 from ._novel import novel_lines
-from ._reads import file_read
+from ._reads import Focus
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
 from ._refs import NamedPaths, Refs, line_refs, paths_of, refs, tail_index, text_refs
 from ._reports import NO_REPORTS, Reports, user_texts
@@ -140,6 +140,8 @@ class AgedStyle:
     reports: Reports = NO_REPORTS
     shown_by: ShownBy = "any"
     focus: int = 0  # ``Age.focus_reads``: reads of a file named in the last N iterations stay whole
+    focus_newest: bool = False  # ``Age.focus_newest``: not those whose lines a newer read shows whole
+    focus_chars: int = 0  # ``Age.focus_chars``: at most this many chars of them per batch (0: no bound)
 
 
 def preamble(style: AgedStyle) -> Message:
@@ -218,13 +220,15 @@ def _render_batch(
     users = _users_before(head, batch) if style.reports.user_max_chars else {}
     # what the agent's last ``style.focus`` iterations up to the epoch name (the files it works on)
     recent = batch[-1][0] - style.focus if batch else 0
-    focus: set[str] = set()
+    focus = Focus(style.focus_newest, style.focus_chars)
     for iteration, messages in reversed(batch):
         told = _told(messages, memo)
         if iteration > last:
             seen.update(told.lasting(style))
             if shown is not None:
                 shown.update(told.others)
+            if style.focus:
+                _shown_reads(messages, focus)
         elif iteration >= first:
             earlier = users.get(iteration, frozenset())
             forms[iteration] = _age_iteration(
@@ -240,7 +244,7 @@ def _render_batch(
                 focus=focus,
             )
         if iteration > recent and style.focus:
-            focus.update(told.actions)
+            focus.names.update(told.actions)
         for key, output, call_id in told.calls:
             later.setdefault(key, []).append((iteration, output, call_id))
         used.update(told.actions)
@@ -385,12 +389,12 @@ def _age_iteration(
     earlier: frozenset[str] = frozenset(),
     paths: NamedPaths | None = None,
     shown: set[str] | None = None,
-    focus: set[str] | frozenset[str] = frozenset(),
+    focus: Focus | None = None,
 ) -> tuple[Message, ...]:
-    """``focus``: what the agent's last ``style.focus`` iterations after these name (a read of a
-    file it names stays whole: :func:`_in_focus`); ``told``: what the run's memo found of these
-    messages (their shortened reasoning and cut arguments, shared with what newer iterations read
-    of them); ``earlier``: the texts of the user messages before them
+    """``focus``: the reads that stay whole, by what the agent's last ``style.focus`` iterations
+    after these name (a read of a file it names: :class:`~._reads.Focus`); ``told``: what the run's
+    memo found of these messages (their shortened reasoning and cut arguments, shared with what
+    newer iterations read of them); ``earlier``: the texts of the user messages before them
     (:meth:`~._reports.Reports.keeps_user`); ``shown``: what the messages not the agent's show
     after them, what an output line is judged by when the style says so (``seen`` stays a superset
     of it: every name either holds)."""
@@ -402,7 +406,7 @@ def _age_iteration(
             out.append(_age_assistant(style, message, seen, used, told, paths=paths))
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
-            if style.reports.keeps(call, message) or _in_focus(call, focus):
+            if style.reports.keeps(call, message) or (focus is not None and focus.keeps(call, message.text)):
                 # a sub-agent's report, a read of a file the agent still works on: kept whole
                 _show(text_refs(message.text), seen, shown)
                 out.append(message)
@@ -416,13 +420,13 @@ def _age_iteration(
     return tuple(reversed(out))
 
 
-def _in_focus(call: ToolCall | None, focus: set[str] | frozenset[str]) -> bool:
-    """Whether ``call`` reads one file (:func:`~._reads.file_read`) whose path or file name
-    ``focus`` holds: a file the agent is still working on (``Age.focus_reads``)."""
-    if not focus or call is None:
-        return False
-    read = file_read(call)
-    return read is not None and (read.path in focus or read.name in focus)
+def _shown_reads(messages: tuple[Message, ...], focus: Focus) -> None:
+    """The reads among a verbatim iteration's outputs, shown whole after the aged ones (``focus``)."""
+    outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
+    for message in messages:
+        for call in message.tool_calls:
+            if call.id in outputs:
+                focus.shown(call, outputs[call.id])
 
 
 def _show(names: Iterable[str], seen: set[str], shown: set[str] | None) -> None:
