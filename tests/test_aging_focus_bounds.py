@@ -7,6 +7,8 @@ one epoch keeps whole add up to at most N characters, the newest first. Both off
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
 import pytest
 
@@ -91,7 +93,7 @@ def test_read_lines_places_a_read_by_its_start_and_length() -> None:
 
 
 def test_off_by_default_validated_and_round_trips() -> None:
-    assert (Age().focus_newest, Age().focus_chars) == (False, 0)
+    assert (Age().focus_newest, Age().focus_chars, Age().focus_near) == (False, 0, 0)
     age = next(s for s in PRESETS["tiered"].steps if isinstance(s, Age))
     style = age.style(True)
     assert (style.focus, style.focus_newest, style.focus_chars) == (age.focus_reads, False, 0)
@@ -102,3 +104,22 @@ def test_off_by_default_validated_and_round_trips() -> None:
         Age(focus_chars=-1)
     with pytest.raises(ConfigurationError, match=r"Age\.focus_newest must be true or false"):
         Age(focus_newest="yes")  # type: ignore[arg-type]
+
+
+def test_focus_near_keeps_the_lines_near_what_the_agent_named_since() -> None:
+    lines = [f"   {n}\t    total_{n} = compute(total_{n - 1})" for n in range(400, 460)]
+    read = (f"nl -ba {PATH} | sed -n '400,459p'", "\n".join(lines))
+    batch = [_iteration(1, "Read it.", *read), _iteration(2, "Fix total_430 in loader.py.", "ls", "ok")]
+    style = AgedStyle(max_lines=10, head_lines=2, min_chars=100, shown_by="outputs", focus=3, focus_near=3)
+    form = age_batch(style, (SYSTEM, TASK), batch, 1, 1)[1][1].text
+    header, *body = form.splitlines()
+    assert header.startswith("[older output: ") and "near what was named since" in header
+    # the head, then lines 427-434 (430 and 431 name total_430), each whole
+    assert body == [*lines[:2], "[... 25 lines ...]", *lines[27:35], "[... 25 lines ...]"]
+    whole = dataclasses.replace(style, focus_near=0)
+    assert age_batch(whole, (SYSTEM, TASK), batch, 1, 1)[1][1].text == read[1]
+    unnamed = [_iteration(1, "Read it.", *read), _iteration(2, "Look at loader.py.", "ls", "ok")]
+    assert age_batch(style, (SYSTEM, TASK), unnamed, 1, 1)[1][1].text.count("\n") == 3  # head and a gap
+    assert Age(focus_near=5).style(True).focus_near == 5
+    with pytest.raises(ConfigurationError, match=r"Age\.focus_near must be >= 0"):
+        Age(focus_near=-1)

@@ -48,7 +48,7 @@ from ._condense import (
     condensed_note,
 )
 from ._jsonform import json_fields
-from ._novel import novel_lines
+from ._novel import kept_lines, novel_lines
 from ._reads import Focus
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
 from ._refs import NamedPaths, Refs, line_refs, paths_of, refs, tail_index, text_refs
@@ -142,6 +142,7 @@ class AgedStyle:
     focus: int = 0  # ``Age.focus_reads``: reads of a file named in the last N iterations stay whole
     focus_newest: bool = False  # ``Age.focus_newest``: not those whose lines a newer read shows whole
     focus_chars: int = 0  # ``Age.focus_chars``: at most this many chars of them per batch (0: no bound)
+    focus_near: int = 0  # ``Age.focus_near``: only their lines this near a line the agent named (0: whole)
 
 
 def preamble(style: AgedStyle) -> Message:
@@ -406,6 +407,9 @@ def _age_iteration(
             out.append(_age_assistant(style, message, seen, used, told, paths=paths))
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
+            if focus is not None and style.focus_near and focus.keeps(call, message.text):
+                out.append(_near_form(style, message, used, seen, shown))  # its lines near the names
+                continue
             if style.reports.keeps(call, message) or (focus is not None and focus.keeps(call, message.text)):
                 # a sub-agent's report, a read of a file the agent still works on: kept whole
                 _show(text_refs(message.text), seen, shown)
@@ -418,6 +422,32 @@ def _age_iteration(
         else:
             out.append(_age_output(style, message, seen, None, shown))
     return tuple(reversed(out))
+
+
+def _near_form(
+    style: AgedStyle, message: Message, used: frozenset[str], seen: set[str], shown: set[str] | None
+) -> Message:
+    """A read the agent still works on (``Age.focus_near`` = W): its first ``head_lines`` lines and
+    every line within W lines of one naming what the agent's later messages name (``used``), whole,
+    the rest as gaps; whole when that is no shorter. ``seen`` and ``shown`` gain what it shows."""
+    text = message.text
+    lines = text.splitlines()
+    names = line_refs(text)
+    near = style.focus_near
+    keep = set(range(min(style.head_lines, len(lines))))
+    for index, found in enumerate(names):
+        if not used.isdisjoint(found):
+            keep.update(range(max(0, index - near), min(len(lines), index + near + 1)))
+    hint = _hint(style, message)
+    header = (
+        f"[older output: {len(keep)} of {len(lines):,} lines shown, those near what was named since{hint}]"
+    )
+    form = f"{header}\n{kept_lines(lines, sorted(keep), style.line_chars)}"
+    if len(form) >= len(text):
+        _show(text_refs(text), seen, shown)
+        return message
+    _show(chain.from_iterable(names[i] for i in keep), seen, shown)
+    return with_content(message, form)
 
 
 def _shown_reads(messages: tuple[Message, ...], focus: Focus) -> None:

@@ -66,7 +66,9 @@ the provider's cache holds all of it. The forms:
   ``focus_newest`` (off by default) such a read is not kept when a newer read of the same file up
   to the epoch shows all its lines whole (in the verbatim window, or kept whole itself); with
   ``focus_chars`` = N > 0 (0: no bound) the reads one epoch keeps whole add up to at most N
-  characters, the newest first (:class:`~._reads.Focus`).
+  characters, the newest first (:class:`~._reads.Focus`); with ``focus_near`` = W > 0 (0: whole)
+  such a read shows only its first lines and the lines within W lines of one naming what the
+  agent's later messages name.
 
 A fixed note before the aged iterations says what these forms mean. The
 rolling summary, when the policy has one, follows the aged iterations, so the
@@ -189,6 +191,7 @@ class Age(Step):
     focus_reads: int = 0
     focus_newest: bool = False
     focus_chars: int = 0
+    focus_near: int = 0
     refresh_chunks: bool = False
     named_again: int = 2
     bare_lines: bool = True
@@ -234,6 +237,7 @@ class Age(Step):
             "written_chars",
             "focus_reads",
             "focus_chars",
+            "focus_near",
             "fade_keep",
         ):
             value = getattr(self, name)
@@ -302,6 +306,7 @@ class Age(Step):
             self.focus_reads,
             self.focus_newest,
             self.focus_chars,
+            self.focus_near,
         )
 
     def novel_scale(self) -> NovelScale:
