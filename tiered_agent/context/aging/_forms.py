@@ -47,11 +47,11 @@ from ._condense import (
     Terse,
     condensed_note,
 )
-from ._jsonform import json_fields
+from ._jsonform import json_fields, output_lines
 from ._novel import kept_lines, novel_lines
 from ._reads import Focus
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
-from ._refs import NamedPaths, Refs, line_refs, paths_of, refs, tail_index, text_refs
+from ._refs import NamedPaths, Refs, line_refs, lines_refs, paths_of, refs, tail_index, text_refs
 from ._reports import NO_REPORTS, Reports, user_texts
 from ._written import WrittenFiles
 
@@ -431,8 +431,8 @@ def _near_form(
     every line within W lines of one naming what the agent's later messages name (``used``), whole,
     the rest as gaps; whole when that is no shorter. ``seen`` and ``shown`` gain what it shows."""
     text = message.text
-    lines = text.splitlines()
-    names = line_refs(text)
+    lines = output_lines(text)  # a JSON-wrapped output (Codex): its fields' lines
+    names = lines_refs(lines) if json_fields(text) is not None else line_refs(text)
     near = style.focus_near
     keep = set(range(min(style.head_lines, len(lines))))
     for index, found in enumerate(names):

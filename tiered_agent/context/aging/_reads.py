@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ..._messages import ToolCall
 from .._names import RETRIEVE_TOOL_NAME
 from ..summary.memory._calls import call_facts
+from ._jsonform import output_lines
 
 __all__ = ["Focus", "Read", "file_read", "read_lines"]
 
@@ -53,10 +54,12 @@ def file_read(call: ToolCall) -> Read | None:
 
 def read_lines(read: Read, output: str) -> tuple[int, int] | None:
     """The file lines ``output`` shows (first, last), when the read says where it starts (a
-    ``grep`` or a read without a start shows lines it does not place: None)."""
+    ``grep`` or a read without a start shows lines it does not place: None). A JSON output is
+    counted by its fields' lines (:func:`~._jsonform.output_lines`: the text's lines and a few
+    of its other fields, so ``last`` may run a few lines past the text's)."""
     if read.start is None:
         return None
-    count = output.count("\n") + (0 if output.endswith("\n") else 1)
+    count = len(output_lines(output))  # a JSON-wrapped output (Codex): its fields' lines
     return read.start, read.start + max(count, 1) - 1
 
 
