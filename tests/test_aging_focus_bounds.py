@@ -123,3 +123,22 @@ def test_focus_near_keeps_the_lines_near_what_the_agent_named_since() -> None:
     assert Age(focus_near=5).style(True).focus_near == 5
     with pytest.raises(ConfigurationError, match=r"Age\.focus_near must be >= 0"):
         Age(focus_near=-1)
+
+
+def test_focus_near_and_newest_read_a_json_wrapped_output_by_its_lines() -> None:
+    """Codex wraps a read's output in JSON (one long line): its text's lines count, not the one line."""
+    lines = [f"    total_{n} = compute(total_{n - 1})" for n in range(1, 61)]
+    wrapped = orjson.dumps({"output": "\n".join(lines), "metadata": {"exit_code": 0}}).decode()
+    read = (f"sed -n '1,60p' {PATH}", wrapped)
+    batch = [_iteration(1, "Read it.", *read), _iteration(2, "Fix total_30 in loader.py.", "ls", "ok")]
+    style = AgedStyle(max_lines=10, head_lines=2, min_chars=100, shown_by="outputs", focus=3, focus_near=2)
+    body = age_batch(style, (SYSTEM, TASK), batch, 1, 1)[1][1].text.splitlines()[1:]
+    assert body == [
+        f"output: {lines[0]}",
+        lines[1],
+        "[... 25 lines ...]",
+        *lines[27:33],
+        "[... 28 lines ...]",
+    ]
+    found = file_read(ToolCall("c", "bash", orjson.dumps({"command": read[0]}).decode()))
+    assert found is not None and read_lines(found, wrapped) == (1, 61)  # 60 lines and exit_code's
