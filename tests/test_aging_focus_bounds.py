@@ -106,20 +106,26 @@ def test_off_by_default_validated_and_round_trips() -> None:
         Age(focus_newest="yes")  # type: ignore[arg-type]
 
 
-def test_focus_near_keeps_the_lines_near_what_the_agent_named_since() -> None:
+def _kept(form: str) -> list[str]:
+    """The lines an aged form shows (no header, no gaps)."""
+    return [line for line in form.splitlines()[1:] if not line.startswith("[...")]
+
+
+def test_focus_near_adds_the_lines_near_what_the_agent_named_since_to_the_aged_form() -> None:
     lines = [f"   {n}\t    total_{n} = compute(total_{n - 1})" for n in range(400, 460)]
     read = (f"nl -ba {PATH} | sed -n '400,459p'", "\n".join(lines))
     batch = [_iteration(1, "Read it.", *read), _iteration(2, "Fix total_430 in loader.py.", "ls", "ok")]
     style = AgedStyle(max_lines=10, head_lines=2, min_chars=100, shown_by="outputs", focus=3, focus_near=3)
-    form = age_batch(style, (SYSTEM, TASK), batch, 1, 1)[1][1].text
-    header, *body = form.splitlines()
-    assert header.startswith("[older output: ") and "near what was named since" in header
-    # the head, then lines 427-434 (430 and 431 name total_430), each whole
-    assert body == [*lines[:2], "[... 25 lines ...]", *lines[27:35], "[... 25 lines ...]"]
+    near = age_batch(style, (SYSTEM, TASK), batch, 1, 1)[1][1].text
+    aged = age_batch(dataclasses.replace(style, focus=0), (SYSTEM, TASK), batch, 1, 1)[1][1].text
+    assert near.startswith("[older output: ") and aged.startswith("[older output: ")
+    assert set(_kept(aged)) < set(_kept(near))  # the aged form's lines, and more
+    # lines 427-434 (430 and 431 name total_430), each whole, which the aged form left out
+    assert set(lines[27:35]) <= set(_kept(near))
+    assert not set(lines[27:35]) <= set(_kept(aged))
+    assert set(_kept(near)) - set(_kept(aged)) <= set(lines[27:35])
     whole = dataclasses.replace(style, focus_near=0)
     assert age_batch(whole, (SYSTEM, TASK), batch, 1, 1)[1][1].text == read[1]
-    unnamed = [_iteration(1, "Read it.", *read), _iteration(2, "Look at loader.py.", "ls", "ok")]
-    assert age_batch(style, (SYSTEM, TASK), unnamed, 1, 1)[1][1].text.count("\n") == 3  # head and a gap
     assert Age(focus_near=5).style(True).focus_near == 5
     with pytest.raises(ConfigurationError, match=r"Age\.focus_near must be >= 0"):
         Age(focus_near=-1)
@@ -132,13 +138,10 @@ def test_focus_near_and_newest_read_a_json_wrapped_output_by_its_lines() -> None
     read = (f"sed -n '1,60p' {PATH}", wrapped)
     batch = [_iteration(1, "Read it.", *read), _iteration(2, "Fix total_30 in loader.py.", "ls", "ok")]
     style = AgedStyle(max_lines=10, head_lines=2, min_chars=100, shown_by="outputs", focus=3, focus_near=2)
-    body = age_batch(style, (SYSTEM, TASK), batch, 1, 1)[1][1].text.splitlines()[1:]
-    assert body == [
-        f"output: {lines[0]}",
-        lines[1],
-        "[... 25 lines ...]",
-        *lines[27:33],
-        "[... 28 lines ...]",
-    ]
+    near = age_batch(style, (SYSTEM, TASK), batch, 1, 1)[1][1].text
+    aged = age_batch(dataclasses.replace(style, focus=0), (SYSTEM, TASK), batch, 1, 1)[1][1].text
+    assert set(lines[27:33]) <= set(_kept(near))  # total_30's lines and 2 on each side
+    assert set(_kept(near)) - set(_kept(aged)) <= set(lines[27:33])
+    assert not set(lines[27:33]) <= set(_kept(aged))
     found = file_read(ToolCall("c", "bash", orjson.dumps({"command": read[0]}).decode()))
     assert found is not None and read_lines(found, wrapped) == (1, 61)  # 60 lines and exit_code's

@@ -47,8 +47,8 @@ from ._condense import (
     Terse,
     condensed_note,
 )
-from ._jsonform import json_fields, output_lines
-from ._novel import kept_lines, novel_lines
+from ._jsonform import json_fields
+from ._novel import Elided, kept_lines, novel_lines
 from ._reads import Focus
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
 from ._refs import NamedPaths, Refs, line_refs, lines_refs, paths_of, refs, tail_index, text_refs
@@ -408,7 +408,8 @@ def _age_iteration(
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
             if focus is not None and style.focus_near and focus.keeps(call, message.text):
-                out.append(_near_form(style, message, used, seen, shown))  # its lines near the names
+                # a read of a file the agent still works on: also its lines near what it named since
+                out.append(_age_output(style, message, seen, None, shown, near=used))
                 continue
             if style.reports.keeps(call, message) or (focus is not None and focus.keeps(call, message.text)):
                 # a sub-agent's report, a read of a file the agent still works on: kept whole
@@ -424,30 +425,28 @@ def _age_iteration(
     return tuple(reversed(out))
 
 
-def _near_form(
-    style: AgedStyle, message: Message, used: frozenset[str], seen: set[str], shown: set[str] | None
-) -> Message:
-    """A read the agent still works on (``Age.focus_near`` = W): its first ``head_lines`` lines and
-    every line within W lines of one naming what the agent's later messages name (``used``), whole,
-    the rest as gaps; whole when that is no shorter. ``seen`` and ``shown`` gain what it shows."""
-    text = message.text
-    lines = output_lines(text)  # a JSON-wrapped output (Codex): its fields' lines
-    names = lines_refs(lines) if json_fields(text) is not None else line_refs(text)
-    near = style.focus_near
-    keep = set(range(min(style.head_lines, len(lines))))
+def _near_lines(
+    style: AgedStyle,
+    elided: Elided,
+    *,
+    lines: Sequence[str],
+    names: Sequence[Refs],
+    near: frozenset[str],
+    mine: set[str],
+    gaps: str = "lines",
+) -> Elided:
+    """``elided`` with every line within ``style.focus_near`` lines of one naming what ``near``
+    holds kept too (``mine`` gains their names; ``gaps``: what a gap counts)."""
+    width = style.focus_near
+    keep = set(elided.kept)
     for index, found in enumerate(names):
-        if not used.isdisjoint(found):
-            keep.update(range(max(0, index - near), min(len(lines), index + near + 1)))
-    hint = _hint(style, message)
-    header = (
-        f"[older output: {len(keep)} of {len(lines):,} lines shown, those near what was named since{hint}]"
-    )
-    form = f"{header}\n{kept_lines(lines, sorted(keep), style.line_chars)}"
-    if len(form) >= len(text):
-        _show(text_refs(text), seen, shown)
-        return message
-    _show(chain.from_iterable(names[i] for i in keep), seen, shown)
-    return with_content(message, form)
+        if not near.isdisjoint(found):
+            keep.update(range(max(0, index - width), min(len(lines), index + width + 1)))
+    if len(keep) == len(elided.kept):
+        return elided
+    order = tuple(sorted(keep))
+    mine.update(chain.from_iterable(names[i] for i in order))
+    return Elided(kept_lines(lines, order, style.line_chars, gaps), len(order), len(lines), order)
 
 
 def _shown_reads(messages: tuple[Message, ...], focus: Focus) -> None:
@@ -530,10 +529,17 @@ def _hint(style: AgedStyle, message: Message) -> str:
 
 
 def _age_output(
-    style: AgedStyle, message: Message, seen: set[str], superseded: int | None, shown: set[str] | None = None
+    style: AgedStyle,
+    message: Message,
+    seen: set[str],
+    superseded: int | None,
+    shown: set[str] | None = None,
+    *,
+    near: frozenset[str] = frozenset(),
 ) -> Message:
     """An output's aged form: its lines naming what ``shown`` (else ``seen``) does not hold; both
-    gain what it shows."""
+    gain what it shows. With ``near`` (``Age.focus_near`` = W), also every line within W lines of
+    one naming what ``near`` holds (a superset of the form without it)."""
     text = message.text
     what = "output" if message.role == "tool" else "message"
     if message.role == "tool" and message.name == RETRIEVE_TOOL_NAME:  # a copy of older history
@@ -559,6 +565,12 @@ def _age_output(
             unit="lines" if fields.multiline else "fields",
         )
         unit = "lines of JSON fields" if fields.multiline else "JSON fields"
+        if near:
+            values = lines_refs(fields.values)
+            gaps = "lines" if fields.multiline else "fields"
+            elided = _near_lines(
+                style, elided, lines=fields.lines, names=values, near=near, mine=mine, gaps=gaps
+            )
     else:
         elided = novel_lines(
             text.splitlines(),
@@ -569,6 +581,10 @@ def _age_output(
             names=line_refs(text),
         )
         unit = "lines"
+        if near:
+            elided = _near_lines(
+                style, elided, lines=text.splitlines(), names=line_refs(text), near=near, mine=mine
+            )
     header = f"[older {what}: {elided.shown} of {elided.total:,} {unit} shown{_hint(style, message)}]"
     form = f"{header}\n{elided.body}"
     if len(form) >= len(text):

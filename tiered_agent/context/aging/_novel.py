@@ -27,6 +27,7 @@ class Elided:
     body: str
     shown: int
     total: int
+    kept: tuple[int, ...] = ()  # the indexes of the lines kept, ascending
 
 
 def gap(count: int, unit: str = "lines") -> str:
@@ -65,7 +66,7 @@ def novel_lines(
             keep.append(index)  # a reference not in seen (no set built)
             shown = _cut(key, line_chars)
             seen.update(names[index] if names is not None and shown is key else refs(shown))
-    return Elided(kept_lines(lines, keep, line_chars, unit), len(keep), len(lines))
+    return Elided(kept_lines(lines, keep, line_chars, unit), len(keep), len(lines), tuple(keep))
 
 
 def kept_lines(lines: Sequence[str], keep: Sequence[int], line_chars: int, unit: str = "lines") -> str:
