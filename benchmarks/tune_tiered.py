@@ -360,9 +360,9 @@ CANDIDATES: dict[str, Policy] = {
             focus_near=w,
             focus_chars=n,
         )
-        for k in (3,)
+        for k in (1, 3)
         for w in (3, 5, 10, 20, 40)
-        for n in (0, 16000)
+        for n in (0, 4000, 16000)
     },
     "patience-0.1-no-condense": _with_age("patience-0.1-no-condense", patience=0.1, condense_after=None),
     "patience-2": _with_age("patience-2", patience=2.0),
