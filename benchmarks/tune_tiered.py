@@ -337,6 +337,33 @@ CANDIDATES: dict[str, Policy] = {
         for p in (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0)
         for n in (2, 8)
     },
+    # round 25: focus_reads' reads bounded: not a read whose lines a newer read of the file shows whole
+    # (Age(focus_newest=True)), and at most N chars of them kept whole per epoch, newest first
+    # (Age(focus_chars=N))
+    **{
+        f"focus-{k}{'-newest' if newest else ''}{f'-chars-{n // 1000}k' if n else ''}": _with_age(
+            f"focus-{k}{'-newest' if newest else ''}{f'-chars-{n // 1000}k' if n else ''}",
+            focus_reads=k,
+            focus_newest=newest,
+            focus_chars=n,
+        )
+        for k in (1, 2, 3)
+        for newest in (False, True)
+        for n in (0, 2000, 4000, 8000, 12000, 16000)
+    },
+    # round 25: a focus read shows only its lines within W of a line naming what the agent named
+    # since (Age(focus_near=W))
+    **{
+        f"focus-{k}-near-{w}{f'-chars-{n // 1000}k' if n else ''}": _with_age(
+            f"focus-{k}-near-{w}{f'-chars-{n // 1000}k' if n else ''}",
+            focus_reads=k,
+            focus_near=w,
+            focus_chars=n,
+        )
+        for k in (1, 3)
+        for w in (3, 5, 10, 20, 40)
+        for n in (0, 4000, 16000)
+    },
     "patience-0.1-no-condense": _with_age("patience-0.1-no-condense", patience=0.1, condense_after=None),
     "patience-2": _with_age("patience-2", patience=2.0),
     "patience-1.25": _with_age("patience-1.25", patience=1.25),

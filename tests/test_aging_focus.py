@@ -2,8 +2,8 @@
 
 A read is an output that shows one file (``cat``, ``nl -ba f | sed -n``, ``grep`` in one file,
 an editor's ``view``); the agent is still working on the file when it named it (path or file
-name) after the read, in its last K iterations up to the epoch. Off (0) in the class and the
-default preset; ``benchmarks/tune_tiered.py``'s ``focus-*`` candidates measure it (results.md,
+name) after the read, in its last K iterations up to the epoch. Off (0) in the class; 3 in the
+default preset since round 25; ``benchmarks/tune_tiered.py``'s ``focus-*`` candidates measure it (results.md,
 round 24)."""
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def test_file_read_names_the_file_and_fails_open() -> None:
 def test_off_by_default_validated_and_round_trips() -> None:
     assert Age().focus_reads == 0
     age = next(s for s in PRESETS["tiered"].steps if isinstance(s, Age))
-    assert age.focus_reads == 0  # the default's behaviour is unchanged
+    assert age.focus_reads == 3  # the default since round 25 (results.md)
     focused = Age(focus_reads=3)
     assert focused.style(True).focus == 3
     assert step_from_dict(focused.to_dict()) == focused

@@ -94,6 +94,7 @@ def test_presets_are_named_step_lists() -> None:
             fade_cold=True,
             shown_by="outputs",
             written_chars=24_000,
+            focus_reads=3,
         )
         and PRESETS["tiered"].retrieval_schema == "when_shown"
     )

@@ -34,6 +34,8 @@ PRESETS: dict[str, Policy] = {
     # An aged output keeps its lines naming what no later output shows: the agent's own mention of a
     # name is not the line that held it (shown_by="outputs"). The note of the files the agent wrote
     # holds up to 24,000 chars (the step's default 16,000): Codex patches many files in many hunks.
+    # A read of a file the agent named in its last 3 iterations stays whole when it ages
+    # (focus_reads=3): the lines its next patch quotes (results.md, round 25).
     "tiered": Policy(
         "tiered",
         (
@@ -46,6 +48,7 @@ PRESETS: dict[str, Policy] = {
                 fade_cold=True,
                 shown_by="outputs",
                 written_chars=24_000,
+                focus_reads=3,
             ),
             Truncate(max_chars=50_000, defer_max_chars=50_000),
             Tidy(),

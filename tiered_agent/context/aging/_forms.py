@@ -48,10 +48,10 @@ from ._condense import (
     condensed_note,
 )
 from ._jsonform import json_fields
-from ._novel import novel_lines
-from ._reads import file_read
+from ._novel import Elided, kept_lines, novel_lines
+from ._reads import Focus
 from ._reasoning import ReasoningMode, cut_arguments, shorten_reasoning
-from ._refs import NamedPaths, Refs, line_refs, paths_of, refs, tail_index, text_refs
+from ._refs import NamedPaths, Refs, line_refs, lines_refs, paths_of, refs, tail_index, text_refs
 from ._reports import NO_REPORTS, Reports, user_texts
 from ._written import WrittenFiles
 
@@ -140,6 +140,9 @@ class AgedStyle:
     reports: Reports = NO_REPORTS
     shown_by: ShownBy = "any"
     focus: int = 0  # ``Age.focus_reads``: reads of a file named in the last N iterations stay whole
+    focus_newest: bool = False  # ``Age.focus_newest``: not those whose lines a newer read shows whole
+    focus_chars: int = 0  # ``Age.focus_chars``: at most this many chars of them per batch (0: no bound)
+    focus_near: int = 0  # ``Age.focus_near``: only their lines this near a line the agent named (0: whole)
 
 
 def preamble(style: AgedStyle) -> Message:
@@ -218,13 +221,15 @@ def _render_batch(
     users = _users_before(head, batch) if style.reports.user_max_chars else {}
     # what the agent's last ``style.focus`` iterations up to the epoch name (the files it works on)
     recent = batch[-1][0] - style.focus if batch else 0
-    focus: set[str] = set()
+    focus = Focus(style.focus_newest, style.focus_chars)
     for iteration, messages in reversed(batch):
         told = _told(messages, memo)
         if iteration > last:
             seen.update(told.lasting(style))
             if shown is not None:
                 shown.update(told.others)
+            if style.focus:
+                _shown_reads(messages, focus)
         elif iteration >= first:
             earlier = users.get(iteration, frozenset())
             forms[iteration] = _age_iteration(
@@ -240,7 +245,7 @@ def _render_batch(
                 focus=focus,
             )
         if iteration > recent and style.focus:
-            focus.update(told.actions)
+            focus.names.update(told.actions)
         for key, output, call_id in told.calls:
             later.setdefault(key, []).append((iteration, output, call_id))
         used.update(told.actions)
@@ -385,12 +390,12 @@ def _age_iteration(
     earlier: frozenset[str] = frozenset(),
     paths: NamedPaths | None = None,
     shown: set[str] | None = None,
-    focus: set[str] | frozenset[str] = frozenset(),
+    focus: Focus | None = None,
 ) -> tuple[Message, ...]:
-    """``focus``: what the agent's last ``style.focus`` iterations after these name (a read of a
-    file it names stays whole: :func:`_in_focus`); ``told``: what the run's memo found of these
-    messages (their shortened reasoning and cut arguments, shared with what newer iterations read
-    of them); ``earlier``: the texts of the user messages before them
+    """``focus``: the reads that stay whole, by what the agent's last ``style.focus`` iterations
+    after these name (a read of a file it names: :class:`~._reads.Focus`); ``told``: what the run's
+    memo found of these messages (their shortened reasoning and cut arguments, shared with what
+    newer iterations read of them); ``earlier``: the texts of the user messages before them
     (:meth:`~._reports.Reports.keeps_user`); ``shown``: what the messages not the agent's show
     after them, what an output line is judged by when the style says so (``seen`` stays a superset
     of it: every name either holds)."""
@@ -402,7 +407,11 @@ def _age_iteration(
             out.append(_age_assistant(style, message, seen, used, told, paths=paths))
         elif message.role == "tool":
             call = calls.get(message.tool_call_id or "")
-            if style.reports.keeps(call, message) or _in_focus(call, focus):
+            if focus is not None and style.focus_near and focus.keeps(call, message.text):
+                # a read of a file the agent still works on: also its lines near what it named since
+                out.append(_age_output(style, message, seen, None, shown, near=used))
+                continue
+            if style.reports.keeps(call, message) or (focus is not None and focus.keeps(call, message.text)):
                 # a sub-agent's report, a read of a file the agent still works on: kept whole
                 _show(text_refs(message.text), seen, shown)
                 out.append(message)
@@ -416,13 +425,37 @@ def _age_iteration(
     return tuple(reversed(out))
 
 
-def _in_focus(call: ToolCall | None, focus: set[str] | frozenset[str]) -> bool:
-    """Whether ``call`` reads one file (:func:`~._reads.file_read`) whose path or file name
-    ``focus`` holds: a file the agent is still working on (``Age.focus_reads``)."""
-    if not focus or call is None:
-        return False
-    read = file_read(call)
-    return read is not None and (read.path in focus or read.name in focus)
+def _near_lines(
+    style: AgedStyle,
+    elided: Elided,
+    *,
+    lines: Sequence[str],
+    names: Sequence[Refs],
+    near: frozenset[str],
+    mine: set[str],
+    gaps: str = "lines",
+) -> Elided:
+    """``elided`` with every line within ``style.focus_near`` lines of one naming what ``near``
+    holds kept too (``mine`` gains their names; ``gaps``: what a gap counts)."""
+    width = style.focus_near
+    keep = set(elided.kept)
+    for index, found in enumerate(names):
+        if not near.isdisjoint(found):
+            keep.update(range(max(0, index - width), min(len(lines), index + width + 1)))
+    if len(keep) == len(elided.kept):
+        return elided
+    order = tuple(sorted(keep))
+    mine.update(chain.from_iterable(names[i] for i in order))
+    return Elided(kept_lines(lines, order, style.line_chars, gaps), len(order), len(lines), order)
+
+
+def _shown_reads(messages: tuple[Message, ...], focus: Focus) -> None:
+    """The reads among a verbatim iteration's outputs, shown whole after the aged ones (``focus``)."""
+    outputs = {m.tool_call_id: m.text for m in messages if m.role == "tool"}
+    for message in messages:
+        for call in message.tool_calls:
+            if call.id in outputs:
+                focus.shown(call, outputs[call.id])
 
 
 def _show(names: Iterable[str], seen: set[str], shown: set[str] | None) -> None:
@@ -496,10 +529,17 @@ def _hint(style: AgedStyle, message: Message) -> str:
 
 
 def _age_output(
-    style: AgedStyle, message: Message, seen: set[str], superseded: int | None, shown: set[str] | None = None
+    style: AgedStyle,
+    message: Message,
+    seen: set[str],
+    superseded: int | None,
+    shown: set[str] | None = None,
+    *,
+    near: frozenset[str] = frozenset(),
 ) -> Message:
     """An output's aged form: its lines naming what ``shown`` (else ``seen``) does not hold; both
-    gain what it shows."""
+    gain what it shows. With ``near`` (``Age.focus_near`` = W), also every line within W lines of
+    one naming what ``near`` holds (a superset of the form without it)."""
     text = message.text
     what = "output" if message.role == "tool" else "message"
     if message.role == "tool" and message.name == RETRIEVE_TOOL_NAME:  # a copy of older history
@@ -525,6 +565,12 @@ def _age_output(
             unit="lines" if fields.multiline else "fields",
         )
         unit = "lines of JSON fields" if fields.multiline else "JSON fields"
+        if near:
+            values = lines_refs(fields.values)
+            gaps = "lines" if fields.multiline else "fields"
+            elided = _near_lines(
+                style, elided, lines=fields.lines, names=values, near=near, mine=mine, gaps=gaps
+            )
     else:
         elided = novel_lines(
             text.splitlines(),
@@ -535,6 +581,10 @@ def _age_output(
             names=line_refs(text),
         )
         unit = "lines"
+        if near:
+            elided = _near_lines(
+                style, elided, lines=text.splitlines(), names=line_refs(text), near=near, mine=mine
+            )
     header = f"[older {what}: {elided.shown} of {elided.total:,} {unit} shown{_hint(style, message)}]"
     form = f"{header}\n{elided.body}"
     if len(form) >= len(text):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ._refs import Refs, refs
 
-__all__ = ["Elided", "gap", "novel_lines"]
+__all__ = ["Elided", "gap", "kept_lines", "novel_lines"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,7 @@ class Elided:
     body: str
     shown: int
     total: int
+    kept: tuple[int, ...] = ()  # the indexes of the lines kept, ascending
 
 
 def gap(count: int, unit: str = "lines") -> str:
@@ -65,6 +66,12 @@ def novel_lines(
             keep.append(index)  # a reference not in seen (no set built)
             shown = _cut(key, line_chars)
             seen.update(names[index] if names is not None and shown is key else refs(shown))
+    return Elided(kept_lines(lines, keep, line_chars, unit), len(keep), len(lines), tuple(keep))
+
+
+def kept_lines(lines: Sequence[str], keep: Sequence[int], line_chars: int, unit: str = "lines") -> str:
+    """``lines`` at the indexes ``keep`` (ascending), each cut to ``line_chars``, every run of
+    left-out lines one :func:`gap`."""
     out: list[str] = []
     previous = -1
     for index in keep:
@@ -74,4 +81,4 @@ def novel_lines(
         previous = index
     if previous < len(lines) - 1:
         out.append(gap(len(lines) - 1 - previous, unit))
-    return Elided("\n".join(out), len(keep), len(lines))
+    return "\n".join(out)

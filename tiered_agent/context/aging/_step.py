@@ -62,7 +62,13 @@ the provider's cache holds all of it. The forms:
   ``cat``, ``sed -n``, ``nl``, an editor's ``view``, ``grep`` in one file; :mod:`._reads`) stays
   whole when it ages (level 1) if the agent named that file (its path or file name) after it in
   its last K iterations up to the epoch: the file it is still working on, whose lines and line
-  numbers its next edits and reads take; a condensed note (level 2) reads it as before.
+  numbers its next edits and reads take; a condensed note (level 2) reads it as before. With
+  ``focus_newest`` (off by default) such a read is not kept when a newer read of the same file up
+  to the epoch shows all its lines whole (in the verbatim window, or kept whole itself); with
+  ``focus_chars`` = N > 0 (0: no bound) the reads one epoch keeps whole add up to at most N
+  characters, the newest first (:class:`~._reads.Focus`); with ``focus_near`` = W > 0 (0: whole)
+  such a read shows only its first lines and the lines within W lines of one naming what the
+  agent's later messages name.
 
 A fixed note before the aged iterations says what these forms mean. The
 rolling summary, when the policy has one, follows the aged iterations, so the
@@ -183,6 +189,9 @@ class Age(Step):
     written_chars: int = 16000
     written_recent: int = 10
     focus_reads: int = 0
+    focus_newest: bool = False
+    focus_chars: int = 0
+    focus_near: int = 0
     refresh_chunks: bool = False
     named_again: int = 2
     bare_lines: bool = True
@@ -227,6 +236,8 @@ class Age(Step):
             "keep_user_chars",
             "written_chars",
             "focus_reads",
+            "focus_chars",
+            "focus_near",
             "fade_keep",
         ):
             value = getattr(self, name)
@@ -264,6 +275,7 @@ class Age(Step):
         )
         for name in (
             "refresh_chunks",
+            "focus_newest",
             "bare_lines",
             "unique_lines",
             "across_notes",
@@ -292,6 +304,9 @@ class Age(Step):
             self.reports(),
             self.shown_by,
             self.focus_reads,
+            self.focus_newest,
+            self.focus_chars,
+            self.focus_near,
         )
 
     def novel_scale(self) -> NovelScale:
