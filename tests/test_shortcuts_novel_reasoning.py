@@ -5,9 +5,6 @@
   references do not depend on ``seen``, so a run's memo keeps them (``_novel_reading``). The
   result is what the plain shortening gives (a property test against the definition as first
   written, in and out of a run's scope), and the text is split once per run.
-* What the shortened text shows is its kept sentences' references, read from the same memo (round
-  26): the new text is never scanned (it is the kept sentences joined by spaces and ``[...]``, and
-  no reference holds either); a first sentence cut to 300 characters is scanned once per run.
 """
 
 from __future__ import annotations
@@ -91,38 +88,3 @@ def test_novel_reasoning_equals_the_plain_shortening(text: str, seens: list[set[
             got = shorten_reasoning(text, "novel", mine)
         assert got == _plain_novel(text, theirs)
         assert mine == theirs
-
-
-def test_the_shortened_text_is_not_scanned_again(monkeypatch: object) -> None:
-    scanned: list[str] = []
-    plain = _reasoning.refs
-
-    def counted(text: str):  # type: ignore[no-untyped-def]
-        scanned.append(text)
-        return plain(text)
-
-    monkeypatch.setattr(_reasoning, "refs", counted)  # type: ignore[attr-defined]
-    with _memo.scope(_memo.MemoTables()):
-        seen: set[str] = set()
-        shown = shorten_reasoning(_REASONING, "novel", seen)
-        again = shorten_reasoning(_REASONING, "novel", {"src/app/config.py"})
-    assert shown.endswith(MORE) and again.endswith(MORE)
-    assert shown not in scanned and again not in scanned  # fails before round 26: each was scanned
-    assert seen == {"src/app/config.py", "SETTINGS_PATH", "tests/test_config.py"}
-    assert len(scanned) == 4  # the first sentence and the three after it, once per run
-
-
-_long = st.text(st.sampled_from("ab_/.1 "), min_size=280, max_size=340).map(lambda t: t.replace(". ", "._"))
-
-
-@settings(max_examples=200, deadline=None)
-@given(_long, _text, _seen)
-def test_a_cut_first_sentence_shows_what_the_plain_shortening_shows(
-    first: str, rest: str, seen: set[str]
-) -> None:
-    text = f"{first}. {rest}"
-    mine, theirs = set(seen), set(seen)
-    with _memo.scope(_memo.MemoTables()):
-        got = shorten_reasoning(text, "novel", mine)
-    assert got == _plain_novel(text, theirs)
-    assert mine == theirs

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from itertools import islice
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import orjson
 
@@ -105,63 +105,36 @@ def first_sentence(text: str, limit: int = _FIRST_CHARS) -> str:
 
 
 def shorten_reasoning(text: str, mode: ReasoningMode, seen: set[str]) -> str:
-    """``text`` as an aged assistant message shows it (``seen`` gains what it shows).
-
-    With ``"novel"``, what the shortened text shows is taken from its sentences' references, which
-    the run's memo keeps (:class:`_NovelReading`), instead of scanning the new text: it is its kept
-    sentences joined by spaces and a ``[...]``, and no reference holds a space or the ``[...]``, so
-    its references are those of its sentences."""
+    """``text`` as an aged assistant message shows it (``seen`` gains what it shows)."""
     if mode == "keep" or not text.strip():
         seen.update(refs(text))
         return text
-    shows: list[Refs] | None = None  # what the kept sentences name, when known without a scan
     if mode == "first":  # only the first sentence, and whether another follows, are read
         sentences = tuple(islice(_sentences(text), 2))
         kept = [_clip(sentences[0], _FIRST_CHARS)]
     else:
-        reading = _novel_reading(text)
-        sentences, named = reading.sentences, reading.named
-        novel = [i for i, found in enumerate(named) if not seen.issuperset(found)]
-        kept = [reading.first, *(sentences[i + 1] for i in novel)]
-        shows = [reading.first_refs, *(named[i] for i in novel)]
+        sentences, named = _novel_reading(text)
+        novel = (s for s, found in zip(sentences[1:], named, strict=True) if not seen.issuperset(found))
+        kept = [_clip(sentences[0], _FIRST_CHARS), *novel]
     if tuple(kept) == sentences:  # nothing dropped or clipped
         seen.update(refs(text))
         return text
     shown = " ".join(kept)
     shown = shown if shown.endswith(MORE) else f"{shown} {MORE}"
-    if len(shown) >= len(text):
-        seen.update(refs(text))
-        return text
-    if shows is None:
-        seen.update(refs(shown))
-    else:
-        seen.update(*shows)
-    return shown
-
-
-class _NovelReading(NamedTuple):
-    """What ``"novel"`` reads of a text whatever is ``seen`` (:func:`_novel_reading`).
-
-    Invariant: ``len(named) == len(sentences) - 1``, ``named[i] == refs(sentences[i + 1])``,
-    ``first`` is the first sentence as shown (cut to ``_FIRST_CHARS``) and
-    ``first_refs == refs(first)``."""
-
-    sentences: tuple[str, ...]
-    named: tuple[Refs, ...]
-    first: str
-    first_refs: Refs
+    result = shown if len(shown) < len(text) else text
+    seen.update(refs(result))
+    return result
 
 
 @run_memo(2048)
-def _novel_reading(text: str) -> _NovelReading:
-    """What ``"novel"`` reads of ``text`` whatever is ``seen``: its sentences (:func:`split_sentences`),
-    the references of each after the first, and its first sentence as shown with its references
-    (found once per text in a run: an old iteration's reasoning is shortened again at every epoch,
-    and for what it goes on showing). ``text`` holds a sentence (:func:`shorten_reasoning` reads
-    only such texts)."""
+def _novel_reading(text: str) -> tuple[tuple[str, ...], tuple[Refs, ...]]:
+    """What ``"novel"`` reads of ``text`` whatever is ``seen``: its sentences (:func:`split_sentences`)
+    and the references of each after the first (found once per text in a run: an old iteration's
+    reasoning is shortened again at every epoch, and for what it goes on showing).
+
+    Invariant: ``len(named) == len(sentences) - 1`` and ``named[i] == refs(sentences[i + 1])``."""
     sentences = tuple(_sentences(text))
-    first = _clip(sentences[0], _FIRST_CHARS)
-    return _NovelReading(sentences, tuple(map(refs, sentences[1:])), first, refs(first))
+    return sentences, tuple(map(refs, sentences[1:]))
 
 
 def _cut_value(value: Any, limit: int, wanted: frozenset[str], line_chars: int, max_lines: int) -> Any:
