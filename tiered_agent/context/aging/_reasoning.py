@@ -134,12 +134,12 @@ def _shorten_novel(text: str, seen: set[str]) -> str:
     sentences, named = reading.sentences, reading.named
     novel = [i for i, found in enumerate(named) if not seen.issuperset(found)]
     if len(novel) == len(named) and reading.first == sentences[0]:  # nothing dropped or clipped
-        seen.update(reading.names)
+        seen.update(reading.head_names, *named)
         return text
     shown = " ".join([reading.first, *(sentences[i + 1] for i in novel)])
     shown = shown if shown.endswith(MORE) else f"{shown} {MORE}"
     if len(shown) >= len(text):
-        seen.update(reading.names)
+        seen.update(reading.head_names, *named)
         return text
     seen.update(reading.first_names, *(named[i] for i in novel))
     return shown
@@ -150,13 +150,14 @@ class _NovelReading(NamedTuple):
 
     Invariant: ``len(named) == len(sentences) - 1``; ``named[i] == refs(sentences[i + 1])``;
     ``first`` is the first sentence as shown (cut to ``_FIRST_CHARS``), ``first_names ==
-    refs(first)``; ``names`` holds what ``refs`` of the whole text holds (those of every sentence)."""
+    refs(first)``; ``head_names == refs(sentences[0])`` (the same tuple when the first sentence is not
+    cut): ``head_names`` and ``named`` together hold what ``refs`` of the whole text holds."""
 
     sentences: tuple[str, ...]
     named: tuple[Refs, ...]
     first: str
     first_names: Refs
-    names: frozenset[str]
+    head_names: Refs
 
 
 @run_memo(2048)
@@ -169,8 +170,8 @@ def _novel_reading(text: str) -> _NovelReading:
     first = _clip(sentences[0], _FIRST_CHARS)
     named = tuple(map(refs, sentences[1:]))
     first_names = refs(first)
-    whole = first_names if first == sentences[0] else refs(sentences[0])
-    return _NovelReading(sentences, named, first, first_names, frozenset(whole).union(*named))
+    head_names = first_names if first == sentences[0] else refs(sentences[0])
+    return _NovelReading(sentences, named, first, first_names, head_names)
 
 
 def _cut_value(value: Any, limit: int, wanted: frozenset[str], line_chars: int, max_lines: int) -> Any:
