@@ -9,7 +9,10 @@ first of the sample, so that loading and the process's start (tiktoken's ranks) 
 
     python benchmarks/count_instructions.py --baseline /work/speed-base15 PATHS [--every 20]
 
-Needs ``valgrind`` (``--tool=cachegrind --cache-sim=no``: instruction counts only, ~50x slower).
+Needs ``valgrind`` (``--tool=cachegrind --cache-sim=no``: instruction counts only, ~50x slower). Each
+process compiles what it imports from source (``PYTHONPYCACHEPREFIX`` an empty directory, nothing written):
+a tree with ``__pycache__`` files against one without would otherwise differ by their compilation (~780 M on
+the trajectories' sample), which ``--no-first`` does not subtract.
 """
 
 from __future__ import annotations
@@ -64,7 +67,16 @@ def _count(tree: Path, paths: list[str], policies: str, every: int, first_only: 
             *(["--first-only"] if first_only else []),
             *paths,
         ]
-        env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")
+        # Every process compiles the modules it imports from their sources: a tree whose ``__pycache__``
+        # holds them (the test suite writes some) would count ~780 M fewer, none of it the replay's.
+        bytecode = Path(scratch) / "pycache"  # empty, never written to
+        env = dict(
+            os.environ,
+            PYTHONPATH=str(tree),
+            PYTHONHASHSEED="0",
+            PYTHONDONTWRITEBYTECODE="1",
+            PYTHONPYCACHEPREFIX=str(bytecode),
+        )
         done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True, check=True)
     found = _TOTAL.search(done.stderr)
     if found is None:

@@ -5,6 +5,10 @@
   references do not depend on ``seen``, so a run's memo keeps them (``_novel_reading``). The
   result is what the plain shortening gives (a property test against the definition as first
   written, in and out of a run's scope), and the text is split once per run.
+* What the shortened text (or the text kept as it is) shows is its sentences' references, read from
+  the same memo (round 26): neither text is scanned again (each is sentences joined by whitespace
+  and ``[...]``, which no reference holds), nor is a text naming nothing, which the memo of ``refs``
+  does not keep.
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ def test_novel_reasoning_is_split_once_per_run(monkeypatch: object) -> None:
 
 
 _word = st.sampled_from(["the", "a", "src/x.py", "y_2", "fooBar", "THOUGHT:", "1.", "b)", "done"])
-_end = st.sampled_from([" ", ". ", "! ", "\n", "\n\n", ".\n", "? "])
+_end = st.sampled_from([" ", ". ", "! ", "\n", "\n\n", ".\n", "? ", ".\t", "\t", ". \xa0", "\u2003", ".\r\n"])
 _text = st.lists(st.tuples(_word, _end), max_size=14).map(lambda p: "".join(w + e for w, e in p))
 _seen = st.sets(st.sampled_from(["src/x.py", "y_2", "fooBar"]), max_size=3)
 
@@ -88,3 +92,56 @@ def test_novel_reasoning_equals_the_plain_shortening(text: str, seens: list[set[
             got = shorten_reasoning(text, "novel", mine)
         assert got == _plain_novel(text, theirs)
         assert mine == theirs
+
+
+def test_the_shortened_text_is_not_scanned_again(monkeypatch: object) -> None:
+    scanned: list[str] = []
+    plain = _reasoning.refs
+
+    def counted(text: str):  # type: ignore[no-untyped-def]
+        scanned.append(text)
+        return plain(text)
+
+    monkeypatch.setattr(_reasoning, "refs", counted)  # type: ignore[attr-defined]
+    with _memo.scope(_memo.MemoTables()):
+        seen: set[str] = set()
+        shown = shorten_reasoning(_REASONING, "novel", seen)
+        again = shorten_reasoning(_REASONING, "novel", {"src/app/config.py"})
+    assert shown.endswith(MORE) and again.endswith(MORE)
+    assert shown not in scanned and again not in scanned  # fails before round 26: each was scanned
+    assert seen == {"src/app/config.py", "SETTINGS_PATH", "tests/test_config.py"}
+    assert len(scanned) == 4  # the first sentence and the three after it, once per run
+
+
+_long = st.text(st.sampled_from("ab_/.1 "), min_size=280, max_size=340).map(lambda t: t.replace(". ", "._"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_long, _text, _seen)
+def test_a_cut_first_sentence_shows_what_the_plain_shortening_shows(
+    first: str, rest: str, seen: set[str]
+) -> None:
+    text = f"{first}. {rest}"
+    mine, theirs = set(seen), set(seen)
+    with _memo.scope(_memo.MemoTables()):
+        got = shorten_reasoning(text, "novel", mine)
+    assert got == _plain_novel(text, theirs)
+    assert mine == theirs
+
+
+def test_a_text_naming_nothing_is_scanned_once_per_run(monkeypatch: object) -> None:
+    scanned: list[str] = []
+    plain = _reasoning.refs
+
+    def counted(text: str):  # type: ignore[no-untyped-def]
+        scanned.append(text)
+        return plain(text)
+
+    monkeypatch.setattr(_reasoning, "refs", counted)  # type: ignore[attr-defined]
+    text = "Looking around the repository before changing anything"
+    with _memo.scope(_memo.MemoTables()):
+        shown = [shorten_reasoning(text, "novel", set()) for _ in range(3)]
+    assert shown == [text] * 3  # one sentence: kept as it is
+    assert scanned == [
+        text
+    ]  # fails before round 26: scanned at every shortening (refs keeps no empty answer)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from itertools import islice
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import orjson
 
@@ -109,32 +109,69 @@ def shorten_reasoning(text: str, mode: ReasoningMode, seen: set[str]) -> str:
     if mode == "keep" or not text.strip():
         seen.update(refs(text))
         return text
-    if mode == "first":  # only the first sentence, and whether another follows, are read
-        sentences = tuple(islice(_sentences(text), 2))
-        kept = [_clip(sentences[0], _FIRST_CHARS)]
-    else:
-        sentences, named = _novel_reading(text)
-        novel = (s for s, found in zip(sentences[1:], named, strict=True) if not seen.issuperset(found))
-        kept = [_clip(sentences[0], _FIRST_CHARS), *novel]
-    if tuple(kept) == sentences:  # nothing dropped or clipped
+    if mode == "novel":
+        return _shorten_novel(text, seen)
+    sentences = tuple(islice(_sentences(text), 2))  # only the first, and whether another follows
+    kept = _clip(sentences[0], _FIRST_CHARS)
+    if (kept,) == sentences:  # nothing dropped or clipped
         seen.update(refs(text))
         return text
-    shown = " ".join(kept)
-    shown = shown if shown.endswith(MORE) else f"{shown} {MORE}"
+    shown = kept if kept.endswith(MORE) else f"{kept} {MORE}"
     result = shown if len(shown) < len(text) else text
     seen.update(refs(result))
     return result
 
 
-@run_memo(2048)
-def _novel_reading(text: str) -> tuple[tuple[str, ...], tuple[Refs, ...]]:
-    """What ``"novel"`` reads of ``text`` whatever is ``seen``: its sentences (:func:`split_sentences`)
-    and the references of each after the first (found once per text in a run: an old iteration's
-    reasoning is shortened again at every epoch, and for what it goes on showing).
+def _shorten_novel(text: str, seen: set[str]) -> str:
+    """``shorten_reasoning(text, "novel", seen)`` of a text holding a sentence: the first sentence and
+    each later one naming something ``seen`` does not hold.
 
-    Invariant: ``len(named) == len(sentences) - 1`` and ``named[i] == refs(sentences[i + 1])``."""
+    What it shows is read from the run's memo of its sentences' references (:class:`_NovelReading`),
+    never by scanning the text or the shortened text again: both are sentences joined by whitespace
+    (the shortened one by spaces and a ``[...]``), no reference holds either, and the sentences hold
+    every character of the text but whitespace, so the references of either are its sentences'."""
+    reading = _novel_reading(text)
+    sentences, named = reading.sentences, reading.named
+    novel = [i for i, found in enumerate(named) if not seen.issuperset(found)]
+    if len(novel) == len(named) and reading.first == sentences[0]:  # nothing dropped or clipped
+        seen.update(reading.head_names, *named)
+        return text
+    shown = " ".join([reading.first, *(sentences[i + 1] for i in novel)])
+    shown = shown if shown.endswith(MORE) else f"{shown} {MORE}"
+    if len(shown) >= len(text):
+        seen.update(reading.head_names, *named)
+        return text
+    seen.update(reading.first_names, *(named[i] for i in novel))
+    return shown
+
+
+class _NovelReading(NamedTuple):
+    """What ``"novel"`` reads of a text whatever is ``seen`` (:func:`_novel_reading`).
+
+    Invariant: ``len(named) == len(sentences) - 1``; ``named[i] == refs(sentences[i + 1])``;
+    ``first`` is the first sentence as shown (cut to ``_FIRST_CHARS``), ``first_names ==
+    refs(first)``; ``head_names == refs(sentences[0])`` (the same tuple when the first sentence is not
+    cut): ``head_names`` and ``named`` together hold what ``refs`` of the whole text holds."""
+
+    sentences: tuple[str, ...]
+    named: tuple[Refs, ...]
+    first: str
+    first_names: Refs
+    head_names: Refs
+
+
+@run_memo(2048)
+def _novel_reading(text: str) -> _NovelReading:
+    """What ``"novel"`` reads of ``text`` (holding a sentence) whatever is ``seen``: its sentences
+    (:func:`split_sentences`), the references of each, its first sentence as shown (found once per
+    text in a run: an old iteration's reasoning is shortened again at every epoch, and for what it
+    goes on showing)."""
     sentences = tuple(_sentences(text))
-    return sentences, tuple(map(refs, sentences[1:]))
+    first = _clip(sentences[0], _FIRST_CHARS)
+    named = tuple(map(refs, sentences[1:]))
+    first_names = refs(first)
+    head_names = first_names if first == sentences[0] else refs(sentences[0])
+    return _NovelReading(sentences, named, first, first_names, head_names)
 
 
 def _cut_value(value: Any, limit: int, wanted: frozenset[str], line_chars: int, max_lines: int) -> Any:
