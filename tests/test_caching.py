@@ -364,7 +364,8 @@ def test_each_model_of_a_run_has_its_own_anthropic_cache(counter: IdCounter) -> 
     # the first model again: its own entry at 1,216 is read
     assert cache.request([system, task, action, result], at=20, partition="opus") == CacheUse(1216, 156)
     # and the second model reads its own entry at 1,269
-    assert cache.request([system, task, action, result, more], at=30, partition="haiku") == CacheUse(1269, 126)
+    grown = [system, task, action, result, more]
+    assert cache.request(grown, at=30, partition="haiku") == CacheUse(1269, 126)
     # one model throughout (the default partition) is the simulator as before: the entry is read
     same = CacheSimulator(PromptEncoder(counter), SONNET_RULES)
     same.request([system, task], at=0)
