@@ -339,10 +339,11 @@ def test_a_signal_stops_the_bench_cleanly_at_any_phase(tmp_path: Path, signum: i
         text=True,
     )
     waiter = threading.Event()
-    for _ in range(3000):  # until the replay spooled its runs
-        if any(temp.iterdir()):
+    for _ in range(3000):  # until the replay spooled runs (not between a temporary file's creation
+        if len(list(temp.iterdir())) == 2:  # and its cleanup's registration, microseconds apart)
             break
         waiter.wait(0.02)
+    waiter.wait(0.3)
     child.send_signal(signum)
     waiter.wait(0.2)
     child.send_signal(signum)  # a second signal during the clean stop changes nothing

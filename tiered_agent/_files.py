@@ -146,13 +146,16 @@ class OutputFiles:
             final = _target(final)
         if mode is not None and not stat.S_ISREG(mode):
             raise ConfigurationError(f"{final} is {describe_mode(mode)}, not a regular file")
-        try:
-            final.parent.mkdir(parents=True, exist_ok=True)
-            probe = final.parent / f".{final.name[:200]}.{os.getpid()}.probe"
-            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-            probe.unlink()
-        except OSError as exc:
-            raise ConfigurationError(f"cannot write {final} ({exc.strerror or exc})") from None
+        if len(os.fsencode(final.name)) > 240:  # its partial name must fit too (255 bytes)
+            raise ConfigurationError(f"cannot write {final} (File name too long)")
+        folder = final.parent
+        while not folder.exists() and folder != folder.parent:  # nothing is made before the work
+            folder = folder.parent
+        if not folder.is_dir():
+            raise ConfigurationError(f"cannot write {final} ({folder} is not a folder)")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            why = "Read-only file system" if _read_only(folder) else "Permission denied"
+            raise ConfigurationError(f"cannot write {final} ({why})")
 
     def partial(self, final: Path) -> Path:
         """Where to write ``final`` until :meth:`commit` (its folder is made). A symbolic link is
@@ -184,6 +187,13 @@ class OutputFiles:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.discard()
+
+
+def _read_only(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _target(path: Path) -> Path:

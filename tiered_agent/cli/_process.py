@@ -10,7 +10,7 @@ around the command:
   as escapes (``\\xb7``), never a ``UnicodeEncodeError``.
 - ``COLUMNS`` / ``LINES`` that no terminal has (0, 1, 10 million) are ignored, as rich ignores text:
   rich printed nothing at 0 columns and 300 MB of rules at 99,999,999.
-- SIGTERM and SIGHUP stop a command the way Ctrl-C does (:class:`Interrupted`, a
+- SIGTERM, SIGHUP and Ctrl-C stop a command the same way (:class:`Interrupted`, a
   ``KeyboardInterrupt``): every ``finally`` and ``with`` runs, so temporary files are removed and
   no output is left half-written. A second signal during that clean stop is ignored. ``run``,
   ``resume`` and ``batch`` replace these handlers while their agents run (their own clean stop).
@@ -43,12 +43,13 @@ __all__ = [
 
 MIN_COLUMNS, MAX_COLUMNS = 20, 1000  # a terminal width outside these is not one anybody reads
 _MAX_LINES = 10_000
-_STOPPING = (signal.SIGTERM, signal.SIGHUP)
+_STOPPING = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 EXIT_PIPE = 128 + signal.SIGPIPE
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGTERM or SIGHUP (``signum``) stopped the command; raised as Ctrl-C's KeyboardInterrupt is."""
+    """SIGTERM, SIGHUP or SIGINT (``signum``) stopped the command; a ``KeyboardInterrupt``, so
+    whatever handles Ctrl-C handles it."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -95,8 +96,8 @@ def _sane_terminal_size() -> None:
 
 
 def _stop_once() -> None:
-    """SIGTERM and SIGHUP raise :class:`Interrupted` once; a later one is ignored (the clean stop
-    it would interrupt is already under way). SIGINT keeps Python's KeyboardInterrupt."""
+    """SIGTERM, SIGHUP and SIGINT raise :class:`Interrupted` once; a later one is ignored (the
+    clean stop it would interrupt is already under way: temporary files are being removed)."""
     stopping: list[int] = []
 
     def handler(signum: int, frame: FrameType | None) -> None:
