@@ -80,13 +80,19 @@ def start_cli(
     env: dict[str, str] | None = None,
     fsize_limit: int | None = None,
     name: str = "cli",
+    stdout: str = "file",
+    closed: tuple[int, ...] = (),
 ) -> CliChild:
-    """Start ``tiered-agent ARGS`` in a child; stdout and stderr go to ``cwd/<name>.out|.err``."""
+    """Start ``tiered-agent ARGS`` in a child; stdout and stderr go to ``cwd/<name>.out|.err``.
+
+    ``stdout="broken"``: stdout is a pipe whose reader is gone (``| head`` done reading), every
+    write an EPIPE. ``closed``: descriptors closed before the CLI starts (``2>&-``)."""
     out, err = cwd / f"{name}.out", cwd / f"{name}.err"
     environment = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     environment.update({"COLUMNS": "200", **(env or {})})
+    streams = _Streams(str(out), str(err), stdout, closed)
     process = _forkserver().Process(
-        target=_child, args=(args, environment, str(cwd), str(out), str(err), fsize_limit), daemon=True
+        target=_child, args=(args, environment, str(cwd), streams, fsize_limit), daemon=True
     )
     process.start()
     return CliChild(process, out, err)
@@ -96,16 +102,32 @@ def run_cli(args: list[str], *, cwd: Path, timeout: float = 60, **kwargs: Any) -
     return start_cli(args, cwd=cwd, **kwargs).wait(timeout)
 
 
+@dataclass(frozen=True)
+class _Streams:
+    out: str
+    err: str
+    stdout: str  # "file" or "broken"
+    closed: tuple[int, ...]
+
+
 def _child(
-    args: list[str], env: dict[str, str], cwd: str, out: str, err: str, fsize_limit: int | None
+    args: list[str], env: dict[str, str], cwd: str, streams: _Streams, fsize_limit: int | None
 ) -> None:
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
-    for fd, path in ((1, out), (2, err)):
+    for fd, path in ((1, streams.out), (2, streams.err)):
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(target, fd)
         os.close(target)
+    if streams.stdout == "broken":
+        reader, writer = os.pipe()
+        os.close(reader)
+        os.dup2(writer, 1)
+        os.close(writer)
+    for fd in streams.closed:
+        os.close(fd)
+        setattr(sys, {0: "stdin", 1: "stdout", 2: "stderr"}[fd], None)  # as Python starts with it closed
     if fsize_limit is not None:  # a full disk: writes past this size fail with EFBIG
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize_limit, fsize_limit))
     from tiered_agent.cli import main

@@ -87,6 +87,12 @@ class TraceFormatError(TieredAgentError, ValueError):
     """A trace or recorded agent run is unreadable; the message names the file and the problem."""
 
 
+class OutputWriteError(TieredAgentError):
+    """An output file (the bench's document, report, charts, per-run detail) cannot be written (a
+    full disk, a file too large); the message names the file. Nothing is left half-written under
+    its name: the file an earlier run wrote there is kept."""
+
+
 class TraceWriteError(TieredAgentError):
     """The trace cannot be written (an unwritable directory, a full disk); the run stops.
 

@@ -8,6 +8,8 @@ escapes its own markup but passes these through.
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,7 +19,17 @@ from rich.text import Text
 
 from ._text import terminal_safe
 
-__all__ = ["TerminalConsole"]
+__all__ = ["TerminalConsole", "silence_stdout"]
+
+
+def silence_stdout() -> None:
+    """Point descriptor 1 at ``/dev/null`` (its reader went away): what is still buffered or
+    printed goes nowhere, and the interpreter's flush at exit raises nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+    finally:
+        os.close(devnull)
 
 
 class TerminalConsole(Console):
@@ -37,6 +49,14 @@ class TerminalConsole(Console):
         for segment in super().render(renderable, options):
             safe = terminal_safe(segment.text) if segment.control is None else segment.text
             yield segment if safe is segment.text else Segment(safe, segment.style)
+
+    def on_broken_pipe(self) -> None:
+        """The reader of stdout went away (``| head -1``): stdout now writes to ``/dev/null`` (so
+        the interpreter's flush at exit raises nothing) and :class:`BrokenPipeError` is raised for
+        the command to stop as it sees fit, where rich would ``SystemExit(1)`` wherever it printed."""
+        self.quiet = True
+        silence_stdout()
+        raise BrokenPipeError(errno.EPIPE, "standard output is closed (broken pipe)")
 
     @classmethod
     def for_cli(cls, *, stderr: bool = False, **options: Any) -> TerminalConsole:

@@ -81,10 +81,22 @@ def _bundled_tokenizer_dir() -> Path:
 def _encoding(name: str) -> tiktoken.Encoding:
     if name not in ENCODINGS:
         raise ConfigurationError(f"unknown tokenizer {name!r}; choose one of {', '.join(ENCODINGS)}")
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_bundled_tokenizer_dir()))
+    bundled = str(_bundled_tokenizer_dir())
     import tiktoken
 
-    return tiktoken.get_encoding(name)
+    # tiktoken reads its files from TIKTOKEN_CACHE_DIR and downloads what is not there: a user's
+    # own value (another project's cache, a folder that is gone) sent it to the network, a
+    # traceback offline. The encodings litellm ships are read, whatever the variable says; the
+    # variable is the user's again once they are loaded (tiktoken keeps what it loaded).
+    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = bundled
+    try:
+        return tiktoken.get_encoding(name)
+    finally:
+        if saved is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = saved
 
 
 # A text's pieces: each ends at a line feed after which no pre-token can start before the next line's

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import shutil
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -860,6 +861,7 @@ class TraceWriter:
         data = b"".join(self._buffer)
         self._buffer.clear()
         try:
+            self._restore_if_deleted()
             _write_all(self._file, data)
         except OSError as exc:
             self._cut_back()
@@ -889,6 +891,34 @@ class TraceWriter:
             self._file.close()
             self._file = None
             self.lock.release()
+
+    def _restore_if_deleted(self) -> None:
+        """The trace file was deleted while the run went on (its folder removed, ``rm``): write what
+        it held to a new file at its path, with a new lock, and append there; never to a file
+        nobody can read. Its old content is read through ``/proc/self/fd`` (Linux); where that
+        cannot be read, ``OSError`` (the run then stops with :class:`TraceWriteError`)."""
+        assert self._file is not None
+        if os.fstat(self._file.fileno()).st_nlink > 0:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        new: IO[bytes] = os.fdopen(fd, "ab", buffering=0)
+        try:
+            with open(f"/proc/self/fd/{self._file.fileno()}", "rb") as old:
+                shutil.copyfileobj(old, new)
+            new.truncate(self._size)  # complete lines only, as the writer counts them
+        except BaseException:
+            new.close()
+            self.path.unlink(missing_ok=True)
+            raise
+        self._file.close()
+        self._file = new
+        self.lock.release()
+        try:  # the lock file went with the folder: a new one, so a second writer is refused again
+            self.lock.acquire()
+        except (OSError, ValueError) as exc:
+            log.warning("trace.relock_failed", path=str(self.path), error=str(exc))
+        log.warning("trace.restored", path=str(self.path), reason="the trace file was deleted during the run")
 
     def _cut_back(self) -> None:
         assert self._file is not None

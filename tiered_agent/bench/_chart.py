@@ -115,6 +115,15 @@ def _totals(ax: Any, document: Mapping[str, Any], names: list[str]) -> None:
     ax.legend(fontsize=8)
 
 
+def _drawn_quietly(drawing: Drawing) -> None:
+    """A forked child's chart: a failure is its exit code alone (the parent draws it again and
+    raises what it raises there), never a traceback on stderr."""
+    try:
+        drawing()
+    except Exception:  # said by the parent, once, when it draws the chart again
+        sys.exit(1)
+
+
 def draw_charts(drawings: Mapping[str, tuple[Drawing, Path]]) -> dict[str, Path]:
     """Draw every chart (``{key: (drawing, the file it writes)}``) and return the files by key.
 
@@ -127,7 +136,10 @@ def draw_charts(drawings: Mapping[str, tuple[Drawing, Path]]) -> dict[str, Path]
     if sys.platform != "linux" or len(items) < 2:
         return {key: drawing() for key, (drawing, _) in items}
     context = multiprocessing.get_context("fork")
-    children = [(key, context.Process(target=drawing, daemon=True)) for key, (drawing, _) in items[1:]]
+    children = [
+        (key, context.Process(target=_drawn_quietly, args=(drawing,), daemon=True))
+        for key, (drawing, _) in items[1:]
+    ]
     for _, child in children:
         child.start()
     try:

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from .._errors import ConfigurationError
+from .._files import write_all
 from ._document import dumps
 
 __all__ = ["RUNS_SUFFIX", "DetailSpool", "read_jsonl", "runs_file_for", "write_document"]
@@ -49,9 +50,7 @@ class DetailSpool:
 
     def add(self, run_id: str, line: bytes) -> None:
         """One run's entry (compact JSON, keys sorted)."""
-        view = memoryview(line)
-        while view:
-            view = view[os.write(self._fd, view) :]
+        write_all(self._fd, line, self.path, "the bench's temporary file of per-run detail")
         self._index.append((run_id, self._size, len(line)))
         self._size += len(line)
 
@@ -70,14 +69,13 @@ class DetailSpool:
             yield entry
 
     def write_jsonl(self, path: Path) -> Path:
-        """Write the entries to ``path``, one line each, sorted (replacing it at once when done)."""
+        """Write the entries to ``path``, one line each, sorted (the CLI writes ``path`` as a
+        partial file it renames when every output is whole: ``_files.OutputFiles``)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
-        with partial.open("wb") as out:
+        with path.open("wb") as out:
             for line in self.lines():
                 out.write(line)
                 out.write(b"\n")
-        partial.replace(path)
         return path
 
     def close(self) -> None:
@@ -98,14 +96,15 @@ class DetailSpool:
 
 def write_document(document: Mapping[str, Any], path: Path, runs: Iterable[bytes] | None = None) -> Path:
     """Write ``document`` to ``path`` as :func:`~._document.dumps` does; ``runs`` (compact JSON
-    lines, sorted) become its ``runs`` list, written one entry at a time (never all in memory)."""
+    lines, sorted) become its ``runs`` list, written one entry at a time (never all in memory).
+    The CLI writes ``path`` as a partial file it renames when every output is whole
+    (``_files.OutputFiles``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if runs is None:
         path.write_bytes(dumps(document))
         return path
     head, tail = _split(dumps({**document, "runs": []}))
-    partial = path.with_name(f".{path.name}.partial")
-    with partial.open("wb") as out:
+    with path.open("wb") as out:
         out.write(head)
         first = True
         for line in runs:
@@ -115,7 +114,6 @@ def write_document(document: Mapping[str, Any], path: Path, runs: Iterable[bytes
             first = False
         out.write(b'\n  "runs": [],\n' if first else b"\n  ],\n")
         out.write(tail)
-    partial.replace(path)
     return path
 
 

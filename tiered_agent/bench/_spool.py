@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from .._files import write_all
 from .._tokens import EncodedTexts
 from ._recorded import RecordedRun
 
@@ -89,9 +90,7 @@ class RunSpool:
 
     def add(self, run: RecordedRun) -> SpoolRef:
         data = zlib.compress(pickle.dumps(run, protocol=pickle.HIGHEST_PROTOCOL), 1)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
+        write_all(self._fd, data, self.path, "the bench's temporary file of runs (TMPDIR)")
         ref = SpoolRef(self.path, self._size, len(data))
         self._size += len(data)
         return ref

@@ -59,6 +59,14 @@ class LazyGroup(click.Group):
             return command
         return super().get_command(ctx, name)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """The command, stopped by a signal or a reader gone with 128 + N (``_process.stops``),
+        before click would say ``Aborted!`` with 1."""
+        from ._process import stops
+
+        with stops():
+            return super().invoke(ctx)
+
 
 @click.group(
     cls=LazyGroup,
@@ -272,5 +280,8 @@ def _check_trace_file(path: Path) -> None:
 
 
 def main() -> None:
+    from ._process import prepare_process
+
+    prepare_process()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     cli(prog_name="tiered-agent")

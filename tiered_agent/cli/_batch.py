@@ -86,6 +86,8 @@ def batch(
     from .._errors import ConfigurationError, TieredAgentError
     from .._trace import redact
 
+    if address is None:  # Ray's workers have their own limits
+        concurrency = fit_open_files(concurrency, err)
     try:
         done = _done_before(tasks, results_file)  # a results file that cannot be read: one sentence
         report, signum = _run_until_signal(
@@ -145,12 +147,44 @@ def _prepare(
 
 
 def _consoles() -> tuple[Console, Console]:
-    from rich.console import Console
+    from .._terminal import TerminalConsole
 
-    console = Console(highlight=False, soft_wrap=True)
+    console = TerminalConsole(highlight=False, soft_wrap=True)
     if not console.is_terminal:
-        console = Console(highlight=False, width=160)
-    return console, Console(stderr=True, highlight=False, soft_wrap=True)
+        console = TerminalConsole(highlight=False, width=160)
+    return console, TerminalConsole.for_cli(stderr=True)
+
+
+# Descriptors an agent holds at once (its trace, the trace's lock, a connection to the model, a file
+# a tool reads), and those a process needs besides (imports, logging, the lanes' pipes): measured
+# ~2 per agent and ~10 besides in a lane at 20 agents; twice that, for tools and imports.
+FILES_PER_AGENT, FILES_RESERVED = 4, 32
+
+
+def fit_open_files(concurrency: int, err: Console) -> int:
+    """The agents to run at once under the open-file limit (``ulimit -n``): the soft limit is raised
+    toward the hard one if that makes room; if it cannot, fewer agents run at once, said in one
+    line, rather than agents failing with "Too many open files" (and litellm's tracebacks)."""
+    import resource
+
+    wanted = FILES_RESERVED + FILES_PER_AGENT * concurrency
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return concurrency
+    raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+        soft = raised
+    except (ValueError, OSError) as exc:
+        err.print(f"[yellow]note:[/] cannot raise the open-file limit ({exc})", markup=True)
+    if soft >= wanted:
+        return concurrency
+    fit = max(1, (soft - FILES_RESERVED) // FILES_PER_AGENT)
+    err.print(
+        f"[yellow]warning:[/] the open-file limit (ulimit -n {soft}) leaves room for {fit} agent(s) at "
+        f"once, not {concurrency}; running {fit} at once"
+    )
+    return fit
 
 
 def _done_before(tasks: tuple[BatchTask, ...], results_file: Path) -> int:

@@ -21,6 +21,7 @@ from .._text import terminal_safe
 from ._options import CACHE_MODEL_CHOICES, EXIT_FAILED, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from .._files import OutputFiles
     from ..bench._fleet import Fleet
     from ..bench._replay import ReplaySettings
     from ..bench._shard import Shard
@@ -224,6 +225,7 @@ def bench(
     names = _policy_names(policies_opt)
     _check_price_model(price_model)
     fleet = _fleet(shard_opt, ray_opt)
+    _check_outputs(json_path, out_dir, run_detail)
     from .._errors import TieredAgentError
     from ..bench._replay import ReplaySettings
 
@@ -250,6 +252,8 @@ def bench(
             fleet=fleet,
             run_detail=run_detail,
         )
+    except BrokenPipeError:
+        raise  # stdout's reader went away once every file was written: a quiet 141 (_process)
     except (TieredAgentError, OSError) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_FAILED)
@@ -286,6 +290,23 @@ def _say_failed_runs(failed: Sequence[Mapping[str, Any]], *, strict: bool = Fals
         f"JSON; the first: {terminal_safe(repr(first['run_id']))}: {terminal_safe(first['reason'])}).",
         err=True,
     )
+
+
+def _check_outputs(json_path: Path | None, out_dir: Path, run_detail: str) -> None:
+    """Every file the bench will write can be (a regular file or none yet, in a folder that takes a
+    new file): else one sentence and exit 2, before the replay rather than after it."""
+    from .._errors import ConfigurationError
+    from .._files import OutputFiles
+    from ..bench._detail import runs_file_for
+
+    json_path = json_path or out_dir / "bench.json"
+    finals = [json_path, out_dir / "report.md", out_dir / "bench.png", out_dir / "frontier.png"]
+    try:
+        for final in [*finals, *([runs_file_for(json_path)] if run_detail == "jsonl" else [])]:
+            OutputFiles.check(final)
+    except ConfigurationError as exc:
+        click.echo(f"Error: {exc}.", err=True)
+        sys.exit(EXIT_USAGE)
 
 
 def _check_price_model(price_model: str | None) -> None:
@@ -412,43 +433,74 @@ def _progress() -> Iterator[tuple[Callable[[int], None], Callable[[int], None]]]
 def _write_outputs(
     streamed: Streamed, json_path: Path, out_dir: Path, run_detail: str, shard: Shard | None = None
 ) -> dict[str, Any]:
-    """bench.json (its runs inline or in the file beside it), report.md, the charts, the tables;
-    returns the document (its runs left out when they went to the detail file)."""
-    from rich.console import Console
+    """bench.json (its runs inline or in the file beside it), report.md, the charts, then the
+    tables; returns the document (its runs left out when they went to the detail file).
 
+    The files are written whole or not at all (:class:`~.._files.OutputFiles`): a full disk or a
+    signal leaves the previous bench's files as they were, never one half-written. They are written
+    before anything is printed, so a reader of stdout that goes away (``| head``) costs nothing."""
+    from .._files import OutputFiles
     from ..bench._detail import runs_file_for, write_document
     from ..bench._merge import SHARD_KEY, shard_section
-    from ..bench._report import Highlights, render_family_table, render_markdown, render_table
+    from ..bench._report import Highlights, render_markdown
 
     document = streamed.aggregate.document()
     if shard is not None:
         document[SHARD_KEY] = shard_section(shard.index, shard.count, streamed.aggregate)
-    written = []
     detail = streamed.detail
-    if detail is not None and run_detail == "jsonl":
-        runs_path = detail.write_jsonl(runs_file_for(json_path))
-        document["runs_file"] = runs_path.name
-        written.append(runs_path)
-    highlights = Highlights.of(document, detail.entries() if detail is not None else ())
-    console = Console()
+    runs_path = runs_file_for(json_path) if detail is not None and run_detail == "jsonl" else None
+    with OutputFiles() as files:
+        if detail is not None and runs_path is not None:
+            _written(runs_path, detail.write_jsonl, files.partial(runs_path))
+            document["runs_file"] = runs_path.name
+        highlights = Highlights.of(document, detail.entries() if detail is not None else ())
+        charts = _charts(document, out_dir, highlights.longest, files)
+        report = out_dir / "report.md"
+        names = {key: path.name for key, path in charts.items()}
+        markdown = render_markdown(document, names.get("chart"), names.get("frontier"), highlights)
+        _written(report, functools.partial(_write_text, markdown), files.partial(report))
+        inline = detail.lines() if detail is not None and run_detail == "inline" else None
+        write = functools.partial(write_document, document, runs=inline)
+        _written(json_path, write, files.partial(json_path))
+        files.commit()
+    written = [report, *charts.values(), json_path, *([runs_path] if runs_path else [])]
+    _print_tables(document, written, charts_drawn=bool(charts))
+    return document
+
+
+def _write_text(text: str, path: Path) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _written(final: Path, write: Callable[[Path], object], partial: Path) -> Path:
+    """``write(partial)``, the partial file of the output ``final``; a write that fails (a full
+    disk, a file too large) is one sentence naming ``final``."""
+    from .._errors import OutputWriteError
+
+    try:
+        write(partial)
+    except OSError as exc:
+        raise OutputWriteError(
+            f"cannot write {final} ({exc.strerror or exc}); the files an earlier bench wrote there are "
+            "kept as they were"
+        ) from None
+    return final
+
+
+def _print_tables(document: Mapping[str, Any], written: Sequence[Path], *, charts_drawn: bool) -> None:
+    from .._terminal import TerminalConsole
+    from ..bench._report import render_family_table, render_table
+
+    console = TerminalConsole()
     if not console.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
-        console = Console(width=160)
+        console = TerminalConsole(width=160)
     console.print(render_table(document))
     if len(document["families"]) > 1:
         console.print(render_family_table(document))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    charts = _charts(document, out_dir, highlights.longest)
-    report = out_dir / "report.md"
-    names = {key: path.name for key, path in charts.items()}
-    report.write_text(
-        render_markdown(document, names.get("chart"), names.get("frontier"), highlights), encoding="utf-8"
-    )
-    inline = detail.lines() if detail is not None and run_detail == "inline" else None
-    written = [report, *charts.values(), write_document(document, json_path, inline), *written]
     console.print("wrote " + ", ".join(str(p) for p in written))
-    if not charts:
+    if not charts_drawn:
         console.print(f"no charts: {CHARTS_MISSING}", style="yellow", markup=False)
-    return document
 
 
 CHARTS_MISSING = (
@@ -456,9 +508,12 @@ CHARTS_MISSING = (
 )
 
 
-def _charts(document: Mapping[str, Any], out_dir: Path, run: Mapping[str, Any] | None) -> dict[str, Path]:
-    """``{"chart": bench.png, "frontier": frontier.png}`` when matplotlib (the charts extra) is
-    installed, else nothing (the report then has no pictures); ``run``: the one drawn step by step."""
+def _charts(
+    document: Mapping[str, Any], out_dir: Path, run: Mapping[str, Any] | None, files: OutputFiles
+) -> dict[str, Path]:
+    """``{"chart": bench.png, "frontier": frontier.png}`` (drawn into ``files``' partial names)
+    when matplotlib (the charts extra) is installed, else nothing (the report then has no
+    pictures); ``run``: the one drawn step by step."""
     try:
         import matplotlib  # noqa: F401 - only whether it is there
     except ImportError:
@@ -467,12 +522,17 @@ def _charts(document: Mapping[str, Any], out_dir: Path, run: Mapping[str, Any] |
     from ..bench._frontier import write_frontier
 
     chart, frontier = out_dir / "bench.png", out_dir / "frontier.png"
-    return draw_charts(
-        {
-            "chart": (functools.partial(write_chart, document, chart, run), chart),
-            "frontier": (functools.partial(write_frontier, document, frontier), frontier),
-        }
-    )
+    drawings: dict[str, tuple[Callable[[], Path], Path]] = {
+        "chart": (_drawing(chart, functools.partial(write_chart, document, run=run), files), chart),
+        "frontier": (_drawing(frontier, functools.partial(write_frontier, document), files), frontier),
+    }
+    draw_charts(drawings)
+    return {"chart": chart, "frontier": frontier}
+
+
+def _drawing(final: Path, draw: Callable[[Path], Path], files: OutputFiles) -> Callable[[], Path]:
+    """Draws ``final``'s chart into its partial file (in a forked child, or here again)."""
+    return functools.partial(_written, final, draw, files.partial(final))
 
 
 @click.command("merge")
@@ -487,6 +547,7 @@ def merge(*, shards: tuple[Path, ...], json_path: Path | None, out_dir: Path, ru
     from .._errors import TieredAgentError
     from ..bench._merge import merge_shards
 
+    _check_outputs(json_path, out_dir, run_detail)
     json_path = json_path or out_dir / "bench.json"
     try:
         merged = merge_shards(list(shards), detail=run_detail != "none", detail_dir=json_path.parent)
@@ -496,7 +557,9 @@ def merge(*, shards: tuple[Path, ...], json_path: Path | None, out_dir: Path, ru
     try:
         with merged:
             document = _write_outputs(merged, json_path, out_dir, run_detail)
-    except OSError as exc:
+    except BrokenPipeError:
+        raise  # stdout's reader went away once every file was written: a quiet 141 (_process)
+    except (TieredAgentError, OSError) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_FAILED)
     from ..bench._report import step_error_counts

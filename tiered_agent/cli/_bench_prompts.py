@@ -94,15 +94,26 @@ def _write(
     cache_model: str,
     delta: bool,
 ) -> PromptsWritten:
-    """Write the export to the new file ``output``; a partial file is removed when it fails."""
+    """Write the export to the new file ``output``; a partial file is removed when it fails (a
+    signal, a full disk), and nothing but the file this made."""
+    from .._errors import ConfigurationError, OutputWriteError
     from ..bench._prompts import write_prompts
     from ..bench._replay import ReplaySettings
 
     settings = ReplaySettings(cache_model=cache_model)
+    try:  # fails, touching nothing, if anything is there (a link to nothing too)
+        out = output.open("xb")
+    except FileExistsError:
+        raise ConfigurationError(f"{output} exists; name a new file (nothing is overwritten)") from None
+    except OSError as exc:
+        raise ConfigurationError(f"cannot write {output} ({exc.strerror or exc})") from None
     try:
-        with output.open("xb") as out:
+        with out:
             write = functools.partial(write_prompts, runs, policies, out, settings, only=only, delta=delta)
             return anyio.run(write)
+    except OSError as exc:
+        output.unlink(missing_ok=True)  # the file this export created, and only that
+        raise OutputWriteError(f"cannot write {output} ({exc.strerror or exc}); nothing was kept") from None
     except BaseException:
         output.unlink(missing_ok=True)
         raise
@@ -168,7 +179,7 @@ def prompts(
     recorded next: one JSON line per run, policy and call, for rulers of your own (docs/cli.md)."""
     from .._errors import ConfigurationError, TieredAgentError
 
-    if output.exists():
+    if output.exists() or output.is_symlink():  # a symbolic link that leads nowhere exists too
         click.echo(f"Error: {output} exists; name a new file (nothing is overwritten).", err=True)
         sys.exit(EXIT_USAGE)
     try:

@@ -6,6 +6,7 @@ reaches the terminal as a control sequence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -32,6 +33,8 @@ class RunDisplay:
     """Prints, per iteration, the tool calls, prompt tokens against the window, and savings.
 
     Every text it prints from the run (calls, errors, the answer) goes through ``redact`` first.
+    When stdout's reader goes away (``| head``), it prints nothing more and calls ``on_closed``
+    once (the CLI stops the run as SIGPIPE would); the run itself never sees the broken pipe.
     """
 
     console: Console
@@ -42,9 +45,21 @@ class RunDisplay:
     sent: int = 0
     full: int = 0
     iteration: int = 0
+    on_closed: Callable[[], None] | None = None
+    closed: bool = False
     _request: ModelRequest | None = field(default=None, repr=False)
 
     def __call__(self, event: Event) -> None:
+        if self.closed:
+            return
+        try:
+            self._show(event)
+        except BrokenPipeError:
+            self.closed = True
+            if self.on_closed is not None:
+                self.on_closed()
+
+    def _show(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self.context_window = event.config.get("context_window")
             self.hard_limit = float(event.config.get("context", {}).get("hard_limit", 0.95))

@@ -8,6 +8,7 @@ results of the step that was running (``interrupted`` for calls that had not ret
 from __future__ import annotations
 
 import dataclasses
+import functools
 import signal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from ..telemetry import Telemetry
 from ..telemetry._pipelines import cli_telemetry
 from ._display import RunDisplay
 from ._options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunOptions
+from ._process import Interrupted
 
 __all__ = ["DIGEST", "resume_task", "run_task"]
 
@@ -94,14 +96,15 @@ def _main(prepare: Callable[[Console, Console], _Launch]) -> int:
     err = TerminalConsole.for_cli(stderr=True)  # a sentence is never cut into lines
     try:
         launch = prepare(console, err)
-        result, signum = _run_until_signal(launch.start)
+        result, signum = _run_until_signal(launch.start, launch.display)
     except (ConfigurationError, ModelNotFoundError, TraceFormatError) as exc:
         return _error(err, exc, EXIT_USAGE)
     except (AuthenticationError, TraceWriteError, MCPServerError) as exc:
         return _error(err, exc, EXIT_FAILED)
-    except KeyboardInterrupt:  # Ctrl-C before the run started
-        err.print("[yellow]interrupted[/]")
-        return 128 + signal.SIGINT
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP before the run started
+        number = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        err.print(f"[yellow]interrupted by {signal.Signals(number).name}[/]")
+        return 128 + number
     if signum is not None or result is None:
         number = signum or signal.SIGINT
         path = launch.trace()
@@ -117,18 +120,23 @@ def _error(err: Console, exc: Exception, code: int) -> int:
     return code
 
 
-def _run_until_signal(start: Callable[[], Awaitable[T]]) -> tuple[T | None, int | None]:
-    """Run ``start()``; a signal in :data:`_SIGNALS` cancels it. (result, None) or (None, signal)."""
+def _run_until_signal(
+    start: Callable[[], Awaitable[T]], display: RunDisplay | None = None
+) -> tuple[T | None, int | None]:
+    """Run ``start()``; a signal in :data:`_SIGNALS` cancels it, and so does the display's stdout
+    closing (as SIGPIPE: a pipeline's reader gone, ``run ... | head``, ends the run as cleanly as
+    Ctrl-C, resumable). (result, None) or (None, signal)."""
     outcome: dict[str, Any] = {}
 
     async def watch(signals: Any, scope: anyio.CancelScope) -> None:
         async for signum in signals:
-            outcome["signal"] = int(signum)
-            scope.cancel()
+            _stop(outcome, scope, signum)
             return
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
+            if display is not None:
+                display.on_closed = functools.partial(_stop, outcome, group.cancel_scope, signal.SIGPIPE)
             with anyio.open_signal_receiver(*_SIGNALS) as signals:
                 group.start_soon(watch, signals, group.cancel_scope)
                 try:
@@ -142,6 +150,11 @@ def _run_until_signal(start: Callable[[], Awaitable[T]]) -> tuple[T | None, int 
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("result"), outcome.get("signal")
+
+
+def _stop(outcome: dict[str, Any], scope: anyio.CancelScope, signum: int) -> None:
+    outcome.setdefault("signal", int(signum))
+    scope.cancel()
 
 
 # ------------------------------------------------------------------ run

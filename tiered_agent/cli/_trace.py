@@ -151,13 +151,21 @@ def html(path: Path, output: Path | None, embed_chars: int) -> None:
     Inline CSS, JS and SVG; no network. Totals and savings, a chart of prompt tokens vs the
     full history, and every iteration with its messages and what the context pipeline hid.
     """
+    from .._errors import ConfigurationError
+    from .._files import OutputFiles
     from ..inspect._page import render_page
 
     out, err = _consoles()
     run = _read_run(path, err)
     target = output or run.path.with_suffix(".html")
+    page = render_page(run, embed_chars=embed_chars).encode("utf-8")
     try:
-        target.write_text(render_page(run, embed_chars=embed_chars), encoding="utf-8")
+        OutputFiles.check(target)  # a FIFO would block the write, a link to nothing be replaced
+        with OutputFiles() as files:  # whole or not at all: an earlier page is kept on a full disk
+            files.partial(target).write_bytes(page)
+            files.commit()
+    except ConfigurationError as exc:
+        raise click.UsageError(f"{exc}.") from None
     except OSError as exc:
         raise click.UsageError(f"cannot write {target}: {exc.strerror or exc}.") from None
-    out.print(f"wrote {target} ({target.stat().st_size:,} bytes)", markup=False)
+    out.print(f"wrote {target} ({len(page):,} bytes)", markup=False)
