@@ -134,3 +134,11 @@ def _child(
 
     sys.argv = ["tiered-agent", *args]
     main()
+
+
+def notes_workspace(tmp_path: Path) -> Path:
+    """A workspace holding one small text file (``notes.txt``), for runs of the CLI in a child."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("the retry delay doubles each attempt\n")
+    return root

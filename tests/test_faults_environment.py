@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from cli_harness import run_cli
+from cli_harness import notes_workspace, run_cli
 from fake_openai_server import FakeOpenAIServer
 from fakes import text_reply, tool_reply
 from hostile_traces import write_sample_trace
@@ -102,10 +102,7 @@ def _run_args(server: FakeOpenAIServer, workspace: Path, traces: Path) -> list[s
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "notes.txt").write_text("the retry delay doubles each attempt\n")
-    return root
+    return notes_workspace(tmp_path)
 
 
 # ================================================================ 57: a full disk under the bench's outputs

@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import orjson
 import pytest
-from cli_harness import CliResult, run_cli, start_cli
+from cli_harness import CliResult, notes_workspace, run_cli, start_cli
 from click.testing import CliRunner
 from fake_openai_server import FakeOpenAIServer, Hang, RawReply
 from fakes import make_usage, text_reply, tool_reply
@@ -38,10 +38,7 @@ CATASTROPHIC = "a" * 40 + "!"
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "notes.txt").write_text("the retry delay doubles each attempt\n")
-    return root
+    return notes_workspace(tmp_path)
 
 
 def _run_args(server: FakeOpenAIServer, workspace: Path, tmp_path: Path, task: str = "x") -> list[str]:

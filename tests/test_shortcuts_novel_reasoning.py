@@ -94,7 +94,8 @@ def test_novel_reasoning_equals_the_plain_shortening(text: str, seens: list[set[
         assert mine == theirs
 
 
-def test_the_shortened_text_is_not_scanned_again(monkeypatch: object) -> None:
+def _count_scans(monkeypatch: object) -> list[str]:
+    """The texts ``refs`` scans from now on, in order (``refs`` itself still answers)."""
     scanned: list[str] = []
     plain = _reasoning.refs
 
@@ -103,6 +104,11 @@ def test_the_shortened_text_is_not_scanned_again(monkeypatch: object) -> None:
         return plain(text)
 
     monkeypatch.setattr(_reasoning, "refs", counted)  # type: ignore[attr-defined]
+    return scanned
+
+
+def test_the_shortened_text_is_not_scanned_again(monkeypatch: object) -> None:
+    scanned = _count_scans(monkeypatch)
     with _memo.scope(_memo.MemoTables()):
         seen: set[str] = set()
         shown = shorten_reasoning(_REASONING, "novel", seen)
@@ -130,14 +136,7 @@ def test_a_cut_first_sentence_shows_what_the_plain_shortening_shows(
 
 
 def test_a_text_naming_nothing_is_scanned_once_per_run(monkeypatch: object) -> None:
-    scanned: list[str] = []
-    plain = _reasoning.refs
-
-    def counted(text: str):  # type: ignore[no-untyped-def]
-        scanned.append(text)
-        return plain(text)
-
-    monkeypatch.setattr(_reasoning, "refs", counted)  # type: ignore[attr-defined]
+    scanned = _count_scans(monkeypatch)
     text = "Looking around the repository before changing anything"
     with _memo.scope(_memo.MemoTables()):
         shown = [shorten_reasoning(text, "novel", set()) for _ in range(3)]
