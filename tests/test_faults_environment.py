@@ -426,3 +426,28 @@ def test_the_token_counter_reads_the_bundled_encodings_whatever_the_cache_variab
         _tokens._encoding.cache_clear()
     assert encoding.encode("hello world") == [24912, 2375]
     assert os.environ["TIKTOKEN_CACHE_DIR"] == str(tmp_path / "nowhere")
+
+
+# ================================================================ 66: a deleted working directory
+def test_a_deleted_working_directory_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+
+    def enter_then_delete() -> None:
+        os.chdir(gone)
+        os.rmdir(gone)
+
+    result = subprocess.run(
+        [sys.executable, "-c", "from tiered_agent.cli import main; main()", "bench", str(MINI), "--out", "x"],
+        preexec_fn=enter_then_delete,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # was: exit 1, "Error: [Errno 2] No such file or directory" and the worker pool's tracebacks
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        "Error: the current directory no longer exists (it was deleted or moved); "
+        "cd to an existing directory and run the command again"
+    )

@@ -14,6 +14,9 @@ around the command:
   ``KeyboardInterrupt``): every ``finally`` and ``with`` runs, so temporary files are removed and
   no output is left half-written. A second signal during that clean stop is ignored. ``run``,
   ``resume`` and ``batch`` replace these handlers while their agents run (their own clean stop).
+- A working directory that was deleted (or moved away) is refused in one sentence, exit 2: every
+  relative path, and the worker processes the bench starts, would fail on it, with tracebacks from
+  their cleanup.
 - A reader that went away (``| head -1``) ends the command quietly with 141 (128 + SIGPIPE), as a
   Unix tool killed by SIGPIPE does: no traceback, no "Exception ignored" at exit.
 
@@ -112,10 +115,23 @@ def _stop_once() -> None:
                 signal.signal(signum, handler)
 
 
+def _check_working_directory() -> None:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        click.echo(
+            "Error: the current directory no longer exists (it was deleted or moved); "
+            "cd to an existing directory and run the command again",
+            err=True,
+        )
+        raise SystemExit(2) from None
+
+
 def prepare_process() -> None:
     """Streams, terminal size and signal handlers as this module's docstring says; once, before
     click parses the command line."""
     stdout_closed = _reopen_closed_streams()
+    _check_working_directory()
     _escape_unencodable()
     _sane_terminal_size()
     _stop_once()
