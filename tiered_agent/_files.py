@@ -25,6 +25,7 @@ __all__ = [
     "open_regular_for_appending",
     "open_regular_for_writing",
     "write_all",
+    "write_fully",
 ]
 
 
@@ -201,12 +202,18 @@ def _target(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
+def write_fully(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd``, however many writes it takes; an ``OSError`` (a full disk, a
+    file too large) propagates."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def write_all(fd: int, data: bytes, path: Path | str, what: str) -> None:
     """Write all of ``data`` to ``fd`` (``path``, which holds ``what``); a write that fails (a full
     disk, a file too large) is :class:`OutputWriteError`, one sentence naming the file."""
-    view = memoryview(data)
     try:
-        while view:
-            view = view[os.write(fd, view) :]
+        write_fully(fd, data)
     except OSError as exc:
         raise OutputWriteError(f"cannot write {what} {path} ({exc.strerror or exc})") from None

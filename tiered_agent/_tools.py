@@ -38,6 +38,7 @@ from cachetools import LRUCache
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 
 from ._errors import ConfigurationError, ToolError
+from ._files import write_fully
 from ._messages import ToolCall
 from ._text import clean_surrogates, escape_nul
 from ._trace import parse_json, redact
@@ -758,12 +759,6 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 async def _spill(data: bytes, call_id: str, spill_dir: Path | None) -> Path | None:
     """Save ``data`` in a new file of ``spill_dir``; raises OSError when that fails.
 
@@ -783,7 +778,7 @@ async def _spill(data: bytes, call_id: str, spill_dir: Path | None) -> Path | No
             except FileExistsError:
                 continue
             try:
-                _write_all(fd, data)
+                write_fully(fd, data)
             except OSError:
                 path.unlink(missing_ok=True)  # no truncated copy that claims to be the full output
                 raise
