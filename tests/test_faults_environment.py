@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -317,18 +318,11 @@ def test_a_signal_stops_the_bench_cleanly_at_any_phase(tmp_path: Path, signum: i
     out, temp = tmp_path / "out", tmp_path / "tmp"
     temp.mkdir()
     earlier = _earlier_outputs(out)
+    inputs = tmp_path / "inputs"  # the shipped runs three times: a replay of seconds even on an idle machine
+    for copy in range(3):
+        shutil.copytree(ROOT / "traces", inputs / f"copy{copy}")
     child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tiered_agent",
-            "bench",
-            str(ROOT / "traces"),
-            "--out",
-            str(out),
-            "--workers",
-            "1",
-        ],
+        [sys.executable, "-m", "tiered_agent", "bench", str(inputs), "--out", str(out), "--workers", "1"],
         cwd=tmp_path,
         env={**os.environ, "TMPDIR": str(temp)},
         stdout=subprocess.DEVNULL,
@@ -337,10 +331,12 @@ def test_a_signal_stops_the_bench_cleanly_at_any_phase(tmp_path: Path, signum: i
     )
     waiter = threading.Event()
     for _ in range(3000):  # until the replay spooled runs (not between a temporary file's creation
-        if len(list(temp.iterdir())) == 2:  # and its cleanup's registration, microseconds apart)
+        names = {p.name.split("-")[2] for p in temp.iterdir() if p.name.startswith("tiered-agent-")}
+        if names == {"runs", "ids"}:  # and its cleanup's registration, microseconds apart)
             break
         waiter.wait(0.02)
     waiter.wait(0.3)
+    assert child.poll() is None, "the bench ended before the signal: nothing was tested"
     child.send_signal(signum)
     waiter.wait(0.2)
     child.send_signal(signum)  # a second signal during the clean stop changes nothing
