@@ -312,6 +312,14 @@ def test_an_ascii_only_stdout_gets_escapes_not_a_traceback(tmp_path: Path) -> No
 
 
 # ================================================================ 62: signals while the bench works
+# A job a non-interactive shell starts in the background (a CI script's ``&``) inherits SIGINT
+# ignored, which the CLI keeps ignored (as ``nohup``'s): the child gets Python's default back first.
+_WITH_SIGINT = (
+    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('tiered_agent', run_name='__main__')"
+)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_signal_stops_the_bench_cleanly_at_any_phase(tmp_path: Path, signum: int) -> None:
@@ -322,7 +330,7 @@ def test_a_signal_stops_the_bench_cleanly_at_any_phase(tmp_path: Path, signum: i
     for copy in range(3):
         shutil.copytree(ROOT / "traces", inputs / f"copy{copy}")
     child = subprocess.Popen(
-        [sys.executable, "-m", "tiered_agent", "bench", str(inputs), "--out", str(out), "--workers", "1"],
+        [sys.executable, "-c", _WITH_SIGINT, "bench", str(inputs), "--out", str(out), "--workers", "1"],
         cwd=tmp_path,
         env={**os.environ, "TMPDIR": str(temp)},
         stdout=subprocess.DEVNULL,
