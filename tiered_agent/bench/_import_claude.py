@@ -17,7 +17,10 @@ One JSON entry per line, by ``type``:
   (each the largest value among the response's entries, which repeat it), ``cost`` = the
   entry's ``costUSD`` where older versions record it. ``usage.cache_creation`` splits the
   writes by lifetime: ``ephemeral_1h_input_tokens`` were written with the 1-hour time to live
-  (:attr:`RecordedRun.cache_writes_1h`), the rest with the 5-minute one.
+  (:attr:`RecordedRun.cache_writes_1h`), the rest with the 5-minute one. ``usage.speed``
+  ``"fast"`` (fast mode) and ``usage.inference_geo`` ``"us"`` (US-only inference) are the step's
+  billing modifiers (:attr:`RecordedRun.step_billing`): each multiplies its prices, and fast mode
+  has its own prompt cache; ``"standard"``, ``"global"`` and empty values are none.
 - ``timestamp`` (every entry): a step's request was sent at the latest entry before its
   response (the tool results or the user's prompt), else at the response's first entry.
 - ``user``: the user's prompt (a string, or ``text``/``image``/``document`` blocks; an image is
@@ -64,6 +67,7 @@ rest are not.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -276,6 +280,7 @@ class _Step:
     message_id: str | None = None
     usage: Usage | None = None
     writes_1h: int = 0
+    billing: str = ""
 
 
 def _run(
@@ -370,7 +375,7 @@ def _assistant(
     if _new_response(message_id, step.message_id) or builder.step == 0:
         model = message.get("model")
         builder.start_step(time=time, model=model if isinstance(model, str) else None)
-        step.message_id, step.usage, step.writes_1h = message_id, None, 0
+        step.message_id, step.usage, step.writes_1h, step.billing = message_id, None, 0, ""
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
     if not isinstance(blocks, list):
@@ -388,7 +393,8 @@ def _assistant(
     if usage is not None:
         step.usage = usage if step.usage is None else _largest(step.usage, usage)
         step.writes_1h = max(step.writes_1h, _writes_1h(message.get("usage")))
-        builder.set_usage(step.usage, writes_1h=step.writes_1h)
+        step.billing = _billing(message.get("usage")) or step.billing
+        builder.set_usage(step.usage, writes_1h=step.writes_1h, billing=step.billing)
 
 
 _SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
@@ -445,6 +451,27 @@ def _writes_1h(raw: Any) -> int:
     """``usage.cache_creation.ephemeral_1h_input_tokens``: the writes with a 1-hour lifetime."""
     split = raw.get("cache_creation") if isinstance(raw, dict) else None
     return count(split.get("ephemeral_1h_input_tokens")) if isinstance(split, dict) else 0
+
+
+# Values of ``usage.speed`` / ``usage.inference_geo`` that bill as the standard rate.
+_STANDARD = frozenset({"", "standard", "global", "not_available"})
+_MODIFIER = re.compile(r"[a-z0-9_-]{1,32}")
+
+
+def _billing(raw: Any) -> str:
+    """The billing modifiers a usage record names (``"fast+us"``; ``""``: none): ``speed`` and
+    ``inference_geo`` when not the standard rate; a value that is no plain word is ``"other"``
+    (priced at the standard rate, with a warning, where the bench prices it)."""
+    if not isinstance(raw, dict):
+        return ""
+    found: list[str] = []
+    for key in ("speed", "inference_geo"):
+        value = raw.get(key)
+        if not isinstance(value, str) or value.strip().lower() in _STANDARD:
+            continue
+        value = value.strip().lower()
+        found.append(value if _MODIFIER.fullmatch(value) else "other")
+    return "+".join(found)
 
 
 def _largest(a: Usage, b: Usage) -> Usage:

@@ -75,7 +75,8 @@ class StepTiming:
     """Per step (lists as long as the run's steps, or empty): when each request was sent and
     what it wrote to the cache with a 1-hour lifetime; message indexes where the agent restarted
     its history (recorded compaction); whether the log holds the whole prompt; the steps whose
-    response held reasoning items; the model that answered each step (where recorded)."""
+    response held reasoning items; the model that answered each step (where recorded); each
+    step's billing modifiers (``"fast+us"``; ``""``: none)."""
 
     timestamps: Sequence[float | None] = ()
     cache_writes_1h: Sequence[int] = ()
@@ -83,6 +84,7 @@ class StepTiming:
     prompt_complete: bool = True
     reasoning_steps: Iterable[int] = ()
     models: Sequence[str | None] = ()
+    billing: Sequence[str] = ()
 
 
 # ---------------------------------------------------------------- shape checks
@@ -424,6 +426,7 @@ def build_run(
         prompt_complete=timing.prompt_complete,
         reasoning_steps=frozenset(s for s in timing.reasoning_steps if 0 < s <= steps),
         step_models=switched_models(timing.models),
+        step_billing=tuple(timing.billing) if any(timing.billing) else (),
     )
 
 
@@ -437,6 +440,7 @@ def _check_shape(
         ("timestamps", timing.timestamps),
         ("cache_writes_1h", timing.cache_writes_1h),
         ("models", timing.models),
+        ("billing tiers", timing.billing),
     )
     for name, values in per_step:
         if (values or name == "usage records") and len(values) != steps:

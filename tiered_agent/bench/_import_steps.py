@@ -42,6 +42,7 @@ class HistoryBuilder:
         self.times: list[float | None] = []
         self.writes_1h: list[int] = []
         self.models: list[str | None] = []  # per step, the model that answered it (where recorded)
+        self.billing: list[str] = []  # per step, its billing modifiers ("fast+us"; "": none)
         self.restarts: list[int] = []
         self.reasoning_steps: set[int] = set()
         self.read_only_calls: set[str] = set()
@@ -88,7 +89,7 @@ class HistoryBuilder:
         dropped = sum(1 for m in self.messages[index:] if m.role == "assistant")
         del self.messages[index:]
         keep = self.step - dropped
-        for per_step in (self.usage, self.times, self.writes_1h, self.models):
+        for per_step in (self.usage, self.times, self.writes_1h, self.models, self.billing):
             del per_step[keep:]
         self.reasoning_steps = {s for s in self.reasoning_steps if s <= keep}
         self.restarts = [r for r in self.restarts if r <= index]  # one at the cut still holds
@@ -117,6 +118,7 @@ class HistoryBuilder:
         self.times.append(self._input_time if self._input_time is not None else time)
         self.writes_1h.append(0)
         self.models.append(model)
+        self.billing.append("")
         self._input_time = None
         self._pending, self._answered = {}, set()
         self._assistant_at = len(self.messages)
@@ -172,12 +174,14 @@ class HistoryBuilder:
         )
         self._results_end += 1
 
-    def set_usage(self, usage: Usage, *, writes_1h: int = 0) -> None:
-        """The provider usage of the current step (``writes_1h``: cache writes with a 1-hour lifetime)."""
+    def set_usage(self, usage: Usage, *, writes_1h: int = 0, billing: str = "") -> None:
+        """The provider usage of the current step (``writes_1h``: cache writes with a 1-hour lifetime;
+        ``billing``: its billing modifiers, ``"fast+us"``, ``""`` for none)."""
         if not self.usage:
             return
         self.usage[-1] = usage
         self.writes_1h[-1] = max(0, min(writes_1h, usage.cache_write_tokens))
+        self.billing[-1] = billing
 
     def _close_step(self) -> None:
         """In a damaged log, give each call of the current step that has no result a placeholder."""
@@ -226,6 +230,12 @@ class HistoryBuilder:
             read_only=read_only,
             read_only_calls=self.read_only_calls,
             timing=StepTiming(
-                self.times, self.writes_1h, self.restarts, prompt_complete, self.reasoning_steps, self.models
+                self.times,
+                self.writes_1h,
+                self.restarts,
+                prompt_complete,
+                self.reasoning_steps,
+                self.models,
+                self.billing,
             ),
         )

@@ -61,6 +61,9 @@ class RecordedRun:
     - ``step_models[k - 1]``: the model that answered step ``k``, recorded only for a run that
       switched models (a slash command or skill run on another model, ``/model`` mid-session):
       each model has its own prices and its own prompt cache;
+    - ``step_billing[k - 1]``: the billing modifiers of step ``k`` (``""``: none; ``"fast"``:
+      Anthropic's fast mode; ``"us"``: US-only inference; ``"fast+us"``: both), recorded only for a
+      run with at least one: each multiplies the step's prices, and fast mode has its own cache;
     - ``prompt_complete``: False when the log does not hold everything the model was
       sent (Claude Code and Codex record neither the tool schemas nor, for Claude Code,
       the system prompt); the bench then estimates the missing prefix from the usage.
@@ -89,6 +92,7 @@ class RecordedRun:
     prompt_complete: bool = True
     reasoning_steps: frozenset[int] = frozenset()
     step_models: tuple[str, ...] = ()
+    step_billing: tuple[str, ...] = ()
 
     @property
     def steps(self) -> int:
@@ -111,6 +115,20 @@ class RecordedRun:
         """The model that answered call ``step`` (1-based) when the run switched models; None when it
         used one (:attr:`model`)."""
         return self.step_models[step - 1] if 0 < step <= len(self.step_models) else None
+
+    def billing_at(self, step: int) -> tuple[str, ...]:
+        """The billing modifiers of call ``step`` (1-based): ``("fast", "us")``, or none."""
+        tier = self.step_billing[step - 1] if 0 < step <= len(self.step_billing) else ""
+        return tuple(tier.split("+")) if tier else ()
+
+    def cache_partition(self, step: int) -> str | None:
+        """Which prompt cache call ``step`` reads and writes: its model's (in a run that switched
+        models), and fast mode's own (the speed is part of the provider's cache key); None: the
+        run's one cache."""
+        model = self.model_at(step)
+        if "fast" not in self.billing_at(step):
+            return model
+        return f"{model or self.model or ''} fast"
 
     def writes_1h(self, step: int) -> int:
         """The tokens model call ``step`` wrote to the cache with a 1-hour time to live."""
@@ -169,6 +187,8 @@ class RecordedRun:
             out["reasoning_steps"] = sorted(self.reasoning_steps)
         if self.step_models:
             out["step_models"] = list(self.step_models)
+        if self.step_billing:
+            out["step_billing"] = list(self.step_billing)
         return out
 
     def with_recording(self, recording: Any) -> RecordedRun:
@@ -185,6 +205,7 @@ class RecordedRun:
             prompt_complete=recording.get("prompt_complete") is not False and self.prompt_complete,
             reasoning_steps=_steps(recording.get("reasoning_steps"), steps) or self.reasoning_steps,
             step_models=_models(recording.get("step_models"), steps) or self.step_models,
+            step_billing=_billing(recording.get("step_billing"), steps) or self.step_billing,
         )
 
 
@@ -224,3 +245,10 @@ def _restarts(values: Any, messages: int) -> tuple[int, ...]:
         return ()
     found = {v for v in values if isinstance(v, int) and not isinstance(v, bool) and 0 < v < messages}
     return tuple(sorted(found))
+
+
+def _billing(values: Any, steps: int) -> tuple[str, ...]:
+    """Per step, its billing modifiers (``""``, ``"fast"``, ``"fast+us"``): strings, one per step,
+    at least one not empty (else none)."""
+    tiers = _per_step(values, steps, lambda v: v if isinstance(v, str) else None)
+    return tiers if tiers and None not in tiers and any(tiers) else ()

@@ -192,6 +192,7 @@ class RunInfo:
     cache_writes_1h: tuple[int, ...] = ()  # per step, the recorded writes with the 1-hour lifetime
     restarts: int = 0  # the agent's own compactions the replay followed
     step_models: tuple[str, ...] = ()  # per step, its model, when the run switched models
+    step_billing: tuple[str, ...] = ()  # per step, its billing modifiers, when any has one
 
     @property
     def has_usage(self) -> bool:
@@ -202,7 +203,7 @@ class RunInfo:
         info = cls(
             run.run_id, run.source, run.format, run.model, run.steps, tuple(run.usage), family_of(run.format),
             endpoints=len({r for r in run.routes if r is not None}), cache_writes_1h=run.cache_writes_1h,
-            restarts=len(run.restarts), step_models=run.step_models,
+            restarts=len(run.restarts), step_models=run.step_models, step_billing=run.step_billing,
         )  # fmt: skip
         return info if plan is None else info.planned(plan)
 
@@ -704,7 +705,7 @@ async def _step(
         long_ttl=step in state.long_steps,
         new_turn_after_reasoning=step in state.turns_after_reasoning,
         stable=prepared.built.stable,
-        partition=state.run.model_at(step),
+        partition=state.run.cache_partition(step),
     )
     cached = min(use.read, prompt_tokens)
     fixed, new = _regions(state, track, messages, prepared.tools, prompt_tokens)
