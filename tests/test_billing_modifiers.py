@@ -80,9 +80,8 @@ def test_scaled_prices_multiply_every_price_and_leave_one_unchanged() -> None:
     prices = model_prices(OPUS_48)
     assert prices is not None
     fast = prices.scaled(2.0)
-    assert (fast.input, fast.output, fast.cache_read, fast.cache_write, fast.write_1h) == pytest.approx(
-        (prices.input * 2, prices.output * 2, prices.cache_read * 2, prices.cache_write * 2, prices.write_1h * 2)
-    )
+    fields = ("input", "output", "cache_read", "cache_write", "write_1h")
+    assert [getattr(fast, f) for f in fields] == pytest.approx([getattr(prices, f) * 2 for f in fields])
     assert prices.scaled(1.0) is prices
 
 
