@@ -6,10 +6,10 @@ and fast mode has its own prompt cache (the speed is part of the cache key).
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
+import claude_log
 import orjson
 import pytest
 import structlog
@@ -27,28 +27,15 @@ OPUS_48 = "claude-opus-4-8"  # litellm lists both: "us" 1.1, "fast" 2
 _STANDARD_CALL = 10 * 5e-6 + 2000 * 6.25e-6 + 5 * 2.5e-5
 
 
-def _write(path: Path, records: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
-
-
-def _entry(kind: str, uuid: str, parent: str | None, message: dict[str, Any], second: int) -> dict[str, Any]:
-    return {
-        "parentUuid": parent, "isSidechain": False, "sessionId": "s", "version": "2.1.40", "type": kind,
-        "message": message, "uuid": uuid, "timestamp": f"2026-03-02T10:00:{second:02d}.000Z",
-    }  # fmt: skip
+_MINUTE = "2026-03-02T10:00"
 
 
 def _reply(uuid: str, parent: str, msg: str, second: int, **tier: str) -> dict[str, Any]:
-    usage = {"input_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 2000,
-             "output_tokens": 5, "service_tier": "standard", **tier}  # fmt: skip
-    message = {"id": msg, "model": OPUS, "role": "assistant", "usage": usage,
-               "content": [{"type": "text", "text": f"answer {msg}"}]}  # fmt: skip
-    return _entry("assistant", uuid, parent, message, second)
+    return claude_log.reply(uuid, parent, msg, OPUS, second, minute=_MINUTE, service_tier="standard", **tier)
 
 
 def _prompt(uuid: str, parent: str | None, text: str, second: int) -> dict[str, Any]:
-    return _entry("user", uuid, parent, {"role": "user", "content": text}, second)
+    return claude_log.prompt(uuid, parent, text, second, minute=_MINUTE)
 
 
 def _session() -> list[dict[str, Any]]:
@@ -86,13 +73,13 @@ def test_scaled_prices_multiply_every_price_and_leave_one_unchanged() -> None:
 
 
 def test_claude_code_records_each_steps_billing_modifiers(tmp_path: Path) -> None:
-    [run] = load_runs([_write(tmp_path / "s.jsonl", _session())], strict=True).runs
+    [run] = load_runs([claude_log.write(tmp_path / "s.jsonl", _session())], strict=True).runs
     assert run.step_billing == ("", "fast", "fast+us", "")
     assert [run.billing_at(s) for s in (1, 2, 3, 4, 5)] == [(), ("fast",), ("fast", "us"), (), ()]
     # fast mode has its own cache; US-only inference shares the run's
     assert [run.cache_partition(s) for s in (1, 2, 3, 4)] == [None, f"{OPUS} fast", f"{OPUS} fast", None]
     plain = [r for r in _session() if r["type"] == "user" or r["message"]["id"] in ("m1", "m4")]
-    [standard] = load_runs([_write(tmp_path / "plain.jsonl", plain)], strict=True).runs
+    [standard] = load_runs([claude_log.write(tmp_path / "plain.jsonl", plain)], strict=True).runs
     assert standard.step_billing == () and standard.cache_partition(1) is None
 
 
@@ -127,7 +114,7 @@ def test_a_modifier_no_price_list_names_is_the_standard_rate_with_one_warning() 
 
 def test_the_bench_bills_fast_mode_and_us_inference(tmp_path: Path) -> None:
     """End to end: the session's recorded bill is each call at its list prices times its modifiers."""
-    path = _write(tmp_path / "s.jsonl", _session())
+    path = claude_log.write(tmp_path / "s.jsonl", _session())
     result = invoke("bench", path, "--policies", "full", "--workers", "1", "--out", tmp_path / "out")
     assert result.exit_code == 0, result.output
     doc = orjson.loads((tmp_path / "out" / "bench.json").read_bytes())
@@ -136,7 +123,7 @@ def test_the_bench_bills_fast_mode_and_us_inference(tmp_path: Path) -> None:
 
 
 def test_the_billing_modifiers_survive_the_trace_round_trip(tmp_path: Path) -> None:
-    [run] = load_runs([_write(tmp_path / "s.jsonl", _session())], strict=True).runs
+    [run] = load_runs([claude_log.write(tmp_path / "s.jsonl", _session())], strict=True).runs
     write_run_trace(run, tmp_path / "t.jsonl")
     [back] = load_runs([tmp_path / "t.jsonl"], strict=True).runs
     assert back.step_billing == ("", "fast", "fast+us", "")
@@ -150,5 +137,5 @@ def test_the_billing_modifiers_survive_the_trace_round_trip(tmp_path: Path) -> N
 def test_an_odd_modifier_value_is_named_other(tmp_path: Path) -> None:
     records = _session()[:2]
     records[1]["message"]["usage"]["speed"] = "fa+st\n" * 20
-    [run] = load_runs([_write(tmp_path / "s.jsonl", records)], strict=True).runs
+    [run] = load_runs([claude_log.write(tmp_path / "s.jsonl", records)], strict=True).runs
     assert run.step_billing == ("other",)
