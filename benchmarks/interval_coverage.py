@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from tiered_agent.bench._spread import t_quantile
+from tiered_agent.bench._spread import _COST_GRID, _USD_GRID, t_quantile
 
 Array = np.ndarray
 Method = Callable[[Array, Array], tuple[Array, Array]]
@@ -244,7 +245,24 @@ COMBOS = {
     for skew in ("sym", "hall", "union")
 }
 
+
+def library(x: Array, y: Array) -> tuple[Array, Array]:
+    """sums: the bench's own (``RatioSum.interval``, on the runs' integer pairs)."""
+    from tiered_agent.bench._spread import RatioSum
+
+    lows, highs = [], []
+    for row_x, row_y in zip(x, y, strict=True):
+        total = RatioSum()
+        for a, b in zip(row_x, row_y, strict=True):
+            total.add(int(a), int(b))
+        found = total.interval()
+        lows.append(-math.inf if found is None else found[0])
+        highs.append(math.inf if found is None else found[1])
+    return np.array(lows), np.array(highs)
+
+
 METHODS: dict[str, Method] = {
+    "library": library,
     **COMBOS,
     "delta_n1": delta_n1,
     "delta_kish": delta_kish,
@@ -262,7 +280,9 @@ METHODS: dict[str, Method] = {
 SLOW = {"boot_percentile", "boot_bca"}
 
 
-def _population(kind: str, spread: float, rng: np.random.Generator, size: int = 20_000) -> tuple[Array, Array]:
+def _population(
+    kind: str, spread: float, rng: np.random.Generator, size: int = 20_000
+) -> tuple[Array, Array]:
     """A population of runs' (x, y) pairs."""
     z = rng.standard_normal(size)
     x = np.floor(np.exp(10 + spread * z)) + 1
@@ -276,14 +296,18 @@ def _population(kind: str, spread: float, rng: np.random.Generator, size: int = 
     return x, np.round(x * ratio)
 
 
-def _trials(pop: tuple[Array, Array], n: int, trials: int, rng: np.random.Generator) -> Iterator[tuple[Array, Array]]:
+def _trials(
+    pop: tuple[Array, Array], n: int, trials: int, rng: np.random.Generator
+) -> Iterator[tuple[Array, Array]]:
     px, py = pop
     for start in range(0, trials, 500):
         idx = rng.integers(0, len(px), size=(min(500, trials - start), n))
         yield px[idx], py[idx]
 
 
-def _measure(pop: tuple[Array, Array], n: int, trials: int, methods: list[str], seed: int) -> dict[str, tuple[float, float]]:
+def _measure(
+    pop: tuple[Array, Array], n: int, trials: int, methods: list[str], seed: int
+) -> dict[str, tuple[float, float]]:
     truth = pop[1].sum() / pop[0].sum()
     out = {}
     for name in methods:
@@ -312,6 +336,9 @@ _FIELDS = (
 )
 
 
+_GRIDS = {"input_cost_savings_vs_full": _COST_GRID, "cost_usd_savings_vs_full": _USD_GRID}
+
+
 def _real(path: Path, policies: set[str]) -> Iterator[tuple[str, tuple[Array, Array], int]]:
     """(label, population, family size) per family, policy and figure of a bench.runs.jsonl: each
     run's pair of a figure (a saving's: ``full``'s value, the policy's; a rate's: needed, missed)."""
@@ -329,9 +356,12 @@ def _real(path: Path, policies: set[str]) -> Iterator[tuple[str, tuple[Array, Ar
                 continue
             for metric, below, above in _FIELDS:
                 saving = metric.endswith("_vs_full")
-                x, y = (full.get(below), record.get(above)) if saving else (record.get(below), record.get(above))
+                x, y = (
+                    (full.get(below), record.get(above)) if saving else (record.get(below), record.get(above))
+                )
                 if isinstance(x, int | float) and isinstance(y, int | float):
-                    pairs.setdefault((family, policy, metric), []).append((float(x), float(y)))
+                    grid = _GRIDS.get(metric, 1)  # on the bench's grid, as ``_spread._pairs`` rounds
+                    pairs.setdefault((family, policy, metric), []).append((round(x * grid), round(y * grid)))
     for (family, policy, metric), found in sorted(pairs.items()):
         arr = np.array(found, dtype=float)
         if len(arr) >= 3 and arr[:, 0].sum() > 0 and arr[:, 1].sum() > 0 and arr[:, 1].any():
