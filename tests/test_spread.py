@@ -285,7 +285,7 @@ def test_report_rows_show_each_figure_with_its_interval() -> None:
             "cost_usd_savings_vs_full": None,
             "miss_rate": [0.0, 0.025],
             "word_miss_rate": None,
-            "line_miss_rate": [0.0, 0.0],
+            "line_miss_rate": [-0.00001, 0.0],
             "own_miss_rate": [0.01, 0.05],
         },
     }

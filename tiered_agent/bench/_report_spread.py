@@ -29,7 +29,7 @@ def _cell(value: Any, interval: Sequence[float] | None, signed: bool) -> str:
         return "n/a"
     if not interval:
         return _pct(value, signed)
-    low, high = (f"{v * 100:.1f}".replace("-", "−") for v in interval)
+    low, high = (f"{round(v * 100, 1) + 0.0:.1f}".replace("-", "−") for v in interval)  # no "−0.0"
     return f"{_pct(value, signed).replace('-', '−')} ({low} to {high})"
 
 
