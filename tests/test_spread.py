@@ -260,6 +260,38 @@ def test_a_saving_is_one_minus_the_ratio_and_a_rate_is_never_below_zero() -> Non
     ]
 
 
+def test_shards_of_a_set_merged_in_any_order_give_the_whole_sets_intervals() -> None:
+    """Every policy's figures, split into three shards whose states are written and read back, merged
+    in two orders: the same intervals as the runs added one by one (the bench's ``--shard K/N`` and
+    ``bench merge``)."""
+    rng = random.Random(26)
+    runs = []
+    for _ in range(40):
+        tokens = int(rng.lognormvariate(9, 1.5)) + 1
+        full = _totals(prompt_tokens=tokens, input_cost=tokens * 1.25, salient=rng.randrange(1, 30))
+        kept = round(tokens * rng.uniform(0.3, 1.0))
+        missed = rng.randrange(5) if rng.random() < 0.2 else 0
+        tiered = _totals(prompt_tokens=kept, input_cost=kept * 1.1, salient=full.salient, missed=missed)
+        runs.append({"full": full, "tiered": tiered})
+    whole = SpreadSum(["full", "tiered"])
+    for run in runs:
+        whole.add(run, run["full"])
+    shards = []
+    for part in (runs[:7], runs[7:30], runs[30:]):
+        shard = SpreadSum(["full", "tiered"])
+        for run in part:
+            shard.add(run, run["full"])
+        shards.append(SpreadSum.from_state(shard.state(), ["full", "tiered"], "shard"))
+    for order in ((0, 1, 2), (2, 0, 1)):
+        merged = SpreadSum(["full", "tiered"])
+        for k in order:
+            merged.merge(shards[k])
+        assert merged.state() == whole.state()
+        assert merged.intervals("tiered") == whole.intervals("tiered")
+    found = whole.intervals("tiered")
+    assert found["miss_rate"] is not None and found["miss_rate"][1] > found["miss_rate"][0] >= 0.0
+
+
 def test_a_run_whose_cost_is_not_finite_is_left_out_of_that_figure_only() -> None:
     spread = SpreadSum(["full"])
     for cost in (1.0, 2.0, 3.0, math.inf):
