@@ -279,10 +279,43 @@ def write_lines(path: Path, records: Iterator[dict[str, Any]], *, newline_at_end
 
 
 def write_trace(path: Path, iterations: int, output_chars: int) -> Path:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from long_trace import write_long_trace  # from tests/: no litellm
+    """A trace of ``iterations`` iterations of one ``output_chars`` tool output each, every event of
+    a constant size (``tests/long_trace.py``'s requests list the iterations a summary stands for,
+    so its file grows with the square of its iterations)."""
+    import orjson
 
-    return write_long_trace(path, iterations=iterations, output_chars=output_chars)
+    from tiered_agent import Message, ToolCall, Usage
+    from tiered_agent._trace import (
+        MessageEvent,
+        ModelRequest,
+        ModelResponse,
+        RunEnded,
+        RunStarted,
+        ToolResult,
+        event_to_dict,
+    )
+
+    def events() -> Iterator[Any]:
+        yield RunStarted(run_id="long", model="openai/gpt-4o-mini", task="A long run", started_at=0.0)
+        yield MessageEvent(Message("user", "A long run"))
+        for it in range(1, iterations + 1):
+            yield ModelRequest(it, 2 * it, 3000, 3000, 3000)
+            call = ToolCall(f"call_{it}", "read_file", f'{{"path": "file_{it}.log"}}')
+            yield MessageEvent(Message("assistant", f"Step {it}.", tool_calls=(call,), iteration=it))
+            yield ModelResponse(iteration=it, usage=Usage(3000, 50, 2048, 1, 0.0006), model="gpt-4o-mini")
+            output = (f"iteration {it}: " + "x" * 60 + "\n") * (output_chars // 75 + 1)
+            yield MessageEvent(
+                Message("tool", output[:output_chars], tool_call_id=call.id, name="read_file", iteration=it)
+            )
+            yield ToolResult(iteration=it, tool_call_id=call.id, name="read_file", output_chars=output_chars)
+        yield RunEnded(
+            "max_iterations", None, iterations, Usage(3000 * iterations, 50 * iterations, 0, iterations)
+        )
+
+    with path.open("wb") as out:
+        for event in events():
+            out.write(orjson.dumps(event_to_dict(event)) + b"\n")
+    return path
 
 
 @dataclass(frozen=True)
