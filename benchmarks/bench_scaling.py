@@ -8,7 +8,9 @@ address-space limit (``resource.setrlimit(RLIMIT_AS)`` in the child, inherited b
 workers); the child reports its CPU seconds (its own and its children's) and peak RSS. Printed
 per (path, shape): CPU at N and 4N, the ratio, peak RSS at both, and what went wrong (a non-zero
 exit, a traceback on stderr, the timeout, the memory limit). Linear work shows a ratio near 4 or
-under (fixed costs: the interpreter, imports, the worker pool); quadratic work near 16.
+under (fixed costs: the interpreter, imports, the worker pool); quadratic work near 16. It found
+four quadratic importers (docs/faults.md cases 67-70, fixed) and the rulers' per-term search of the
+whole run (case 71: ``bench cc/json`` at 128,000 characters an output is killed at 400 s).
 
     python benchmarks/bench_scaling.py                        # every case
     python benchmarks/bench_scaling.py --only cc/ --scale 0.5 # Claude Code cases, half the sizes
