@@ -151,5 +151,7 @@ def _user(text: str) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_the_scaling_benchmark_s_importer_cases_hold_their_limit() -> None:
-    """The benchmark itself, on the importer cases, at a quarter of its sizes (child processes)."""
+    """The benchmark itself on the importer cases at a quarter of its sizes, each in a child process
+    under its time and memory limits: every case reads its log (exit 0, no traceback, no kill) and
+    no ratio passes 12 (the fixed costs of a child weigh more at these sizes)."""
     assert scaling.main(["--only", "load cc/uuid,load cx/", "--scale", "0.25", "--limit", "12"]) == 0
