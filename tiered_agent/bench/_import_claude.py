@@ -68,6 +68,7 @@ rest are not.
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,18 +215,36 @@ def _entries(records: list[Any]) -> list[dict[str, Any]]:
     entries when a session is resumed). Another entry that reuses a ``uuid`` (a hand-edited or
     damaged log) is read: dropping it would lose what it says without a word.
     """
-    seen: dict[str, list[Any]] = {}  # uuid -> the messages read under it
+    first: dict[str, Any] = {}  # uuid -> the message first read under it
+    again: dict[str, set[Hashable]] = {}  # uuid -> every message read under it, frozen, once it repeats
     out = []
     for record in records:
         if not (_is_message(record) or _is_boundary(record)):
             continue
         uuid, message = record.get("uuid"), record.get("message")
-        if isinstance(uuid, str):
-            if any(message == earlier for earlier in seen.get(uuid, ())):
+        if isinstance(uuid, str) and uuid in first:
+            # a set of frozen messages, not a list compared one by one: n entries reusing one
+            # uuid cost n, not n squared (faults.md case 67)
+            forms = again.setdefault(uuid, {_frozen(first[uuid])})
+            form = _frozen(message)
+            if form in forms:
                 continue
-            seen.setdefault(uuid, []).append(message)
+            forms.add(form)
+        elif isinstance(uuid, str):
+            first[uuid] = message
         out.append(record)
     return out
+
+
+def _frozen(value: Any) -> Hashable:
+    """A JSON value as a hashable one equal to another's exactly when the values are ``==``
+    (objects as sets of items, arrays as tuples; numbers stay numbers, so ``1`` is ``1.0`` as in
+    ``==``). The readers refuse nesting past 255, so the recursion is bounded."""
+    if isinstance(value, dict):
+        return frozenset((key, _frozen(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return tuple(_frozen(item) for item in value)
+    return value  # type: ignore[no-any-return]
 
 
 def _threads(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -333,17 +333,25 @@ class CallIds:
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
+        self._last: dict[str, int] = {}  # base -> the last suffix number it was given
         self.renamed = 0
 
     def unique(self, call_id: str | None, iteration: int, index: int) -> str:
+        """The first of ``id``, ``id_<iteration>``, ``id_<iteration>_2``, ... not given before.
+
+        The search for a base resumes after the number it reached last (every lower one is taken:
+        the set only grows), so n calls reusing one id cost n, not n squared (faults.md case 69).
+        """
         candidate = call_id or f"call_{iteration}" + (f"_{index}" if index else "")
         if candidate in self._seen:
             self.renamed += 1
-            base, n = f"{candidate}_{iteration}", 1
-            candidate = base
+            base = f"{candidate}_{iteration}"
+            n = self._last.get(base, 1)
+            candidate = base if n == 1 else f"{base}_{n}"
             while candidate in self._seen:
                 n += 1
                 candidate = f"{base}_{n}"
+            self._last[base] = n
         self._seen.add(candidate)
         return candidate
 

@@ -15,6 +15,7 @@ result whose call was on such a line makes the conversation inconsistent, and
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -86,15 +87,18 @@ class HistoryBuilder:
         messages go, and the steps among them with their usage; returns how many steps went."""
         self._close_step()
         index = max(0, min(index, len(self.messages)))
-        dropped = sum(1 for m in self.messages[index:] if m.role == "assistant")
+        gone = self.messages[index:]
+        dropped = sum(1 for m in gone if m.role == "assistant")
         del self.messages[index:]
         keep = self.step - dropped
         for per_step in (self.usage, self.times, self.writes_1h, self.models, self.billing):
             del per_step[keep:]
-        self.reasoning_steps = {s for s in self.reasoning_steps if s <= keep}
-        self.restarts = [r for r in self.restarts if r <= index]  # one at the cut still holds
-        calls = {c.id for m in self.messages for c in m.tool_calls}
-        self.read_only_calls &= calls
+        # The work is what goes, never the whole history (a log of many rollbacks: faults.md case 68):
+        # step numbers past ``keep``, restarts past ``index`` (ascending; one at the cut still holds),
+        # and the calls of the messages that went (call ids are unique within the run).
+        self.reasoning_steps.difference_update(range(keep + 1, keep + dropped + 1))
+        del self.restarts[bisect.bisect_right(self.restarts, index) :]
+        self.read_only_calls.difference_update(c.id for m in gone for c in m.tool_calls)
         self._pending, self._answered = {}, set()
         self._assistant_at, self._results_end = -1, len(self.messages)
         return dropped
