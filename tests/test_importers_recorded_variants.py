@@ -1,0 +1,239 @@
+"""Format variants of the recorded-run agents (mini-swe-agent, SWE-agent, OpenHands, tau-bench and
+tau2-bench) from other versions, written by hand after the agents' own source.
+
+Each test is one variant: what the model was sent must be what the replay sends (messages, tool
+calls paired with their results, usage on the step it measures), and what cannot be replayed is
+skipped or marked with its reason, never replayed wrongly in silence.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tiered_agent._messages import Message, ToolCall, Usage
+from tiered_agent.bench._importers import LoadedRuns, load_runs
+from tiered_agent.bench._recorded import RecordedRun
+
+PATCH = "diff --git a/x.py b/x.py\n+fixed\n"
+
+
+def _write(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _one(path: Path) -> RecordedRun:
+    loaded = load_runs([path])
+    assert loaded.skipped == (), loaded.skipped
+    [run] = loaded.runs
+    return run
+
+
+def _cmd(command: str) -> str:
+    return json.dumps({"command": command}, separators=(",", ":"))
+
+
+def _calls(run: RecordedRun) -> list[tuple[int, str, str]]:
+    return [(m.iteration, c.name, c.arguments) for m in run.messages for c in m.tool_calls]
+
+
+def _roles(run: RecordedRun) -> list[tuple[str, int]]:
+    return [(m.role, m.iteration) for m in run.messages]
+
+
+def _paired(run: RecordedRun) -> bool:
+    """Every tool message answers a call made earlier in the run, each call at most once."""
+    calls = {c.id: c.name for m in run.messages for c in m.tool_calls}
+    answered = [m.tool_call_id for m in run.messages if m.role == "tool"]
+    return len(answered) == len(set(answered)) and all(calls.get(a or "") for a in answered)
+
+
+# ---------------------------------------------------------------- mini-swe-agent v2
+def _v2_usage(prompt: int, cached: int) -> dict[str, Any]:
+    details = {"cached_tokens": cached}
+    usage = {"prompt_tokens": prompt, "completion_tokens": 7, "prompt_tokens_details": details}
+    return {"model": "anthropic/claude-sonnet-4-5", "usage": usage}
+
+
+def _v2_call(call_id: str, command: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": _cmd(command)}}
+
+
+def mini_v2_toolcall_doc() -> dict[str, Any]:
+    """mini-swe-agent 2.x with its default tool-calling model (trajectory_format 1.1)."""
+    return {
+        "trajectory_format": "mini-swe-agent-1.1",
+        "instance_id": "demo__demo-2",
+        "info": {
+            "exit_status": "Submitted", "submission": PATCH, "mini_version": "2.0.0",
+            "model_stats": {"instance_cost": 0.3, "api_calls": 3},
+            "config": {"model": {"model_name": "anthropic/claude-sonnet-4-5"}},
+        },
+        "messages": [
+            {"role": "system", "content": "You are a shell agent.", "extra": {}},
+            {"role": "user", "content": "Fix the bug.", "extra": {}},
+            {
+                "role": "assistant", "content": "Two looks at once.", "function_call": None,
+                "tool_calls": [_v2_call("toolu_1", "ls"), _v2_call("toolu_2", "cat x.py")],
+                "extra": {"actions": [{"command": "ls", "tool_call_id": "toolu_1"},
+                                      {"command": "cat x.py", "tool_call_id": "toolu_2"}],
+                          "response": _v2_usage(100, 0), "cost": 0.1, "timestamp": 1.0},
+            },
+            {"role": "tool", "tool_call_id": "toolu_1", "content": "<returncode>0</returncode>\nx.py",
+             "extra": {"raw_output": "x.py", "returncode": 0}},
+            {"role": "tool", "tool_call_id": "toolu_2", "content": "<returncode>0</returncode>\nbug",
+             "extra": {"raw_output": "bug", "returncode": 0}},
+            {
+                "role": "assistant", "content": "I am done.", "tool_calls": None,
+                "extra": {"response": _v2_usage(200, 100), "cost": 0.1},
+            },
+            {"role": "user", "content": "No tool calls found in the response.",
+             "extra": {"interrupt_type": "FormatError"}},
+            {
+                "role": "assistant", "content": None,
+                "tool_calls": [_v2_call("toolu_3", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")],
+                "extra": {"response": _v2_usage(300, 200), "cost": 0.1},
+            },
+            {"role": "tool", "tool_call_id": "toolu_3", "content": "<returncode>0</returncode>\n" + PATCH,
+             "extra": {}},
+            {"role": "exit", "content": PATCH, "extra": {"exit_status": "Submitted", "submission": PATCH}},
+        ],
+    }  # fmt: skip
+
+
+def test_mini_swe_agent_v2_tool_calls_pair_with_their_results(tmp_path: Path) -> None:
+    """v2 records the provider's message with native tool calls (several per response) answered by
+    role "tool" messages, and ends with a role "exit" message the model never saw. Before, the whole
+    file was skipped (unknown role 'tool')."""
+    run = _one(_write(tmp_path / "demo__demo-2.traj.json", mini_v2_toolcall_doc()))
+    assert run.steps == 3
+    assert _calls(run) == [
+        (1, "bash", _cmd("ls")), (1, "bash", _cmd("cat x.py")),
+        (3, "bash", _cmd("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")),
+    ]  # fmt: skip
+    assert [m.tool_call_id for m in run.messages if m.role == "tool"] == ["toolu_1", "toolu_2", "toolu_3"]
+    assert [m.text for m in run.messages if m.role == "tool"][:2] == [
+        "<returncode>0</returncode>\nx.py", "<returncode>0</returncode>\nbug",
+    ]  # fmt: skip
+    assert _roles(run)[-2:] == [("assistant", 3), ("tool", 3)]  # the exit message is not replayed
+    assert run.messages[5] == Message("assistant", "I am done.", iteration=2)
+    assert run.messages[6] == Message("user", "No tool calls found in the response.", iteration=2)
+    assert run.usage == (
+        Usage(prompt_tokens=100, completion_tokens=7, cached_tokens=0, requests=1),
+        Usage(prompt_tokens=200, completion_tokens=7, cached_tokens=100, requests=1),
+        Usage(prompt_tokens=300, completion_tokens=7, cached_tokens=200, requests=1),
+    )
+    assert run.model == "anthropic/claude-sonnet-4-5"
+    assert run.metadata["mini_version"] == "2.0.0"
+    assert _paired(run)
+
+
+def test_mini_swe_agent_v2_text_actions_use_the_recorded_actions(tmp_path: Path) -> None:
+    """v2's text-based model fences the action as ```mswea_bash_command and records it in
+    extra.actions. Before, the v1 regex (```bash) found nothing: every action was replayed as text."""
+    doc = mini_v2_toolcall_doc()
+    doc["info"]["config"]["model"]["action_regex"] = r"```mswea_bash_command\s*\n(.*?)\n```"
+    doc["messages"] = [
+        {"role": "system", "content": "You are a shell agent."},
+        {"role": "user", "content": "Fix the bug."},
+        {"role": "assistant", "content": "THOUGHT: look.\n\n```mswea_bash_command\nls -la\n```",
+         "extra": {"actions": [{"command": "ls -la"}], "response": _v2_usage(100, 0)}},
+        {"role": "user", "content": "<returncode>0</returncode>\nx.py"},
+        {"role": "assistant", "content": "THOUGHT: read.\n\n```mswea_bash_command\ncat x.py\n```",
+         "extra": {"response": _v2_usage(150, 0)}},  # no extra.actions: the configured regex finds it
+        {"role": "user", "content": "<returncode>0</returncode>\nbug"},
+        {"role": "exit", "content": "", "extra": {"exit_status": "LimitsExceeded", "submission": ""}},
+    ]  # fmt: skip
+    run = _one(_write(tmp_path / "t.traj.json", doc))
+    assert _calls(run) == [(1, "bash", _cmd("ls -la")), (2, "bash", _cmd("cat x.py"))]
+    assert [(m.role, m.text) for m in run.messages[2:4]] == [
+        ("assistant", "THOUGHT: look."), ("tool", "<returncode>0</returncode>\nx.py"),
+    ]  # fmt: skip
+    assert _paired(run)
+
+
+def test_mini_swe_agent_v1_custom_action_regex_of_a_known_shape(tmp_path: Path) -> None:
+    """A v1 config with another fence (``action_regex`` under ``info.config.agent``): the action is
+    still a tool call. Before, it was read as text (the default ```bash regex found nothing)."""
+    doc = mini_v2_toolcall_doc()
+    doc["trajectory_format"] = "mini-swe-agent-1"
+    doc["info"]["mini_version"] = "1.9.0"
+    doc["info"]["config"] = {"agent": {"action_regex": r"<bash_code>(.*?)</bash_code>"}}
+    doc["messages"] = [
+        {"role": "system", "content": "You are a shell agent."},
+        {"role": "user", "content": "Fix the bug."},
+        {"role": "assistant", "content": "THOUGHT: look.\n<bash_code>ls</bash_code>"},
+        {"role": "user", "content": "x.py"},
+        {"role": "user", "content": PATCH},
+    ]
+    run = _one(_write(tmp_path / "t.traj.json", doc))
+    assert _calls(run) == [(1, "bash", _cmd("ls"))]
+    assert run.messages[2].text == "THOUGHT: look."
+    assert run.messages[3] == Message("tool", "x.py", tool_call_id="call_1", name="bash", iteration=1)
+    assert len(run.messages) == 4  # the patch echo is not replayed
+
+
+def test_mini_swe_agent_an_unreadable_action_regex_skips_the_run_with_its_reason(tmp_path: Path) -> None:
+    """A configured regex of another shape is never compiled (a hostile one could take forever); a
+    text run without extra.actions is then skipped with the reason, never replayed as text."""
+    doc = mini_v2_toolcall_doc()
+    doc["trajectory_format"] = "mini-swe-agent-1"
+    doc["info"]["config"] = {"agent": {"action_regex": r"(a+)+$ACTION:(.*)"}}
+    doc["messages"] = [
+        {"role": "user", "content": "Fix the bug."},
+        {"role": "assistant", "content": "ACTION: ls"},
+        {"role": "user", "content": "x.py"},
+    ]
+    path = _write(tmp_path / "t.traj.json", doc)
+    loaded = load_runs([path])
+    assert loaded.runs == ()
+    [skipped] = loaded.skipped
+    assert skipped.path == str(path)
+    assert "action_regex" in skipped.reason and "1 text action" in skipped.reason
+
+
+def test_mini_swe_agent_v2_multimodal_content_keeps_an_image_marker(tmp_path: Path) -> None:
+    doc = mini_v2_toolcall_doc()
+    doc["messages"][1]["content"] = [
+        {"type": "text", "text": "Fix the bug in the screenshot."},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    ]
+    run = _one(_write(tmp_path / "t.traj.json", doc))
+    assert run.messages[1] == Message("user", "Fix the bug in the screenshot.\n[image]")
+
+
+def test_mini_swe_agent_v2_responses_api_messages(tmp_path: Path) -> None:
+    """v2's Responses API models record the response object (output items) and function_call_output
+    items. Before, the file was skipped (unknown role None)."""
+    doc = mini_v2_toolcall_doc()
+    doc["info"]["config"]["model"]["model_name"] = "openai/gpt-5"
+    response = {
+        "object": "response", "id": "resp_1", "model": "gpt-5",
+        "output": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "message", "role": "assistant",
+             "content": [{"type": "output_text", "text": "Look first."}]},
+            {"type": "function_call", "call_id": "fc_1", "name": "bash", "arguments": _cmd("ls")},
+        ],
+        "usage": {"input_tokens": 120, "output_tokens": 9, "input_tokens_details": {"cached_tokens": 64}},
+        "extra": {"actions": [{"command": "ls", "tool_call_id": "fc_1"}], "cost": 0.02},
+    }  # fmt: skip
+    doc["messages"] = [
+        {"role": "system", "content": "You are a shell agent."},
+        {"role": "user", "content": "Fix the bug."},
+        response,
+        {"type": "function_call_output", "call_id": "fc_1", "output": "x.py", "extra": {}},
+    ]
+    run = _one(_write(tmp_path / "t.traj.json", doc))
+    assert run.messages[2] == Message(
+        "assistant", "Look first.", tool_calls=(ToolCall("fc_1", "bash", _cmd("ls")),), iteration=1
+    )
+    assert run.messages[3] == Message("tool", "x.py", tool_call_id="fc_1", name="bash", iteration=1)
+    assert run.usage == (Usage(prompt_tokens=120, completion_tokens=9, cached_tokens=64, requests=1),)
+
+
+def _loaded(tmp_path: Path, name: str, doc: Any) -> LoadedRuns:
+    return load_runs([_write(tmp_path / name, doc)])
