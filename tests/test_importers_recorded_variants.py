@@ -237,3 +237,72 @@ def test_mini_swe_agent_v2_responses_api_messages(tmp_path: Path) -> None:
 
 def _loaded(tmp_path: Path, name: str, doc: Any) -> LoadedRuns:
     return load_runs([_write(tmp_path / name, doc)])
+
+
+# ---------------------------------------------------------------- SWE-agent
+def _swe_fc() -> dict[str, Any]:
+    from test_importers import swe_fc_doc
+
+    return swe_fc_doc()
+
+
+def test_swe_agent_1x_replay_config_written_as_json_text(tmp_path: Path) -> None:
+    """SWE-agent 1.x writes replay_config as the JSON text of the config (model_dump_json). Before,
+    only an object was read: the model's name and the documented tool schemas were lost."""
+    doc = _swe_fc()
+    doc["replay_config"] = json.dumps(doc["replay_config"])
+    run = _one(_write(tmp_path / "fc.traj", doc))
+    assert run.model == "gpt-4o"
+    tools = {t["function"]["name"]: t["function"] for t in run.tools}
+    assert tools["goto"]["description"] == "moves the window"
+    assert tools["goto"]["parameters"]["required"] == ["line_number"]
+
+
+def test_swe_agent_retry_agent_attempts_are_one_run_each(tmp_path: Path) -> None:
+    """A RetryAgent's .traj holds every attempt under ``attempts`` and a copy of the chosen one at
+    the top level. Before, only the copy was replayed: the other attempts' model calls were lost."""
+    first, second = _swe_fc(), _swe_fc()
+    second["history"] = second["history"][:4]  # a shorter attempt: one model call
+    second["trajectory"] = second["trajectory"][:1]
+    doc = {"attempts": [first, second], **second, "info": {"best_attempt_idx": 1}}
+    path = _write(tmp_path / "inst.traj", doc)
+    loaded = load_runs([path])
+    assert [(r.run_id, r.source, r.steps) for r in loaded.runs] == [
+        ("swe-agent/inst/attempt0", f"{path}#attempt0", 3),
+        ("swe-agent/inst/attempt1", f"{path}#attempt1", 1),
+    ]  # the top-level copy of attempt 1 is not replayed a second time
+    in_progress = _write(tmp_path / "running.traj", {"attempts": [first]})  # saved before choosing
+    assert [r.run_id for r in load_runs([in_progress]).runs] == ["swe-agent/running/attempt0"]
+
+
+def test_swe_agent_demonstrations_in_the_history_are_no_steps(tmp_path: Path) -> None:
+    """``put_demos_in_history`` copies a demonstration's entries into the history (``is_demo``):
+    the model saw them in every prompt, but they are no model call of this run. Before, each demo
+    assistant entry was a step (and its action a call whose output was the demo's next entry)."""
+    doc = _swe_fc()
+    demo = [
+        {"role": "user", "content": "DEMO task", "is_demo": True, "agent": "main"},
+        {"role": "assistant", "content": "DEMO look", "thought": "DEMO look", "action": "ls",
+         "is_demo": True, "agent": "main"},
+        {"role": "user", "content": "DEMO output", "is_demo": True, "agent": "main"},
+    ]  # fmt: skip
+    doc["history"] = doc["history"][:1] + demo + doc["history"][1:]
+    run = _one(_write(tmp_path / "demo.traj", doc))
+    assert run.steps == 3
+    assert [(m.role, m.text, m.iteration) for m in run.messages[1:4]] == [
+        ("user", "DEMO task", 0), ("user", "DEMO look", 0), ("user", "DEMO output", 0),
+    ]  # fmt: skip
+    assert run.metadata["demonstration_messages"] == 1
+    assert _calls(run)[0][0] == 1 and _paired(run)
+
+
+def test_swe_agent_multimodal_content_parts_keep_an_image_marker(tmp_path: Path) -> None:
+    """SWE-bench Multimodal problem statements are content parts with images. Before, an image part
+    became an empty line: dropped without a marker."""
+    doc = _swe_fc()
+    doc["history"][1]["content"] = [
+        {"type": "text", "text": "Fix the rendering shown here:", "cache_control": {"type": "ephemeral"}},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    ]
+    run = _one(_write(tmp_path / "mm.traj", doc))
+    assert run.messages[1] == Message("user", "Fix the rendering shown here:\n[image]")

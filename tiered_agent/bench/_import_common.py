@@ -144,11 +144,12 @@ def parse_time(value: Any) -> float | None:
 
 
 def text_of(value: Any, where: str) -> str | None:
-    """Message content as text: a string, None, or OpenAI content parts joined."""
+    """Message content as text: a string, None, or OpenAI content parts joined as :func:`blocks_text`
+    joins them (an image part is ``[image]``, never dropped in silence)."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "\n".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in value)
+        return blocks_text(value)
     raise ShapeError(f"{where}: content must be a string, a list of parts or null")
 
 
