@@ -306,3 +306,85 @@ def test_swe_agent_multimodal_content_parts_keep_an_image_marker(tmp_path: Path)
     ]
     run = _one(_write(tmp_path / "mm.traj", doc))
     assert run.messages[1] == Message("user", "Fix the rendering shown here:\n[image]")
+
+
+# ---------------------------------------------------------------- tau2-bench
+POLICY = "# Telecom agent policy\nHelp the user with their phone line."
+
+
+def _tau2_sim(task_id: str, trial: int) -> dict[str, Any]:
+    usage = {"prompt_tokens": 900, "completion_tokens": 20}
+    return {
+        "id": f"sim-{task_id}-{trial}", "task_id": task_id, "trial": trial, "seed": 300,
+        "termination_reason": "user_stop", "agent_cost": 0.01, "user_cost": 0.01,
+        "reward_info": {"reward": 1.0, "reward_basis": ["DB"]},
+        "messages": [
+            {"role": "assistant", "content": "Hi! How can I help?", "turn_idx": 0, "usage": usage},
+            {"role": "user", "content": "My data is off.", "turn_idx": 1},
+            {"role": "assistant", "content": None, "turn_idx": 2, "usage": usage, "cost": 0.001,
+             "tool_calls": [{"id": "call_x", "name": "get_customer_by_phone",
+                             "arguments": {"phone_number": "555-0100"}, "requestor": "assistant"}]},
+            {"role": "tool", "id": "call_x", "content": "{\"customer_id\": \"C1\"}", "requestor": "assistant",
+             "error": False, "turn_idx": 3},
+            {"role": "assistant", "content": "Please toggle airplane mode.", "turn_idx": 4, "usage": usage},
+            {"role": "user", "content": None, "turn_idx": 5,
+             "tool_calls": [{"id": "call_u", "name": "toggle_airplane_mode", "arguments": {},
+                             "requestor": "user"}]},
+            {"role": "tool", "id": "call_u", "content": "Airplane mode: OFF", "requestor": "user",
+             "error": False, "turn_idx": 6},
+            {"role": "user", "content": "Done, it works. ###STOP###", "turn_idx": 7},
+        ],
+    }  # fmt: skip
+
+
+def tau2_results() -> dict[str, Any]:
+    return {
+        "timestamp": "2025-06-10T12:00:00",
+        "info": {
+            "git_commit": "abc", "num_trials": 2, "max_steps": 100, "max_errors": 10,
+            "user_info": {"implementation": "user_simulator", "llm": "gpt-4.1"},
+            "agent_info": {"implementation": "llm_agent", "llm": "gpt-4.1-mini", "llm_args": {}},
+            "environment_info": {"domain_name": "telecom", "policy": POLICY, "tool_defs": None},
+        },
+        "tasks": [{"id": "t1"}],
+        "simulations": [_tau2_sim("t1", 0), _tau2_sim("t1", 1)],
+    }  # fmt: skip
+
+
+def test_tau2_bench_results_are_one_run_per_simulation(tmp_path: Path) -> None:
+    """tau2-bench saves ``simulations`` with tool calls as ``{id, name, arguments}`` and tool messages
+    naming the call by ``id``. Before, the file was skipped (unrecognized format). The simulated
+    user's own tool calls and results never reached the agent and are left out."""
+    path = _write(tmp_path / "telecom_gpt-4.1-mini.json", tau2_results())
+    loaded = load_runs([path])
+    assert loaded.skipped == ()
+    assert [(r.run_id, r.source, r.format) for r in loaded.runs] == [
+        ("tau-bench/telecom_gpt-4.1-mini/t1_trial0", f"{path}#t1_trial0", "tau-bench"),
+        ("tau-bench/telecom_gpt-4.1-mini/t1_trial1", f"{path}#t1_trial1", "tau-bench"),
+    ]
+    run = loaded.runs[0]
+    assert run.model == "gpt-4.1-mini"
+    assert [(m.role, m.iteration) for m in run.messages] == [
+        ("system", 0), ("assistant", 1), ("user", 1), ("assistant", 2), ("tool", 2), ("assistant", 3),
+        ("user", 3),
+    ]  # fmt: skip
+    assert run.messages[0].text == POLICY
+    call = ToolCall(
+        "call_x", "get_customer_by_phone", json.dumps({"phone_number": "555-0100"}, separators=(",", ":"))
+    )
+    assert run.messages[3] == Message("assistant", None, tool_calls=(call,), iteration=2)
+    assert run.messages[4].tool_call_id == "call_x" and run.messages[4].name == "get_customer_by_phone"
+    assert "Airplane mode" not in " ".join(m.text for m in run.messages)
+    assert run.usage == (Usage(prompt_tokens=900, completion_tokens=20, requests=1),) * 3
+    assert [t["function"]["name"] for t in run.tools] == ["get_customer_by_phone"]
+    assert run.metadata["reward"] == 1.0 and run.metadata["version"] == "tau2"
+    assert "policy" in run.metadata["system_prompt"]
+    assert _paired(run)
+
+
+def test_tau2_bench_one_simulation_per_file(tmp_path: Path) -> None:
+    path = _write(tmp_path / "simulations" / "sim-t1-0.json", _tau2_sim("t1", 0))
+    run = _one(path)
+    assert (run.run_id, run.source, run.steps) == ("tau-bench/sim-t1-0/t1_trial0", str(path), 3)
+    assert run.messages[0] == Message("assistant", "Hi! How can I help?", iteration=1)  # no policy saved
+    assert run.metadata["system_prompt"] == "not recorded"

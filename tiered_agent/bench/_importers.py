@@ -4,7 +4,8 @@ Supported (detected by content, not by file name):
 
 - mini-swe-agent v1 trajectories (``*.traj.json``),
 - SWE-agent trajectories (``*.traj``, text or function-calling actions),
-- tau-bench historical trajectories (one JSON list of conversations -> one run each),
+- tau-bench historical trajectories (one JSON list of conversations -> one run each), tau2-bench
+  results (``simulations`` -> one run each, or one simulation per file),
 - OpenHands software-agent-SDK event lists (one JSON list of events), or a persisted
   conversation's ``events/`` folder (one ``event-*.json`` file per event),
 - Claude Code session logs (``~/.claude/projects/<project>/<session>.jsonl``, subagents too),
@@ -104,6 +105,7 @@ _DOC_DETECTORS: tuple[_Detector, ...] = (
     (_import_miniswe.FORMAT, _import_miniswe.matches, _import_miniswe.convert),
     (_import_sweagent.FORMAT, _import_sweagent.matches, _import_sweagent.convert),
     (_import_taubench.FORMAT, _import_taubench.matches, _import_taubench.convert),
+    (_import_taubench.FORMAT, _import_taubench.matches_tau2, _import_taubench.convert_tau2),
     (_import_openhands.FORMAT, _import_openhands.matches, _import_openhands.convert),
 )
 # Formats whose files are JSON lines: detected on the list of records; the converter also gets the
