@@ -388,3 +388,60 @@ def test_tau2_bench_one_simulation_per_file(tmp_path: Path) -> None:
     assert (run.run_id, run.source, run.steps) == ("tau-bench/sim-t1-0/t1_trial0", str(path), 3)
     assert run.messages[0] == Message("assistant", "Hi! How can I help?", iteration=1)  # no policy saved
     assert run.metadata["system_prompt"] == "not recorded"
+
+
+# ---------------------------------------------------------------- OpenHands SDK
+def _oh(kind: str, event_id: str, **fields: Any) -> dict[str, Any]:
+    return {"kind": kind, "id": event_id, "timestamp": "2025-11-02T10:00:00", "source": "agent", **fields}
+
+
+def _oh_action(rid: str, call_id: str, command: str) -> dict[str, Any]:
+    call = {"id": call_id, "name": "terminal", "arguments": _cmd(command), "origin": "completion"}
+    action = {"kind": "TerminalAction", "command": command}
+    return _oh("ActionEvent", f"a-{call_id}", thought=[], tool_name="terminal", tool_call_id=call_id,
+               tool_call=call, llm_response_id=rid, action=action)  # fmt: skip
+
+
+def _oh_result(call_id: str, text: str) -> dict[str, Any]:
+    observation = {"kind": "TerminalObservation", "content": [{"type": "text", "text": text}]}
+    return _oh("ObservationEvent", f"o-{call_id}", source="environment", tool_name="terminal",
+               tool_call_id=call_id, observation=observation, action_id=f"a-{call_id}")  # fmt: skip
+
+
+def openhands_condensed_events() -> list[dict[str, Any]]:
+    task = {"role": "user", "content": [{"type": "text", "text": "Fix the tests."}]}
+    return [
+        _oh("SystemPromptEvent", "sys", system_prompt={"type": "text", "text": "You are OpenHands."}),
+        _oh("MessageEvent", "task", source="user", llm_message=task),
+        _oh_action("r1", "c1", "ls"), _oh_action("r1", "c1b", "pwd"),
+        _oh_result("c1", "LONG LISTING"), _oh_result("c1b", "/work"),
+        _oh_action("r2", "c2", "pytest"), _oh_result("c2", "2 failed"),
+        _oh("CondensationRequest", "req", source="environment"),
+        _oh("Condensation", "cond", source="environment", forgotten_event_ids=["a-c1", "o-c1"],
+            summary="I listed the repo; tests fail.", summary_offset=2, llm_response_id="r-sum"),
+        _oh_action("r3", "c3", "cat test_x.py"), _oh_result("c3", "def test_x(): ..."),
+    ]  # fmt: skip
+
+
+def test_openhands_condensation_restarts_with_what_the_sdk_kept(tmp_path: Path) -> None:
+    """The SDK's condenser forgets events (a response's calls together) and inserts its summary at
+    ``summary_offset``; the next requests send only that view. Before, the Condensation was ignored:
+    every later step was replayed with the forgotten outputs (LONG LISTING) in its prompt."""
+    run = _one(_write(tmp_path / "conv.json", openhands_condensed_events()))
+    assert run.steps == 3
+    [restart] = run.restarts
+    assert [(m.role, m.text, m.iteration) for m in run.messages[restart:]] == [
+        ("system", "You are OpenHands.", 2),
+        ("user", "Fix the tests.", 2),
+        ("user", "I listed the repo; tests fail.", 2),
+        ("user", 'terminal({"command":"pytest"})', 2),
+        ("user", "2 failed", 2),
+        ("assistant", "", 3),
+        ("tool", "def test_x(): ...", 3),
+    ]  # the whole first response went with its forgotten call (c1b too), its results with it
+    assert "LONG LISTING" in " ".join(m.text for m in run.messages[:restart])  # the steps before saw it
+    assert run.metadata["condensations"] == 1
+    assert run.metadata["ignored_events"] == {"CondensationRequest": 1}
+    [_, segment_after] = run.segments()
+    assert segment_after.offset == 2
+    assert _paired(run)
