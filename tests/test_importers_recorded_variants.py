@@ -445,3 +445,122 @@ def test_openhands_condensation_restarts_with_what_the_sdk_kept(tmp_path: Path) 
     [_, segment_after] = run.segments()
     assert segment_after.offset == 2
     assert _paired(run)
+
+
+# ---------------------------------------------------------------- OpenHands V0 (output.jsonl)
+def _v0_response(
+    rid: str, text: str, calls: list[tuple[str, str, dict[str, Any]]], prompt: int
+) -> dict[str, Any]:
+    tool_calls = [
+        {"id": c, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+        for c, n, a in calls
+    ]
+    message = {"role": "assistant", "content": text, "tool_calls": tool_calls}
+    usage = {"prompt_tokens": prompt, "completion_tokens": 50, "prompt_tokens_details": {"cached_tokens": 0}}
+    return {"id": rid, "model": "claude-3-5-sonnet-20241022", "choices": [{"index": 0, "message": message}],
+            "usage": usage}  # fmt: skip
+
+
+def _v0_meta(call_id: str, name: str, response: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "function_name": name,
+        "tool_call_id": call_id,
+        "model_response": response,
+        "total_calls_in_response": 1,
+    }
+
+
+def openhands_v0_instance(instance_id: str) -> dict[str, Any]:
+    first = _v0_response("resp1", "Let me look.", [
+        ("toolu_1", "execute_bash", {"command": "ls"}),
+        ("toolu_2", "str_replace_editor", {"command": "view", "path": "/x.py"}),
+    ], 1000)  # fmt: skip
+    finish = _v0_response("resp2", "", [("toolu_3", "finish", {"message": "Done"})], 1500)
+    run_meta = {"exit_code": 0, "working_dir": "/workspace", "py_interpreter_path": "/usr/bin/python",
+                "prefix": "", "suffix": ""}  # fmt: skip
+    history = [
+        {"id": 0, "source": "agent", "action": "system", "args": {"content": "You are OpenHands agent."}},
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "Fix issue X"}},
+        {"id": 2, "source": "user", "action": "recall", "args": {"query": "Fix issue X"}},
+        {"id": 3, "source": "environment", "observation": "recall", "content": "", "extras": {}},
+        {"id": 4, "source": "agent", "action": "run", "args": {"command": "ls", "thought": ""},
+         "tool_call_metadata": _v0_meta("toolu_1", "execute_bash", first)},
+        {"id": 5, "source": "agent", "action": "read", "args": {"path": "/x.py"},
+         "tool_call_metadata": _v0_meta("toolu_2", "str_replace_editor", first)},
+        {"id": 6, "source": "agent", "observation": "run", "content": "x.py", "cause": 4,
+         "extras": {"command": "ls", "metadata": run_meta},
+         "tool_call_metadata": _v0_meta("toolu_1", "execute_bash", first)},
+        {"id": 7, "source": "agent", "observation": "read", "content": "print(1)", "cause": 5,
+         "extras": {"path": "/x.py"}, "tool_call_metadata": _v0_meta("toolu_2", "str_replace_editor", first)},
+        {"id": 8, "source": "environment", "observation": "agent_state_changed", "content": "", "extras": {}},
+        {"id": 9, "source": "agent", "action": "finish",
+         "args": {"final_thought": "Done", "thought": "All fixed."},
+         "tool_call_metadata": _v0_meta("toolu_3", "finish", finish)},
+    ]  # fmt: skip
+    return {"instance_id": instance_id, "instruction": "Fix issue X", "history": history,
+            "metadata": {"agent_class": "CodeActAgent",
+                         "llm_config": {"model": "anthropic/claude-3-5-sonnet-20241022"}},
+            "test_result": {"git_patch": ""}, "metrics": {"accumulated_cost": 0.1}}  # fmt: skip
+
+
+RUN_LINES = (
+    "[Current working directory: /workspace]\n[Python interpreter: /usr/bin/python]\n"
+    "[Command finished with exit code 0]"
+)
+
+
+def test_openhands_v0_output_jsonl_is_one_run_per_instance(tmp_path: Path) -> None:
+    """The V0 evaluation harness writes one instance per line, ``history`` a list of action and
+    observation events tied to tool calls by ``tool_call_metadata``. Before, every line was skipped
+    (unrecognized format): the file was lost from the figures."""
+    pairs = openhands_v0_instance("repo__repo-2")
+    pairs["history"] = [
+        pairs["history"][:2],
+        *[[a, o] for a, o in zip(pairs["history"][4:6], pairs["history"][6:8], strict=True)],
+    ]
+    condensed = openhands_v0_instance("repo__repo-3")
+    condensed["history"].insert(8, {"id": 10, "source": "agent", "action": "condensation",
+                                    "args": {"forgotten_event_ids": [4, 6], "summary": None}})  # fmt: skip
+    lines = [openhands_v0_instance("repo__repo-1"), pairs, condensed]
+    path = tmp_path / "output.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    loaded = load_runs([path])
+    assert [(r.run_id, r.source, r.steps) for r in loaded.runs] == [
+        ("openhands/repo__repo-1", f"{path}#repo__repo-1", 2),
+        (
+            "openhands/repo__repo-2",
+            f"{path}#repo__repo-2",
+            1,
+        ),  # the oldest versions' [action, observation] pairs
+    ]
+    [skipped] = loaded.skipped
+    assert skipped.path == f"{path}#repo__repo-3" and "1 condensation event" in skipped.reason
+    run = loaded.runs[0]
+    assert run.model == "anthropic/claude-3-5-sonnet-20241022"
+    ls = ToolCall("toolu_1", "execute_bash", json.dumps({"command": "ls"}))
+    view = ToolCall("toolu_2", "str_replace_editor", json.dumps({"command": "view", "path": "/x.py"}))
+    assert run.messages == (
+        Message("system", "You are OpenHands agent."),
+        Message("user", "Fix issue X"),
+        Message("assistant", "Let me look.", tool_calls=(ls, view), iteration=1),
+        Message("tool", f"x.py\n{RUN_LINES}", tool_call_id="toolu_1", name="execute_bash", iteration=1),
+        Message("tool", "print(1)", tool_call_id="toolu_2", name="str_replace_editor", iteration=1),
+        Message("assistant", "All fixed.", iteration=2),
+    )  # fmt: skip
+    assert run.usage == (
+        Usage(prompt_tokens=1000, completion_tokens=50, requests=1),
+        Usage(prompt_tokens=1500, completion_tokens=50, requests=1),
+    )
+    assert run.metadata["ignored_events"] == {"agent_state_changed": 1, "recall": 2}
+    assert run.read_only_calls == frozenset({"toolu_2"})  # the editor's view, as in the SDK's logs
+    assert _paired(run)
+
+
+def test_openhands_v0_text_actions_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    doc = openhands_v0_instance("old")
+    for event in doc["history"]:
+        event.pop("tool_call_metadata", None)
+    loaded = _loaded(tmp_path, "old.json", doc)
+    assert loaded.runs == ()
+    [skipped] = loaded.skipped
+    assert "without tool_call_metadata" in skipped.reason and "2 agent actions" in skipped.reason

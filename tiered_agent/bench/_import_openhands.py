@@ -61,7 +61,15 @@ from ._import_common import (
 from ._import_steps import HistoryBuilder
 from ._recorded import RecordedRun
 
-__all__ = ["FORMAT", "convert", "convert_folder", "is_event_file", "matches"]
+__all__ = [
+    "FORMAT",
+    "convert",
+    "convert_folder",
+    "is_event_file",
+    "matches",
+    "read_only_tool",
+    "reads_only_call",
+]
 
 FORMAT = "openhands"
 READ_ONLY_NAMES = frozenset({"think", "browser_get_state", "browser_get_content"})
@@ -162,7 +170,7 @@ def _action(
     else:
         builder.add_text(thought)
     call_id, name, arguments = _tool_call(event, where)
-    builder.add_call(call_id, name, arguments, read_only=_reads_only(name, arguments))
+    builder.add_call(call_id, name, arguments, read_only=reads_only_call(name, arguments))
     return rid
 
 
@@ -185,7 +193,7 @@ def _tool_call(event: dict[str, Any], where: str) -> tuple[str | None, str, str]
     return (call_id if isinstance(call_id, str) and call_id else None), name, arguments
 
 
-def _reads_only(name: str, arguments: str) -> bool:
+def reads_only_call(name: str, arguments: str) -> bool:
     """Whether this call of a read-or-write tool only reads (by its ``command``)."""
     commands = READ_ONLY_COMMANDS.get(name)
     return commands is not None and parse_arguments(arguments).get("command") in commands
