@@ -564,3 +564,29 @@ def test_openhands_v0_text_actions_are_skipped_with_the_reason(tmp_path: Path) -
     assert loaded.runs == ()
     [skipped] = loaded.skipped
     assert "without tool_call_metadata" in skipped.reason and "2 agent actions" in skipped.reason
+
+
+def test_openhands_sdk_harness_output_jsonl_is_one_run_per_instance(tmp_path: Path) -> None:
+    """The SDK-based harness (OpenHands/benchmarks) writes ``output.jsonl`` with the SDK's events in
+    ``history`` (its condenser on by default) and ``attempt`` for a retried instance. Before, every
+    line was skipped (unrecognized format)."""
+    metadata = {"llm": {"model": "litellm_proxy/claude-sonnet-4-5"}, "dataset": "swe-bench"}
+    lines = [
+        {"instance_id": "repo__repo-7", "attempt": 1, "test_result": {}, "metadata": metadata,
+         "history": openhands_condensed_events()},
+        {"instance_id": "repo__repo-7", "attempt": 2, "test_result": {}, "metadata": metadata,
+         "history": openhands_condensed_events()[:8]},
+    ]  # fmt: skip
+    path = tmp_path / "output.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    loaded = load_runs([path])
+    assert loaded.skipped == ()
+    assert [(r.run_id, r.source, r.steps, len(r.restarts)) for r in loaded.runs] == [
+        ("openhands/repo__repo-7", f"{path}#repo__repo-7", 3, 1),
+        ("openhands/repo__repo-7/attempt2", f"{path}#repo__repo-7/attempt2", 2, 0),
+    ]
+    assert {r.model for r in loaded.runs} == {"litellm_proxy/claude-sonnet-4-5"}
+    assert (
+        loaded.runs[0].messages
+        == load_runs([_write(tmp_path / "c.json", openhands_condensed_events())]).runs[0].messages
+    )

@@ -1,4 +1,11 @@
-"""OpenHands V0 event histories (before the software-agent SDK) -> :class:`RecordedRun`.
+"""OpenHands evaluation outputs (``output.jsonl``) and V0 event histories -> :class:`RecordedRun`.
+
+An evaluation harness writes one instance per line of ``output.jsonl``: ``{"instance_id",
+"instruction", "history": [...], "metadata", "metrics", ...}``. The SDK-based harness
+(OpenHands/benchmarks; ``attempt`` numbers a retried instance) writes the SDK's events in
+``history``: each line is converted as an SDK event list (:mod:`._import_openhands`: its
+condensations too), named after ``instance_id``, its model from ``metadata.llm.model``. The
+older V0 harness writes V0 events, read as below.
 
 Where they are: the evaluation harness's ``output.jsonl`` (one instance per line:
 ``{"instance_id", "instruction", "history": [...], "metadata": {"llm_config": {"model"}}, ...}``;
@@ -33,10 +40,12 @@ calling wrote its actions as text, which this importer does not parse).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from . import _import_openhands
 from ._import_common import ShapeError, SkippedRun, blocks_text, chat_usage, compact_json, dump_arguments
 from ._import_openhands import FORMAT, read_only_tool, reads_only_call
 from ._import_steps import HistoryBuilder
@@ -61,7 +70,11 @@ def _is_history(history: Any) -> bool:
 
 
 def _is_instance(record: Any) -> bool:
-    return isinstance(record, dict) and _is_history(record.get("history"))
+    """One line of an evaluation ``output.jsonl``: its history of V0 or SDK events."""
+    if not isinstance(record, dict):
+        return False
+    history = record.get("history")
+    return _is_history(history) or _import_openhands.matches(history)
 
 
 def matches(doc: Any) -> bool:
@@ -88,8 +101,18 @@ def convert_lines(
 def _instance(record: dict[str, Any], path: Path, *, single: bool) -> RecordedRun | SkippedRun:
     name = record.get("instance_id")
     name = str(name) if isinstance(name, str | int) and name != "" else path.name.removesuffix(".jsonl")
+    attempt = record.get("attempt")
+    if isinstance(attempt, int) and not isinstance(attempt, bool) and attempt > 1:
+        name = f"{name}/attempt{attempt}"
     source = str(path) if single else f"{path}#{name}"
-    return _convert(record["history"], record, name, source)
+    history = record["history"]
+    if not _import_openhands.matches(history):
+        return _convert(history, record, name, source)
+    run = _import_openhands.convert(history, Path(name))
+    metadata = {**run.metadata, "instance_id": record.get("instance_id")}
+    return dataclasses.replace(
+        run, run_id=f"{FORMAT}/{name}", source=source, model=run.model or _model(record), metadata=metadata
+    )
 
 
 def _convert(history: list[Any], record: dict[str, Any], name: str, source: str) -> RecordedRun | SkippedRun:
@@ -259,7 +282,11 @@ def _observation_text(event: dict[str, Any]) -> str:
 
 
 def _model(record: dict[str, Any]) -> str | None:
+    """The model the harness configured: ``metadata.llm_config.model`` (V0), ``metadata.llm.model`` (SDK)."""
     metadata = record.get("metadata")
-    config = metadata.get("llm_config") if isinstance(metadata, dict) else None
-    model = config.get("model") if isinstance(config, dict) else None
-    return model if isinstance(model, str) and model else None
+    for key in ("llm_config", "llm"):
+        config = metadata.get(key) if isinstance(metadata, dict) else None
+        model = config.get("model") if isinstance(config, dict) else None
+        if isinstance(model, str) and model:
+            return model
+    return None
