@@ -288,7 +288,7 @@ def _condense(builder: HistoryBuilder, events: list[dict[str, Any]]) -> bool:
     if not (isinstance(own, list) and own) and _summary_of(events[-1]) is None:
         return False
     forgotten = _forgotten(events)
-    kept = _paired_only([e for e in events if e["kind"] in _SENT_KINDS and e.get("id") not in forgotten])
+    kept = _paired_only([e for e in events if e["kind"] in _SENT_KINDS and _key(e, "id") not in forgotten])
     texts = [_kept_text(e, f"kept {e.get('id')!r}") for e in kept]
     summary = next((s for e in reversed(events) if (s := _summary_of(e)) is not None), None)
     if summary is not None:
@@ -308,16 +308,23 @@ def _forgotten(events: list[dict[str, Any]]) -> set[Any]:
     for event in events:
         if event["kind"] in ("Condensation", "CondensationRequest"):
             ids = event.get("forgotten_event_ids")
-            forgotten.add(event.get("id"))
+            forgotten.add(_key(event, "id"))
             forgotten.update(i for i in (ids if isinstance(ids, list) else ()) if isinstance(i, str | int))
+    forgotten.discard(None)
     batches: dict[Any, list[Any]] = {}
     for event in events:
         if event["kind"] == "ActionEvent":
-            batches.setdefault(event.get("llm_response_id"), []).append(event.get("id"))
+            batches.setdefault(_key(event, "llm_response_id"), []).append(_key(event, "id"))
     for batch in batches.values():
         if forgotten.intersection(batch):
             forgotten.update(batch)
     return forgotten
+
+
+def _key(event: dict[str, Any], field: str) -> str | int | None:
+    """An event's id (or response id) when it is one a set can hold (a string or a number)."""
+    value = event.get(field)
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
 
 
 def _summary_of(event: dict[str, Any]) -> tuple[int, str] | None:
@@ -332,13 +339,13 @@ def _summary_of(event: dict[str, Any]) -> tuple[int, str] | None:
 
 def _paired_only(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Without calls whose result, and results whose call, the view left out (as the SDK does)."""
-    calls = {e.get("tool_call_id") for e in events if e["kind"] == "ActionEvent"}
-    results = {e.get("tool_call_id") for e in events if e["kind"] in _RESULT_KINDS}
+    calls = {_key(e, "tool_call_id") for e in events if e["kind"] == "ActionEvent"}
+    results = {_key(e, "tool_call_id") for e in events if e["kind"] in _RESULT_KINDS}
     return [
         e
         for e in events
-        if not (e["kind"] == "ActionEvent" and e.get("tool_call_id") not in results)
-        and not (e["kind"] in _RESULT_KINDS and e.get("tool_call_id") not in calls)
+        if not (e["kind"] == "ActionEvent" and _key(e, "tool_call_id") not in results)
+        and not (e["kind"] in _RESULT_KINDS and _key(e, "tool_call_id") not in calls)
     ]
 
 

@@ -232,10 +232,11 @@ def _call(
     call_id = meta.get("tool_call_id")
     if not isinstance(call_id, str) or not call_id:
         raise ShapeError(f"{where}.tool_call_metadata: no tool_call_id")
+    calls = _response_message(response).get("tool_calls")
     recorded = next(
         (
             c
-            for c in _response_message(response).get("tool_calls") or []
+            for c in (calls if isinstance(calls, list) else [])
             if isinstance(c, dict) and c.get("id") == call_id
         ),
         None,
