@@ -26,6 +26,7 @@ __all__ = [
     "StepTiming",
     "blocks_text",
     "build_run",
+    "chat_usage",
     "compact_json",
     "count",
     "dump_arguments",
@@ -145,11 +146,12 @@ def parse_time(value: Any) -> float | None:
 
 
 def text_of(value: Any, where: str) -> str | None:
-    """Message content as text: a string, None, or OpenAI content parts joined."""
+    """Message content as text: a string, None, or OpenAI content parts joined as :func:`blocks_text`
+    joins them (an image part is ``[image]``, never dropped in silence)."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "\n".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in value)
+        return blocks_text(value)
     raise ShapeError(f"{where}: content must be a string, a list of parts or null")
 
 
@@ -183,6 +185,25 @@ def blocks_text(value: Any) -> str:
                 parts.append("[document]")
         return "\n".join(parts)
     return compact_json(value, "content", sort_keys=True)
+
+
+def chat_usage(usage: Any) -> Usage | None:
+    """A chat-completions or Responses API usage record as :class:`Usage` (None when it is not an
+    object): ``prompt_tokens`` or ``input_tokens``, the cached part from ``prompt_tokens_details`` or
+    ``input_tokens_details``, and the cost the provider billed where it says (OpenRouter's ``cost``)."""
+    if not isinstance(usage, Mapping):
+        return None
+    chat = "prompt_tokens" in usage or "completion_tokens" in usage
+    details = usage.get("prompt_tokens_details" if chat else "input_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else 0
+    cost = usage.get("cost")
+    return Usage(
+        prompt_tokens=count(usage.get("prompt_tokens" if chat else "input_tokens")),
+        completion_tokens=count(usage.get("completion_tokens" if chat else "output_tokens")),
+        cached_tokens=count(cached),
+        requests=1,
+        cost=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
+    )
 
 
 def compact_json(value: Any, where: str, *, sort_keys: bool = False) -> str:
