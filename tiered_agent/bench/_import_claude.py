@@ -18,6 +18,9 @@ One JSON entry per line, by ``type``:
   entry's ``costUSD`` where older versions record it. ``usage.cache_creation`` splits the
   writes by lifetime: ``ephemeral_1h_input_tokens`` were written with the 1-hour time to live
   (:attr:`RecordedRun.cache_writes_1h`), the rest with the 5-minute one.
+- ``message.id`` (else the entry's ``requestId``, else the response's first ``tool_use`` id) is the
+  step's provider id (:attr:`RecordedRun.step_ids`): a history copied into another file (an older
+  CLI's ``--resume``, a fork, a backup) holds the same ids, and the bench counts such calls once.
 - ``timestamp`` (every entry): a step's request was sent at the latest entry before its
   response (the tool results or the user's prompt), else at the response's first entry.
 - ``user``: the user's prompt (a string, or ``text``/``image``/``document`` blocks; an image is
@@ -370,6 +373,8 @@ def _assistant(
     if _new_response(message_id, step.message_id) or builder.step == 0:
         model = message.get("model")
         builder.start_step(time=time, model=model if isinstance(model, str) else None)
+        request = entry.get("requestId")
+        builder.set_step_id(message_id or (request if isinstance(request, str) else None))
         step.message_id, step.usage, step.writes_1h = message_id, None, 0
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
@@ -381,7 +386,9 @@ def _assistant(
             text = block.get("text")
             builder.add_text(text if isinstance(text, str) else "")
         elif kind == "tool_use":
-            builder.add_call(*_call(block, where))
+            call = _call(block, where)
+            builder.add_call(*call)
+            builder.set_step_id(call[0])  # a response without message.id or requestId
         elif kind in _SERVER_BLOCKS or (kind or "").endswith("_tool_result"):
             builder.add_text(_server_text(block))
     usage = _usage(message.get("usage"), entry.get("costUSD"))

@@ -172,7 +172,13 @@ class ReplaySettings:
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """A recorded run without its messages: what the report needs."""
+    """A recorded run without its messages: what the report needs.
+
+    ``steps`` counts all its model calls (the replay prepares them all); ``usage`` and
+    ``cache_writes_1h`` are what the bench counts (:meth:`RecordedRun.counted_usage`: None and 0 for
+    the first ``uncounted_steps``, calls counted in a run read before), so no recorded bill, cache
+    check or fidelity sees those twice.
+    """
 
     run_id: str
     source: str
@@ -192,6 +198,7 @@ class RunInfo:
     cache_writes_1h: tuple[int, ...] = ()  # per step, the recorded writes with the 1-hour lifetime
     restarts: int = 0  # the agent's own compactions the replay followed
     step_models: tuple[str, ...] = ()  # per step, its model, when the run switched models
+    uncounted_steps: int = 0  # its leading calls counted in a run read before (replayed, not counted)
 
     @property
     def has_usage(self) -> bool:
@@ -199,10 +206,13 @@ class RunInfo:
 
     @classmethod
     def of(cls, run: RecordedRun, plan: RunPlan | None = None) -> RunInfo:
+        uncounted = run.counted_from
+        writes = tuple(0 if i < uncounted else w for i, w in enumerate(run.cache_writes_1h))
         info = cls(
-            run.run_id, run.source, run.format, run.model, run.steps, tuple(run.usage), family_of(run.format),
-            endpoints=len({r for r in run.routes if r is not None}), cache_writes_1h=run.cache_writes_1h,
-            restarts=len(run.restarts), step_models=run.step_models,
+            run.run_id, run.source, run.format, run.model, run.steps, run.counted_usage(),
+            family_of(run.format), endpoints=len({r for r in run.routes if r is not None}),
+            cache_writes_1h=writes, restarts=len(run.restarts), step_models=run.step_models,
+            uncounted_steps=uncounted,
         )  # fmt: skip
         return info if plan is None else info.planned(plan)
 
@@ -567,11 +577,13 @@ async def _replay_policy(
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
     errors: list[StepError] = []
+    done = 0  # the model calls prepared so far, counted or not
     for offset, groups in state.segments:
-        manager = await _replay_segment(
-            state, policy, window, summary_model, track=track, steps=steps, offset=offset, groups=groups
+        manager, done, uncounted = await _replay_segment(
+            state, policy, window, summary_model, track=track, steps=steps, at=(offset, done), groups=groups
         )
-        summary_usage, dedup_hits = summary_usage + manager.summary_usage, dedup_hits + manager.dedup_hits
+        counted = _Tally.of(manager).less(uncounted)
+        summary_usage, dedup_hits = summary_usage + counted.summary, dedup_hits + counted.hits
         errors.extend(manager.step_errors)
     return PolicyRunMetrics(
         policy=name,
@@ -593,12 +605,24 @@ async def _replay_segment(
     *,
     track: _Track,
     steps: list[StepMetrics],
-    offset: int,
+    at: tuple[int, int],
     groups: Mapping[int, Sequence[Message]],
-) -> ContextManager:
-    """Replay one segment (iterations renumbered from 0; the run's are ``offset`` higher); append its
-    steps to ``steps``; return the manager (its summary usage and dedup hits)."""
+) -> tuple[ContextManager, int, _Tally]:
+    """Replay one segment (iterations renumbered from 0; ``at``: the run's iterations are ``offset``
+    higher, and ``done`` model calls came before it); append its counted steps to ``steps``; return
+    the manager (its summary usage and dedup hits), the model calls prepared so far, and the part of
+    the manager's tally made before the run's first counted call (not counted).
+
+    The one place where a run's uncounted calls (the first :attr:`RecordedRun.counted_from`: calls
+    a run read before holds) are left out: the policy prepares their prompts and serves their
+    results, so its state is built as in a live resume, but they make no :class:`StepMetrics`
+    (no tokens, costs, ruler checks, anatomy or retrieval charge) and never reach the cache
+    simulation, whose first request is then the first counted call's (a cold cache); the summaries
+    and dedup hits the policy made before it are not counted either (the run read before counts
+    them)."""
     run, counter = state.run, state.counter
+    offset, done = at
+    uncounted = _Tally()
     summarizer = None
     if summary_model is not None and policy.summarizes:  # its calls are counted as summary usage
         summarizer = CheckedSummarizer(
@@ -626,23 +650,29 @@ async def _replay_segment(
         for iteration in sorted(i for i in groups if i > 0):
             group = groups[iteration]
             if id(group) in state.acting:
+                done += 1
                 snapshot = (
                     state.snapshot((offset, iteration), history, tokens)
                     if recorded
                     else CountedHistory(history, tokens)
                 )
-                steps.append(
-                    await _step(
-                        state,
-                        manager,
-                        track,
-                        snapshot,
-                        schemas,
-                        iteration=iteration + offset,
-                        step=len(steps) + 1,
-                        limit=limit,
+                if done <= run.counted_from:  # counted in another run: the policy sees it, nothing counts it
+                    await manager.prepare(snapshot, schemas, at=run.time(done))
+                else:
+                    if done == run.counted_from + 1:
+                        uncounted = _Tally.of(manager)
+                    steps.append(
+                        await _step(
+                            state,
+                            manager,
+                            track,
+                            snapshot,
+                            schemas,
+                            iteration=iteration + offset,
+                            step=done,
+                            limit=limit,
+                        )
                     )
-                )
                 if summarizer is not None:  # a summary that failed: stop before reporting its savings
                     summarizer.check(policy.name)
             observed = await _observations(manager, group, kind, iteration, state.results_of(group))
@@ -652,7 +682,31 @@ async def _replay_segment(
             else:
                 tokens = _extend(history, observed, counter, tokens)
                 recorded = False
-    return manager
+    return manager, done, _Tally.of(manager) if done <= run.counted_from else uncounted
+
+
+class _Tally(NamedTuple):
+    """What a context manager counted so far besides the prompts: its summaries' usage, its dedup hits."""
+
+    summary: Usage = Usage()
+    hits: int = 0
+
+    @classmethod
+    def of(cls, manager: ContextManager) -> _Tally:
+        return cls(manager.summary_usage, manager.dedup_hits)
+
+    def less(self, before: _Tally) -> _Tally:
+        """This tally without what ``before`` (an earlier tally of the same manager) held."""
+        if before == _Tally():
+            return self
+        now, then = self.summary, before.summary
+        cost = None if now.cost is None else now.cost - (then.cost or 0.0)
+        summary = Usage(
+            now.prompt_tokens - then.prompt_tokens, now.completion_tokens - then.completion_tokens,
+            now.cached_tokens - then.cached_tokens, now.requests - then.requests, cost,
+            now.cache_write_tokens - then.cache_write_tokens,
+        )  # fmt: skip
+        return _Tally(summary, self.hits - before.hits)
 
 
 def resent_prefix(cache_model: CacheModel, prefix_tokens: int) -> int:
@@ -1119,7 +1173,7 @@ def replay_unit(
 
 def run_plan(info: RunInfo, settings: ReplaySettings, fitted: Calibration) -> RunPlan:
     """A run's plan under the bench's settings, with its unrecorded prefix and cache lifetime."""
-    long = len(long_ttl_steps(info.usage, info.cache_writes_1h)) * 2 > info.steps
+    long = len(long_ttl_steps(info.usage, info.cache_writes_1h)) * 2 > info.steps - info.uncounted_steps
     return plan_run(
         info.model,
         settings.cache_model,
