@@ -28,11 +28,12 @@ from tiered_agent.bench._importers import SkippedInput, load_runs, write_run_tra
 from tiered_agent.bench._recorded import RecordedRun
 
 POLICIES = "full,tiered,masking"
-# Additive totals: a sum over the counted steps (cached tokens are not: the cache of a copy's first
-# counted call is cold, the very same call in a run of its own reads what its earlier calls wrote).
+# Additive totals: sums over the counted steps. A copy's uncounted requests reach the cache as they
+# reached the provider, so its counted calls read what they read in the copy benched alone.
 ADDITIVE = (
-    "steps", "prompt_tokens", "output_tokens", "salient", "missed", "word_salient", "word_missed",
-    "line_needed", "line_missed", "own_needed", "own_missed", "retrieval_tokens", "dedup_hits",
+    "steps", "prompt_tokens", "cached_tokens", "cache_write_tokens", "output_tokens", "salient", "missed",
+    "word_salient", "word_missed", "line_needed", "line_missed", "own_needed", "own_missed",
+    "retrieval_tokens", "dedup_hits",
 )  # fmt: skip
 RECORDED = ("steps", "prompt_tokens", "cached_tokens", "cache_write_tokens", "output_tokens")
 
@@ -44,13 +45,15 @@ def _write(path: Path, records: Sequence[dict[str, Any]]) -> Path:
 
 
 # ---------------------------------------------------------------- Claude Code
-def _claude(session: str, turn: int, *, usage: bool, parent: str | None) -> list[dict[str, Any]]:
-    """One turn of a Claude Code session: a prompt, a call, its result, an answer (ids by turn)."""
+def _claude(
+    session: str, turn: int, *, usage: bool, parent: str | None, hour: int = 10
+) -> list[dict[str, Any]]:
+    """One turn of a Claude Code session: a prompt, two calls, their results, an answer (ids by turn)."""
 
     def entry(kind: str, uuid: str, up: str | None, message: dict[str, Any], second: int) -> dict[str, Any]:
         return {
             "parentUuid": up, "isSidechain": False, "sessionId": session, "version": "1.0.30", "type": kind,
-            "message": message, "uuid": uuid, "timestamp": f"2026-02-01T10:{turn:02d}:{second:02d}.000Z",
+            "message": message, "uuid": uuid, "timestamp": f"2026-02-01T{hour}:{turn:02d}:{second:02d}.000Z",
         }  # fmt: skip
 
     def reply(msg: str, content: list[dict[str, Any]], prompt: int) -> dict[str, Any]:
@@ -81,11 +84,13 @@ def _claude(session: str, turn: int, *, usage: bool, parent: str | None) -> list
     ]  # fmt: skip
 
 
-def _claude_turns(session: str, turns: range, *, usage: bool, first_parent: str | None = None) -> list[Any]:
+def _claude_turns(
+    session: str, turns: range, *, usage: bool, first_parent: str | None = None, hour: int = 10
+) -> list[Any]:
     out: list[dict[str, Any]] = []
     parent = first_parent
     for turn in turns:
-        out.extend(_claude(session, turn, usage=usage, parent=parent))
+        out.extend(_claude(session, turn, usage=usage, parent=parent, hour=hour))
         parent = f"b{turn}"
     return out
 
@@ -194,15 +199,33 @@ def test_a_resumed_copy_counts_only_its_new_turns(tmp_path: Path) -> None:
     assert both["policies"]["full"]["totals"]["steps"] == 10  # 6 + 4, not 6 + 10
     assert _counted(both) == {f"claude-code/{ORIGINAL}": 0, f"claude-code/{RESUMED}": 6}
     assert both["inputs"]["uncounted_steps"] == 6 and both["inputs"]["step_count"] == 16
+    report = (tmp_path / "out-both" / "report.md").read_text(encoding="utf-8")
+    assert "16 model calls (6 of them copied from runs read before: replayed, not counted)" in report
+    assert "of them copied" not in (tmp_path / "out-alone" / "report.md").read_text(encoding="utf-8")
     detail = {r["run_id"]: r for r in both["runs"]}[f"claude-code/{RESUMED}"]
     assert detail["steps"] == 10 and detail["uncounted_steps"] == 6
     alone_detail = alone["runs"][0]["policies"]
-    for name, entry in detail["policies"].items():  # the counted calls' prompts are the resumed run's own
-        assert entry["per_step"]["prompt_tokens"] == alone_detail[name]["per_step"]["prompt_tokens"][6:]
-    # the copy's first counted call meets a cold cache: it reads nothing
-    assert detail["policies"]["full"]["per_step"]["cached_tokens"][0] == 0
-    assert alone_detail["full"]["per_step"]["cached_tokens"][6] > 0
+    for name, entry in detail["policies"].items():  # its counted calls measure what they do alone
+        for series, values in entry["per_step"].items():
+            assert values == alone_detail[name]["per_step"][series][6:], (name, series)
+    # resumed a minute later: its first new call reads the history its copied calls cached
+    assert detail["policies"]["full"]["per_step"]["cached_tokens"][0] > 0
     assert original.exists()
+
+
+def test_a_copy_resumed_hours_later_meets_a_cold_cache(tmp_path: Path) -> None:
+    """The copied calls reach the cache at their recorded times: a resume three hours later finds
+    nothing cached (the time-aware cache), one a minute later reads the whole history."""
+    old = _claude_turns(ORIGINAL, range(1, 4), usage=False)
+    later = _resumed(old, RESUMED) + _claude_turns(
+        RESUMED, range(4, 6), usage=False, first_parent="b3", hour=13
+    )
+    _write(tmp_path / "p" / f"{ORIGINAL}.jsonl", old)
+    _write(tmp_path / "p" / f"{RESUMED}.jsonl", later)
+    both = _bench(tmp_path, "both", tmp_path / "p")
+    detail = {r["run_id"]: r for r in both["runs"]}[f"claude-code/{RESUMED}"]["policies"]["full"]["per_step"]
+    assert detail["cached_tokens"][0] == 0 and detail["cache_write_tokens"][0] > 0
+    assert detail["cached_tokens"][1] > 0  # the next call, a minute after, reads what the first wrote
 
 
 def test_a_resumed_copy_bills_each_recorded_call_once(tmp_path: Path) -> None:
@@ -406,3 +429,36 @@ def test_a_run_of_its_own_has_nothing_uncounted(tmp_path: Path) -> None:
     _write(tmp_path / "p" / f"{RESUMED}.jsonl", other)
     loaded = load_runs([tmp_path / "p"], strict=True)
     assert _only(loaded.runs) == {f"claude-code/{ORIGINAL}": (4, 0), f"claude-code/{RESUMED}": (4, 0)}
+
+
+def test_a_bundled_run_and_its_backup_measure_every_ruler_once(tmp_path: Path) -> None:
+    """A longer run with misses under ``masking``: a bundled trace recast as a Claude Code session
+    (one provider id per call) and its backup taken at call 20, read first. The session replays its
+    first 20 calls uncounted: every figure of the two equals the session's alone, the rulers' misses
+    included."""
+    trace = Path(__file__).resolve().parents[1] / "traces" / "mini-swe-agent" / "psf__requests-2317.jsonl"
+    [run] = load_runs([trace], strict=True).runs
+    session = dataclasses.replace(
+        run,
+        run_id="claude-code/session",
+        format="claude-code",
+        step_ids=tuple(f"msg_{k}" for k in range(run.steps)),
+    )
+    cut = 20
+    backup = dataclasses.replace(
+        session,
+        run_id="claude-code/backup",
+        messages=tuple(m for m in session.messages if m.iteration <= cut),
+        usage=session.usage[:cut],
+        routes=session.routes[:cut],
+        step_ids=session.step_ids[:cut],
+    )
+    write_run_trace(backup, tmp_path / "a-backup" / "backup.jsonl")
+    write_run_trace(session, tmp_path / "b-logs" / "session.jsonl")
+    loaded = load_runs([tmp_path / "a-backup", tmp_path / "b-logs"], strict=True)
+    assert _only(loaded.runs) == {"claude-code/backup": (cut, 0), "claude-code/session": (run.steps, cut)}
+    both = _bench(tmp_path, "both", tmp_path / "a-backup", tmp_path / "b-logs")
+    alone = _bench(tmp_path, "alone", tmp_path / "b-logs")
+    assert _totals(both) == _totals(alone)
+    assert _recorded(both) == _recorded(alone) and both["recorded"]["steps"] == run.steps
+    assert _totals(both)["masking"]["missed"] > 0 and _totals(both)["masking"]["line_missed"] > 0

@@ -47,7 +47,7 @@ from ..context.retrieve._tool import retrieve
 from ..context.steps import Dedup
 from ._backend import open_backend
 from ._cache_chain import CacheChains, CacheTrack
-from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
+from ._caching import IDEAL, CacheSimulator, CacheUse, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import Calibration, ProviderCalibration, counted_run, fit, measurable, recorded_texts
 from ._evidence import EvidenceIndex, PromptView, TextMemo
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
@@ -614,12 +614,14 @@ async def _replay_segment(
     the manager's tally made before the run's first counted call (not counted).
 
     The one place where a run's uncounted calls (the first :attr:`RecordedRun.counted_from`: calls
-    a run read before holds) are left out: the policy prepares their prompts and serves their
-    results, so its state is built as in a live resume, but they make no :class:`StepMetrics`
-    (no tokens, costs, ruler checks, anatomy or retrieval charge) and never reach the cache
-    simulation, whose first request is then the first counted call's (a cold cache); the summaries
-    and dedup hits the policy made before it are not counted either (the run read before counts
-    them)."""
+    a run read before holds) are left out (:func:`_uncounted`): the policy prepares their prompts
+    and serves their results, so its state is built as in a live resume, and their requests reach
+    the provider cache as they reached the provider (the time-aware cache decides by the recorded
+    times whether they are still cached when the first counted call goes out), but they make no
+    :class:`StepMetrics` (no tokens, costs, ruler checks, anatomy or retrieval charge); the
+    summaries and dedup hits the policy made before the first counted call are not counted either
+    (the run read before counts them). So a run's counted calls measure exactly what they measure
+    in the run benched alone."""
     run, counter = state.run, state.counter
     offset, done = at
     uncounted = _Tally()
@@ -657,7 +659,7 @@ async def _replay_segment(
                     else CountedHistory(history, tokens)
                 )
                 if done <= run.counted_from:  # counted in another run: the policy sees it, nothing counts it
-                    await manager.prepare(snapshot, schemas, at=run.time(done))
+                    await _uncounted(state, manager, track, snapshot, schemas, step=done)
                 else:
                     if done == run.counted_from + 1:
                         uncounted = _Tally.of(manager)
@@ -731,6 +733,45 @@ def _extend(history: list[Message], new: Sequence[Message], counter: IdCounter, 
     return tokens + sum(counter.count_message(m) for m in new)
 
 
+def _request(
+    state: _RunState, track: _Track, prepared: PreparedPrompt, step: int
+) -> tuple[tuple[int, ...] | None, CacheUse]:
+    """Send the prompt of model call ``step`` to the policy's provider cache: what it read and wrote,
+    and the prompt's recorded stretches (:attr:`_Track.recorded`)."""
+    messages = prepared.built.messages
+    recorded = track.recorded(messages)
+    use = track.cache.request(
+        recorded,
+        messages,
+        prepared.tools,
+        route=state.route(step),
+        at=state.run.time(step),
+        long_ttl=step in state.long_steps,
+        new_turn_after_reasoning=step in state.turns_after_reasoning,
+        stable=prepared.built.stable,
+        partition=state.run.model_at(step),
+    )
+    return recorded, use
+
+
+async def _uncounted(
+    state: _RunState,
+    manager: ContextManager,
+    track: _Track,
+    history: Sequence[Message],
+    schemas: Sequence[Mapping[str, Any]],
+    *,
+    step: int,
+) -> None:
+    """Model call ``step``, which a run read before counts: the policy prepares its prompt (its
+    state is built as in a live resume) and the prompt reaches the provider cache and the anatomy's
+    memory of what was sent, as it reached the provider, but nothing of it is measured."""
+    prepared = await manager.prepare(history, schemas, at=state.run.time(step))
+    _request(state, track, prepared, step)
+    prompt_tokens = prepared.prompt_tokens + state.prefix_tokens
+    _regions(state, track, prepared.built.messages, prepared.tools, prompt_tokens)
+
+
 async def _step(
     state: _RunState,
     manager: ContextManager,
@@ -748,18 +789,7 @@ async def _step(
     messages = prepared.built.messages
     prompt_tokens = prepared.prompt_tokens + state.prefix_tokens  # the unrecorded prefix is sent too
     cache = track.cache
-    recorded = track.recorded(messages)
-    use = cache.request(
-        recorded,
-        messages,
-        prepared.tools,
-        route=state.route(step),
-        at=state.run.time(step),
-        long_ttl=step in state.long_steps,
-        new_turn_after_reasoning=step in state.turns_after_reasoning,
-        stable=prepared.built.stable,
-        partition=state.run.model_at(step),
-    )
+    recorded, use = _request(state, track, prepared, step)
     cached = min(use.read, prompt_tokens)
     fixed, new = _regions(state, track, messages, prepared.tools, prompt_tokens)
     raw = RawView(messages, state.recorded, track.raw, join=track.raw_join, id_sets=track.ids)
