@@ -684,7 +684,8 @@ async def _replay_segment(
             else:
                 tokens = _extend(history, observed, counter, tokens)
                 recorded = False
-    return manager, done, _Tally.of(manager) if done <= run.counted_from else uncounted
+    before_any = run.counted_from and done <= run.counted_from  # no call of this segment is counted
+    return manager, done, _Tally.of(manager) if before_any else uncounted
 
 
 class _Tally(NamedTuple):
