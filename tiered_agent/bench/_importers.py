@@ -25,6 +25,12 @@ log is replayed, unless the damage leaves a run's conversation inconsistent (a
 tool result whose call was on a skipped line): that run is skipped with the
 reason. A torn last line (no final newline: a log still being written) is
 counted the same way; ``strict=True`` fails on any other skipped line.
+
+One conversation in two files (Claude Code, Codex: a backup, a history copied on
+resume, a fork): every model call is counted once, in the run read first. A run
+whose leading calls were read before replays them without counting them
+(:attr:`RecordedRun.counted_from`); one all of whose calls were, is skipped with
+the reason (``_Copies``).
 """
 
 from __future__ import annotations
