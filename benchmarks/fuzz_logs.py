@@ -35,6 +35,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tiered_agent.bench import _import_miniswe, _import_openhands, _import_sweagent, _import_taubench
+
 ODD: list[Any] = [None, True, -1, 0, 10**18, -(10**18), 1.5, "", "x" * 5000, [], {}, [None], {"": None},
                   "2099-99-99T99:99:99Z", "1970-01-01T00:00:00Z", "-1", "NaN", "\u0000"]  # fmt: skip
 ROLES = ["user", "assistant", "system", "tool", "developer", "function", "human", "ai", "", "USER"]
@@ -447,6 +449,167 @@ DRIFT = {
 }
 
 
+# ---------------------------------------------------------------- version drift: recorded-run agents
+# What other versions of mini-swe-agent, SWE-agent, OpenHands and tau-bench write of the same run (each
+# case returns the drifted document, or None where it does not apply): the replay must keep its steps.
+def _mini_v2(doc: Any, text_actions: bool) -> Any:
+    """A mini-swe-agent v1 trajectory as v2 writes it: native tool calls answered by role "tool"
+    messages (or, ``text_actions``, v2's ```mswea_bash_command fences with ``extra.actions``), and the
+    final ``exit`` message instead of the patch echo."""
+    if not _import_miniswe.matches(doc) or doc.get("trajectory_format") != "mini-swe-agent-1":
+        return None
+    doc = copy.deepcopy(doc)
+    doc["trajectory_format"], out, pending = "mini-swe-agent-1.1", [], None
+    for n, recorded in enumerate(doc["messages"]):
+        message = recorded
+        if recorded.get("role") == "assistant":
+            message, pending = _mini_v2_response(recorded, f"toolu_{n}", text_actions)
+        elif recorded.get("role") == "user" and pending is not None:
+            message = {"role": "tool", "tool_call_id": pending, "content": recorded.get("content")}
+            pending = None
+        out.append(message)
+    submission = doc.get("info", {}).get("submission")
+    if out and out[-1].get("content") == submission and out[-1].get("role") in ("user", "tool"):
+        out[-1] = {"role": "exit", "content": submission, "extra": {"exit_status": "Submitted"}}
+    doc["messages"] = out
+    return doc
+
+
+def _mini_v2_response(message: dict[str, Any], call_id: str, text_actions: bool) -> tuple[Any, str | None]:
+    """One v1 response as v2 records it, and the id of the call its observation answers (if any)."""
+    content = message.get("content")
+    actions = _import_miniswe.ACTION_RE.findall(content) if isinstance(content, str) else []
+    if len(actions) != 1:
+        return message, None
+    if text_actions:
+        extra = {**(message.get("extra") or {}), "actions": [{"command": actions[0]}]}
+        return {
+            **message,
+            "content": content.replace("```bash", "```mswea_bash_command", 1),
+            "extra": extra,
+        }, None
+    thought = _import_miniswe.ACTION_RE.sub("", content, count=1).strip() or None
+    arguments = json.dumps({"command": actions[0]})
+    call = {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": arguments}}
+    return {**message, "content": thought, "tool_calls": [call]}, call_id
+
+
+def _swe(doc: Any, change: str) -> Any:
+    """A SWE-agent trajectory as 1.x writes it: ``replay_config`` as JSON text, content as parts with
+    ``cache_control``, or a RetryAgent's ``attempts`` (the chosen one copied at the top level)."""
+    if not _import_sweagent.matches(doc) or "attempts" in doc:
+        return None
+    doc = copy.deepcopy(doc)
+    if change == "replay-config-text":
+        doc["replay_config"] = json.dumps(doc.get("replay_config") or {"agent": {}})
+    elif change == "content-parts":
+        for message in doc["history"][-3:]:
+            if isinstance(message.get("content"), str):
+                parts = [{"type": "text", "text": message["content"], "cache_control": {"type": "ephemeral"}}]
+                message["content"] = parts
+    else:
+        doc = {"attempts": [doc, copy.deepcopy(doc)], **copy.deepcopy(doc)}
+    return doc
+
+
+def _openhands(doc: Any, condensed: bool) -> Any:
+    """An OpenHands SDK event list with a condensation (the middle third forgotten, a summary after
+    the first two events) or with event kinds of a later SDK."""
+    if not _import_openhands.matches(doc):
+        return None
+    doc = copy.deepcopy(doc)
+    if not condensed:
+        for n in range(3):
+            doc.insert(
+                len(doc) * (n + 1) // 4, {"kind": f"FutureEvent{n}", "id": f"future-{n}", "source": "x"}
+            )
+        return doc
+    third = len(doc) // 3
+    forgotten = [e.get("id") for e in doc[third : 2 * third] if isinstance(e.get("id"), str)]
+    condensation = {"kind": "Condensation", "id": "drift-condensation", "source": "environment",
+                    "forgotten_event_ids": forgotten, "summary": "Summary of the forgotten events.",
+                    "summary_offset": 2, "llm_response_id": "drift"}  # fmt: skip
+    doc.insert(2 * third, condensation)
+    return doc
+
+
+def _tau2(doc: Any) -> Any:
+    """tau-bench conversations as tau2-bench results: calls ``{id, name, arguments}``, tool messages
+    naming their call by ``id``, the policy in ``info.environment_info``."""
+    if not _import_taubench.matches(doc):
+        return None
+    simulations, policy = [], ""
+    for conversation in doc:
+        traj = [m for m in conversation.get("traj") or [] if isinstance(m, dict)]
+        policy = next((m.get("content") for m in traj if m.get("role") == "system"), None) or policy
+        simulation = {
+            "id": f"sim-{len(simulations)}", "task_id": str(conversation.get("task_id")),
+            "trial": conversation.get("trial", 0), "reward_info": {"reward": 0.0},
+            "termination_reason": "user_stop",
+            "messages": [_tau2_message(m) for m in traj if m.get("role") != "system"],
+        }  # fmt: skip
+        simulations.append(simulation)
+    return {
+        "info": {"environment_info": {"domain_name": "drift", "policy": policy}},
+        "simulations": simulations,
+    }
+
+
+def _tau2_message(message: dict[str, Any]) -> dict[str, Any]:
+    if message.get("role") == "tool":
+        return {"role": "tool", "id": message.get("tool_call_id"), "content": message.get("content"),
+                "requestor": "assistant", "error": False}  # fmt: skip
+    calls = [
+        {"id": c.get("id"), "name": c["function"]["name"], "requestor": "assistant",
+         "arguments": json.loads(c["function"].get("arguments") or "{}")}
+        for c in message.get("tool_calls") or []
+    ]  # fmt: skip
+    return {"role": message.get("role"), "content": message.get("content"), "tool_calls": calls or None}
+
+
+def _with_future_fields(node: Any) -> Any:
+    """Every message, event and history entry with a field a later version added."""
+    if isinstance(node, dict):
+        added = {k: _with_future_fields(v) for k, v in node.items()}
+        return {**added, "future_field": {"x": [1]}} if ("role" in node or "kind" in node) else added
+    if isinstance(node, list):
+        return [_with_future_fields(v) for v in node]
+    return node
+
+
+RECORDED_DRIFT = {
+    "mini-v2-tool-calls": lambda doc: _mini_v2(doc, text_actions=False),
+    "mini-v2-text-actions": lambda doc: _mini_v2(doc, text_actions=True),
+    "swe-replay-config-text": lambda doc: _swe(doc, "replay-config-text"),
+    "swe-content-parts": lambda doc: _swe(doc, "content-parts"),
+    "swe-retry-attempts": lambda doc: _swe(doc, "attempts"),
+    "openhands-condensed": lambda doc: _openhands(doc, condensed=True),
+    "openhands-future-events": lambda doc: _openhands(doc, condensed=False),
+    "tau2-results": _tau2,
+    "recorded-future-fields": lambda doc: _with_future_fields(doc) if _recorded(doc) else None,
+}
+
+
+def _recorded(doc: Any) -> bool:
+    return any(
+        m.matches(doc) for m in (_import_miniswe, _import_sweagent, _import_openhands, _import_taubench)
+    )
+
+
+def recorded_drift_cases(data: bytes) -> dict[str, bytes]:
+    """The :data:`RECORDED_DRIFT` cases that apply to one recorded-run document, by name."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return {}
+    cases = {}
+    for name, change in RECORDED_DRIFT.items():
+        drifted = change(doc)
+        if drifted is not None:
+            cases[name] = json.dumps(drifted).encode("utf-8", "surrogatepass")
+    return cases
+
+
 def _object(line: bytes) -> dict[str, Any] | None:
     try:
         record = json.loads(line)
@@ -527,13 +690,17 @@ def write_hostile(roots: list[Path], out: Path, seed: int) -> int:
 
 def write_drift(roots: list[Path], out: Path, seed: int, per_folder: int) -> int:
     """Every :data:`DRIFT` case of the smallest ``per_folder`` Claude Code and Codex logs of each folder,
-    under ``out/drift/<case>/``; the number of files written."""
+    and every :data:`RECORDED_DRIFT` case of its recorded-run documents (mini-swe-agent, SWE-agent,
+    OpenHands, tau-bench), under ``out/drift/<case>/``; the number of files written."""
     rng, written = random.Random(seed), 0
     for source in _sources(roots, per_folder):
         data = source.read_bytes()
-        if _kind(data) not in ("claude", "codex"):
-            continue
-        for name, content in structure_cases(rng, data, DRIFT).items():
+        kind = _kind(data)
+        if kind in ("claude", "codex"):
+            cases = structure_cases(rng, data, DRIFT)
+        else:
+            cases = recorded_drift_cases(data) if kind == "document" else {}
+        for name, content in cases.items():
             written += _write(out / "drift" / name / f"{source.parent.name}-{source.name}", content)
     return written
 

@@ -105,6 +105,7 @@ def simulate(
         calibration=calibration.providers,
         writes_1h=run.cache_writes_1h,
         step_models=run.step_models,
+        step_billing=run.step_billing,
     )
     priced = prompts.price_model is not None and model_prices(run.model or "") is not None
     family = fits[family_of(run.format)]
@@ -117,7 +118,7 @@ def simulate(
             at=run.time(step),
             long_ttl=step in long,
             new_turn_after_reasoning=step in turns,
-            partition=run.model_at(step),
+            partition=run.cache_partition(step),
         )
         usage = run.usage[index] if index < len(run.usage) else None
         if usage is None or usage.prompt_tokens <= 0:

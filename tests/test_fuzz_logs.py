@@ -93,3 +93,36 @@ def test_the_drift_cases_are_seeded_and_read_or_skipped_with_a_reason(tmp_path: 
     for run_id, run in originals.items():
         copy_id = next(i for i in streamed if i.rsplit("/", 1)[-1].endswith(run_id.rsplit("/", 1)[-1]))
         assert (streamed[copy_id].steps, streamed[copy_id].usage) == (run.steps, run.usage), run_id
+
+
+def _recorded_fixtures(root: Path) -> dict[str, int]:
+    """The hand-written recorded runs of the importer tests, one folder each; their steps by folder."""
+    from test_importers import mini_doc, swe_fc_doc, swe_text_doc, tau_doc
+    from test_importers_sessions import openhands_events
+
+    docs = {"mini": mini_doc(), "swefc": swe_fc_doc(), "swetext": swe_text_doc(), "tau": tau_doc(),
+            "oh": openhands_events()}  # fmt: skip
+    steps = {}
+    for name, doc in docs.items():
+        (root / name).mkdir(parents=True)
+        (root / name / f"{name}.json").write_text(json.dumps(doc))
+        steps[name] = sum(r.steps for r in load_runs([root / name]).runs)
+    return steps
+
+
+def test_the_recorded_run_drift_cases_keep_every_step(tmp_path: Path) -> None:
+    """Each version-drift case of a recorded-run format (mini-swe-agent v2, SWE-agent 1.x, OpenHands
+    condensation and later events, tau2-bench, added fields) is written, seeded, and replayed with the
+    steps of the original (a RetryAgent's two attempts: twice), none skipped."""
+    steps = _recorded_fixtures(tmp_path / "in")
+    written = fuzz.write_drift([tmp_path / "in"], tmp_path / "a", 5, 3)
+    fuzz.write_drift([tmp_path / "in"], tmp_path / "b", 5, 3)
+    first = _corpus(tmp_path / "a")
+    assert len(first) == written and first == _corpus(tmp_path / "b")
+    assert {Path(name).parts[1] for name in first} == set(fuzz.RECORDED_DRIFT)
+    for case in fuzz.RECORDED_DRIFT:
+        for path in sorted((tmp_path / "a" / "drift" / case).iterdir()):
+            loaded = load_runs([path])
+            folder = path.name.split("-", 1)[0]
+            expected = steps[folder] * (2 if case == "swe-retry-attempts" else 1)
+            assert (loaded.skipped, sum(r.steps for r in loaded.runs)) == ((), expected), (case, path.name)

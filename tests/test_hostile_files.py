@@ -15,6 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_importers import mini_doc, tau_doc
+from test_importers_recorded_variants import (
+    mini_v2_toolcall_doc,
+    openhands_condensed_events,
+    openhands_v0_instance,
+)
 from test_importers_sessions import openhands_events
 
 from tiered_agent._errors import ConfigurationError
@@ -239,7 +244,10 @@ KEYS = st.sampled_from(
      "messages", "action", "observation", "source", "kind", "session_meta", "response_item"]
 )  # fmt: skip
 RECORD = st.dictionaries(KEYS, JSON, max_size=8)
-SEEDS: list[Any] = [mini_doc(), tau_doc(), openhands_events(), _claude_lines()]
+SEEDS: list[Any] = [
+    mini_doc(), tau_doc(), openhands_events(), _claude_lines(), mini_v2_toolcall_doc(),
+    openhands_condensed_events(), [openhands_v0_instance("a"), openhands_v0_instance("b")],
+]  # fmt: skip
 
 
 def _imports_or_skips(path: Path) -> None:

@@ -1,7 +1,8 @@
 """Hostile input for every third-party importer: a seeded mutation fuzzer.
 
-Minimal logs of each format (mini-swe-agent, SWE-agent text and function calling, tau-bench,
-OpenHands, Claude Code, Codex current and flat) are mutated byte by byte (truncation, flipped,
+Minimal logs of each format (mini-swe-agent 1.x and 2.x, SWE-agent text, function calling and
+RetryAgent attempts, tau-bench and tau2-bench, OpenHands SDK (with a condensation) and V0, Claude
+Code, Codex current and flat) are mutated byte by byte (truncation, flipped,
 inserted and deleted bytes, NUL and astral characters, duplicated or dropped lines) and as JSON
 (every field, one at a time or several at once, replaced by a value of another type, a missing
 key, ``{"type": []}``, huge numbers, deep nesting, NUL and astral text). Every mutated file must be
@@ -25,6 +26,12 @@ from typing import Any
 import anyio
 import pytest
 from test_importers import mini_doc, swe_fc_doc, swe_text_doc, tau_doc
+from test_importers_recorded_variants import (
+    mini_v2_toolcall_doc,
+    openhands_condensed_events,
+    openhands_v0_instance,
+    tau2_results,
+)
 from test_importers_sessions import openhands_events
 
 from tiered_agent.bench._caching import IdCounter
@@ -91,6 +98,11 @@ def _documents() -> dict[str, tuple[str, Any]]:
         "swe-agent-fc": ("fc.traj", swe_fc_doc()),
         "tau-bench": ("tau.json", tau_doc()),
         "openhands": ("oh.json", openhands_events()),
+        "mini-swe-agent-v2": ("v2.traj.json", mini_v2_toolcall_doc()),
+        "swe-agent-attempts": ("retry.traj", {"attempts": [swe_fc_doc(), swe_text_doc()], **swe_fc_doc()}),
+        "tau2-bench": ("tau2.json", tau2_results()),
+        "openhands-condensed": ("ohc.json", openhands_condensed_events()),
+        "openhands-v0": ("output.jsonl", [openhands_v0_instance("a"), openhands_v0_instance("b")]),
         "claude-code": ("session.jsonl", lines(CLAUDE)),
         "codex": ("rollout-a.jsonl", lines(CODEX)),
         "codex-flat": ("rollout-b.jsonl", lines(CODEX_FLAT)),

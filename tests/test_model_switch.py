@@ -9,10 +9,10 @@ prompt cache.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
+import claude_log
 import orjson
 import pytest
 from bench_cli import invoke
@@ -26,28 +26,15 @@ from tiered_agent.bench._pricing import RunCosting
 OPUS, HAIKU = "claude-opus-4-5-20251101", "claude-haiku-4-5-20251001"
 
 
-def _write(path: Path, records: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
-
-
-def _entry(kind: str, uuid: str, parent: str | None, message: dict[str, Any], second: int) -> dict[str, Any]:
-    return {
-        "parentUuid": parent, "isSidechain": False, "sessionId": "s", "version": "2.1.15", "type": kind,
-        "message": message, "uuid": uuid, "timestamp": f"2026-01-22T21:19:{second:02d}.000Z",
-    }  # fmt: skip
+_MINUTE = "2026-01-22T21:19"
 
 
 def _reply(uuid: str, parent: str, msg: str, model: str, second: int) -> dict[str, Any]:
-    usage = {"input_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 2000,
-             "output_tokens": 5}  # fmt: skip
-    message = {"id": msg, "model": model, "role": "assistant", "usage": usage,
-               "content": [{"type": "text", "text": f"answer {msg}"}]}  # fmt: skip
-    return _entry("assistant", uuid, parent, message, second)
+    return claude_log.reply(uuid, parent, msg, model, second, minute=_MINUTE)
 
 
 def _prompt(uuid: str, parent: str | None, text: str, second: int) -> dict[str, Any]:
-    return _entry("user", uuid, parent, {"role": "user", "content": text}, second)
+    return claude_log.prompt(uuid, parent, text, second, minute=_MINUTE)
 
 
 def _session() -> list[dict[str, Any]]:
@@ -69,12 +56,12 @@ def test_switched_models_fills_unnamed_steps_and_is_empty_for_one_model() -> Non
 
 
 def test_claude_code_records_the_model_of_each_step(tmp_path: Path) -> None:
-    [run] = load_runs([_write(tmp_path / "s.jsonl", _session())], strict=True).runs
+    [run] = load_runs([claude_log.write(tmp_path / "s.jsonl", _session())], strict=True).runs
     assert run.model == OPUS and run.steps == 3
     assert run.step_models == (OPUS, HAIKU, OPUS)
     assert [run.model_at(s) for s in (1, 2, 3, 4)] == [OPUS, HAIKU, OPUS, None]
     one = [r for r in _session() if r["type"] == "user" or r["message"]["model"] == OPUS]
-    [single] = load_runs([_write(tmp_path / "one.jsonl", one)], strict=True).runs
+    [single] = load_runs([claude_log.write(tmp_path / "one.jsonl", one)], strict=True).runs
     assert single.step_models == () and single.model_at(1) is None
 
 
@@ -94,7 +81,7 @@ def test_codex_records_the_model_of_each_turn(tmp_path: Path) -> None:
     records = [line("session_meta", {"id": "s", "cli_version": "0.80.0"}),
                *turn("gpt-5-codex", "Plan.", "A plan."), *turn("gpt-5-mini", "Check.", "Checked."),
                *turn("gpt-5-codex", "Go.", "Done.")]  # fmt: skip
-    [run] = load_runs([_write(tmp_path / "rollout.jsonl", records)], strict=True).runs
+    [run] = load_runs([claude_log.write(tmp_path / "rollout.jsonl", records)], strict=True).runs
     assert run.model == "gpt-5-codex"
     assert run.step_models == ("gpt-5-codex", "gpt-5-mini", "gpt-5-codex")
 
@@ -122,7 +109,7 @@ def test_each_step_is_billed_at_its_own_model_prices() -> None:
 def test_the_bench_bills_a_switched_session_per_model(tmp_path: Path) -> None:
     """End to end: the recorded bill of the session is the sum of each call at its model's list
     prices (the Haiku call five times cheaper than at Opus's)."""
-    path = _write(tmp_path / "s.jsonl", _session())
+    path = claude_log.write(tmp_path / "s.jsonl", _session())
     result = invoke("bench", path, "--policies", "tiered", "--workers", "1", "--out", tmp_path / "out")
     assert result.exit_code == 0, result.output
     doc = orjson.loads((tmp_path / "out" / "bench.json").read_bytes())
@@ -133,7 +120,7 @@ def test_the_bench_bills_a_switched_session_per_model(tmp_path: Path) -> None:
 def test_the_models_of_each_step_survive_the_trace_round_trip(tmp_path: Path) -> None:
     from tiered_agent.bench._importers import write_run_trace
 
-    [run] = load_runs([_write(tmp_path / "s.jsonl", _session())], strict=True).runs
+    [run] = load_runs([claude_log.write(tmp_path / "s.jsonl", _session())], strict=True).runs
     write_run_trace(run, tmp_path / "t.jsonl")
     [back] = load_runs([tmp_path / "t.jsonl"], strict=True).runs
     assert back.step_models == (OPUS, HAIKU, OPUS)

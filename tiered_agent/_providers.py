@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
@@ -37,6 +38,7 @@ __all__ = [
     "CacheModel",
     "ModelPrices",
     "anthropic_min_tokens",
+    "billing_multiplier",
     "cache_model_for",
     "model_prices",
     "price_map_source",
@@ -341,6 +343,22 @@ class ModelPrices:
             return self.long_context
         return self
 
+    def scaled(self, factor: float) -> ModelPrices:
+        """These prices with every per-token price times ``factor`` (a billing modifier such as
+        Anthropic's fast mode or US-only inference: it multiplies each price, the long-context
+        ones and the cache's too, and stacks with the cache's own multipliers)."""
+        if factor == 1.0:
+            return self
+        return dataclasses.replace(
+            self,
+            input=self.input * factor,
+            output=self.output * factor,
+            cache_read=self.cache_read * factor,
+            cache_write=self.cache_write * factor,
+            long_context=self.long_context.scaled(factor) if self.long_context is not None else None,
+            cache_write_1h=self.cache_write_1h * factor if self.cache_write_1h is not None else None,
+        )
+
     def cost(
         self, prompt: float, cached: float, written: float, output: float, *, written_1h: float = 0.0
     ) -> float:
@@ -440,3 +458,26 @@ def model_prices(model: str) -> ModelPrices | None:
             if prices is not None:
                 return prices
     return None
+
+
+# Billing modifiers the provider published but litellm's cost map does not list for the model
+# (its ``provider_specific_entry``): Anthropic's fast mode on Claude Opus 4.6 is billed at 6x the
+# standard rates, over the whole context window (platform.claude.com, "Fast mode", pricing).
+_PUBLISHED_MULTIPLIERS: dict[tuple[str, str], float] = {("claude-opus-4-6", "fast"): 6.0}
+_DATED = re.compile(r"-\d{8}$")
+
+
+def billing_multiplier(model: str, modifier: str) -> float | None:
+    """What billing ``modifier`` (``"fast"``: Anthropic's fast mode; ``"us"``: US-only inference)
+    multiplies ``model``'s prices by: litellm's ``provider_specific_entry`` for the model's cost-map
+    key, else the provider's published figure; None when neither lists it."""
+    prices = model_prices(model)
+    if prices is None:
+        return None
+    entry = _cost_map().get(prices.model)
+    listed = entry.get("provider_specific_entry") if isinstance(entry, dict) else None
+    value = _number(listed, modifier) if isinstance(listed, dict) else None
+    if value is not None and value > 0:
+        return value
+    bare = _DATED.sub("", prices.model.rsplit("/", 1)[-1])  # claude-opus-4-6-20260205 -> claude-opus-4-6
+    return _PUBLISHED_MULTIPLIERS.get((bare, modifier))

@@ -17,7 +17,10 @@ One JSON entry per line, by ``type``:
   (each the largest value among the response's entries, which repeat it), ``cost`` = the
   entry's ``costUSD`` where older versions record it. ``usage.cache_creation`` splits the
   writes by lifetime: ``ephemeral_1h_input_tokens`` were written with the 1-hour time to live
-  (:attr:`RecordedRun.cache_writes_1h`), the rest with the 5-minute one.
+  (:attr:`RecordedRun.cache_writes_1h`), the rest with the 5-minute one. ``usage.speed``
+  ``"fast"`` (fast mode) and ``usage.inference_geo`` ``"us"`` (US-only inference) are the step's
+  billing modifiers (:attr:`RecordedRun.step_billing`): each multiplies its prices, and fast mode
+  has its own prompt cache; ``"standard"``, ``"global"`` and empty values are none.
 - ``message.id`` (else the entry's ``requestId``, else the response's first ``tool_use`` id) is the
   step's provider id (:attr:`RecordedRun.step_ids`): a history copied into another file (an older
   CLI's ``--resume``, a fork, a backup) holds the same ids, and the bench counts such calls once.
@@ -67,6 +70,8 @@ rest are not.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,18 +218,36 @@ def _entries(records: list[Any]) -> list[dict[str, Any]]:
     entries when a session is resumed). Another entry that reuses a ``uuid`` (a hand-edited or
     damaged log) is read: dropping it would lose what it says without a word.
     """
-    seen: dict[str, list[Any]] = {}  # uuid -> the messages read under it
+    first: dict[str, Any] = {}  # uuid -> the message first read under it
+    again: dict[str, set[Hashable]] = {}  # uuid -> every message read under it, frozen, once it repeats
     out = []
     for record in records:
         if not (_is_message(record) or _is_boundary(record)):
             continue
         uuid, message = record.get("uuid"), record.get("message")
-        if isinstance(uuid, str):
-            if any(message == earlier for earlier in seen.get(uuid, ())):
+        if isinstance(uuid, str) and uuid in first:
+            # a set of frozen messages, not a list compared one by one: n entries reusing one
+            # uuid cost n, not n squared (faults.md case 67)
+            forms = again.setdefault(uuid, {_frozen(first[uuid])})
+            form = _frozen(message)
+            if form in forms:
                 continue
-            seen.setdefault(uuid, []).append(message)
+            forms.add(form)
+        elif isinstance(uuid, str):
+            first[uuid] = message
         out.append(record)
     return out
+
+
+def _frozen(value: Any) -> Hashable:
+    """A JSON value as a hashable one equal to another's exactly when the values are ``==``
+    (objects as sets of items, arrays as tuples; numbers stay numbers, so ``1`` is ``1.0`` as in
+    ``==``). The readers refuse nesting past 255, so the recursion is bounded."""
+    if isinstance(value, dict):
+        return frozenset((key, _frozen(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return tuple(_frozen(item) for item in value)
+    return value  # type: ignore[no-any-return]
 
 
 def _threads(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -279,6 +302,7 @@ class _Step:
     message_id: str | None = None
     usage: Usage | None = None
     writes_1h: int = 0
+    billing: str = ""
 
 
 def _run(
@@ -375,7 +399,7 @@ def _assistant(
         builder.start_step(time=time, model=model if isinstance(model, str) else None)
         request = entry.get("requestId")
         builder.set_step_id(message_id or (request if isinstance(request, str) else None))
-        step.message_id, step.usage, step.writes_1h = message_id, None, 0
+        step.message_id, step.usage, step.writes_1h, step.billing = message_id, None, 0, ""
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
     if not isinstance(blocks, list):
@@ -395,7 +419,8 @@ def _assistant(
     if usage is not None:
         step.usage = usage if step.usage is None else _largest(step.usage, usage)
         step.writes_1h = max(step.writes_1h, _writes_1h(message.get("usage")))
-        builder.set_usage(step.usage, writes_1h=step.writes_1h)
+        step.billing = _billing(message.get("usage")) or step.billing
+        builder.set_usage(step.usage, writes_1h=step.writes_1h, billing=step.billing)
 
 
 _SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
@@ -452,6 +477,27 @@ def _writes_1h(raw: Any) -> int:
     """``usage.cache_creation.ephemeral_1h_input_tokens``: the writes with a 1-hour lifetime."""
     split = raw.get("cache_creation") if isinstance(raw, dict) else None
     return count(split.get("ephemeral_1h_input_tokens")) if isinstance(split, dict) else 0
+
+
+# Values of ``usage.speed`` / ``usage.inference_geo`` that bill as the standard rate.
+_STANDARD = frozenset({"", "standard", "global", "not_available"})
+_MODIFIER = re.compile(r"[a-z0-9_-]{1,32}")
+
+
+def _billing(raw: Any) -> str:
+    """The billing modifiers a usage record names (``"fast+us"``; ``""``: none): ``speed`` and
+    ``inference_geo`` when not the standard rate; a value that is no plain word is ``"other"``
+    (priced at the standard rate, with a warning, where the bench prices it)."""
+    if not isinstance(raw, dict):
+        return ""
+    found: list[str] = []
+    for key in ("speed", "inference_geo"):
+        value = raw.get(key)
+        if not isinstance(value, str) or value.strip().lower() in _STANDARD:
+            continue
+        value = value.strip().lower()
+        found.append(value if _MODIFIER.fullmatch(value) else "other")
+    return "+".join(found)
 
 
 def _largest(a: Usage, b: Usage) -> Usage:

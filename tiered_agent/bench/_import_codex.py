@@ -32,9 +32,11 @@ Current rollouts hold one ``{"timestamp", "type", "payload"}`` object per line:
 - ``compacted``: the agent replaced its history (``metadata["compactions"]``). The run restarts
   there (:attr:`RecordedRun.restarts`) with what Codex kept: the ``replacement_history``
   messages when recorded, else what Codex rebuilds, the system and developer messages and the
-  user messages since the last restart, then the summary (``message``) as a user message. A
-  remote compaction's ``compaction`` item (the provider's summary, encrypted) is kept as a
-  marker naming its size: its text is not in the log, so the replay sends less than Codex did.
+  user messages since the last restart (the latest of them within Codex's 20,000 tokens and at
+  most 200 messages, the rest counted in ``metadata["compaction_cuts"]``), then the summary
+  (``message``) as a user message. A remote compaction's ``compaction`` item (the provider's
+  summary, encrypted) is kept as a marker naming its size: its text is not in the log, so the
+  replay sends less than Codex did.
 - ``event_msg`` of type ``thread_rolled_back``: the user rolled the last ``num_turns`` turns back
   (a turn opens at a user message Codex did not write itself: not its ``<environment_context>``
   or AGENTS.md text). As Codex does, the history loses them from that message on (from the first
@@ -101,6 +103,13 @@ ITEM_TYPES = frozenset(
     }
 )  # fmt: skip
 _OUTPUT_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
+# What Codex keeps of the messages it rebuilds a compacted history from, in its approximate
+# tokens (4 bytes each): codex-rs's COMPACT_USER_MESSAGE_MAX_TOKENS.
+COMPACT_BUDGET = 20_000
+# And at most this many of them (this reader's cap, not Codex's): each compaction copies what it keeps,
+# so n short turns each compacted would make n squared messages (faults.md case 70); a person types
+# far fewer messages than this into the 20,000 tokens.
+COMPACT_MESSAGES = 200
 _RESULTS = frozenset({"function_call_output", "custom_tool_call_output"})
 # User messages Codex writes itself (not a turn the user opened): its context, the AGENTS.md text.
 _CONTEXTUAL = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
@@ -152,6 +161,7 @@ class _Rollout:
     since_restart: int = 0  # index of the first message of the agent's current history
     turns: list[int] = field(default_factory=list)  # indexes of the user messages that opened a turn
     rolled_back: int = 0  # model calls of turns the user rolled back (left out)
+    compaction_cuts: int = 0  # messages a rebuilt history left out or cut (COMPACT_BUDGET)
 
 
 def convert(
@@ -184,6 +194,7 @@ def convert(
         ("compactions", state.compactions),
         ("unmatched_usage", state.unmatched_usage),
         ("rolled_back_steps", state.rolled_back),
+        ("compaction_cuts", state.compaction_cuts),
     )
     metadata.update((key, value) for key, value in counts if value)
     run = state.builder.build(
@@ -286,12 +297,11 @@ def _compacted(state: _Rollout, payload: dict[str, Any], time: float | None) -> 
     state.compactions += 1
     state.responding = False
     builder = state.builder
-    current = builder.messages[state.since_restart :]
     replacement = payload.get("replacement_history")
     if isinstance(replacement, list):
         kept = [_kept(m) for m in replacement if kind_of(m) in ("message", "compaction")]
     else:
-        kept = [(m.role, m.text) for m in current if m.role in ("system", "user")]
+        kept = _rebuilt(state)
     summary = payload.get("message")
     if isinstance(summary, str) and summary and (not kept or kept[-1][1] != summary):
         kept.append(("user", summary))
@@ -303,6 +313,33 @@ def _compacted(state: _Rollout, payload: dict[str, Any], time: float | None) -> 
             if role == "user" and not text.lstrip().startswith(_CONTEXTUAL):
                 state.turns.append(len(builder.messages))
             builder.context("user" if role == "user" else "system", text, time=time)
+
+
+def _rebuilt(state: _Rollout) -> list[tuple[Any, str]]:
+    """What Codex rebuilds a history from when the log records no replacement: the system and user
+    messages since the last restart, the latest of them within :data:`COMPACT_BUDGET` tokens (the
+    one that crosses it cut to its head and tail) and :data:`COMPACT_MESSAGES` messages, older ones
+    left out; those cut or left out are counted in ``metadata["compaction_cuts"]``. Without the
+    caps a rollout of n compactions would hold n squared messages, each compaction keeping all
+    the earlier ones (faults.md case 70)."""
+    since = state.builder.messages[state.since_restart :]
+    current = [(m.role, m.text) for m in since if m.role in ("system", "user") and m.text]
+    floor, left, first = max(0, len(current) - COMPACT_MESSAGES), COMPACT_BUDGET, len(current)
+    crossing = False
+    while first > floor and not crossing:
+        tokens = (len(current[first - 1][1].encode("utf-8", "replace")) + 3) // 4
+        crossing = tokens > left
+        if not crossing:
+            left, first = left - tokens, first - 1
+    if not first:
+        return current
+    state.compaction_cuts += first
+    if not crossing or left <= 0:
+        return current[first:]
+    role, text = current[first - 1]
+    half = 2 * left  # characters: a token is about 4 bytes, half of them from each end
+    cut = f"{text[:half]}\n...{(len(text) - 2 * half + 3) // 4:,} tokens truncated...\n{text[-half:]}"
+    return [(role, cut), *current[first:]]
 
 
 def _kept(item: dict[str, Any]) -> tuple[Any, str]:
@@ -322,8 +359,9 @@ def _rollback(state: _Rollout, turns: int) -> None:
     that opened the first of them (from the first user message when there are fewer)."""
     if not turns or not state.turns:
         return
-    cut = state.turns[-turns] if turns < len(state.turns) else state.turns[0]
-    state.turns = [t for t in state.turns if t < cut]
+    first = len(state.turns) - turns if turns < len(state.turns) else 0  # ``turns`` ascends
+    cut = state.turns[first]
+    del state.turns[first:]  # the work is the turns rolled back, not all of them (faults.md case 68)
     state.rolled_back += state.builder.truncate(cut)
     state.responding = False
 

@@ -26,6 +26,7 @@ __all__ = [
     "StepTiming",
     "blocks_text",
     "build_run",
+    "chat_usage",
     "compact_json",
     "count",
     "dump_arguments",
@@ -75,7 +76,8 @@ class StepTiming:
     """Per step (lists as long as the run's steps, or empty): when each request was sent and
     what it wrote to the cache with a 1-hour lifetime; message indexes where the agent restarted
     its history (recorded compaction); whether the log holds the whole prompt; the steps whose
-    response held reasoning items; the model that answered each step (where recorded)."""
+    response held reasoning items; the model that answered each step (where recorded); each
+    step's billing modifiers (``"fast+us"``; ``""``: none)."""
 
     timestamps: Sequence[float | None] = ()
     cache_writes_1h: Sequence[int] = ()
@@ -83,6 +85,7 @@ class StepTiming:
     prompt_complete: bool = True
     reasoning_steps: Iterable[int] = ()
     models: Sequence[str | None] = ()
+    billing: Sequence[str] = ()
 
 
 # ---------------------------------------------------------------- shape checks
@@ -143,11 +146,12 @@ def parse_time(value: Any) -> float | None:
 
 
 def text_of(value: Any, where: str) -> str | None:
-    """Message content as text: a string, None, or OpenAI content parts joined."""
+    """Message content as text: a string, None, or OpenAI content parts joined as :func:`blocks_text`
+    joins them (an image part is ``[image]``, never dropped in silence)."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "\n".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in value)
+        return blocks_text(value)
     raise ShapeError(f"{where}: content must be a string, a list of parts or null")
 
 
@@ -181,6 +185,25 @@ def blocks_text(value: Any) -> str:
                 parts.append("[document]")
         return "\n".join(parts)
     return compact_json(value, "content", sort_keys=True)
+
+
+def chat_usage(usage: Any) -> Usage | None:
+    """A chat-completions or Responses API usage record as :class:`Usage` (None when it is not an
+    object): ``prompt_tokens`` or ``input_tokens``, the cached part from ``prompt_tokens_details`` or
+    ``input_tokens_details``, and the cost the provider billed where it says (OpenRouter's ``cost``)."""
+    if not isinstance(usage, Mapping):
+        return None
+    chat = "prompt_tokens" in usage or "completion_tokens" in usage
+    details = usage.get("prompt_tokens_details" if chat else "input_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else 0
+    cost = usage.get("cost")
+    return Usage(
+        prompt_tokens=count(usage.get("prompt_tokens" if chat else "input_tokens")),
+        completion_tokens=count(usage.get("completion_tokens" if chat else "output_tokens")),
+        cached_tokens=count(cached),
+        requests=1,
+        cost=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
+    )
 
 
 def compact_json(value: Any, where: str, *, sort_keys: bool = False) -> str:
@@ -331,17 +354,25 @@ class CallIds:
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
+        self._last: dict[str, int] = {}  # base -> the last suffix number it was given
         self.renamed = 0
 
     def unique(self, call_id: str | None, iteration: int, index: int) -> str:
+        """The first of ``id``, ``id_<iteration>``, ``id_<iteration>_2``, ... not given before.
+
+        The search for a base resumes after the number it reached last (every lower one is taken:
+        the set only grows), so n calls reusing one id cost n, not n squared (faults.md case 69).
+        """
         candidate = call_id or f"call_{iteration}" + (f"_{index}" if index else "")
         if candidate in self._seen:
             self.renamed += 1
-            base, n = f"{candidate}_{iteration}", 1
-            candidate = base
+            base = f"{candidate}_{iteration}"
+            n = self._last.get(base, 1)
+            candidate = base if n == 1 else f"{base}_{n}"
             while candidate in self._seen:
                 n += 1
                 candidate = f"{base}_{n}"
+            self._last[base] = n
         self._seen.add(candidate)
         return candidate
 
@@ -424,6 +455,7 @@ def build_run(
         prompt_complete=timing.prompt_complete,
         reasoning_steps=frozenset(s for s in timing.reasoning_steps if 0 < s <= steps),
         step_models=switched_models(timing.models),
+        step_billing=tuple(timing.billing) if any(timing.billing) else (),
     )
 
 
@@ -437,6 +469,7 @@ def _check_shape(
         ("timestamps", timing.timestamps),
         ("cache_writes_1h", timing.cache_writes_1h),
         ("models", timing.models),
+        ("billing tiers", timing.billing),
     )
     for name, values in per_step:
         if (values or name == "usage records") and len(values) != steps:

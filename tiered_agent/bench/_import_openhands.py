@@ -15,8 +15,16 @@ Events by ``kind`` (the SDK's ``openhands.sdk.event`` classes):
   blocks when recorded, else its ``output`` (or ``message``/``content`` text) with the bash
   tool's ``metadata.prefix``/``suffix`` around it, as the SDK showed it to the model (the
   working-directory lines some SDK versions append are not reconstructed).
-- Everything else (condensation, state updates, pauses) never reached the model as recorded
-  and is dropped; ``metadata["ignored_events"]`` counts it by kind.
+- ``Condensation`` (the SDK's condenser forgot events: ``forgotten_event_ids``, with an optional
+  ``summary`` inserted at ``summary_offset``): the history restarts there
+  (:attr:`RecordedRun.restarts`) with what the SDK's view kept, computed as the SDK computes it
+  (every forgotten id so far, a response's calls forgotten together, a call or result whose
+  partner is forgotten left out, the latest summary at its offset). What was kept is replayed as
+  context in the restart's iteration: the system prompt as system text, every other kept event
+  (the task, kept calls and results, the summary) as user text; ``metadata["condensations"]``
+  counts the restarts. A condensation that forgot nothing changes nothing.
+- Everything else (condensation requests, state updates, pauses) never reached the model as
+  recorded and is dropped; ``metadata["ignored_events"]`` counts it by kind.
 
 A conversation the SDK persisted (``<persistence_dir>/<conversation>/events/event-00000-<id>.json``,
 one event per file) is read as the list of its event files in name order, one run named after the
@@ -37,7 +45,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -53,7 +61,15 @@ from ._import_common import (
 from ._import_steps import HistoryBuilder
 from ._recorded import RecordedRun
 
-__all__ = ["FORMAT", "convert", "convert_folder", "is_event_file", "matches"]
+__all__ = [
+    "FORMAT",
+    "convert",
+    "convert_folder",
+    "is_event_file",
+    "matches",
+    "read_only_tool",
+    "reads_only_call",
+]
 
 FORMAT = "openhands"
 READ_ONLY_NAMES = frozenset({"think", "browser_get_state", "browser_get_content"})
@@ -65,6 +81,7 @@ READ_ONLY_COMMANDS = {
     "task_tracker": frozenset({"view"}),
 }
 _RESULT_KINDS = frozenset({"ObservationEvent", "AgentErrorEvent", "UserRejectObservation"})
+_SENT_KINDS = frozenset({"SystemPromptEvent", "MessageEvent", "ActionEvent", *_RESULT_KINDS})
 _EVENT_FILE = re.compile(r"^event-\d{5}(?:-.+)?\.json$")
 
 
@@ -104,6 +121,7 @@ def convert(doc: list[dict[str, Any]], path: Path) -> RecordedRun:
     builder = HistoryBuilder()
     tools: list[dict[str, Any]] | None = None
     ignored: Counter[str] = Counter()
+    condensations = 0
     response_id: str | None = None  # llm_response_id of the current step's tool calls
     for index, event in enumerate(doc):
         where = f"[{index}]"
@@ -117,12 +135,17 @@ def convert(doc: list[dict[str, Any]], path: Path) -> RecordedRun:
             response_id = None
         elif kind == "SystemPromptEvent":
             tools = _system(builder, event, where)
+        elif kind == "Condensation" and _condense(builder, doc[: index + 1]):
+            condensations += 1
+            response_id = None
         else:
             ignored[kind] += 1
     task_missing = not any(m.role == "user" and m.iteration == 0 for m in builder.messages)
     metadata: dict[str, Any] = {"events": len(doc), "task_missing": task_missing}
     if ignored:
         metadata["ignored_events"] = dict(sorted(ignored.items()))
+    if condensations:
+        metadata["condensations"] = condensations
     name = path.name.removesuffix(".json")
     return builder.build(
         run_id=f"{FORMAT}/{name}",
@@ -147,7 +170,7 @@ def _action(
     else:
         builder.add_text(thought)
     call_id, name, arguments = _tool_call(event, where)
-    builder.add_call(call_id, name, arguments, read_only=_reads_only(name, arguments))
+    builder.add_call(call_id, name, arguments, read_only=reads_only_call(name, arguments))
     return rid
 
 
@@ -170,7 +193,7 @@ def _tool_call(event: dict[str, Any], where: str) -> tuple[str | None, str, str]
     return (call_id if isinstance(call_id, str) and call_id else None), name, arguments
 
 
-def _reads_only(name: str, arguments: str) -> bool:
+def reads_only_call(name: str, arguments: str) -> bool:
     """Whether this call of a read-or-write tool only reads (by its ``command``)."""
     commands = READ_ONLY_COMMANDS.get(name)
     return commands is not None and parse_arguments(arguments).get("command") in commands
@@ -255,3 +278,89 @@ def _tool_schema(tool: Any, where: str) -> dict[str, Any]:
     )
     description = str(tool.get("description") or "")
     return function_schema(name, description, schema.get("properties", {}), schema.get("required", []))
+
+
+# ---------------------------------------------------------------- condensation
+def _condense(builder: HistoryBuilder, events: list[dict[str, Any]]) -> bool:
+    """At the last of ``events`` (a Condensation), restart the history with what the SDK's view
+    keeps; False (nothing done) when that condensation forgot nothing and added no summary."""
+    own = events[-1].get("forgotten_event_ids")
+    if not (isinstance(own, list) and own) and _summary_of(events[-1]) is None:
+        return False
+    forgotten = _forgotten(events)
+    kept = _paired_only([e for e in events if e["kind"] in _SENT_KINDS and _key(e, "id") not in forgotten])
+    texts = [_kept_text(e, f"kept {e.get('id')!r}") for e in kept]
+    summary = next((s for e in reversed(events) if (s := _summary_of(e)) is not None), None)
+    if summary is not None:
+        offset, text = summary
+        texts.insert(min(offset, len(texts)), ("user", text))
+    builder.restart()
+    for role, text in texts:
+        if text:
+            builder.context(role, text)
+    return True
+
+
+def _forgotten(events: list[dict[str, Any]]) -> set[Any]:
+    """The ids the SDK's view leaves out: every condensation's forgotten ids, the condensations and
+    requests themselves, and all calls of a response one of whose calls is forgotten."""
+    forgotten: set[Any] = set()
+    for event in events:
+        if event["kind"] in ("Condensation", "CondensationRequest"):
+            ids = event.get("forgotten_event_ids")
+            forgotten.add(_key(event, "id"))
+            forgotten.update(i for i in (ids if isinstance(ids, list) else ()) if isinstance(i, str | int))
+    forgotten.discard(None)
+    batches: dict[Any, list[Any]] = {}
+    for event in events:
+        if event["kind"] == "ActionEvent":
+            batches.setdefault(_key(event, "llm_response_id"), []).append(_key(event, "id"))
+    for batch in batches.values():
+        if forgotten.intersection(batch):
+            forgotten.update(batch)
+    return forgotten
+
+
+def _key(event: dict[str, Any], field: str) -> str | int | None:
+    """An event's id (or response id) when it is one a set can hold (a string or a number)."""
+    value = event.get(field)
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
+def _summary_of(event: dict[str, Any]) -> tuple[int, str] | None:
+    """A condensation's summary and where it goes in the view, when it has both."""
+    if event["kind"] != "Condensation":
+        return None
+    text, offset = event.get("summary"), event.get("summary_offset")
+    if isinstance(text, str) and isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0:
+        return offset, text
+    return None
+
+
+def _paired_only(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Without calls whose result, and results whose call, the view left out (as the SDK does)."""
+    calls = {_key(e, "tool_call_id") for e in events if e["kind"] == "ActionEvent"}
+    results = {_key(e, "tool_call_id") for e in events if e["kind"] in _RESULT_KINDS}
+    return [
+        e
+        for e in events
+        if not (e["kind"] == "ActionEvent" and _key(e, "tool_call_id") not in results)
+        and not (e["kind"] in _RESULT_KINDS and _key(e, "tool_call_id") not in calls)
+    ]
+
+
+def _kept_text(event: dict[str, Any], where: str) -> tuple[Literal["system", "user"], str]:
+    """A kept event as the context it is replayed as (see the module docstring)."""
+    kind = event["kind"]
+    if kind == "SystemPromptEvent":
+        parts = [blocks_text(event.get("system_prompt")), blocks_text(event.get("dynamic_context"))]
+        return "system", "\n".join(p for p in parts if p)
+    if kind == "ActionEvent":
+        _, name, arguments = _tool_call(event, where)
+        thought = blocks_text(event.get("thought"))
+        return "user", "\n".join(p for p in (thought, f"{name}({arguments})") if p)
+    if kind in _RESULT_KINDS:
+        return "user", _result_text(event, where)
+    message = event.get("llm_message")
+    text = blocks_text(message.get("content") if isinstance(message, dict) else None) + _extended(event)
+    return ("system" if isinstance(message, dict) and message.get("role") == "system" else "user"), text

@@ -15,6 +15,7 @@ result whose call was on such a line makes the conversation inconsistent, and
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -43,6 +44,7 @@ class HistoryBuilder:
         self.writes_1h: list[int] = []
         self.models: list[str | None] = []  # per step, the model that answered it (where recorded)
         self.step_ids: list[str | None] = []  # per step, the provider's id of the call (where recorded)
+        self.billing: list[str] = []  # per step, its billing modifiers ("fast+us"; "": none)
         self.restarts: list[int] = []
         self.reasoning_steps: set[int] = set()
         self.read_only_calls: set[str] = set()
@@ -86,15 +88,18 @@ class HistoryBuilder:
         messages go, and the steps among them with their usage; returns how many steps went."""
         self._close_step()
         index = max(0, min(index, len(self.messages)))
-        dropped = sum(1 for m in self.messages[index:] if m.role == "assistant")
+        gone = self.messages[index:]
+        dropped = sum(1 for m in gone if m.role == "assistant")
         del self.messages[index:]
         keep = self.step - dropped
-        for per_step in (self.usage, self.times, self.writes_1h, self.models, self.step_ids):
+        for per_step in (self.usage, self.times, self.writes_1h, self.models, self.billing, self.step_ids):
             del per_step[keep:]
-        self.reasoning_steps = {s for s in self.reasoning_steps if s <= keep}
-        self.restarts = [r for r in self.restarts if r <= index]  # one at the cut still holds
-        calls = {c.id for m in self.messages for c in m.tool_calls}
-        self.read_only_calls &= calls
+        # The work is what goes, never the whole history (a log of many rollbacks: faults.md case 68):
+        # step numbers past ``keep``, restarts past ``index`` (ascending; one at the cut still holds),
+        # and the calls of the messages that went (call ids are unique within the run).
+        self.reasoning_steps.difference_update(range(keep + 1, keep + dropped + 1))
+        del self.restarts[bisect.bisect_right(self.restarts, index) :]
+        self.read_only_calls.difference_update(c.id for m in gone for c in m.tool_calls)
         self._pending, self._answered = {}, set()
         self._assistant_at, self._results_end = -1, len(self.messages)
         return dropped
@@ -119,6 +124,7 @@ class HistoryBuilder:
         self.writes_1h.append(0)
         self.models.append(model)
         self.step_ids.append(None)
+        self.billing.append("")
         self._input_time = None
         self._pending, self._answered = {}, set()
         self._assistant_at = len(self.messages)
@@ -180,12 +186,14 @@ class HistoryBuilder:
         )
         self._results_end += 1
 
-    def set_usage(self, usage: Usage, *, writes_1h: int = 0) -> None:
-        """The provider usage of the current step (``writes_1h``: cache writes with a 1-hour lifetime)."""
+    def set_usage(self, usage: Usage, *, writes_1h: int = 0, billing: str = "") -> None:
+        """The provider usage of the current step (``writes_1h``: cache writes with a 1-hour lifetime;
+        ``billing``: its billing modifiers, ``"fast+us"``, ``""`` for none)."""
         if not self.usage:
             return
         self.usage[-1] = usage
         self.writes_1h[-1] = max(0, min(writes_1h, usage.cache_write_tokens))
+        self.billing[-1] = billing
 
     def _close_step(self) -> None:
         """In a damaged log, give each call of the current step that has no result a placeholder."""
@@ -234,7 +242,13 @@ class HistoryBuilder:
             read_only=read_only,
             read_only_calls=self.read_only_calls,
             timing=StepTiming(
-                self.times, self.writes_1h, self.restarts, prompt_complete, self.reasoning_steps, self.models
+                self.times,
+                self.writes_1h,
+                self.restarts,
+                prompt_complete,
+                self.reasoning_steps,
+                self.models,
+                self.billing,
             ),
         )
         if any(i is not None for i in self.step_ids):

@@ -1,13 +1,30 @@
 """SWE-agent trajectories (``*.traj``) -> :class:`RecordedRun`.
 
-``history`` is the exact message list the model saw, so it is the source of
-messages; ``trajectory`` only fills in a missing action. Function-calling runs
-keep their ``tool_calls`` (and the tool definitions the file documents in
-``replay_config``); in text runs the action becomes one tool call named after
-the SWE-agent command it starts with (``open``, ``edit``, ``submit``, ...) or
-``bash`` for a plain shell command, with ``{"command": <action>}``. The
-observation answering an action becomes a tool message. As for mini-swe-agent,
-the output of the final ``submit`` was never shown to the model and is absent.
+``history`` is the message list the agent kept, so it is the source of messages; ``trajectory``
+only fills in a missing action. Function-calling runs keep their ``tool_calls`` (and the tool
+definitions the file documents in ``replay_config``); in text runs the action becomes one tool
+call named after the SWE-agent command it starts with (``open``, ``edit``, ``submit``, ...) or
+``bash`` for a plain shell command, with ``{"command": <action>}``. The observation answering an
+action becomes a tool message. As for mini-swe-agent, the output of the final ``submit`` was never
+shown to the model and is absent.
+
+Variants across versions (0.x, 1.x):
+
+- ``replay_config`` is an object in some files and, as SWE-agent 1.x writes it, the JSON text of
+  one: both are read (the model's name, the tools' documentation).
+- A ``RetryAgent`` run (``attempts``: one trajectory per attempt, the chosen one copied at the top
+  level) is one run per attempt, ``<name>/attempt<i>`` from ``<file>#attempt<i>``; the top-level
+  copy is not replayed again (its model calls would count twice).
+- Demonstrations put in the history (``put_demos_in_history``: entries with ``is_demo``) were
+  part of every prompt but no model call of this run: a demonstration's assistant and tool
+  entries are replayed as user text in iteration 0 (``metadata["demonstration_messages"]``), not
+  as steps or calls.
+- Content as a list of parts (``cache_control`` on the last message, multimodal problem
+  statements): the text parts, an image as ``[image]``.
+
+Not replayed, because the history does not hold it: the requeries after a format error or a
+blocked action (SWE-agent keeps them in ``trajectory`` only), and what the history processors
+(``last_n_observations``, ``cache_control``) changed in each request.
 """
 
 from __future__ import annotations
@@ -15,6 +32,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from .._messages import Message, ToolCall
 from ._import_common import (
@@ -52,6 +71,18 @@ _DOC_TYPES = {"integer": "integer", "boolean": "boolean", "number": "number", "a
 
 
 def matches(doc: Any) -> bool:
+    return isinstance(doc, dict) and (_attempts(doc) is not None or _is_attempt(doc))
+
+
+def _attempts(doc: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A RetryAgent's attempts (each a trajectory of its own), or None."""
+    attempts = doc.get("attempts")
+    if isinstance(attempts, list) and attempts and all(_is_attempt(a) for a in attempts):
+        return attempts
+    return None
+
+
+def _is_attempt(doc: Any) -> bool:
     return (
         isinstance(doc, dict)
         and isinstance(doc.get("trajectory"), list)
@@ -59,25 +90,39 @@ def matches(doc: Any) -> bool:
     )
 
 
-def convert(doc: dict[str, Any], path: Path) -> RecordedRun:
-    history = get_list(doc, "history", "root")
-    trajectory = get_list(doc, "trajectory", "root")
+def convert(doc: dict[str, Any], path: Path) -> RecordedRun | list[RecordedRun]:
+    name = path.name.removesuffix(".traj").removesuffix(".json")
+    attempts = _attempts(doc)
+    if attempts is not None:
+        return [
+            _convert(attempt, f"{name}/attempt{n}", f"{path}#attempt{n}", f"attempts[{n}]")
+            for n, attempt in enumerate(attempts)
+        ]
+    return _convert(doc, name, str(path), "root")
+
+
+def _convert(doc: dict[str, Any], name: str, source: str, where: str) -> RecordedRun:
+    history = get_list(doc, "history", where)
+    trajectory = get_list(doc, "trajectory", where)
     if not all(isinstance(m, dict) for m in history):
-        raise ShapeError("root.history: every entry must be an object")
+        raise ShapeError(f"{where}.history: every entry must be an object")
     function_calling = any(m.get("role") == "assistant" and m.get("tool_calls") for m in history)
     documented = _documented_tools(doc, history)
     commands = KNOWN_COMMANDS | {s["function"]["name"] for s in documented}
     messages = _messages(history, trajectory, function_calling, commands)
     tools = _tools(messages, documented, function_calling)
-    name = path.name.removesuffix(".traj").removesuffix(".json")
+    metadata = _metadata(doc, function_calling)
+    demos = sum(1 for m in history if m.get("is_demo") is True and m.get("role") in ("assistant", "tool"))
+    if demos:
+        metadata["demonstration_messages"] = demos
     return build_run(
         run_id=f"{FORMAT}/{name}",
-        source=str(path),
+        source=source,
         fmt=FORMAT,
         messages=messages,
         tools=tools,
         model=_model(doc),
-        metadata=_metadata(doc, function_calling),
+        metadata=metadata,
     )
 
 
@@ -93,7 +138,9 @@ def _messages(
         where = f"history[{index}]"
         role = item.get("role")
         content = text_of(item.get("content"), where)
-        if role == "assistant":
+        if item.get("is_demo") is True and role in ("assistant", "tool", "user"):
+            messages.append(Message("user", content, iteration=step))  # a demonstration: no call of this run
+        elif role == "assistant":
             step += 1
             if function_calling:
                 message, pending = _calls_assistant(item, step, ids, where)
@@ -212,9 +259,20 @@ def _tools(
 
 # ---------------------------------------------------------------- header
 def _path(doc: Any, *keys: str) -> Any:
+    """``doc[k1][k2]...``, reading a ``replay_config`` written as JSON text (SWE-agent 1.x) as its object."""
     for key in keys:
         doc = doc.get(key) if isinstance(doc, dict) else None
+        if key == "replay_config" and isinstance(doc, str):
+            doc = _json_object(doc)
     return doc
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _model(doc: dict[str, Any]) -> str | None:

@@ -4,9 +4,11 @@ Supported (detected by content, not by file name):
 
 - mini-swe-agent v1 trajectories (``*.traj.json``),
 - SWE-agent trajectories (``*.traj``, text or function-calling actions),
-- tau-bench historical trajectories (one JSON list of conversations -> one run each),
+- tau-bench historical trajectories (one JSON list of conversations -> one run each), tau2-bench
+  results (``simulations`` -> one run each, or one simulation per file),
 - OpenHands software-agent-SDK event lists (one JSON list of events), or a persisted
-  conversation's ``events/`` folder (one ``event-*.json`` file per event),
+  conversation's ``events/`` folder (one ``event-*.json`` file per event); OpenHands V0 histories
+  (the evaluation harness's ``output.jsonl``, one run per line, or an exported trajectory),
 - Claude Code session logs (``~/.claude/projects/<project>/<session>.jsonl``, subagents too),
 - Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``, older flat ones too),
 - the project's own JSONL traces (what :func:`write_run_trace` and the runtime write).
@@ -56,6 +58,7 @@ from . import (
     _import_codex,
     _import_miniswe,
     _import_openhands,
+    _import_openhands_v0,
     _import_sweagent,
     _import_taubench,
 )
@@ -112,13 +115,16 @@ _DOC_DETECTORS: tuple[_Detector, ...] = (
     (_import_miniswe.FORMAT, _import_miniswe.matches, _import_miniswe.convert),
     (_import_sweagent.FORMAT, _import_sweagent.matches, _import_sweagent.convert),
     (_import_taubench.FORMAT, _import_taubench.matches, _import_taubench.convert),
+    (_import_taubench.FORMAT, _import_taubench.matches_tau2, _import_taubench.convert_tau2),
     (_import_openhands.FORMAT, _import_openhands.matches, _import_openhands.convert),
+    (_import_openhands.FORMAT, _import_openhands_v0.matches, _import_openhands_v0.convert),
 )
 # Formats whose files are JSON lines: detected on the list of records; the converter also gets the
 # numbers of the lines that were skipped (not JSON objects).
 _LINE_DETECTORS: tuple[_LineDetector, ...] = (
     (_import_claude.FORMAT, _import_claude.matches, _import_claude.convert),
     (_import_codex.FORMAT, _import_codex.matches, _import_codex.convert),
+    (_import_openhands.FORMAT, _import_openhands_v0.matches_lines, _import_openhands_v0.convert_lines),
 )
 # Exceptions a converter may raise on JSON of an unexpected shape that its checks did not foresee: the
 # file is skipped with the exception named (a bug to report, never a crash of the whole bench).

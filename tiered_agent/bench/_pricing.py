@@ -28,6 +28,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import structlog
+
 from .._messages import Usage
 from .._providers import (
     CACHE_MODELS,
@@ -35,11 +37,14 @@ from .._providers import (
     CacheModel,
     ModelPrices,
     anthropic_min_tokens,
+    billing_multiplier,
     cache_model_for,
     model_prices,
     provider_of,
 )
 from ._calibration import NO_PREFIX, ProviderCalibration, RunPrefix, token_scale
+
+log = structlog.get_logger(__name__)
 
 __all__ = ["FAMILIES", "RunCosting", "RunPlan", "family_of", "long_ttl_steps", "plan_prices", "plan_run"]
 
@@ -165,10 +170,13 @@ class RunCosting:
         summary_prices: ModelPrices | None = None,
         writes_1h: Sequence[int] = (),
         step_models: Sequence[str] = (),
+        step_billing: Sequence[str] = (),
         priced_as_recorded: bool = True,
     ) -> RunCosting:
         """``step_models``: per step, the model that answered it, in a run that switched models;
-        ``priced_as_recorded``: False when every step is priced as one model (``--price-model``)."""
+        ``step_billing``: per step, its billing modifiers (``"fast+us"``), in a run with any;
+        ``priced_as_recorded``: False when every step is priced as one model (``--price-model``),
+        at its standard rates."""
         recorded_scale = token_scale(calibration, provider_of(recorded_model))
         prices = model_prices(plan_price_model) if plan_price_model else None
         recorded_prices = model_prices(recorded_model) if recorded_model else None
@@ -182,8 +190,8 @@ class RunCosting:
             summary_prices=summary_prices,
             long_steps=long_ttl_steps(usage, writes_1h),
             recorded_prices=recorded_prices,
-            step_prices=_switched_prices(step_models, prices) if priced_as_recorded else {},
-            recorded_step_prices=_switched_prices(step_models, recorded_prices),
+            step_prices=_step_prices(step_models, step_billing, prices) if priced_as_recorded else {},
+            recorded_step_prices=_step_prices(step_models, step_billing, recorded_prices),
         )
 
     def prices_at(self, step: int) -> ModelPrices | None:
@@ -248,14 +256,37 @@ class RunCosting:
         return self.summary_prices.cost(usage.prompt_tokens, usage.cached_tokens, 0, usage.completion_tokens)
 
 
-def _switched_prices(step_models: Sequence[str], run_prices: ModelPrices | None) -> dict[int, ModelPrices]:
-    """The steps whose model has other prices than ``run_prices`` (the run's), with those prices; a
-    step whose model litellm has no price for keeps the run's (None: the run is not priced)."""
+def _step_prices(
+    step_models: Sequence[str], step_billing: Sequence[str], run_prices: ModelPrices | None
+) -> dict[int, ModelPrices]:
+    """The steps billed at other prices than ``run_prices`` (the run's), with those prices: a step
+    answered by another model (a step whose model litellm has no price for keeps the run's), and a
+    step with billing modifiers (its model's prices times each modifier's multiplier; a modifier no
+    price list names for the model counts as 1, with one warning). None: the run is not priced."""
     if run_prices is None:
         return {}
     out: dict[int, ModelPrices] = {}
-    for step, model in enumerate(step_models, start=1):
-        prices = model_prices(model)
-        if prices is not None and prices.model != run_prices.model:
+    tiers: dict[tuple[ModelPrices, str], ModelPrices] = {}
+    for step in range(1, max(len(step_models), len(step_billing)) + 1):
+        model = step_models[step - 1] if step <= len(step_models) else None
+        prices = (model_prices(model) if model else None) or run_prices
+        tier = step_billing[step - 1] if step <= len(step_billing) else ""
+        if tier:
+            if (prices, tier) not in tiers:
+                tiers[prices, tier] = prices.scaled(_multiplier(prices.model, tier))
+            prices = tiers[prices, tier]
+        if prices != run_prices:
             out[step] = prices
     return out
+
+
+def _multiplier(model: str, tier: str) -> float:
+    """What billing modifiers (``"fast+us"``) multiply ``model``'s prices by, together."""
+    factor = 1.0
+    for modifier in tier.split("+"):
+        value = billing_multiplier(model, modifier)
+        if value is None:
+            log.warning("pricing.unknown_modifier", model=model, modifier=modifier, priced_as="standard rate")
+            continue
+        factor *= value
+    return factor

@@ -105,6 +105,7 @@ def run_costing(
         summary_prices=model_prices(summary) if summary else None,
         writes_1h=info.cache_writes_1h,
         step_models=info.step_models,
+        step_billing=info.step_billing,
         priced_as_recorded=settings.price_model is None,
     )
 

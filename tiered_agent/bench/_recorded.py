@@ -61,6 +61,9 @@ class RecordedRun:
     - ``step_models[k - 1]``: the model that answered step ``k``, recorded only for a run that
       switched models (a slash command or skill run on another model, ``/model`` mid-session):
       each model has its own prices and its own prompt cache;
+    - ``step_billing[k - 1]``: the billing modifiers of step ``k`` (``""``: none; ``"fast"``:
+      Anthropic's fast mode; ``"us"``: US-only inference; ``"fast+us"``: both), recorded only for a
+      run with at least one: each multiplies the step's prices, and fast mode has its own cache;
     - ``prompt_complete``: False when the log does not hold everything the model was
       sent (Claude Code and Codex record neither the tool schemas nor, for Claude Code,
       the system prompt); the bench then estimates the missing prefix from the usage.
@@ -102,6 +105,7 @@ class RecordedRun:
     step_models: tuple[str, ...] = ()
     step_ids: tuple[str | None, ...] = ()
     counted_from: int = 0
+    step_billing: tuple[str, ...] = ()
 
     @property
     def steps(self) -> int:
@@ -135,6 +139,20 @@ class RecordedRun:
         if not self.counted_from:
             return self.usage
         return (None,) * min(self.counted_from, len(self.usage)) + self.usage[self.counted_from :]
+
+    def billing_at(self, step: int) -> tuple[str, ...]:
+        """The billing modifiers of call ``step`` (1-based): ``("fast", "us")``, or none."""
+        tier = self.step_billing[step - 1] if 0 < step <= len(self.step_billing) else ""
+        return tuple(tier.split("+")) if tier else ()
+
+    def cache_partition(self, step: int) -> str | None:
+        """Which prompt cache call ``step`` reads and writes: its model's (in a run that switched
+        models), and fast mode's own (the speed is part of the provider's cache key); None: the
+        run's one cache."""
+        model = self.model_at(step)
+        if "fast" not in self.billing_at(step):
+            return model
+        return f"{model or self.model or ''} fast"
 
     def writes_1h(self, step: int) -> int:
         """The tokens model call ``step`` wrote to the cache with a 1-hour time to live."""
@@ -197,6 +215,8 @@ class RecordedRun:
             out["step_ids"] = list(self.step_ids)
         if self.counted_from:
             out["counted_from"] = self.counted_from
+        if self.step_billing:
+            out["step_billing"] = list(self.step_billing)
         return out
 
     def with_recording(self, recording: Any) -> RecordedRun:
@@ -215,6 +235,7 @@ class RecordedRun:
             step_models=_models(recording.get("step_models"), steps) or self.step_models,
             step_ids=_ids(recording.get("step_ids"), steps) or self.step_ids,
             counted_from=_below(recording.get("counted_from"), steps) or self.counted_from,
+            step_billing=_billing(recording.get("step_billing"), steps) or self.step_billing,
         )
 
 
@@ -264,3 +285,10 @@ def _restarts(values: Any, messages: int) -> tuple[int, ...]:
         return ()
     found = {v for v in values if isinstance(v, int) and not isinstance(v, bool) and 0 < v < messages}
     return tuple(sorted(found))
+
+
+def _billing(values: Any, steps: int) -> tuple[str, ...]:
+    """Per step, its billing modifiers (``""``, ``"fast"``, ``"fast+us"``): strings, one per step,
+    at least one not empty (else none)."""
+    tiers = _per_step(values, steps, lambda v: v if isinstance(v, str) else None)
+    return tiers if tiers and None not in tiers and any(tiers) else ()

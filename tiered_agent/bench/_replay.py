@@ -199,6 +199,7 @@ class RunInfo:
     restarts: int = 0  # the agent's own compactions the replay followed
     step_models: tuple[str, ...] = ()  # per step, its model, when the run switched models
     uncounted_steps: int = 0  # its leading calls counted in a run read before (replayed, not counted)
+    step_billing: tuple[str, ...] = ()  # per step, its billing modifiers, when any has one
 
     @property
     def has_usage(self) -> bool:
@@ -212,7 +213,7 @@ class RunInfo:
             run.run_id, run.source, run.format, run.model, run.steps, run.counted_usage(),
             family_of(run.format), endpoints=len({r for r in run.routes if r is not None}),
             cache_writes_1h=writes, restarts=len(run.restarts), step_models=run.step_models,
-            uncounted_steps=uncounted,
+            step_billing=run.step_billing, uncounted_steps=uncounted,
         )  # fmt: skip
         return info if plan is None else info.planned(plan)
 
@@ -750,7 +751,7 @@ def _request(
         long_ttl=step in state.long_steps,
         new_turn_after_reasoning=step in state.turns_after_reasoning,
         stable=prepared.built.stable,
-        partition=state.run.model_at(step),
+        partition=state.run.cache_partition(step),
     )
     return recorded, use
 

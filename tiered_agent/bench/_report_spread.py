@@ -29,7 +29,7 @@ def _cell(value: Any, interval: Sequence[float] | None, signed: bool) -> str:
         return "n/a"
     if not interval:
         return _pct(value, signed)
-    low, high = (f"{v * 100:.1f}".replace("-", "−") for v in interval)
+    low, high = (f"{round(v * 100, 1) + 0.0:.1f}".replace("-", "−") for v in interval)  # no "−0.0"
     return f"{_pct(value, signed).replace('-', '−')} ({low} to {high})"
 
 
@@ -65,9 +65,10 @@ def md_spread(document: Mapping[str, Any], policy: str = TARGET_POLICY) -> list[
         "",
         f"`{policy}`'s savings against `full` and its rulers' miss rates, each with its 95% interval "
         "over runs: how much the figure could differ on other runs like the set's (the ratio "
-        "estimator's, with runs as the units; none under 3 runs). Where runs' sizes differ by orders "
-        "of magnitude (Claude Code sessions) it is narrower than it says "
-        "(docs/bench-json-schema.md, `interval_95`).",
+        "estimator's with runs as the units, their leverage, skewness and effective number; none "
+        "under 3 runs). It is still narrower than it says where a figure rests on a run in ten or "
+        "fewer (a burst of misses, a few long sessions that save more; docs/bench-json-schema.md, "
+        "`interval_95`).",
         "",
         *_table(["set", *SPREAD_HEADERS], rows),
         "",
