@@ -705,18 +705,23 @@ def write_drift(roots: list[Path], out: Path, seed: int, per_folder: int) -> int
     return written
 
 
+# How the importers name a run skipped as a copy of another file's (``_importers._Copies``).
+_COPY_REASONS = ("the same conversation", "all its ")
+
+
 def drift_summary(out: Path, document: dict[str, Any]) -> dict[str, tuple[int, int, int, int]]:
     """Per drift case: files written, files with a replayed run, files with a run skipped as the same
-    run as another file's (the drift changed nothing the replay reads), files with a run skipped for
-    another reason."""
+    run as another file's (the drift changed nothing the replay reads, or every call it holds is one
+    another file's copy holds: the bench counts each call once), files with a run skipped for another
+    reason. A drift copy that keeps some new calls is replayed, its leading shared calls uncounted."""
     inputs = document["inputs"]
     summary = {}
     for case in sorted(p.name for p in (out / "drift").glob("*")):
         files = {str(f) for f in (out / "drift" / case).glob("*")}
         replayed = {r["source"].split("#")[0] for r in inputs["runs"]} & files
         skipped = [(s["path"].split("#")[0], s["reason"]) for s in inputs["skipped"]]
-        same = {path for path, reason in skipped if reason.startswith("the same conversation")} & files
-        other = {path for path, reason in skipped if not reason.startswith("the same conversation")} & files
+        same = {path for path, reason in skipped if reason.startswith(_COPY_REASONS)} & files
+        other = {path for path, reason in skipped if not reason.startswith(_COPY_REASONS)} & files
         summary[case] = (len(files), len(replayed), len(same), len(other))
     return summary
 

@@ -362,8 +362,8 @@ def test_claude_code_a_sidechain_line_written_before_its_parent_stays_in_its_thr
 # ---------------------------------------------------------------- one session in two files
 def test_a_session_copied_into_another_file_is_replayed_once(tmp_path: Path) -> None:
     """A backup of ``~/.claude/projects`` next to the original: the same run twice, skipped the second
-    time naming the first; a fork that copied the history and went on is kept (one warning: the
-    calls it shares with the first count twice)."""
+    time naming the first; a fork that copied the history and went on is kept, its copied calls
+    replayed but not counted (``counted_from``; tests/test_copied_sessions.py), without a warning."""
     records = [
         _prompt("u1", None, "Fix the bug."),
         _call("a1", "u1", "m1", "toolu_9f8e", 1000),
@@ -378,9 +378,9 @@ def test_a_session_copied_into_another_file_is_replayed_once(tmp_path: Path) -> 
     _write(tmp_path / "b" / "fork.jsonl", fork)
     with capture_logs() as logs:
         loaded = load_runs([tmp_path / "a", tmp_path / "b"])
-    assert [(r.source, r.steps) for r in loaded.runs] == [
-        (str(first), 2),
-        (str(tmp_path / "b" / "fork.jsonl"), 3),
+    assert [(r.source, r.steps, r.counted_from) for r in loaded.runs] == [
+        (str(first), 2, 0),
+        (str(tmp_path / "b" / "fork.jsonl"), 3, 2),
     ]
     assert loaded.skipped == (
         SkippedInput(
@@ -388,9 +388,7 @@ def test_a_session_copied_into_another_file_is_replayed_once(tmp_path: Path) -> 
             f"the same conversation and usage as claude-code/{SESSION}, which is replayed once",
         ),
     )
-    assert [(e["event"], e["calls"]) for e in logs if e["event"] == "importers.shared_calls"] == [
-        ("importers.shared_calls", 1)
-    ]
+    assert [e for e in logs if e["event"] == "importers.shared_calls"] == []
 
 
 def test_claude_code_a_response_written_again_later_is_one_step(tmp_path: Path) -> None:

@@ -195,7 +195,7 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
     }
     assert document["settings"]["context_window"] == 20_000
     assert set(document["inputs"]) == {
-        "paths", "skipped", "skipped_lines", "failed", "run_count", "step_count", "runs"
+        "paths", "skipped", "skipped_lines", "failed", "run_count", "step_count", "uncounted_steps", "runs"
     }  # fmt: skip
     assert document["inputs"]["skipped"] == [] and document["inputs"]["skipped_lines"] == []
     assert document["inputs"]["step_count"] == 42
@@ -209,7 +209,7 @@ def test_document_schema_keys(document: dict[str, Any]) -> None:
     assert document["policies"]["full"]["totals"]["retrieval_adjusted_input_tokens"] is None
     assert [r["run_id"] for r in document["runs"]] == ["alpha", "beta", "gamma"]
     for run in document["runs"]:
-        assert set(run) == {"run_id", "steps", "policies", "anatomy"}
+        assert set(run) == {"run_id", "steps", "uncounted_steps", "policies", "anatomy"}
         assert set(run["anatomy"]) == ANATOMY_KEYS
         for entry in run["policies"].values():
             assert set(entry) == RUN_POLICY_KEYS

@@ -365,6 +365,7 @@ class Aggregate:
             "failed": [{"run_id": r, "reason": self._failed[r]} for r in sorted(self._failed)],
             "run_count": len(self._inputs),
             "step_count": self._steps,
+            "uncounted_steps": sum(entry.get("uncounted_steps", 0) for entry in self._inputs.values()),
             "runs": [dict(self._inputs[run_id]) for run_id in sorted(self._inputs)],
         }
 

@@ -17,6 +17,8 @@ agent's own compactions, counted as the ``full`` policy's replay counts it)::
   value that minimizes the run's mean relative error given the scale (a
   weighted median), never negative; a run without recorded usage gets the
   median prefix of the runs of its format that have some (else 0).
+- Each recorded call is one point: a run's leading calls counted in a run read before
+  (:attr:`RecordedRun.counted_from`) are measured there, not again.
 - ``scale_provider``: on the runs of that provider whose logs hold the whole
   prompt, recorded / replayed tokens summed over their steps (as before the
   prefix existed: the Gemini runs of ``../shared/trajectories`` keep 1.1396);
@@ -171,7 +173,7 @@ def measurable(run: RecordedRun) -> bool:
     """Whether the calibration measures ``run``: a known provider's model and some recorded usage
     (a prompt of at most :data:`MAX_REQUEST_TOKENS`)."""
     return provider_of(run.model) is not None and any(
-        u is not None and 0 < u.prompt_tokens <= MAX_REQUEST_TOKENS for u in run.usage
+        u is not None and 0 < u.prompt_tokens <= MAX_REQUEST_TOKENS for u in run.counted_usage()
     )
 
 
@@ -186,8 +188,9 @@ def _measure(
             raise ValueError("fit needs a token counter or the runs' counted tokens")
         counted = full_prompt_tokens(run, counter)
     points = []
+    recorded = run.counted_usage()  # a call counted in another run is measured there
     for index, tokens in enumerate(counted):
-        usage = run.usage[index] if index < len(run.usage) else None
+        usage = recorded[index] if index < len(recorded) else None
         if usage is not None and 0 < usage.prompt_tokens <= MAX_REQUEST_TOKENS and tokens > 0:
             points.append((tokens, usage.prompt_tokens))
     return _Measured(run, provider, tuple(points)) if points else None

@@ -259,6 +259,7 @@ def inputs_entry(r: RunInfo) -> dict[str, Any]:
         "format": r.format,
         "model": r.model,
         "steps": r.steps,
+        "uncounted_steps": r.uncounted_steps,
         "recorded_usage": r.has_usage,
         "endpoints": r.endpoints,
         "family": r.family,
@@ -329,10 +330,11 @@ def run_detail(
     steps: int,
     per_policy: Mapping[str, tuple[PolicyRunMetrics, Totals]],
     anatomy: Anatomy | None = None,
+    uncounted: int = 0,
 ) -> dict[str, Any]:
     """A run's entry in ``runs``: per policy its totals (without ``runs``), the strings it missed
-    and its per-step series; ``full``'s cost anatomy (``_anatomy.py``). ``per_policy``: name ->
-    (metrics, totals of this run)."""
+    and its per-step series (of its counted steps: ``uncounted`` leading ones have none);
+    ``full``'s cost anatomy (``_anatomy.py``). ``per_policy``: name -> (metrics, totals of this run)."""
     full = per_policy[BASELINE][1]
     policies = {}
     for name in sorted(per_policy):
@@ -354,6 +356,7 @@ def run_detail(
     return {
         "run_id": run_id,
         "steps": steps,
+        "uncounted_steps": uncounted,
         "policies": policies,
         "anatomy": anatomy_dict(anatomy, totals, BASELINE),
     }

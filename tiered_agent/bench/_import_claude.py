@@ -21,6 +21,9 @@ One JSON entry per line, by ``type``:
   ``"fast"`` (fast mode) and ``usage.inference_geo`` ``"us"`` (US-only inference) are the step's
   billing modifiers (:attr:`RecordedRun.step_billing`): each multiplies its prices, and fast mode
   has its own prompt cache; ``"standard"``, ``"global"`` and empty values are none.
+- ``message.id`` (else the entry's ``requestId``, else the response's first ``tool_use`` id) is the
+  step's provider id (:attr:`RecordedRun.step_ids`): a history copied into another file (an older
+  CLI's ``--resume``, a fork, a backup) holds the same ids, and the bench counts such calls once.
 - ``timestamp`` (every entry): a step's request was sent at the latest entry before its
   response (the tool results or the user's prompt), else at the response's first entry.
 - ``user``: the user's prompt (a string, or ``text``/``image``/``document`` blocks; an image is
@@ -394,6 +397,8 @@ def _assistant(
     if _new_response(message_id, step.message_id) or builder.step == 0:
         model = message.get("model")
         builder.start_step(time=time, model=model if isinstance(model, str) else None)
+        request = entry.get("requestId")
+        builder.set_step_id(message_id or (request if isinstance(request, str) else None))
         step.message_id, step.usage, step.writes_1h, step.billing = message_id, None, 0, ""
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
@@ -405,7 +410,9 @@ def _assistant(
             text = block.get("text")
             builder.add_text(text if isinstance(text, str) else "")
         elif kind == "tool_use":
-            builder.add_call(*_call(block, where))
+            call = _call(block, where)
+            builder.add_call(*call)
+            builder.set_step_id(call[0])  # a response without message.id or requestId
         elif kind in _SERVER_BLOCKS or (kind or "").endswith("_tool_result"):
             builder.add_text(_server_text(block))
     usage = _usage(message.get("usage"), entry.get("costUSD"))

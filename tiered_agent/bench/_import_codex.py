@@ -45,6 +45,11 @@ Current rollouts hold one ``{"timestamp", "type", "payload"}`` object per line:
 - ``timestamp`` (every line): a step's request was sent at the latest input item before its
   response (the user's message, the tool outputs), else at the response's first item.
 
+Each step's provider id (:attr:`RecordedRun.step_ids`): the first of its output items' ``id``
+(older rollouts), a digest of its reasoning's ``encrypted_content``, or its first call's
+``call_id``. A fork or resume that starts a new rollout with the old turns holds the same ids, and
+the bench counts those calls once.
+
 Steps: the output items from one input item (or ``token_count``) to the next are one model
 response, so one step with all its tool calls (parallel calls included).
 
@@ -66,6 +71,7 @@ Read-only for the dedup cache: ``read_file``, ``list_dir``, ``grep_files``, ``vi
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -246,9 +252,12 @@ def _item(state: _Rollout, item: dict[str, Any], where: str, time: float | None)
     elif kind == "reasoning":
         _respond(state, time)
         state.builder.mark_reasoning()
+        state.builder.set_step_id(_item_id(item))
     elif kind in _OUTPUT_CALLS:
         _respond(state, time)
-        state.builder.add_call(*_call(item, where))
+        call = _call(item, where)
+        state.builder.add_call(*call)
+        state.builder.set_step_id(_item_id(item) or call[0])
     elif kind in _RESULTS:
         state.responding = False
         call_id = item.get("call_id")
@@ -273,6 +282,7 @@ def _message(state: _Rollout, item: dict[str, Any], where: str, time: float | No
     if role == "assistant":
         _respond(state, time)
         state.builder.add_text(text)
+        state.builder.set_step_id(_item_id(item))
     elif role in ("user", "developer", "system"):
         state.responding = False
         if role == "user" and not text.lstrip().startswith(_CONTEXTUAL):
@@ -354,6 +364,17 @@ def _rollback(state: _Rollout, turns: int) -> None:
     del state.turns[first:]  # the work is the turns rolled back, not all of them (faults.md case 68)
     state.rolled_back += state.builder.truncate(cut)
     state.responding = False
+
+
+def _item_id(item: dict[str, Any]) -> str | None:
+    """The provider's id of an output item: its ``id`` (``rs_``, ``msg_``, ``fc_``: older rollouts),
+    else a digest of a reasoning item's encrypted content (the provider's, unique to the response)."""
+    if isinstance(item.get("id"), str) and item["id"]:
+        return str(item["id"])
+    sealed = item.get("encrypted_content")
+    if isinstance(sealed, str) and sealed:
+        return "encrypted:" + hashlib.sha256(sealed.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return None
 
 
 def _call(item: dict[str, Any], where: str) -> tuple[str | None, str, str]:

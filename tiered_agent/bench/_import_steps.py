@@ -43,6 +43,7 @@ class HistoryBuilder:
         self.times: list[float | None] = []
         self.writes_1h: list[int] = []
         self.models: list[str | None] = []  # per step, the model that answered it (where recorded)
+        self.step_ids: list[str | None] = []  # per step, the provider's id of the call (where recorded)
         self.billing: list[str] = []  # per step, its billing modifiers ("fast+us"; "": none)
         self.restarts: list[int] = []
         self.reasoning_steps: set[int] = set()
@@ -91,7 +92,7 @@ class HistoryBuilder:
         dropped = sum(1 for m in gone if m.role == "assistant")
         del self.messages[index:]
         keep = self.step - dropped
-        for per_step in (self.usage, self.times, self.writes_1h, self.models, self.billing):
+        for per_step in (self.usage, self.times, self.writes_1h, self.models, self.billing, self.step_ids):
             del per_step[keep:]
         # The work is what goes, never the whole history (a log of many rollbacks: faults.md case 68):
         # step numbers past ``keep``, restarts past ``index`` (ascending; one at the cut still holds),
@@ -122,12 +123,19 @@ class HistoryBuilder:
         self.times.append(self._input_time if self._input_time is not None else time)
         self.writes_1h.append(0)
         self.models.append(model)
+        self.step_ids.append(None)
         self.billing.append("")
         self._input_time = None
         self._pending, self._answered = {}, set()
         self._assistant_at = len(self.messages)
         self.messages.append(Message("assistant", text or None, iteration=self.step))
         self._results_end = len(self.messages)
+
+    def set_step_id(self, step_id: str | None) -> None:
+        """An id the provider gave the current step's call (:attr:`RecordedRun.step_ids`); the first
+        one given stays."""
+        if step_id and self.step_ids and self.step_ids[-1] is None:
+            self.step_ids[-1] = step_id
 
     def mark_reasoning(self) -> None:
         """The current step's response held reasoning items (hidden thinking of a reasoning model)."""
@@ -222,7 +230,7 @@ class HistoryBuilder:
         # The last step's calls stay as recorded: no prompt of the run follows them.
         extra = {"unpaired_results": self.unpaired_results, "missing_results": self.placeholders}
         metadata = {**metadata, **{k: v for k, v in extra.items() if v}}
-        return build_run(
+        run = build_run(
             run_id=run_id,
             source=source,
             fmt=fmt,
@@ -243,3 +251,6 @@ class HistoryBuilder:
                 self.billing,
             ),
         )
+        if any(i is not None for i in self.step_ids):
+            run = dataclasses.replace(run, step_ids=tuple(self.step_ids))
+        return run

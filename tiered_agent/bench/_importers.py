@@ -27,11 +27,18 @@ log is replayed, unless the damage leaves a run's conversation inconsistent (a
 tool result whose call was on a skipped line): that run is skipped with the
 reason. A torn last line (no final newline: a log still being written) is
 counted the same way; ``strict=True`` fails on any other skipped line.
+
+One conversation in two files (Claude Code, Codex: a backup, a history copied on
+resume, a fork): every model call is counted once, in the run read first. A run
+whose leading calls were read before replays them without counting them
+(:attr:`RecordedRun.counted_from`); one all of whose calls were, is skipped with
+the reason (``_Copies``).
 """
 
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -44,6 +51,7 @@ import structlog
 
 from .._errors import ConfigurationError, TraceFormatError
 from .._files import describe_mode
+from .._messages import Message
 from .._trace import parse_json, parse_object
 from . import (
     _import_claude,
@@ -226,14 +234,11 @@ class RunReader:
             if loaded.damage is not None:
                 damaged.append(loaded.damage)
             for run in loaded.runs:
-                if isinstance(run, SkippedRun):
-                    skipped.append(SkippedInput(run.source, run.reason))
-                elif not run.steps:
-                    skipped.append(SkippedInput(run.source, NO_STEPS))
-                elif (copy := copies.copy_of(run)) is not None:
-                    skipped.append(SkippedInput(run.source, copy))
+                kept = copies.check(run) if isinstance(run, RecordedRun) and run.steps else run
+                if isinstance(kept, RecordedRun) and kept.steps:
+                    yield kept
                 else:
-                    yield run
+                    skipped.append(_skipped_run(run, kept))
         skipped.sort(key=lambda s: (s.path, s.reason))
         damaged.sort(key=lambda d: d.path)
         self.skipped, self.skipped_lines = tuple(skipped), tuple(damaged)
@@ -241,42 +246,104 @@ class RunReader:
         _warn(skipped, damaged)
 
 
-# Formats whose tool-call ids the provider draws at random (``toolu_...``, ``call_...``): the same id in
-# two runs is the same call.
+def _skipped_run(run: _Run, why: _Run | str) -> SkippedInput:
+    """How a run that is not replayed is listed: its converter's reason, no model calls, or a copy."""
+    if isinstance(run, SkippedRun):
+        return SkippedInput(run.source, run.reason)
+    return SkippedInput(run.source, why if isinstance(why, str) else NO_STEPS)
+
+
+# Formats whose provider draws each call's ids at random (``msg_...``, ``toolu_...``, ``call_...``): the
+# same id in two runs is the same call.
 _PROVIDER_CALL_IDS = frozenset({_import_claude.FORMAT, _import_codex.FORMAT})
 
 
 class _Copies:
     """What the runs read so far hold, for one reading: each run's conversation and usage (by hash),
-    and its tool calls (provider call id -> run id).
+    and the identity of each of its model calls (:func:`call_keys`).
 
-    A session in two files (a backup of the logs next to them, the same folder given twice under
-    two names) is one run read twice: a run whose messages and usage equal an earlier run's is
-    skipped, naming that run (replayed twice, every call would count twice). A run that shares
-    some calls with earlier ones but not all its conversation (a fork or a resume that copied the
-    history, a backup taken mid-session) is kept, with one warning: the shared calls count in
-    both. The earlier run is the one read first (paths in the order given, files sorted).
+    One conversation often lies in two files: a backup of the logs next to them, the same folder
+    given twice, a history an older Claude Code copied into a new file on ``--resume``, a fork that
+    copied the history up to a point and went on, a backup taken mid-session, a Codex fork or
+    resume that starts a new rollout with the old turns. Every model call is counted once, in the
+    run read first (paths in the order given, files sorted: the same in every shard):
+
+    - a run whose messages and usage equal an earlier run's is skipped, naming that run;
+    - a run all of whose calls were read before is skipped, naming the runs that hold them;
+    - a run whose leading ``K`` calls were read before gets ``counted_from = K``
+      (:attr:`RecordedRun.counted_from`): they are replayed, not counted;
+    - calls read before anywhere else than in a leading stretch (a run that shares a middle part
+      only) cannot be told apart from the run's own without replaying both: they are counted in
+      both, with one warning (``importers.shared_calls``).
     """
 
     def __init__(self) -> None:
         self._runs: dict[int, str] = {}
-        self._made_by: dict[str, str] = {}
+        self._names: list[str] = []  # the run ids, by the index :attr:`_calls` holds
+        self._calls: dict[int, int] = {}  # call identity -> the first run that holds it
 
-    def copy_of(self, run: RecordedRun) -> str | None:
-        """Why ``run`` is skipped as a copy, or None (it is then remembered)."""
+    def check(self, run: RecordedRun) -> RecordedRun | str:
+        """``run`` as it is replayed (its :attr:`~RecordedRun.counted_from` set), or why it is skipped
+        as a copy; a run that is not skipped is remembered."""
         if run.format not in _PROVIDER_CALL_IDS:
-            return None
+            return run
         key = hash((run.messages, run.usage))
         if key in self._runs:
             return f"the same conversation and usage as {self._runs[key]}, which is replayed once"
         self._runs[key] = run.run_id
-        calls = [c.id for m in run.messages for c in m.tool_calls]
-        earlier = sorted({self._made_by[c] for c in calls if c in self._made_by})
-        if earlier:
-            shared = sum(1 for c in calls if c in self._made_by)
-            log.warning("importers.shared_calls", run=run.run_id, calls=shared, also_in=earlier[:3])
-        self._made_by.update((c, run.run_id) for c in calls if c not in self._made_by)
-        return None
+        keys = call_keys(run)
+        known = self._calls
+        counted = next((n for n, k in enumerate(keys) if k is None or k not in known), len(keys))
+        if counted == len(keys):
+            return (
+                f"all its {len(keys)} model call{'s' * (len(keys) != 1)} are counted in "
+                f"{self._held_by(keys)} (a copy of that history, taken before it went on)"
+            )
+        later = [k for k in keys[counted:] if k is not None and k in known]
+        if later:
+            log.warning(
+                "importers.shared_calls", run=run.run_id, calls=len(later), also_in=self._held_by(later)
+            )
+        index = len(self._names)
+        self._names.append(run.run_id)
+        for k in keys:
+            if k is not None:
+                known.setdefault(k, index)
+        # a trace keeps what the reading that wrote it decided: detection here only adds to it
+        counted = max(counted, run.counted_from)
+        return run if counted == run.counted_from else dataclasses.replace(run, counted_from=counted)
+
+    def _held_by(self, keys: Sequence[int | None]) -> str:
+        """The runs that hold the calls ``keys`` (the first three, by id)."""
+        names = sorted({self._names[self._calls[k]] for k in keys if k is not None and k in self._calls})
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        return ", ".join(names[:3]) + more
+
+
+def call_keys(run: RecordedRun) -> list[int | None]:
+    """Per model call of ``run``, its identity within one reading (None: none known).
+
+    A call with a provider id (:attr:`RecordedRun.step_ids`) is that id. A call without one (a Codex
+    answer without reasoning) is the call before it together with everything since (the results,
+    the user's message, the response itself): the same call only where the same provider call
+    preceded it and the same messages followed. A call with neither (no identified call before it)
+    has none: it is never taken for another run's. Hashes: compared within one process only.
+    """
+    keys: list[int | None] = []
+    anchor: int | None = None
+    since: list[Message] = []
+    for message in run.messages:
+        since.append(message)
+        if message.role != "assistant":
+            continue
+        step_id = run.step_id(len(keys) + 1)
+        if step_id is not None:
+            anchor = hash(("id", step_id))
+        elif anchor is not None:
+            anchor = hash((anchor, tuple(since)))
+        keys.append(anchor)
+        since = []
+    return keys
 
 
 def _unique_files(paths: Sequence[Path | str]) -> list[Path]:

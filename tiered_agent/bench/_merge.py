@@ -118,7 +118,9 @@ def _read(path: Path) -> _Shard:
 
 
 # The fields of a shard's ``inputs.runs`` entries that the merge and the report sort, sum or key on.
-_RUN_FIELDS: dict[str, type] = {"run_id": str, "format": str, "family": str, "steps": int}
+_RUN_FIELDS: dict[str, type] = {
+    "run_id": str, "format": str, "family": str, "steps": int, "uncounted_steps": int
+}  # fmt: skip
 
 
 def _check_runs(path: Path, document: Mapping[str, Any]) -> None:

@@ -138,7 +138,8 @@ def record_of(
     if detail:
         both = {name: (replay.policies[name], t) for name, t in per_run.items()}
         entry = orjson.dumps(
-            run_detail(info.run_id, len(replay.output_tokens), both, anatomy), option=orjson.OPT_SORT_KEYS
+            run_detail(info.run_id, len(replay.output_tokens), both, anatomy, info.uncounted_steps),
+            option=orjson.OPT_SORT_KEYS,
         )
     return RunRecord(
         run_id=info.run_id,

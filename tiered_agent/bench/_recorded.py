@@ -68,6 +68,17 @@ class RecordedRun:
       sent (Claude Code and Codex record neither the tool schemas nor, for Claude Code,
       the system prompt); the bench then estimates the missing prefix from the usage.
 
+    The same model call in two files (a history copied on resume, a fork, a backup):
+
+    - ``step_ids[k - 1]``: an id the provider gave model call ``k``, where the log records one
+      (Claude Code: ``message.id``, else ``requestId``, else its first ``tool_use`` id; Codex:
+      a response item's ``id``, else a digest of its reasoning's encrypted content, else its first
+      call's ``call_id``), or None. Two runs holding the same id hold the same call;
+    - ``counted_from``: the leading model calls the reader found in runs read before this one
+      (``_importers.py``). They are replayed, so that every policy builds its state as in a live
+      resume, but not counted: steps ``1..counted_from`` leave no metrics, usage or cache state
+      (:meth:`counted_usage`). ``0 <= counted_from < steps``.
+
     A tool call is read-only (its result may be served by the dedup cache) when
     its tool is in ``read_only_tools``, or when the call itself is in
     ``read_only_calls`` (call ids: a read-only command of a tool that can also
@@ -92,6 +103,8 @@ class RecordedRun:
     prompt_complete: bool = True
     reasoning_steps: frozenset[int] = frozenset()
     step_models: tuple[str, ...] = ()
+    step_ids: tuple[str | None, ...] = ()
+    counted_from: int = 0
     step_billing: tuple[str, ...] = ()
 
     @property
@@ -115,6 +128,17 @@ class RecordedRun:
         """The model that answered call ``step`` (1-based) when the run switched models; None when it
         used one (:attr:`model`)."""
         return self.step_models[step - 1] if 0 < step <= len(self.step_models) else None
+
+    def step_id(self, step: int) -> str | None:
+        """The provider's id of model call ``step`` (1-based), if recorded."""
+        return self.step_ids[step - 1] if 0 < step <= len(self.step_ids) else None
+
+    def counted_usage(self) -> tuple[Usage | None, ...]:
+        """:attr:`usage` as the bench counts it: None for the steps up to :attr:`counted_from`
+        (calls counted in a run read before this one)."""
+        if not self.counted_from:
+            return self.usage
+        return (None,) * min(self.counted_from, len(self.usage)) + self.usage[self.counted_from :]
 
     def billing_at(self, step: int) -> tuple[str, ...]:
         """The billing modifiers of call ``step`` (1-based): ``("fast", "us")``, or none."""
@@ -187,6 +211,10 @@ class RecordedRun:
             out["reasoning_steps"] = sorted(self.reasoning_steps)
         if self.step_models:
             out["step_models"] = list(self.step_models)
+        if any(i is not None for i in self.step_ids):
+            out["step_ids"] = list(self.step_ids)
+        if self.counted_from:
+            out["counted_from"] = self.counted_from
         if self.step_billing:
             out["step_billing"] = list(self.step_billing)
         return out
@@ -205,6 +233,8 @@ class RecordedRun:
             prompt_complete=recording.get("prompt_complete") is not False and self.prompt_complete,
             reasoning_steps=_steps(recording.get("reasoning_steps"), steps) or self.reasoning_steps,
             step_models=_models(recording.get("step_models"), steps) or self.step_models,
+            step_ids=_ids(recording.get("step_ids"), steps) or self.step_ids,
+            counted_from=_below(recording.get("counted_from"), steps) or self.counted_from,
             step_billing=_billing(recording.get("step_billing"), steps) or self.step_billing,
         )
 
@@ -232,6 +262,16 @@ def _models(values: Any, steps: int) -> tuple[str, ...]:
     """Per step, a model name: all of them strings, one per step (else none)."""
     models = _per_step(values, steps, lambda v: v if isinstance(v, str) and v else None)
     return models if models and None not in models else ()
+
+
+def _ids(values: Any, steps: int) -> tuple[str | None, ...]:
+    """Per step, an id or None (one per step, else none)."""
+    return _per_step(values, steps, lambda v: v if isinstance(v, str) and v else None)
+
+
+def _below(value: Any, steps: int) -> int:
+    """A count of leading steps that leaves at least one step (else 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < steps else 0
 
 
 def _steps(values: Any, steps: int) -> frozenset[int]:

@@ -47,7 +47,7 @@ from ..context.retrieve._tool import retrieve
 from ..context.steps import Dedup
 from ._backend import open_backend
 from ._cache_chain import CacheChains, CacheTrack
-from ._caching import IDEAL, CacheSimulator, CountedHistory, IdCounter, Pricing, PromptEncoder
+from ._caching import IDEAL, CacheSimulator, CacheUse, CountedHistory, IdCounter, Pricing, PromptEncoder
 from ._calibration import Calibration, ProviderCalibration, counted_run, fit, measurable, recorded_texts
 from ._evidence import EvidenceIndex, PromptView, TextMemo
 from ._metrics import PolicyRunMetrics, SalienceIndex, StepMetrics
@@ -172,7 +172,13 @@ class ReplaySettings:
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """A recorded run without its messages: what the report needs."""
+    """A recorded run without its messages: what the report needs.
+
+    ``steps`` counts all its model calls (the replay prepares them all); ``usage`` and
+    ``cache_writes_1h`` are what the bench counts (:meth:`RecordedRun.counted_usage`: None and 0 for
+    the first ``uncounted_steps``, calls counted in a run read before), so no recorded bill, cache
+    check or fidelity sees those twice.
+    """
 
     run_id: str
     source: str
@@ -192,6 +198,7 @@ class RunInfo:
     cache_writes_1h: tuple[int, ...] = ()  # per step, the recorded writes with the 1-hour lifetime
     restarts: int = 0  # the agent's own compactions the replay followed
     step_models: tuple[str, ...] = ()  # per step, its model, when the run switched models
+    uncounted_steps: int = 0  # its leading calls counted in a run read before (replayed, not counted)
     step_billing: tuple[str, ...] = ()  # per step, its billing modifiers, when any has one
 
     @property
@@ -200,10 +207,13 @@ class RunInfo:
 
     @classmethod
     def of(cls, run: RecordedRun, plan: RunPlan | None = None) -> RunInfo:
+        uncounted = run.counted_from
+        writes = tuple(0 if i < uncounted else w for i, w in enumerate(run.cache_writes_1h))
         info = cls(
-            run.run_id, run.source, run.format, run.model, run.steps, tuple(run.usage), family_of(run.format),
-            endpoints=len({r for r in run.routes if r is not None}), cache_writes_1h=run.cache_writes_1h,
-            restarts=len(run.restarts), step_models=run.step_models, step_billing=run.step_billing,
+            run.run_id, run.source, run.format, run.model, run.steps, run.counted_usage(),
+            family_of(run.format), endpoints=len({r for r in run.routes if r is not None}),
+            cache_writes_1h=writes, restarts=len(run.restarts), step_models=run.step_models,
+            step_billing=run.step_billing, uncounted_steps=uncounted,
         )  # fmt: skip
         return info if plan is None else info.planned(plan)
 
@@ -568,11 +578,13 @@ async def _replay_policy(
     steps: list[StepMetrics] = []
     summary_usage, dedup_hits = Usage(), 0
     errors: list[StepError] = []
+    done = 0  # the model calls prepared so far, counted or not
     for offset, groups in state.segments:
-        manager = await _replay_segment(
-            state, policy, window, summary_model, track=track, steps=steps, offset=offset, groups=groups
+        manager, done, uncounted = await _replay_segment(
+            state, policy, window, summary_model, track=track, steps=steps, at=(offset, done), groups=groups
         )
-        summary_usage, dedup_hits = summary_usage + manager.summary_usage, dedup_hits + manager.dedup_hits
+        counted = _Tally.of(manager).less(uncounted)
+        summary_usage, dedup_hits = summary_usage + counted.summary, dedup_hits + counted.hits
         errors.extend(manager.step_errors)
     return PolicyRunMetrics(
         policy=name,
@@ -594,12 +606,26 @@ async def _replay_segment(
     *,
     track: _Track,
     steps: list[StepMetrics],
-    offset: int,
+    at: tuple[int, int],
     groups: Mapping[int, Sequence[Message]],
-) -> ContextManager:
-    """Replay one segment (iterations renumbered from 0; the run's are ``offset`` higher); append its
-    steps to ``steps``; return the manager (its summary usage and dedup hits)."""
+) -> tuple[ContextManager, int, _Tally]:
+    """Replay one segment (iterations renumbered from 0; ``at``: the run's iterations are ``offset``
+    higher, and ``done`` model calls came before it); append its counted steps to ``steps``; return
+    the manager (its summary usage and dedup hits), the model calls prepared so far, and the part of
+    the manager's tally made before the run's first counted call (not counted).
+
+    The one place where a run's uncounted calls (the first :attr:`RecordedRun.counted_from`: calls
+    a run read before holds) are left out (:func:`_uncounted`): the policy prepares their prompts
+    and serves their results, so its state is built as in a live resume, and their requests reach
+    the provider cache as they reached the provider (the time-aware cache decides by the recorded
+    times whether they are still cached when the first counted call goes out), but they make no
+    :class:`StepMetrics` (no tokens, costs, ruler checks, anatomy or retrieval charge); the
+    summaries and dedup hits the policy made before the first counted call are not counted either
+    (the run read before counts them). So a run's counted calls measure exactly what they measure
+    in the run benched alone."""
     run, counter = state.run, state.counter
+    offset, done = at
+    uncounted = _Tally()
     summarizer = None
     if summary_model is not None and policy.summarizes:  # its calls are counted as summary usage
         summarizer = CheckedSummarizer(
@@ -627,23 +653,29 @@ async def _replay_segment(
         for iteration in sorted(i for i in groups if i > 0):
             group = groups[iteration]
             if id(group) in state.acting:
+                done += 1
                 snapshot = (
                     state.snapshot((offset, iteration), history, tokens)
                     if recorded
                     else CountedHistory(history, tokens)
                 )
-                steps.append(
-                    await _step(
-                        state,
-                        manager,
-                        track,
-                        snapshot,
-                        schemas,
-                        iteration=iteration + offset,
-                        step=len(steps) + 1,
-                        limit=limit,
+                if done <= run.counted_from:  # counted in another run: the policy sees it, nothing counts it
+                    await _uncounted(state, manager, track, snapshot, schemas, step=done)
+                else:
+                    if done == run.counted_from + 1:
+                        uncounted = _Tally.of(manager)
+                    steps.append(
+                        await _step(
+                            state,
+                            manager,
+                            track,
+                            snapshot,
+                            schemas,
+                            iteration=iteration + offset,
+                            step=done,
+                            limit=limit,
+                        )
                     )
-                )
                 if summarizer is not None:  # a summary that failed: stop before reporting its savings
                     summarizer.check(policy.name)
             observed = await _observations(manager, group, kind, iteration, state.results_of(group))
@@ -653,7 +685,32 @@ async def _replay_segment(
             else:
                 tokens = _extend(history, observed, counter, tokens)
                 recorded = False
-    return manager
+    before_any = run.counted_from and done <= run.counted_from  # no call of this segment is counted
+    return manager, done, _Tally.of(manager) if before_any else uncounted
+
+
+class _Tally(NamedTuple):
+    """What a context manager counted so far besides the prompts: its summaries' usage, its dedup hits."""
+
+    summary: Usage = Usage()
+    hits: int = 0
+
+    @classmethod
+    def of(cls, manager: ContextManager) -> _Tally:
+        return cls(manager.summary_usage, manager.dedup_hits)
+
+    def less(self, before: _Tally) -> _Tally:
+        """This tally without what ``before`` (an earlier tally of the same manager) held."""
+        if before == _Tally():
+            return self
+        now, then = self.summary, before.summary
+        cost = None if now.cost is None else now.cost - (then.cost or 0.0)
+        summary = Usage(
+            now.prompt_tokens - then.prompt_tokens, now.completion_tokens - then.completion_tokens,
+            now.cached_tokens - then.cached_tokens, now.requests - then.requests, cost,
+            now.cache_write_tokens - then.cache_write_tokens,
+        )  # fmt: skip
+        return _Tally(summary, self.hits - before.hits)
 
 
 def resent_prefix(cache_model: CacheModel, prefix_tokens: int) -> int:
@@ -678,6 +735,45 @@ def _extend(history: list[Message], new: Sequence[Message], counter: IdCounter, 
     return tokens + sum(counter.count_message(m) for m in new)
 
 
+def _request(
+    state: _RunState, track: _Track, prepared: PreparedPrompt, step: int
+) -> tuple[tuple[int, ...] | None, CacheUse]:
+    """Send the prompt of model call ``step`` to the policy's provider cache: what it read and wrote,
+    and the prompt's recorded stretches (:attr:`_Track.recorded`)."""
+    messages = prepared.built.messages
+    recorded = track.recorded(messages)
+    use = track.cache.request(
+        recorded,
+        messages,
+        prepared.tools,
+        route=state.route(step),
+        at=state.run.time(step),
+        long_ttl=step in state.long_steps,
+        new_turn_after_reasoning=step in state.turns_after_reasoning,
+        stable=prepared.built.stable,
+        partition=state.run.cache_partition(step),
+    )
+    return recorded, use
+
+
+async def _uncounted(
+    state: _RunState,
+    manager: ContextManager,
+    track: _Track,
+    history: Sequence[Message],
+    schemas: Sequence[Mapping[str, Any]],
+    *,
+    step: int,
+) -> None:
+    """Model call ``step``, which a run read before counts: the policy prepares its prompt (its
+    state is built as in a live resume) and the prompt reaches the provider cache and the anatomy's
+    memory of what was sent, as it reached the provider, but nothing of it is measured."""
+    prepared = await manager.prepare(history, schemas, at=state.run.time(step))
+    _request(state, track, prepared, step)
+    prompt_tokens = prepared.prompt_tokens + state.prefix_tokens
+    _regions(state, track, prepared.built.messages, prepared.tools, prompt_tokens)
+
+
 async def _step(
     state: _RunState,
     manager: ContextManager,
@@ -695,18 +791,7 @@ async def _step(
     messages = prepared.built.messages
     prompt_tokens = prepared.prompt_tokens + state.prefix_tokens  # the unrecorded prefix is sent too
     cache = track.cache
-    recorded = track.recorded(messages)
-    use = cache.request(
-        recorded,
-        messages,
-        prepared.tools,
-        route=state.route(step),
-        at=state.run.time(step),
-        long_ttl=step in state.long_steps,
-        new_turn_after_reasoning=step in state.turns_after_reasoning,
-        stable=prepared.built.stable,
-        partition=state.run.cache_partition(step),
-    )
+    recorded, use = _request(state, track, prepared, step)
     cached = min(use.read, prompt_tokens)
     fixed, new = _regions(state, track, messages, prepared.tools, prompt_tokens)
     raw = RawView(messages, state.recorded, track.raw, join=track.raw_join, id_sets=track.ids)
@@ -1120,7 +1205,7 @@ def replay_unit(
 
 def run_plan(info: RunInfo, settings: ReplaySettings, fitted: Calibration) -> RunPlan:
     """A run's plan under the bench's settings, with its unrecorded prefix and cache lifetime."""
-    long = len(long_ttl_steps(info.usage, info.cache_writes_1h)) * 2 > info.steps
+    long = len(long_ttl_steps(info.usage, info.cache_writes_1h)) * 2 > info.steps - info.uncounted_steps
     return plan_run(
         info.model,
         settings.cache_model,

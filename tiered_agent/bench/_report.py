@@ -200,7 +200,8 @@ def render_table(document: Mapping[str, Any]) -> Table:
     s = document["settings"]
     table = Table(
         title=(
-            f"Replay: {document['inputs']['run_count']} runs, {document['inputs']['step_count']:,} steps, "
+            f"Replay: {document['inputs']['run_count']} runs, {document['inputs']['step_count']:,} steps"
+            f"{_uncounted_note(document['inputs'], 'counted in runs read before')}, "
             f"{s['tokenizer']}, nominal window {s['context_window']:,}, cache model {s['cache_model']}"
         ),
         caption=(
@@ -264,6 +265,13 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str
     return lines
 
 
+def _uncounted_note(inputs: Mapping[str, Any], what: str) -> str:
+    """`` (N of them ...)`` when some runs' leading calls were counted in a run read before (a history
+    copied into another file: ``inputs.uncounted_steps``), else nothing."""
+    uncounted = inputs.get("uncounted_steps", 0)
+    return f" ({uncounted:,} of them {what})" if isinstance(uncounted, int) and uncounted > 0 else ""
+
+
 def _md_header(document: Mapping[str, Any]) -> list[str]:
     inputs, s = document["inputs"], document["settings"]
     formats = sorted({r["format"] for r in inputs["runs"]})
@@ -271,8 +279,9 @@ def _md_header(document: Mapping[str, Any]) -> list[str]:
         "# Replay benchmark",
         "",
         f"{inputs['run_count']} recorded runs ({', '.join(formats) or 'none'}), "
-        f"{inputs['step_count']:,} model calls, replayed through {len(document['policies'])} context "
-        "policies. Tokens counted with "
+        f"{inputs['step_count']:,} model calls"
+        f"{_uncounted_note(inputs, 'copied from runs read before: replayed, not counted')}, replayed through "
+        f"{len(document['policies'])} context policies. Tokens counted with "
         f"`{s['tokenizer']}`; nominal context window {s['context_window']:,} tokens (thresholds such as "
         "compaction at a share of the window depend on it). Savings are relative to `full` (the whole "
         "history every call). Effective cost is in uncached-input-token units: cached prompt tokens at "

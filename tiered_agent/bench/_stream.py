@@ -316,6 +316,7 @@ def _skeleton(run: RecordedRun) -> RecordedRun:
         routes=(),
         timestamps=(),
         restarts=(),
+        step_ids=(),
     )
 
 
