@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import random
 import re
@@ -697,12 +698,29 @@ def write_drift(roots: list[Path], out: Path, seed: int, per_folder: int) -> int
         data = source.read_bytes()
         kind = _kind(data)
         if kind in ("claude", "codex"):
-            cases = structure_cases(rng, data, DRIFT)
+            cases = {
+                name: fresh_ids(content, name) for name, content in structure_cases(rng, data, DRIFT).items()
+            }
         else:
             cases = recorded_drift_cases(data) if kind == "document" else {}
         for name, content in cases.items():
             written += _write(out / "drift" / name / f"{source.parent.name}-{source.name}", content)
     return written
+
+
+# The provider's ids of Claude Code and Codex logs (``msg_01...``, ``req_...``, ``toolu_...``, ``call_...``,
+# ``rs_...``, ``fc_...``): the importers count a call whose id another file holds once (``_Copies``).
+_PROVIDER_ID = re.compile(rb"\b((?:msg|req|toolu|srvtoolu|call|rs|fc|resp)_[A-Za-z0-9]{8,})")
+_ENCRYPTED = re.compile(rb'("encrypted_content": ")')
+
+
+def fresh_ids(content: bytes, case: str) -> bytes:
+    """``content`` with every provider id, and the digest source of a reasoning item without one (its
+    ``encrypted_content``), made the drift case's own: a drift copy is then a session of its own that
+    the bench replays, not a copy of its original counted once (the same replacement everywhere, so
+    calls and results stay paired)."""
+    tag = b"d" + hashlib.sha256(case.encode()).hexdigest()[:6].encode()
+    return _ENCRYPTED.sub(rb"\1" + tag + b"-", _PROVIDER_ID.sub(rb"\1" + tag, content))
 
 
 # How the importers name a run skipped as a copy of another file's (``_importers._Copies``).

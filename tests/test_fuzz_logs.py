@@ -6,6 +6,7 @@ import json
 import random
 from pathlib import Path
 
+import claude_log
 import pytest
 from bench_scripts import load_script
 
@@ -126,3 +127,25 @@ def test_the_recorded_run_drift_cases_keep_every_step(tmp_path: Path) -> None:
             folder = path.name.split("-", 1)[0]
             expected = steps[folder] * (2 if case == "swe-retry-attempts" else 1)
             assert (loaded.skipped, sum(r.steps for r in loaded.runs)) == ((), expected), (case, path.name)
+
+
+def test_a_drift_copy_is_a_session_of_its_own_not_a_copy_of_its_original(tmp_path: Path) -> None:
+    """A drift copy gets the case's own provider ids (the same replacement everywhere, keys left
+    alone), so the bench replays it beside its original instead of counting it as a copy."""
+    line = b'{"call_id": "call_AbC123xyz9", "id": "msg_01ABCDEFGH", "encrypted_content": "gAAAAB"}'
+    fresh = fuzz.fresh_ids(line, "usage-missing")
+    assert b'"call_id": "call_AbC123xyz9d' in fresh and b'"id": "msg_01ABCDEFGHd' in fresh
+    assert fresh.count(b'"call_id"') == 1 and b'"encrypted_content": "d' in fresh
+    assert fuzz.fresh_ids(line, "usage-missing") == fresh != fuzz.fresh_ids(line, "unknown-types")
+    minute, source = "2026-03-02T10:00", tmp_path / "in" / "s.jsonl"
+    source.parent.mkdir()
+    claude_log.write(source, [
+        claude_log.prompt("u1", None, "Plan it.", 0, minute=minute),
+        claude_log.reply("a1", "u1", "msg_01PlanAAAA", "claude-sonnet-4-5", 1, minute=minute),
+        claude_log.prompt("u2", "a1", "Go on.", 2, minute=minute),
+        claude_log.reply("a2", "u2", "msg_01GoOnBBBB", "claude-sonnet-4-5", 3, minute=minute),
+    ])  # fmt: skip
+    fuzz.write_drift([source.parent], tmp_path / "out", 5, 3)
+    loaded = load_runs([source, tmp_path / "out" / "drift" / "added-fields"])
+    assert len(loaded.runs) == 2 and not [r for r in loaded.runs if r.counted_from]
+    assert not [s for s in loaded.skipped if s.reason.startswith(fuzz._COPY_REASONS)]
