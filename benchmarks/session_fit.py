@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from tiered_agent._messages import Message, Usage
-from tiered_agent._providers import CacheModel, model_prices
+from tiered_agent._providers import CacheModel, model_prices, switched_min_tokens
 from tiered_agent.bench._caching import CacheSimulator, IdCounter, PromptEncoder
 from tiered_agent.bench._calibration import Calibration, fit
 from tiered_agent.bench._importers import load_runs
@@ -119,6 +119,7 @@ def simulate(
             long_ttl=step in long,
             new_turn_after_reasoning=step in turns,
             partition=run.cache_partition(step),
+            min_tokens=switched_min_tokens(run.model_at(step), rules),
         )
         usage = run.usage[index] if index < len(run.usage) else None
         if usage is None or usage.prompt_tokens <= 0:

@@ -9,7 +9,7 @@ import pytest
 
 from tiered_agent._errors import ConfigurationError
 from tiered_agent._messages import Message, ToolCall
-from tiered_agent._providers import CACHE_MODELS, CacheModel, cache_model_for
+from tiered_agent._providers import CACHE_MODELS, CacheModel, cache_model_for, switched_min_tokens
 from tiered_agent._tokens import TokenCounter
 from tiered_agent.bench._caching import (
     CacheSimulator,
@@ -370,6 +370,24 @@ def test_each_model_of_a_run_has_its_own_anthropic_cache(counter: IdCounter) -> 
     same = CacheSimulator(PromptEncoder(counter), SONNET_RULES)
     same.request([system, task], at=0)
     assert same.request([system, task, action], at=10) == CacheUse(1216, 53)
+
+
+def test_a_model_switched_to_caches_only_prefixes_past_its_own_minimum(counter: IdCounter) -> None:
+    """Anthropic's minimum cacheable prefix is per model: a Sonnet 4.5 session (1,024 tokens) that
+    runs a command on Haiku 4.5 (4,096) writes nothing for a 1,269-token Haiku prompt."""
+    assert switched_min_tokens("claude-haiku-4-5-20251001", SONNET_RULES) == 4096
+    assert switched_min_tokens("claude-sonnet-4-5", SONNET_RULES) == 1024
+    assert switched_min_tokens(None, SONNET_RULES) is None  # no switch: the rules' own
+    assert switched_min_tokens("gpt-5", SONNET_RULES) is None
+    assert switched_min_tokens("claude-haiku-4-5", CACHE_MODELS["openai"]) is None
+    system, task, action = _msg("system", 1200), _msg("user", 10), _msg("assistant", 50, 1)
+    cache = CacheSimulator(PromptEncoder(counter), SONNET_RULES)
+    assert cache.request([system, task], at=0, partition="sonnet") == CacheUse(0, 1216)
+    assert cache.request([system, task, action], at=10, partition="haiku", min_tokens=4096) == CacheUse(0, 0)
+    # as before the fix, at the run's minimum: the Haiku prompt would have been written
+    before = CacheSimulator(PromptEncoder(counter), SONNET_RULES)
+    before.request([system, task], at=0, partition="sonnet")
+    assert before.request([system, task, action], at=10, partition="haiku") == CacheUse(0, 1269)
 
 
 def test_each_model_of_a_run_has_its_own_implicit_cache(counter: IdCounter) -> None:

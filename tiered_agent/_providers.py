@@ -43,6 +43,7 @@ __all__ = [
     "model_prices",
     "price_map_source",
     "provider_of",
+    "switched_min_tokens",
 ]
 
 PROVIDERS = ("anthropic", "gemini", "openai")
@@ -299,6 +300,16 @@ def anthropic_min_tokens(model: str) -> int:
         if any(name in bare for name in names):
             return minimum
     return _ANTHROPIC.min_tokens
+
+
+def switched_min_tokens(model: str | None, rules: CacheModel) -> int | None:
+    """The shortest prefix ``model`` caches when a run switched to it under ``rules``, where that
+    differs by model (Anthropic's explicit cache: Sonnet 4.5 1,024 tokens, Haiku 4.5 4,096); None:
+    ``rules``' own minimum (no switch, another provider, or a model of another provider)."""
+    anthropic = rules.explicit and rules.provider == "anthropic"
+    if model is None or not anthropic or provider_of(model) != "anthropic":
+        return None
+    return anthropic_min_tokens(model)
 
 
 def cache_model_for(model: str | None, default: str = DEFAULT_CACHE_MODEL) -> CacheModel:

@@ -89,6 +89,7 @@ class CacheTrack:
         new_turn_after_reasoning: bool = False,
         stable: tuple[int, ...] = (),
         partition: str | None = None,
+        min_tokens: int | None = None,
     ) -> CacheUse:
         """As :meth:`CacheSimulator.request`; ``key``: the request's messages as other policies' requests
         would have the same key only for the same messages (None: messages of the policy's own)."""
@@ -105,6 +106,7 @@ class CacheTrack:
                 new_turn_after_reasoning,
                 stable,
                 partition,
+                min_tokens,
             )
             found = self._chains.get(chained)
             if found is not None:
@@ -120,6 +122,7 @@ class CacheTrack:
             new_turn_after_reasoning=new_turn_after_reasoning,
             stable=stable,
             partition=partition,
+            min_tokens=min_tokens,
         )
         self._simulator, self.rewrote = simulator, simulator.rewrote
         if chained is None:

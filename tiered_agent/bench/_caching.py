@@ -386,6 +386,7 @@ class CacheSimulator:
         new_turn_after_reasoning: bool = False,
         stable: Sequence[int] = (),
         partition: str | None = None,
+        min_tokens: int | None = None,
     ) -> CacheUse:
         """Record a request; return what the provider would bill as read from (and written to) its cache.
 
@@ -397,6 +398,8 @@ class CacheSimulator:
         the prompt's stable prefixes (``BuiltPrompt.stable``), marked where breakpoints are left.
         ``partition``: the model it was sent to, in a run that switched models (each model has its
         own cache: an entry another model wrote is never read; None: the run's one model).
+        ``min_tokens``: the shortest prefix that model caches, when it is not the run's (explicit
+        caches; None: the cache model's).
         """
         current = [*self._prefix, self.encoder.tools(schemas), *self._segments(messages)]
         same = identical_prefix(self._previous, current)  # the segments it shares, as objects
@@ -406,8 +409,9 @@ class CacheSimulator:
         self.rewrote = bool(self._previous) and common < self._sums[-1]
         if self.model.explicit:
             use = self._explicit(
-                current, sums, same, messages, at=at, long_ttl=long_ttl, stable=stable, partition=partition
-            )
+                current, sums, same, messages, at=at, long_ttl=long_ttl, stable=stable, partition=partition,
+                minimum=self.model.min_tokens if min_tokens is None else min_tokens,
+            )  # fmt: skip
         else:
             cap = self._turn_cap(current, messages) if new_turn_after_reasoning else None
             use = CacheUse(self._implicit(current, common, (partition, route), at, cap))
@@ -484,6 +488,7 @@ class CacheSimulator:
         long_ttl: bool,
         stable: Sequence[int] = (),
         partition: str | None = None,
+        minimum: int = 0,
     ) -> CacheUse:
         chain = self._hash_chain(current, same, partition)
         positions = sums[1:]  # tokens up to the end of each segment
@@ -494,14 +499,10 @@ class CacheSimulator:
         found = [self._lookup(chain, blocks, b, now) for b in points]
         read_at = max((f for f in found if f >= 0), default=-1)
         read = positions[read_at] if read_at >= 0 else 0
-        fresh = [
-            b
-            for b in points
-            if positions[b] * self.scale >= self.model.min_tokens and not self._valid(chain[b], now)
-        ]
+        fresh = [b for b in points if positions[b] * self.scale >= minimum and not self._valid(chain[b], now)]
         written = max((positions[b] for b in fresh), default=read) - read
         warm = 0.0
-        if self._shared and read < self._shared and self._shared * self.scale >= self.model.min_tokens:
+        if self._shared and read < self._shared and self._shared * self.scale >= minimum:
             warm = self.model.shared_warm * self._shared  # another session may have written it
         lost = self.model.rewrite_rate * max(read - (self._shared if self._shared else 0), 0)
         live = [b for b in points if b not in fresh and self._valid(chain[b], now)]

@@ -31,7 +31,7 @@ import orjson
 from .._cluster import RayAddress
 from .._errors import ConfigurationError
 from .._messages import Message, ToolCall, Usage, group_by_iteration
-from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices
+from .._providers import CACHE_MODEL_NAMES, CacheModel, model_prices, switched_min_tokens
 from .._tokens import PROMPT_OVERHEAD, EncodedTexts, TokenCounter
 from .._tools import ToolOutcome
 from .._trace import StepError
@@ -402,6 +402,11 @@ class _RunState:
     snapshots: dict[tuple[int, int], CountedHistory] = field(default_factory=dict)
     snapshot_slots: int = 0  # the messages they hold in all
 
+    def min_tokens_at(self, step: int) -> int | None:
+        """The shortest prefix the model that answered call ``step`` caches, when the run switched to
+        a model whose minimum differs (:func:`switched_min_tokens`); None: the cache model's."""
+        return switched_min_tokens(self.run.model_at(step), self.cache_model)
+
     def tokens_of(self, group: Sequence[Message]) -> int:
         """The tokens of one of the run's or a segment's groups (the messages as recorded), once per run."""
         entry = self.group_tokens.get(id(group))  # the entry keeps the group alive
@@ -752,6 +757,7 @@ def _request(
         new_turn_after_reasoning=step in state.turns_after_reasoning,
         stable=prepared.built.stable,
         partition=state.run.cache_partition(step),
+        min_tokens=state.min_tokens_at(step),
     )
     return recorded, use
 
