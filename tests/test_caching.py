@@ -142,11 +142,16 @@ def test_gemini_cache_blocks_minimum_and_expected_misses(counter: IdCounter) -> 
     assert cache.request([_msg("system", 99), task]).read == 0
 
 
+def _two_blocks() -> tuple[list[Message], list[Message], int]:
+    """A 4,106-token prompt (two of Gemini's implicit blocks), it grown by one message, and what a
+    request reads of the first when it hits (one block, less the miss rate)."""
+    base = [_msg("system", 100), _msg("user", 4000)]
+    return base, [*base, _msg("assistant", 5, 1)], round(4096 * 0.965)
+
+
 def test_each_recorded_endpoint_has_its_own_cache(counter: IdCounter) -> None:
     """A request hits what the same endpoint served last; the first request to an endpoint misses."""
-    base = [_msg("system", 100), _msg("user", 4000)]  # 4,106 tokens: two blocks
-    grown = [*base, _msg("assistant", 5, 1)]
-    hit = round(4096 * 0.965)
+    base, grown, hit = _two_blocks()
     cache = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"])
     assert cache.request(base, route="A").read == 0
     assert cache.request(grown, route="B").read == 0  # B never saw the prefix
@@ -393,9 +398,7 @@ def test_a_model_switched_to_caches_only_prefixes_past_its_own_minimum(counter: 
 def test_each_model_of_a_run_has_its_own_implicit_cache(counter: IdCounter) -> None:
     """Implicit caches (Gemini's blocks): a request to another model misses what the first model
     cached, on the same endpoint; the first model's next request hits its own previous request."""
-    base = [_msg("system", 100), _msg("user", 4000)]  # 4,106 tokens: two blocks
-    grown = [*base, _msg("assistant", 5, 1)]
-    hit = round(4096 * 0.965)
+    base, grown, hit = _two_blocks()
     cache = CacheSimulator(PromptEncoder(counter), CACHE_MODELS["gemini"])
     assert cache.request(base, partition="pro").read == 0
     assert cache.request(grown, partition="flash").read == 0  # flash never saw the prefix
